@@ -1,0 +1,55 @@
+# tide: thin wrapper around CMake. `make demo` and `make test` do all set-up.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+DEMO_OUT   ?= out/demo
+DEBS       := cmake gcc make pkg-config libjansson-dev libyaml-dev libcmocka-dev
+
+.PHONY: all deps build test test-fast asan demo bench fuzz clean
+
+all: build
+
+# Install missing Debian packages (idempotent; quiet when all are present).
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BUILD)/Makefile: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every test in a normal build, then again under ASan+UBSan.
+test: build asan
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTIDE_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/tide gen --scenario seed200 --days 14 --seed 1 --out $(DEMO_OUT)
+	$(BUILD)/tide sim --cluster 25x8:H100 --services $(DEMO_OUT)/services.csv \
+	  --demand $(DEMO_OUT)/demand.csv --jobs $(DEMO_OUT)/jobs.csv \
+	  --policy isolated,static,preempt,elastic,timeshare --split 80:120 --reserve 40 \
+	  --horizon 14d --seed 1 --out $(DEMO_OUT)/sim
+
+bench: build
+	bash bench/run.sh $(BUILD)
+
+fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTIDE_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out

@@ -1,0 +1,74 @@
+/* tide: the cluster model (nodes, GPU types, high-speed domains, racks, power). */
+#ifndef TIDE_CLUSTER_H
+#define TIDE_CLUSTER_H
+
+#include "tide/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TIDE_MAX_GPU_TYPES 32      /* GPU types are a bitmask in specs */
+#define TIDE_MAX_GPUS_PER_NODE 64
+
+typedef struct tide_cluster tide_cluster_t;
+
+/* A group of identical nodes. `domain_nodes` consecutive nodes form one
+ * high-speed domain (1 = one node is one domain), `rack_nodes` form a rack,
+ * `power_nodes` a power domain (0 = same as rack). */
+typedef struct tide_node_group {
+    int count;          /* nodes in the group, >= 1 */
+    int gpus_per_node;  /* 1..TIDE_MAX_GPUS_PER_NODE */
+    const char *gpu_type; /* e.g. "H100"; NULL or "" = "gpu" */
+    int domain_nodes;   /* >= 1, must divide count */
+    int rack_nodes;     /* >= 1 (0 = 4) */
+    int power_nodes;    /* >= 1 (0 = rack_nodes) */
+} tide_node_group_t;
+
+/* Create an empty cluster. Caller owns it; free with tide_cluster_destroy. */
+tide_cluster_t *tide_cluster_create(void);
+void tide_cluster_destroy(tide_cluster_t *c); /* NULL is a no-op */
+
+/* Append a node group. Errors: EINVAL for bad counts, ERANGE for too many types. */
+int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_error_t *err);
+
+/* Parse a compact spec "25x8", "25x8:H100", "16x8:H100,8x8:A100" (groups
+ * separated by commas). Returns a new cluster (caller owns) or NULL with err. */
+tide_cluster_t *tide_cluster_parse(const char *spec, tide_error_t *err);
+
+/* Deep copy (caller owns) or NULL on ENOMEM. */
+tide_cluster_t *tide_cluster_copy(const tide_cluster_t *c);
+
+int tide_cluster_nodes(const tide_cluster_t *c);
+int tide_cluster_gpus(const tide_cluster_t *c);
+int tide_cluster_domains(const tide_cluster_t *c);
+int tide_cluster_types(const tide_cluster_t *c);
+const char *tide_cluster_type_name(const tide_cluster_t *c, int type);
+
+/* Index of a GPU type by name, or -1. */
+int tide_cluster_type_find(const tide_cluster_t *c, const char *name);
+
+/* Turn "H100|A100" (names separated by '|' or ';') into a bitmask of known
+ * types. "" or NULL means any type (returns 0 = any). Errors: ENOENT for an
+ * unknown type name (message names it). */
+int tide_cluster_type_mask(const tide_cluster_t *c, const char *names, uint32_t *mask,
+                           tide_error_t *err);
+
+/* Per-node facts (borrowed pointers stay valid while c lives). */
+typedef struct tide_node_info {
+    int gpus;
+    int type;
+    int domain;
+    int rack;
+    int power;
+    int first_gpu; /* global index of the node's GPU 0 */
+} tide_node_info_t;
+int tide_cluster_node(const tide_cluster_t *c, int node, tide_node_info_t *out);
+
+/* Largest number of GPUs in one high-speed domain (over all domains). */
+int tide_cluster_max_domain_gpus(const tide_cluster_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

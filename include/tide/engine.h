@@ -1,0 +1,353 @@
+/* tide: the policy engine. Pure: no I/O, no clock, no globals. Drivers (the
+ * simulator, the daemon) feed it events with the current time and enact the
+ * actions it returns. */
+#ifndef TIDE_ENGINE_H
+#define TIDE_ENGINE_H
+
+#include "tide/cluster.h"
+#include "tide/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- workload */
+
+/* Priorities. P0 is inference only; training uses P1..P3. */
+enum { TIDE_P0 = 0, TIDE_P1 = 1, TIDE_P2 = 2, TIDE_P3 = 3, TIDE_NPRIO = 4 };
+
+/* An inference service (priority P0). Strings are copied by the engine. */
+typedef struct tide_service_spec {
+    const char *name;
+    int gpus_per_replica;     /* tensor-parallel size; one replica is one gang */
+    double replica_rps;       /* requests/s one replica serves within its SLO */
+    int min_replicas;         /* hot floor (Tier A) */
+    int max_replicas;         /* 0 = unlimited */
+    tide_time_t warmup_s;     /* load + communicator + graphs + health check */
+    uint32_t gpu_types;       /* accepted GPU types (bitmask), 0 = any */
+    int fixed_replicas;       /* used by the `isolated` policy: replicas kept hot
+                                 all the time (the peak); 0 = derive from floor */
+} tide_service_spec_t;
+
+/* A training job. Strings are copied by the engine. */
+typedef struct tide_job_spec {
+    const char *id;
+    const char *team;
+    int priority;             /* 1..3 */
+    int gpus;                 /* GPUs at full width = gang_gpus * dp_max */
+    int gang_gpus;            /* GPUs of one model replica (TP x PP); <= gpus */
+    int dp_min;               /* smallest data-parallel width (replicas) it can run at */
+    tide_time_t submit_s;     /* informational; the engine uses the event time */
+    tide_time_t duration_s;   /* run time at full width without interruption */
+    tide_time_t ckpt_interval_s;
+    tide_time_t ckpt_s;       /* time to write and commit a checkpoint */
+    tide_time_t restore_s;    /* time to restore from a checkpoint */
+    uint32_t gpu_types;       /* accepted GPU types (bitmask), 0 = any */
+} tide_job_spec_t;
+
+/* Fill defaults for optional job fields (gang = min(gpus,8), dp_min = not
+ * elastic, ckpt 1800/60, restore 120) where they are 0, then validate.
+ * Errors: EINVAL with a message naming the field. */
+int tide_job_spec_normalize(tide_job_spec_t *j, tide_error_t *err);
+
+/* Validate a service spec. Errors: EINVAL naming the field. */
+int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err);
+
+/* ----------------------------------------------------------------- config */
+
+typedef struct tide_config {
+    const char *policy;        /* "elastic", "static", "preempt", "isolated", "timeshare" */
+    int reserve_gpus;          /* Tier A GPUs for `elastic` (-1 = sum of service floors) */
+    int split_inf;             /* inference GPUs for `static`/`timeshare` (-1 = auto) */
+    int night_start_h;         /* `timeshare` window, hours of day [start, end) */
+    int night_end_h;
+    double margin_min;         /* floor of the forecast safety margin (0.10) */
+    double margin_max;         /* ceiling of the margin (1.0) */
+    double margin_quantile;    /* quantile of under-forecast error used (0.99) */
+    tide_time_t tick_s;        /* control loop period (60) */
+    tide_time_t lead_extra_s;  /* margin added to ckpt P99 + warm-up P99 (300) */
+    tide_time_t lease_max_s;   /* longest lease granted at once (6 h) */
+    tide_time_t scale_down_hold_s; /* keep capacity this long past the forecast need (1800) */
+    tide_time_t forecast_bucket_s; /* forecast resolution (300) */
+    int forecast_days;         /* days of history kept (7) */
+    int backfill_depth;        /* queued jobs examined per pass (256) */
+    int check_invariants;      /* check invariants after every step (debug) */
+} tide_config_t;
+
+/* Fill c with defaults (elastic). */
+void tide_config_default(tide_config_t *c);
+
+/* Names of the built-in policies, NULL-terminated (static storage). */
+const char *const *tide_policy_names(void);
+
+/* ----------------------------------------------------------------- events */
+
+typedef enum tide_event_kind {
+    TIDE_EV_TICK = 0,        /* nothing happened; the clock moved */
+    TIDE_EV_JOB_SUBMIT,      /* job_spec */
+    TIDE_EV_JOB_CANCEL,      /* job */
+    TIDE_EV_DEMAND,          /* service, value = requests/s observed from now on */
+    TIDE_EV_REPLICA_READY,   /* replica passed warm-up and health check */
+    TIDE_EV_REPLICA_FAILED,  /* replica died */
+    TIDE_EV_JOB_PHASE,       /* job, phase (tide_phase_t), value = progress */
+    TIDE_EV_CKPT_COMMITTED,  /* job, value = progress saved (manifest committed) */
+    TIDE_EV_JOB_FINISHED,    /* job completed its work */
+    TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts */
+    TIDE_EV_NODE_FAILED,     /* node */
+    TIDE_EV_NODE_RECOVERED,  /* node */
+    TIDE_EV_KIND_COUNT
+} tide_event_kind_t;
+
+/* Phases of a running job, as reported by the driver. */
+typedef enum tide_phase {
+    TIDE_PHASE_RESTORING = 0,
+    TIDE_PHASE_TRAINING,
+    TIDE_PHASE_CHECKPOINTING,
+    TIDE_PHASE_COUNT
+} tide_phase_t;
+
+typedef struct tide_event {
+    int kind;                      /* tide_event_kind_t */
+    int32_t job;                   /* job handle (from actions / lookup) */
+    int32_t service;               /* service index */
+    int32_t replica;               /* replica handle */
+    int32_t node;                  /* node index */
+    int phase;                     /* tide_phase_t for JOB_PHASE */
+    double value;                  /* rps, or progress in full-width seconds */
+    const tide_job_spec_t *job_spec; /* JOB_SUBMIT (borrowed for the call) */
+} tide_event_t;
+
+/* ---------------------------------------------------------------- actions */
+
+typedef enum tide_action_kind {
+    TIDE_ACT_JOB_START = 0,   /* job, width, gpus: start (restore if it has a checkpoint) */
+    TIDE_ACT_JOB_CKPT,        /* job, deadline: finish the step, commit a checkpoint */
+    TIDE_ACT_JOB_RESIZE,      /* job, width, gpus = GPUs it holds afterwards */
+    TIDE_ACT_JOB_STOP,        /* job, reason: stop and requeue (or end if cancelled) */
+    TIDE_ACT_REPLICA_START,   /* service, replica, gpus: load, warm, health-check */
+    TIDE_ACT_REPLICA_STOP,    /* service, replica */
+    TIDE_ACT_LEASE_GRANT,     /* lease, job, n_gpus, deadline = latest return */
+    TIDE_ACT_LEASE_RENEW,     /* lease, job, deadline = new latest return */
+    TIDE_ACT_LEASE_RETURN,    /* lease, job, reason: GPUs are back */
+    TIDE_ACT_KIND_COUNT
+} tide_action_kind_t;
+
+typedef enum tide_reason {
+    TIDE_R_NONE = 0,
+    TIDE_R_RECLAIM,       /* inference needs the GPUs (checkpoint committed) */
+    TIDE_R_PREEMPT,       /* reactive preemption without checkpoint */
+    TIDE_R_PRIORITY,      /* a higher-priority job needs the GPUs */
+    TIDE_R_DEADLINE,      /* lease deadline passed before the checkpoint */
+    TIDE_R_CANCEL,        /* user cancelled */
+    TIDE_R_FAILURE,       /* rank or node failure */
+    TIDE_R_COMPLETE,      /* job finished */
+    TIDE_R_SCALE,         /* autoscaler */
+    TIDE_R_WINDOW,        /* time-share window closing */
+    TIDE_R_COUNT
+} tide_reason_t;
+
+typedef struct tide_action {
+    int kind;              /* tide_action_kind_t */
+    int reason;            /* tide_reason_t */
+    int32_t job;           /* job handle or -1 */
+    int32_t service;       /* service index or -1 */
+    int32_t replica;       /* replica handle or -1 */
+    int32_t lease;         /* lease handle or -1 */
+    int width;             /* data-parallel width after the action */
+    int n_gpus;            /* GPUs concerned */
+    tide_time_t deadline;  /* checkpoint deadline / latest return */
+    size_t gpu_off;        /* GPU ids: actions->gpus[gpu_off .. gpu_off+n_gpus) (START/RESIZE) */
+    double value;          /* progress lost (STOP) */
+} tide_action_t;
+
+/* Output buffer of one step. Initialise with tide_actions_init, reuse across
+ * steps (tide_engine_step clears it), free with tide_actions_free. */
+typedef struct tide_actions {
+    tide_action_t *v;
+    size_t n, cap;
+    int32_t *gpus;
+    size_t ngpus, gcap;
+    tide_time_t next_wake;  /* the engine wants a step at this time even if nothing happens */
+} tide_actions_t;
+
+void tide_actions_init(tide_actions_t *a);
+void tide_actions_free(tide_actions_t *a);
+
+/* Names for logs and CSVs (static strings). */
+const char *tide_action_name(int kind);
+const char *tide_event_name(int kind);
+const char *tide_reason_name(int reason);
+const char *tide_phase_name(int phase);
+
+/* ----------------------------------------------------------------- engine */
+
+typedef struct tide_engine tide_engine_t;
+
+/* Create an engine on a copy of cluster c with config cfg (copied). Services
+ * must be added before the first step. Caller owns the engine.
+ * Errors: EINVAL for an unknown policy or bad parameters. */
+tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *cfg,
+                                  tide_error_t *err);
+void tide_engine_destroy(tide_engine_t *e); /* NULL is a no-op */
+
+/* Add an inference service; returns its index (>= 0) or -1 with err. */
+int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide_error_t *err);
+
+/* Move the world forward to `now` (>= the previous now), apply the events,
+ * decide, and fill `out` (cleared first) with actions and next_wake.
+ * Returns 0, or -1 with err (EINVAL: time went backwards or an event names an
+ * unknown job/service; the engine state is unchanged by the bad event, the
+ * others are applied). */
+int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *events,
+                     size_t n_events, tide_actions_t *out, tide_error_t *err);
+
+/* Check every invariant (no GPU allocated twice, gangs whole inside one
+ * domain, Tier A never lent, GPU-seconds add up, counters consistent).
+ * Returns 0 or -1 with a message naming the first violation. */
+int tide_engine_check(const tide_engine_t *e, tide_error_t *err);
+
+/* ------------------------------------------------------------ inspection */
+
+typedef enum tide_job_state {
+    TIDE_JOB_QUEUED = 0,
+    TIDE_JOB_RUNNING,
+    TIDE_JOB_RECLAIMING,   /* notice sent, waiting for the checkpoint */
+    TIDE_JOB_DONE,
+    TIDE_JOB_CANCELLED,
+    TIDE_JOB_STATE_COUNT
+} tide_job_state_t;
+const char *tide_job_state_name(int s);
+
+typedef struct tide_job_info {
+    const tide_job_spec_t *spec; /* borrowed: valid while the engine lives */
+    int state;                  /* tide_job_state_t */
+    int phase;                  /* tide_phase_t when running */
+    int width;                  /* current data-parallel width (replicas) */
+    int dp_max;
+    double progress;            /* full-width seconds done (as of the last step) */
+    double committed;           /* progress in the last committed checkpoint */
+    tide_time_t submitted, first_start, finished;
+    int preemptions;
+    double lost_gpu_s;
+    int32_t lease;              /* current lease or -1 */
+} tide_job_info_t;
+
+int tide_engine_jobs(const tide_engine_t *e);
+int tide_engine_job(const tide_engine_t *e, int32_t job, tide_job_info_t *out);
+int32_t tide_engine_job_find(const tide_engine_t *e, const char *id); /* -1 if unknown */
+
+int tide_engine_services(const tide_engine_t *e);
+const tide_service_spec_t *tide_engine_service(const tide_engine_t *e, int s);
+int tide_engine_service_find(const tide_engine_t *e, const char *name);
+
+typedef struct tide_lease_info {
+    int32_t job;
+    int gpus;
+    tide_time_t start, latest_return;
+    tide_time_t ckpt_cost_s;
+    int can_shrink;
+    int noticed;   /* reclaim notice sent */
+    int returned;
+    int late;      /* returned by deadline enforcement */
+} tide_lease_info_t;
+int tide_engine_leases(const tide_engine_t *e);
+int tide_engine_lease(const tide_engine_t *e, int32_t lease, tide_lease_info_t *out);
+
+/* Owner of each GPU: -1 free, else a job handle (kind 1) or replica handle
+ * (kind 2). Returns the kind (0 free). */
+int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner);
+/* Tier of a GPU: 'A' reserve, 'I' inference partition, 'T' training partition, 'S' shared. */
+char tide_engine_gpu_zone(const tide_engine_t *e, int gpu);
+
+/* Forecast state of a service: current margin and forecast peak over
+ * [now, now+horizon] without and with the margin. */
+typedef struct tide_forecast_info {
+    double margin;
+    double peak;
+    double peak_with_margin;
+    double last_observed;
+    int samples;              /* forecast-vs-actual pairs seen */
+} tide_forecast_info_t;
+int tide_engine_forecast(const tide_engine_t *e, int service, tide_time_t horizon,
+                         tide_forecast_info_t *out);
+
+/* ------------------------------------------------------------- accounting */
+
+typedef enum tide_state {
+    TIDE_S_SERVING = 0,
+    TIDE_S_WARMING,
+    TIDE_S_TRAINING,
+    TIDE_S_CHECKPOINTING,
+    TIDE_S_RESTORING,
+    TIDE_S_LOST,
+    TIDE_S_IDLE,
+    TIDE_S_COUNT
+} tide_state_t;
+const char *tide_state_name(int s);
+
+/* Workload classes: inference, then training by priority. */
+enum { TIDE_C_INFERENCE = 0, TIDE_C_P1, TIDE_C_P2, TIDE_C_P3, TIDE_C_NONE, TIDE_C_COUNT };
+const char *tide_class_name(int c);
+
+/* Tiers: A reserve, B inference beyond the reserve, C lent under a lease,
+ * D dedicated training / unlent. */
+enum { TIDE_T_A = 0, TIDE_T_B, TIDE_T_C, TIDE_T_D, TIDE_T_COUNT };
+const char *tide_tier_name(int t);
+
+/* Cumulative totals since the engine started (up to the last step's now). */
+typedef struct tide_stats {
+    tide_time_t start, now;
+    int cluster_gpus;
+    double gpu_s[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT]; /* class x state x tier */
+    double useful_serving_gpu_s;   /* serving GPUs up to what demand needed */
+    double oracle_gpu_s;           /* perfect-foresight, free-switching bound */
+    double requests_demanded, requests_served;
+    double idle_while_queued_gpu_s;
+    /* training */
+    int jobs_submitted, jobs_completed, jobs_running, jobs_queued;
+    int preemptions;               /* job stops caused by someone else */
+    int shrinks;
+    double lost_gpu_s;
+    /* reclaim */
+    int reclaims, reclaims_late;
+    int leases_granted;
+    double borrowed_gpu_s;         /* GPU-seconds training held under leases */
+    /* instantaneous */
+    int gpus_now[TIDE_C_COUNT][TIDE_S_COUNT];
+    int queue_jobs, queue_gpus;
+    double demand_rps, ready_rps;  /* summed over services */
+    int replicas_ready, replicas_warming;
+} tide_stats_t;
+
+/* Fill out with the totals. */
+void tide_engine_stats(const tide_engine_t *e, tide_stats_t *out);
+
+/* Per-team figures. */
+typedef struct tide_team_stats {
+    const char *team;       /* borrowed */
+    double gpu_s;           /* allocated GPU-seconds (all states but idle) */
+    double lost_gpu_s;
+    int preemptions;
+    int jobs;               /* submitted */
+    double queue_s_sum;     /* sum of queue time (jobs not started counted to now) */
+} tide_team_stats_t;
+int tide_engine_teams(const tide_engine_t *e);
+int tide_engine_team(const tide_engine_t *e, int team, tide_team_stats_t *out);
+
+/* Samples a driver can turn into percentiles (borrowed arrays, valid until the
+ * next step): reclaim notice -> GPUs returned, notice -> warm replica ready. */
+typedef struct tide_samples {
+    const double *v;
+    size_t n;
+} tide_samples_t;
+enum { TIDE_SAMPLE_RECLAIM_RETURN = 0, TIDE_SAMPLE_RECLAIM_TO_READY, TIDE_SAMPLE_CKPT,
+       TIDE_SAMPLE_WARMUP, TIDE_SAMPLE_COUNT };
+tide_samples_t tide_engine_samples(const tide_engine_t *e, int which);
+
+/* Quantile q in [0,1] of n values (copied and sorted internally; 0 if n = 0). */
+double tide_quantile(const double *v, size_t n, double q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,41 @@
+/* Small helpers shared by every layer: checked allocation, growable arrays. */
+#ifndef TIDE_UTIL_H
+#define TIDE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Allocation that aborts with a message when the machine is out of memory
+ * (the same policy as git's xmalloc): callers never see NULL. */
+void *tide_xmalloc(size_t n);
+void *tide_xcalloc(size_t n, size_t size);
+void *tide_xrealloc(void *p, size_t n);
+char *tide_xstrdup(const char *s);
+
+/* Grow *pv (element size `size`) so that it holds at least `need` elements. */
+void tide_grow(void **pv, size_t *cap, size_t need, size_t size);
+
+#define TIDE_PUSH(arr, n, cap, val)                                               \
+    do {                                                                          \
+        tide_grow((void **)&(arr), &(cap), (n) + 1, sizeof *(arr));               \
+        (arr)[(n)++] = (val);                                                     \
+    } while (0)
+
+#define TIDE_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TIDE_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Parse a duration "90", "90s", "15m", "36h", "14d", "1.5h" into seconds.
+ * Returns 0 or -1 (not a duration). */
+int tide_parse_duration(const char *s, int64_t *out);
+
+/* Format seconds as "3d04h", "2h05m", "45s" into buf. */
+const char *tide_fmt_duration(int64_t s, char *buf, size_t n);
+
+/* Strict number parsers: whole string, no overflow. Return 0 or -1. */
+int tide_parse_int(const char *s, long long *out);
+int tide_parse_double(const char *s, double *out);
+
+/* FNV-1a hash of a string (for small hash tables). */
+uint64_t tide_hash_str(const char *s);
+
+#endif
