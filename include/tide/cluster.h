@@ -10,6 +10,8 @@ extern "C" {
 
 #define TIDE_MAX_GPU_TYPES 32      /* GPU types are a bitmask in specs */
 #define TIDE_MAX_GPUS_PER_NODE 64
+#define TIDE_MAX_NODES 65536       /* whole cluster */
+#define TIDE_MAX_TYPE_NAME 31      /* longest GPU type name (bytes) */
 
 typedef struct tide_cluster tide_cluster_t;
 
@@ -33,7 +35,19 @@ void tide_cluster_destroy(tide_cluster_t *c); /* NULL is a no-op */
 int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_error_t *err);
 
 /* Parse a compact spec "25x8", "25x8:H100", "16x8:H100,8x8:A100" (groups
- * separated by commas). Returns a new cluster (caller owns) or NULL with err. */
+ * separated by commas). Returns a new cluster (caller owns) or NULL with err.
+ *
+ * Grammar (spaces around a group are ignored):
+ *   spec   := group ( ',' group )*
+ *   group  := COUNT ('x'|'X') GPUS [ ':' TYPE ] [ '/' DOMAIN ]
+ *   COUNT, GPUS, DOMAIN := decimal digits (no sign), >= 1
+ *   TYPE   := 1..31 of [A-Za-z0-9._-]   (default "gpu")
+ * COUNT nodes of GPUS GPUs each; DOMAIN consecutive nodes form one high-speed
+ * domain (default 1, must divide COUNT). Racks are 4 nodes, power domains one
+ * rack. Example: "16x8:H100,18x4:GB200/18".
+ * Errors: EINVAL naming the group and the problem (garbage, zero count,
+ * GPUS > TIDE_MAX_GPUS_PER_NODE, DOMAIN not dividing COUNT, ...), ERANGE for
+ * more than TIDE_MAX_GPU_TYPES types or TIDE_MAX_NODES nodes. */
 tide_cluster_t *tide_cluster_parse(const char *spec, tide_error_t *err);
 
 /* Deep copy (caller owns) or NULL on ENOMEM. */
@@ -67,6 +81,21 @@ int tide_cluster_node(const tide_cluster_t *c, int node, tide_node_info_t *out);
 
 /* Largest number of GPUs in one high-speed domain (over all domains). */
 int tide_cluster_max_domain_gpus(const tide_cluster_t *c);
+
+/* Number of racks and of power domains (global, consecutive ids like domains). */
+int tide_cluster_racks(const tide_cluster_t *c);
+int tide_cluster_power_domains(const tide_cluster_t *c);
+
+/* Node groups as added (defaults filled in: domain_nodes, rack_nodes and
+ * power_nodes >= 1, gpu_type never NULL). out->gpu_type is borrowed from c.
+ * Returns 0, or -1 if i is out of range. */
+int tide_cluster_groups(const tide_cluster_t *c);
+int tide_cluster_group(const tide_cluster_t *c, int i, tide_node_group_t *out);
+
+/* Write the compact spec of c ("16x8:H100,18x4:GB200/18") into buf (always
+ * NUL-terminated when n > 0). Rack and power sizes are not part of the spec.
+ * Returns the length the full spec needs (like snprintf). */
+int tide_cluster_format(const tide_cluster_t *c, char *buf, size_t n);
 
 #ifdef __cplusplus
 }

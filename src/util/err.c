@@ -42,7 +42,14 @@ int tide_err_prefix(tide_error_t *err, const char *fmt, ...)
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s%s", pre, old);
+    size_t np = strnlen(pre, sizeof pre), no = strnlen(old, sizeof old - 1);
+    if (np > sizeof err->msg - 1)
+        np = sizeof err->msg - 1;
+    if (no > sizeof err->msg - 1 - np)
+        no = sizeof err->msg - 1 - np;
+    memcpy(err->msg, pre, np);
+    memcpy(err->msg + np, old, no);
+    err->msg[np + no] = 0;
     return -1;
 }
 

@@ -1,0 +1,370 @@
+/* `tide sim`: replay a workload (services.csv, demand.csv, jobs.csv) on a
+ * cluster through one or more policies; write timeline.csv, events.csv and
+ * summary.json and print a comparison table. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "sim/cluster_file.h"
+#include "sim/sim.h"
+#include "sim/workload_io.h"
+#include "util/util.h"
+
+static void sim_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tide sim (--cluster SPEC | --cluster-file F) --services S.csv --demand D.csv\n"
+            "                --jobs J.csv --out DIR [options]\n"
+            "\n"
+            "Replay the workload through each policy in virtual time and write\n"
+            "DIR/timeline.csv, DIR/events.csv and DIR/summary.json; print a table.\n"
+            "\n"
+            "inputs:\n"
+            "      --cluster SPEC      nodes x GPUs per node, e.g. 25x8 or 25x8:H100 or\n"
+            "                          16x8:H100,8x8:A100 (a .yaml/.yml path also works)\n"
+            "      --cluster-file F    cluster description in YAML (docs/formats.md)\n"
+            "      --services S.csv    inference services (required)\n"
+            "      --demand D.csv      demand per service over time (required)\n"
+            "      --jobs J.csv        training jobs (required)\n"
+            "policies and their knobs:\n"
+            "      --policy LIST       comma-separated, run in this order (default all:\n"
+            "                          isolated,static,preempt,elastic,timeshare)\n"
+            "      --reserve N         Tier A GPUs for elastic (default: sum of service floors)\n"
+            "      --split I:T         static/timeshare partition: I inference + T training\n"
+            "                          GPUs; I+T must equal the cluster's GPUs (default auto)\n"
+            "      --night A-B         timeshare training window, hours A..B-1 (0-23, default 22-6)\n"
+            "      --margin X          floor of the forecast safety margin (default 0.10)\n"
+            "run:\n"
+            "      --seed N            seed recorded in summary.json (default 0)\n"
+            "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"
+            "                          point or submission rounded up to a whole day)\n"
+            "      --interval D        timeline period (default 5m)\n"
+            "      --out DIR           output directory, created if missing (required)\n"
+            "      --check             check the engine's invariants after every step (slow)\n"
+            "      --progress          progress lines on stderr (default only on a terminal)\n"
+            "  -h, --help              show this help\n"
+            "\n"
+            "Output formats: docs/sim.md.\n");
+}
+
+/* Print "tide sim: <message> (see tide sim --help)" and return the usage status. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tide sim: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see tide sim --help)\n");
+    va_end(ap);
+    return 2;
+}
+
+/* Print an error from a library call and return its exit status. */
+static int fail(const tide_error_t *err)
+{
+    fprintf(stderr, "tide sim: %s\n", err->msg);
+    return tide_errcode_exit(err->code ? err->code : TIDE_EINVAL);
+}
+
+/* Parsed command line (strings borrowed from argv). */
+typedef struct cmdline {
+    const char *cluster, *cluster_file, *services, *demand, *jobs, *out;
+    char *policy_buf;   /* owned copy of --policy, split in place */
+    const char *policies[TIDE_SIM_MAX_POLICIES];
+    size_t n_policies;
+    long long reserve;  /* -1 = default */
+    long long split_i, split_t; /* -1 = not given */
+    int night_a, night_b;       /* -1 = not given */
+    double margin;              /* < 0 = not given */
+    uint64_t seed;
+    int64_t horizon, interval;
+    int check, progress;
+} cmdline_t;
+
+static int parse_policies(cmdline_t *c, const char *arg)
+{
+    free(c->policy_buf);
+    c->policy_buf = tide_xstrdup(arg);
+    c->n_policies = 0;
+    char *save = NULL;
+    for (char *p = strtok_r(c->policy_buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        int known = 0;
+        for (const char *const *n = tide_policy_names(); *n; n++)
+            known |= !strcmp(*n, p);
+        if (!known) {
+            char list[256] = "";
+            for (const char *const *n = tide_policy_names(); *n; n++) {
+                strncat(list, *n, sizeof list - strlen(list) - 1);
+                if (n[1])
+                    strncat(list, ",", sizeof list - strlen(list) - 1);
+            }
+            return bad("--policy: unknown policy '%s' (known: %s)", p, list);
+        }
+        for (size_t i = 0; i < c->n_policies; i++)
+            if (!strcmp(c->policies[i], p))
+                return bad("--policy: '%s' given twice", p);
+        if (c->n_policies == TIDE_SIM_MAX_POLICIES)
+            return bad("--policy: too many policies");
+        c->policies[c->n_policies++] = p;
+    }
+    if (c->n_policies == 0)
+        return bad("--policy: empty list");
+    return 0;
+}
+
+static int parse_split(cmdline_t *c, const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    char a[32];
+    if (!colon || (size_t)(colon - arg) >= sizeof a)
+        return bad("--split: '%s' is not I:T (inference:training GPUs)", arg);
+    memcpy(a, arg, (size_t)(colon - arg));
+    a[colon - arg] = '\0';
+    if (tide_parse_int(a, &c->split_i) < 0 || tide_parse_int(colon + 1, &c->split_t) < 0 ||
+        c->split_i < 0 || c->split_t < 0)
+        return bad("--split: '%s' is not I:T with whole GPU counts >= 0", arg);
+    return 0;
+}
+
+static int parse_night(cmdline_t *c, const char *arg)
+{
+    const char *dash = strchr(arg, '-');
+    char a[16];
+    long long x, y;
+    if (!dash || dash == arg || (size_t)(dash - arg) >= sizeof a)
+        return bad("--night: '%s' is not A-B (hours 0-23)", arg);
+    memcpy(a, arg, (size_t)(dash - arg));
+    a[dash - arg] = '\0';
+    if (tide_parse_int(a, &x) < 0 || tide_parse_int(dash + 1, &y) < 0 || x < 0 || x > 23 ||
+        y < 0 || y > 23)
+        return bad("--night: '%s' is not A-B with hours 0-23", arg);
+    if (x == y)
+        return bad("--night: '%s' is an empty window", arg);
+    c->night_a = (int)x;
+    c->night_b = (int)y;
+    return 0;
+}
+
+static int parse_seed(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parse argv into c. Returns -1 to go on, else the exit status. */
+static int parse_args(cmdline_t *c, int argc, char **argv)
+{
+    enum {
+        O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DEMAND, O_JOBS, O_POLICY, O_RESERVE,
+        O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
+    };
+    static const struct option longopts[] = {
+        {"cluster", required_argument, NULL, O_CLUSTER},
+        {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
+        {"services", required_argument, NULL, O_SERVICES},
+        {"demand", required_argument, NULL, O_DEMAND},
+        {"jobs", required_argument, NULL, O_JOBS},
+        {"policy", required_argument, NULL, O_POLICY},
+        {"reserve", required_argument, NULL, O_RESERVE},
+        {"split", required_argument, NULL, O_SPLIT},
+        {"night", required_argument, NULL, O_NIGHT},
+        {"margin", required_argument, NULL, O_MARGIN},
+        {"seed", required_argument, NULL, O_SEED},
+        {"horizon", required_argument, NULL, O_HORIZON},
+        {"interval", required_argument, NULL, O_INTERVAL},
+        {"out", required_argument, NULL, O_OUT},
+        {"check", no_argument, NULL, O_CHECK},
+        {"progress", no_argument, NULL, O_PROGRESS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int o, rc;
+    optind = 0; /* full reset: the CLI may be called more than once (tests) */
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (o) {
+        case O_CLUSTER: c->cluster = optarg; break;
+        case O_CLUSTER_FILE: c->cluster_file = optarg; break;
+        case O_SERVICES: c->services = optarg; break;
+        case O_DEMAND: c->demand = optarg; break;
+        case O_JOBS: c->jobs = optarg; break;
+        case O_OUT: c->out = optarg; break;
+        case O_CHECK: c->check = 1; break;
+        case O_PROGRESS: c->progress = 1; break;
+        case O_POLICY:
+            if ((rc = parse_policies(c, optarg)) != 0)
+                return rc;
+            break;
+        case O_RESERVE:
+            if (tide_parse_int(optarg, &c->reserve) < 0 || c->reserve < 0)
+                return bad("--reserve: '%s' is not a GPU count >= 0", optarg);
+            break;
+        case O_SPLIT:
+            if ((rc = parse_split(c, optarg)) != 0)
+                return rc;
+            break;
+        case O_NIGHT:
+            if ((rc = parse_night(c, optarg)) != 0)
+                return rc;
+            break;
+        case O_MARGIN:
+            if (tide_parse_double(optarg, &c->margin) < 0 || c->margin < 0 || c->margin > 1)
+                return bad("--margin: '%s' is not a number in 0..1", optarg);
+            break;
+        case O_SEED:
+            if (parse_seed(optarg, &c->seed) < 0)
+                return bad("--seed: '%s' is not an unsigned 64-bit integer", optarg);
+            break;
+        case O_HORIZON:
+            if (tide_parse_duration(optarg, &c->horizon) < 0 || c->horizon <= 0)
+                return bad("--horizon: '%s' is not a positive duration (90s, 15m, 36h, 14d)",
+                           optarg);
+            break;
+        case O_INTERVAL:
+            if (tide_parse_duration(optarg, &c->interval) < 0 || c->interval <= 0)
+                return bad("--interval: '%s' is not a positive duration (90s, 15m, 36h, 14d)",
+                           optarg);
+            break;
+        case 'h': sim_usage(stdout); return 0;
+        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt)
+                return bad("unknown option '-%c'", optopt);
+            return bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s'", argv[optind]);
+    if (!c->cluster && !c->cluster_file)
+        return bad("--cluster SPEC or --cluster-file F is required");
+    if (c->cluster && c->cluster_file)
+        return bad("give either --cluster or --cluster-file, not both");
+    if (!c->services)
+        return bad("--services S.csv is required");
+    if (!c->demand)
+        return bad("--demand D.csv is required");
+    if (!c->jobs)
+        return bad("--jobs J.csv is required");
+    if (!c->out)
+        return bad("--out DIR is required");
+    return -1;
+}
+
+/* Inputs loaded from files (owned). */
+typedef struct inputs {
+    tide_cluster_t *cluster;
+    tide_services_t *svcs;
+    tide_demand_t *dem;
+    tide_jobs_t *jobs;
+} inputs_t;
+
+static void inputs_free(inputs_t *in)
+{
+    tide_jobs_free(in->jobs);
+    tide_demand_free(in->dem);
+    tide_services_free(in->svcs);
+    tide_cluster_destroy(in->cluster);
+}
+
+static int load_inputs(const cmdline_t *c, inputs_t *in, tide_error_t *err)
+{
+    in->cluster = c->cluster ? tide_cluster_file_from_arg(c->cluster, err)
+                             : tide_cluster_file_load(c->cluster_file, err);
+    if (!in->cluster)
+        return tide_err_prefix(err, "%s: ", c->cluster ? "--cluster" : "--cluster-file");
+    tide_read_opts_t ro = {.cluster = in->cluster};
+    if (!(in->svcs = tide_services_read_file(c->services, &ro, err)))
+        return -1;
+    if (!(in->dem = tide_demand_read_file(c->demand, in->svcs, &ro, err)))
+        return -1;
+    if (!(in->jobs = tide_jobs_read_file(c->jobs, &ro, err)))
+        return -1;
+    return 0;
+}
+
+/* Apply the policy knobs to cfg; checks that need the cluster. Returns -1 to
+ * go on, else the exit status. */
+static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config_t *cfg)
+{
+    int gpus = tide_cluster_gpus(cl);
+    if (c->reserve >= 0) {
+        if (c->reserve > gpus)
+            return bad("--reserve: %lld GPUs but the cluster has %d", c->reserve, gpus);
+        cfg->reserve_gpus = (int)c->reserve;
+    }
+    if (c->split_i >= 0) {
+        if (c->split_i + c->split_t != gpus)
+            return bad("--split: %lld + %lld = %lld GPUs but the cluster has %d", c->split_i,
+                       c->split_t, c->split_i + c->split_t, gpus);
+        cfg->split_inf = (int)c->split_i;
+    }
+    if (c->night_a >= 0) {
+        cfg->night_start_h = c->night_a;
+        cfg->night_end_h = c->night_b;
+    }
+    if (c->margin >= 0) {
+        if (c->margin > cfg->margin_max)
+            return bad("--margin: %g is above the margin ceiling %g", c->margin, cfg->margin_max);
+        cfg->margin_min = c->margin;
+    }
+    return -1;
+}
+
+int tide_cmd_sim(int argc, char **argv)
+{
+    cmdline_t c = {.reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
+                   .margin = -1};
+    inputs_t in = {0};
+    tide_error_t err = {0};
+    int rc = parse_args(&c, argc, argv);
+    if (rc >= 0)
+        goto out;
+    if (load_inputs(&c, &in, &err) != 0) {
+        rc = fail(&err);
+        goto out;
+    }
+    tide_sim_opts_t o;
+    tide_sim_opts_default(&o);
+    if ((rc = apply_knobs(&c, in.cluster, &o.cfg)) >= 0)
+        goto out;
+    o.cluster = in.cluster;
+    o.services = in.svcs->v;
+    o.n_services = in.svcs->n;
+    o.demand = in.dem->v;
+    o.n_demand = in.dem->n;
+    o.jobs = in.jobs->v;
+    o.n_jobs = in.jobs->n;
+    o.policies = c.n_policies ? c.policies : NULL;
+    o.n_policies = c.n_policies;
+    o.horizon_s = c.horizon;
+    if (c.interval > 0)
+        o.interval_s = c.interval;
+    o.seed = c.seed;
+    o.out_dir = c.out;
+    o.table = stdout;
+    o.progress = c.progress;
+    o.check = c.check;
+    if (tide_sim_run(&o, &err) != 0) {
+        rc = fail(&err);
+        goto out;
+    }
+    printf("tide sim: wrote %s/timeline.csv, %s/events.csv, %s/summary.json\n", c.out, c.out,
+           c.out);
+    rc = 0;
+out:
+    inputs_free(&in);
+    free(c.policy_buf);
+    return rc;
+}

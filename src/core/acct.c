@@ -1,0 +1,126 @@
+/* GPU-second accounting by class, state and tier; inference SLO; the oracle
+ * bound. Counters of GPUs per (class, state, tier) change only when an
+ * allocation or a phase changes; acct_advance integrates them over time, so
+ * the cost per step is constant. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static const int idle_tier[Z_COUNT] = {[Z_RESERVE] = TIDE_T_A, [Z_INF] = TIDE_T_B,
+                                       [Z_SHARED] = TIDE_T_B, [Z_TRAIN] = TIDE_T_D};
+
+static int needed_replicas(const service_t *s)
+{
+    return s->demand > 0 ? (int)ceil(s->demand / s->spec.replica_rps - 1e-9) : 0;
+}
+
+void acct_advance(tide_engine_t *e, tide_time_t now)
+{
+    double dt = (double)(now - e->now);
+    if (dt <= 0)
+        return;
+    tide_stats_t *st = &e->st;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            for (int t = 0; t < TIDE_T_COUNT; t++)
+                if (e->cnt[c][s][t])
+                    st->gpu_s[c][s][t] += e->cnt[c][s][t] * dt;
+    int zone_total[Z_COUNT] = {0};
+    for (int i = 0; i < e->n_doms; i++)
+        zone_total[e->doms[i].zone] += e->doms[i].gpus;
+    for (int z = 0; z < Z_COUNT; z++) {
+        int idle = e->zone_free[z] + (zone_total[z] - e->zone_gpus[z]);
+        st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][idle_tier[z]] += idle * dt;
+    }
+    for (int t = 0; t < e->n_teams; t++)
+        e->teams[t].gpu_s += e->teams[t].gpus_now * dt;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            st->borrowed_gpu_s += e->cnt[c][s][TIDE_T_C] * dt;
+
+    int need_inf = 0;
+    for (int i = 0; i < e->n_svcs; i++) {
+        service_t *s = &e->svcs[i];
+        int need = needed_replicas(s);
+        int useful = TIDE_MIN(s->ready, need);
+        st->useful_serving_gpu_s += (double)useful * s->spec.gpus_per_replica * dt;
+        st->requests_demanded += s->demand * dt;
+        double cap = s->ready * s->spec.replica_rps;
+        st->requests_served += (s->demand < cap ? s->demand : cap) * dt;
+        need_inf += need * s->spec.gpus_per_replica;
+    }
+    int up = 0;
+    for (int z = 0; z < Z_COUNT; z++)
+        up += e->zone_gpus[z];
+    if (need_inf > up)
+        need_inf = up;
+    double spare = (double)(up - need_inf) * dt;
+    double drain = e->oracle_backlog < spare ? e->oracle_backlog : spare;
+    e->oracle_backlog -= drain;
+    st->oracle_gpu_s += need_inf * dt + drain;
+
+    if (e->queue_gpus > 0) {
+        unsigned tz = train_zones_now(e, e->now);
+        int idle = 0;
+        for (int z = 0; z < Z_COUNT; z++)
+            if (tz & ZBIT(z))
+                idle += e->zone_free[z];
+        st->idle_while_queued_gpu_s += (double)TIDE_MIN(idle, e->queue_gpus) * dt;
+    }
+}
+
+static int job_state_of(const job_t *j)
+{
+    switch (j->phase) {
+    case TIDE_PHASE_RESTORING: return TIDE_S_RESTORING;
+    case TIDE_PHASE_CHECKPOINTING: return TIDE_S_CHECKPOINTING;
+    default: return TIDE_S_TRAINING;
+    }
+}
+
+void acct_job_set(tide_engine_t *e, job_t *j, int on)
+{
+    int sign = on ? 1 : -1;
+    if (on) {
+        j->acct_state = job_state_of(j);
+        j->acct_tier_own = TIDE_T_D;
+    }
+    e->cnt[j->cls][j->acct_state][TIDE_T_C] += sign * j->n_leased;
+    e->cnt[j->cls][j->acct_state][j->acct_tier_own] += sign * (j->alloc.n - j->n_leased);
+    e->teams[j->team].gpus_now += sign * j->alloc.n;
+}
+
+void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
+{
+    int sign = on ? 1 : -1;
+    int st = r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
+    e->cnt[TIDE_C_INFERENCE][st][r->tier] += sign * r->alloc.n;
+}
+
+void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
+{
+    if (lost_progress <= 0)
+        return;
+    double x = lost_progress * j->spec.gpus;
+    int tier = j->n_leased ? TIDE_T_C : TIDE_T_D;
+    e->st.gpu_s[j->cls][TIDE_S_TRAINING][tier] -= x;
+    e->st.gpu_s[j->cls][TIDE_S_LOST][tier] += x;
+    j->lost_gpu_s += x;
+    e->teams[j->team].lost_gpu_s += x;
+    e->st.lost_gpu_s += x;
+}
+
+void samples_add(samples_t *s, double v) { TIDE_PUSH(s->v, s->n, s->cap, v); }
+
+double samples_q99(samples_t *s)
+{
+    if (!s->n)
+        return 0;
+    if (s->q_at == 0 || s->n >= s->q_at + 64 || s->n >= 2 * s->q_at) {
+        s->q99 = tide_quantile(s->v, s->n, 0.99);
+        s->q_at = s->n;
+    }
+    return s->q99;
+}

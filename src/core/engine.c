@@ -1,0 +1,861 @@
+/* The engine: one function moves the world forward. Drivers pass the time and
+ * the facts they observed; the engine updates its model, decides, and returns
+ * actions plus the next time it wants to be woken. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* ------------------------------------------------------------ job id index */
+
+static void idx_put(tide_engine_t *e, int32_t h);
+
+static void idx_rehash(tide_engine_t *e)
+{
+    size_t cap = e->idx_cap ? e->idx_cap * 2 : 1024;
+    free(e->idx_slots);
+    e->idx_slots = tide_xmalloc(cap * sizeof *e->idx_slots);
+    for (size_t i = 0; i < cap; i++)
+        e->idx_slots[i] = -1;
+    e->idx_cap = cap;
+    for (size_t h = 0; h < e->n_jobs; h++)
+        idx_put(e, (int32_t)h);
+}
+
+static void idx_put(tide_engine_t *e, int32_t h)
+{
+    size_t m = e->idx_cap - 1;
+    size_t i = (size_t)tide_hash_str(e->jobs[h]->spec.id) & m;
+    while (e->idx_slots[i] >= 0)
+        i = (i + 1) & m;
+    e->idx_slots[i] = h;
+}
+
+int32_t tide_engine_job_find(const tide_engine_t *e, const char *id)
+{
+    if (!e->idx_cap || !id)
+        return -1;
+    size_t m = e->idx_cap - 1;
+    size_t i = (size_t)tide_hash_str(id) & m;
+    while (e->idx_slots[i] >= 0) {
+        if (!strcmp(e->jobs[e->idx_slots[i]]->spec.id, id))
+            return e->idx_slots[i];
+        i = (i + 1) & m;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ create */
+
+tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *cfg,
+                                  tide_error_t *err)
+{
+    tide_config_t def;
+    if (!cfg) {
+        tide_config_default(&def);
+        cfg = &def;
+    }
+    const tide_policy_t *pol = tide_policy_find(cfg->policy);
+    if (!pol) {
+        tide_errf(err, TIDE_EINVAL, "unknown policy '%s' (isolated, static, preempt, elastic, timeshare)",
+                  cfg->policy ? cfg->policy : "(null)");
+        return NULL;
+    }
+    if (cfg->tick_s < 1 || cfg->forecast_bucket_s < 1 || cfg->lease_max_s < 1 ||
+        cfg->backfill_depth < 1 || cfg->margin_min < 0 || cfg->margin_max < cfg->margin_min ||
+        cfg->margin_quantile <= 0 || cfg->margin_quantile > 1 || cfg->night_start_h < 0 ||
+        cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
+        cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0) {
+        tide_errf(err, TIDE_EINVAL, "invalid engine configuration (a period, margin or hour out of range)");
+        return NULL;
+    }
+    if (!c || tide_cluster_gpus(c) < 1) {
+        tide_errf(err, TIDE_EINVAL, "the cluster has no GPUs");
+        return NULL;
+    }
+    tide_engine_t *e = tide_xcalloc(1, sizeof *e);
+    e->cluster = tide_cluster_copy(c);
+    e->cfg = *cfg;
+    e->cfg.policy = pol->name;
+    e->pol = pol;
+    e->n_nodes = tide_cluster_nodes(c);
+    e->n_gpus = tide_cluster_gpus(c);
+    e->nodes = tide_xcalloc((size_t)e->n_nodes, sizeof *e->nodes);
+    e->n_doms = tide_cluster_domains(c);
+    e->doms = tide_xcalloc((size_t)e->n_doms, sizeof *e->doms);
+    for (int d = 0; d < e->n_doms; d++)
+        e->doms[d].first_node = -1;
+    for (int n = 0; n < e->n_nodes; n++) {
+        tide_node_info_t ni;
+        tide_cluster_node(c, n, &ni);
+        e->nodes[n] = (node_t){.domain = ni.domain, .gpus = ni.gpus, .first_gpu = ni.first_gpu, .up = 1};
+        domain_t *d = &e->doms[ni.domain];
+        if (d->first_node < 0) {
+            d->first_node = n;
+            d->first_gpu = ni.first_gpu;
+            d->type = ni.type;
+        }
+        d->n_nodes++;
+        d->gpus += ni.gpus;
+    }
+    for (int d = 0; d < e->n_doms; d++) {
+        e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
+        if (e->doms[d].gpus > e->max_dom_gpus)
+            e->max_dom_gpus = e->doms[d].gpus;
+    }
+    e->own_kind = tide_xcalloc((size_t)e->n_gpus, 1);
+    e->own_id = tide_xmalloc((size_t)e->n_gpus * sizeof *e->own_id);
+    for (int g = 0; g < e->n_gpus; g++)
+        e->own_id[g] = -1;
+    e->scratch_a = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
+    e->scratch_b = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
+    e->scratch_c = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
+    e->next_deadline = TIDE_TIME_NEVER;
+    e->st.cluster_gpus = e->n_gpus;
+    return e;
+}
+
+void tide_engine_destroy(tide_engine_t *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        free((char *)e->jobs[i]->spec.id);
+        free((char *)e->jobs[i]->spec.team);
+        alloc_free(&e->jobs[i]->alloc);
+        free(e->jobs[i]);
+    }
+    free(e->jobs);
+    free(e->idx_slots);
+    for (int s = 0; s < e->n_svcs; s++) {
+        free((char *)e->svcs[s].spec.name);
+        fc_free(&e->svcs[s].fc);
+        free(e->svcs[s].warm.v);
+    }
+    free(e->svcs);
+    for (size_t r = 0; r < e->n_reps; r++)
+        alloc_free(&e->reps[r].alloc);
+    free(e->reps);
+    free(e->leases);
+    for (int t = 0; t < e->n_teams; t++)
+        free(e->teams[t].name);
+    free(e->teams);
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        free(e->q[p]);
+    free(e->running);
+    for (int k = 0; k < TIDE_SAMPLE_COUNT; k++)
+        free(e->smp[k].v);
+    for (int k = 0; k < TIDE_NPRIO; k++) {
+        free(e->resv[k].avail);
+        free(e->resv[k].res);
+    }
+    free(e->scratch_a);
+    free(e->scratch_b);
+    free(e->scratch_c);
+    free(e->own_kind);
+    free(e->own_id);
+    free(e->nodes);
+    free(e->doms);
+    tide_cluster_destroy(e->cluster);
+    free(e);
+}
+
+int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide_error_t *err)
+{
+    if (tide_service_spec_check(s, err) < 0)
+        return -1;
+    if (tide_engine_service_find(e, s->name) >= 0)
+        return tide_errf(err, TIDE_EEXIST, "service %s: already defined", s->name);
+    if (s->gpus_per_replica > e->max_dom_gpus)
+        return tide_errf(err, TIDE_EINVAL,
+                         "service %s: a replica of %d GPUs does not fit in one high-speed domain (%d GPUs)",
+                         s->name, s->gpus_per_replica, e->max_dom_gpus);
+    if (e->started)
+        return tide_errf(err, TIDE_ESTATE, "service %s: services must be added before the first step",
+                         s->name);
+    tide_grow((void **)&e->svcs, &e->cap_svcs, (size_t)e->n_svcs + 1, sizeof *e->svcs);
+    service_t *sv = &e->svcs[e->n_svcs];
+    memset(sv, 0, sizeof *sv);
+    sv->spec = *s;
+    sv->spec.name = tide_xstrdup(s->name);
+    fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.margin_min);
+    return e->n_svcs++;
+}
+
+/* ------------------------------------------------------------ events */
+
+static job_t *job_at(tide_engine_t *e, int32_t h, tide_error_t *err)
+{
+    if (h < 0 || (size_t)h >= e->n_jobs) {
+        tide_errf(err, TIDE_ENOENT, "unknown job handle %d", h);
+        return NULL;
+    }
+    return e->jobs[h];
+}
+
+static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    if (!ev->job_spec)
+        return tide_errf(err, TIDE_EINVAL, "submit without a job");
+    tide_job_spec_t sp = *ev->job_spec;
+    if (tide_job_spec_normalize(&sp, err) < 0)
+        return tide_err_prefix(err, "job %s: ", sp.id ? sp.id : "?");
+    if (tide_engine_job_find(e, sp.id) >= 0)
+        return tide_errf(err, TIDE_EEXIST, "job %s: already submitted", sp.id);
+    int g = sp.gang_gpus;
+    int fits = 0;
+    for (int d = 0; d < e->n_doms && !fits; d++) {
+        const domain_t *dm = &e->doms[d];
+        if (sp.gpu_types && !(sp.gpu_types & (1u << dm->type)))
+            continue;
+        if (g <= dm->gpus || g % dm->gpus == 0)
+            fits = 1;
+    }
+    if (!fits || sp.dp_min * g > e->n_gpus)
+        return tide_errf(err, TIDE_EINVAL,
+                         "job %s: a gang of %d GPUs (x%d) can never be placed on this cluster "
+                         "(gangs must fit one high-speed domain or be whole domains)",
+                         sp.id, g, sp.dp_min);
+    tide_grow((void **)&e->jobs, &e->cap_jobs, e->n_jobs + 1, sizeof *e->jobs);
+    int32_t h = (int32_t)e->n_jobs++;
+    job_t *j = e->jobs[h] = tide_xcalloc(1, sizeof *j);
+    j->spec = sp;
+    j->spec.id = tide_xstrdup(sp.id);
+    j->spec.team = tide_xstrdup(sp.team);
+    j->team = team_intern(e, sp.team);
+    j->cls = TIDE_C_P1 + (sp.priority - TIDE_P1);
+    j->dp_max = sp.gpus / sp.gang_gpus;
+    j->submitted = e->now;
+    j->first_start = -1;
+    j->finished = -1;
+    j->notice_at = -1;
+    j->lease = -1;
+    j->run_idx = -1;
+    if (e->n_jobs * 2 > e->idx_cap)
+        idx_rehash(e);
+    else
+        idx_put(e, h);
+    queue_insert(e, h);
+    e->st.jobs_submitted++;
+    e->teams[j->team].jobs++;
+    e->oracle_backlog += (double)sp.duration_s * sp.gpus;
+    return 0;
+}
+
+static int ev_cancel(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    job_t *j = job_at(e, ev->job, err);
+    if (!j)
+        return -1;
+    if (j->state == TIDE_JOB_QUEUED) {
+        queue_remove(e, ev->job);
+        j->state = TIDE_JOB_CANCELLED;
+        j->finished = e->now;
+        for (int d = 0; d < e->n_doms; d++)
+            if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == ev->job)
+                e->doms[d].claim_kind = CLAIM_NONE;
+        e->sched_dirty = 1;
+        return 0;
+    }
+    if (j->state == TIDE_JOB_RUNNING || j->state == TIDE_JOB_RECLAIMING) {
+        job_stop(e, ev->job, TIDE_R_CANCEL, 0);
+        return 0;
+    }
+    return tide_errf(err, TIDE_ESTATE, "job %s: already %s", j->spec.id,
+                     tide_job_state_name(j->state));
+}
+
+static int running_job(tide_engine_t *e, int32_t h, tide_error_t *err, job_t **out)
+{
+    job_t *j = job_at(e, h, err);
+    if (!j)
+        return -1;
+    if (j->state != TIDE_JOB_RUNNING && j->state != TIDE_JOB_RECLAIMING)
+        return tide_errf(err, TIDE_ESTATE, "job %s: not running", j->spec.id);
+    *out = j;
+    return 0;
+}
+
+static int ev_phase(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    job_t *j;
+    if (running_job(e, ev->job, err, &j) < 0)
+        return -1;
+    if (ev->phase < 0 || ev->phase >= TIDE_PHASE_COUNT || !isfinite(ev->value) || ev->value < 0)
+        return tide_errf(err, TIDE_EINVAL, "job %s: bad phase report (phase %d, progress %g)",
+                         j->spec.id, ev->phase, ev->value);
+    acct_job_set(e, j, 0);
+    j->progress = ev->value;
+    j->progress_at = e->now;
+    j->phase = ev->phase;
+    acct_job_set(e, j, 1);
+    return 0;
+}
+
+static int claimed_by_service(const tide_engine_t *e, const job_t *j)
+{
+    for (int k = 0; k < j->alloc.n; k++) {
+        int g = j->alloc.gpus[k];
+        for (int d = 0; d < e->n_doms; d++) {
+            const domain_t *dm = &e->doms[d];
+            if (g >= dm->first_gpu && g < dm->first_gpu + dm->gpus) {
+                if (dm->claim_kind == CLAIM_SERVICE)
+                    return 1;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    job_t *j;
+    if (running_job(e, ev->job, err, &j) < 0)
+        return -1;
+    if (!isfinite(ev->value) || ev->value < 0)
+        return tide_errf(err, TIDE_EINVAL, "job %s: bad checkpoint progress", j->spec.id);
+    acct_job_set(e, j, 0);
+    double v = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
+    if (v > j->committed)
+        j->committed = v;
+    if (j->phase == TIDE_PHASE_CHECKPOINTING) {
+        /* nothing progresses while a checkpoint is written */
+        j->progress = j->progress > j->committed ? j->progress : j->committed;
+        j->phase = TIDE_PHASE_TRAINING;
+    } else if (j->phase == TIDE_PHASE_TRAINING) {
+        j->progress = job_progress_now(j, e->now);
+    }
+    j->progress_at = e->now;
+    acct_job_set(e, j, 1);
+    if (j->state != TIDE_JOB_RECLAIMING)
+        return 0;
+    int32_t h = ev->job;
+    samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
+    int reason = j->reclaim_reason;
+    if (reason == TIDE_R_RECLAIM && !claimed_by_service(e, j)) {
+        /* the need went away while it checkpointed: keep running */
+        j->state = TIDE_JOB_RUNNING;
+        j->stop_pending = 0;
+        if (j->lease >= 0) {
+            lease_t *l = &e->leases[j->lease];
+            l->noticed = 0;
+            l->latest_return = e->pol->lease_deadline(e, e->now);
+            tide_action_t *a = act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
+            a->lease = j->lease;
+            a->job = h;
+            a->n_gpus = l->gpus;
+            a->deadline = l->latest_return;
+        }
+        return 0;
+    }
+    job_stop(e, h, reason, 1);
+    return 0;
+}
+
+static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    if (ev->replica < 0 || (size_t)ev->replica >= e->n_reps)
+        return tide_errf(err, TIDE_ENOENT, "unknown replica %d", ev->replica);
+    replica_t *r = &e->reps[ev->replica];
+    if (ev->kind == TIDE_EV_REPLICA_FAILED) {
+        if (r->state != REP_STOPPED)
+            replica_stop(e, ev->replica, TIDE_R_FAILURE);
+        e->infer_dirty = 1;
+        return 0;
+    }
+    if (r->state != REP_WARMING)
+        return 0; /* stopped meanwhile: a late report is harmless */
+    service_t *s = &e->svcs[r->service];
+    acct_rep_set(e, r, 0);
+    r->state = REP_READY;
+    r->ready_at = e->now;
+    acct_rep_set(e, r, 1);
+    s->warming--;
+    s->ready++;
+    samples_add(&s->warm, (double)(e->now - r->started));
+    samples_add(&e->smp[TIDE_SAMPLE_WARMUP], (double)(e->now - r->started));
+    if (r->notice_at >= 0)
+        samples_add(&e->smp[TIDE_SAMPLE_RECLAIM_TO_READY], (double)(e->now - r->notice_at));
+    return 0;
+}
+
+static void node_set(tide_engine_t *e, int n, int up)
+{
+    node_t *nd = &e->nodes[n];
+    if (nd->up == up)
+        return;
+    domain_t *d = &e->doms[nd->domain];
+    if (!up) {
+        /* everything on the node dies first */
+        for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
+            if (e->own_kind[g] == OWN_JOB)
+                job_stop(e, e->own_id[g], TIDE_R_FAILURE, 1);
+            else if (e->own_kind[g] == OWN_REPLICA)
+                replica_stop(e, e->own_id[g], TIDE_R_FAILURE);
+        }
+        nd->up = 0;
+        d->up_gpus -= nd->gpus;
+        d->free -= nd->gpus;
+        e->zone_gpus[d->zone] -= nd->gpus;
+        e->zone_free[d->zone] -= nd->gpus;
+    } else {
+        nd->up = 1;
+        d->up_gpus += nd->gpus;
+        d->free += nd->gpus;
+        e->zone_gpus[d->zone] += nd->gpus;
+        e->zone_free[d->zone] += nd->gpus;
+    }
+    e->sched_dirty = e->infer_dirty = 1;
+}
+
+static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    job_t *j;
+    switch (ev->kind) {
+    case TIDE_EV_TICK:
+        return 0;
+    case TIDE_EV_JOB_SUBMIT:
+        return ev_submit(e, ev, err);
+    case TIDE_EV_JOB_CANCEL:
+        return ev_cancel(e, ev, err);
+    case TIDE_EV_DEMAND:
+        if (ev->service < 0 || ev->service >= e->n_svcs)
+            return tide_errf(err, TIDE_ENOENT, "unknown service %d", ev->service);
+        if (!isfinite(ev->value) || ev->value < 0)
+            return tide_errf(err, TIDE_EINVAL, "service %s: demand must be >= 0",
+                             e->svcs[ev->service].spec.name);
+        e->svcs[ev->service].demand = ev->value;
+        fc_observe(&e->svcs[ev->service].fc, e->now, ev->value);
+        e->infer_dirty = 1;
+        return 0;
+    case TIDE_EV_REPLICA_READY:
+    case TIDE_EV_REPLICA_FAILED:
+        return ev_replica(e, ev, err);
+    case TIDE_EV_JOB_PHASE:
+        return ev_phase(e, ev, err);
+    case TIDE_EV_CKPT_COMMITTED:
+        return ev_commit(e, ev, err);
+    case TIDE_EV_JOB_FINISHED:
+        if (running_job(e, ev->job, err, &j) < 0)
+            return -1;
+        job_stop(e, ev->job, TIDE_R_COMPLETE, 0);
+        return 0;
+    case TIDE_EV_RANK_FAILED:
+        if (running_job(e, ev->job, err, &j) < 0)
+            return -1;
+        job_stop(e, ev->job, TIDE_R_FAILURE, 1);
+        return 0;
+    case TIDE_EV_NODE_FAILED:
+    case TIDE_EV_NODE_RECOVERED:
+        if (ev->node < 0 || ev->node >= e->n_nodes)
+            return tide_errf(err, TIDE_ENOENT, "unknown node %d", ev->node);
+        node_set(e, ev->node, ev->kind == TIDE_EV_NODE_RECOVERED);
+        return 0;
+    default:
+        return tide_errf(err, TIDE_EINVAL, "unknown event kind %d", ev->kind);
+    }
+}
+
+/* ------------------------------------------------------------ step */
+
+static int first_step(tide_engine_t *e, tide_time_t now, tide_error_t *err)
+{
+    if (e->pol->layout(e, err) < 0)
+        return -1;
+    memset(e->zone_gpus, 0, sizeof e->zone_gpus);
+    memset(e->zone_free, 0, sizeof e->zone_free);
+    for (int d = 0; d < e->n_doms; d++) {
+        e->zone_gpus[e->doms[d].zone] += e->doms[d].up_gpus;
+        e->zone_free[e->doms[d].zone] += e->doms[d].free;
+    }
+    e->start = e->now = now;
+    e->st.start = now;
+    e->started = 1;
+    e->next_tick = now;
+    e->infer_dirty = e->sched_dirty = 1;
+    return 0;
+}
+
+int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *events, size_t n_events,
+                     tide_actions_t *out, tide_error_t *err)
+{
+    out->n = 0;
+    out->ngpus = 0;
+    out->next_wake = TIDE_TIME_NEVER;
+    if (!e->started) {
+        if (first_step(e, now, err) < 0)
+            return -1;
+    } else if (now < e->now) {
+        return tide_errf(err, TIDE_EINVAL, "time went backwards (%lld < %lld)", (long long)now,
+                         (long long)e->now);
+    }
+    acct_advance(e, now);
+    e->now = now;
+    e->st.now = now;
+    e->out = out;
+    int rc = 0;
+    tide_error_t first = {0};
+    for (size_t i = 0; i < n_events; i++) {
+        tide_error_t ev_err = {0};
+        if (apply(e, &events[i], &ev_err) < 0 && rc == 0) {
+            rc = -1;
+            first = ev_err;
+        }
+    }
+    if (now >= e->next_tick) {
+        for (int s = 0; s < e->n_svcs; s++) {
+            service_t *sv = &e->svcs[s];
+            tide_time_t h = e->pol->use_lead ? reclaim_lead(e, s)
+                                             : sv->spec.warmup_s + e->cfg.lead_extra_s + e->cfg.tick_s;
+            fc_learn(&sv->fc, now, h, &e->cfg);
+        }
+        lease_tick(e, now);
+        if (e->pol->tick)
+            e->pol->tick(e, now);
+        e->infer_dirty = 1;
+        if (e->pol->wake)
+            e->sched_dirty = 1;
+        e->next_tick = now - now % e->cfg.tick_s + e->cfg.tick_s;
+    } else if (now >= e->next_deadline) {
+        lease_tick(e, now);
+    }
+    if (e->infer_dirty) {
+        e->infer_dirty = 0;
+        infer_pass(e, now);
+    }
+    if (e->sched_dirty) {
+        e->sched_dirty = 0;
+        sched_pass(e, now);
+    }
+    tide_time_t wake = e->next_tick;
+    if (e->next_deadline < wake)
+        wake = e->next_deadline;
+    if (e->pol->wake) {
+        tide_time_t w = e->pol->wake(e, now);
+        if (w < wake)
+            wake = w;
+    }
+    out->next_wake = wake > now ? wake : now + 1;
+    e->out = NULL;
+    if (e->cfg.check_invariants) {
+        tide_error_t ce;
+        if (tide_engine_check(e, &ce) < 0) {
+            if (err)
+                *err = ce;
+            return -1;
+        }
+    }
+    if (rc < 0 && err)
+        *err = first;
+    return rc;
+}
+
+/* ------------------------------------------------------------ invariants */
+
+static int dom_index(const tide_engine_t *e, int g)
+{
+    for (int d = 0; d < e->n_doms; d++)
+        if (g >= e->doms[d].first_gpu && g < e->doms[d].first_gpu + e->doms[d].gpus)
+            return d;
+    return -1;
+}
+
+static int check_gang(const tide_engine_t *e, const int32_t *gpus, int g, tide_error_t *err,
+                      const char *who)
+{
+    int d0 = dom_index(e, gpus[0]);
+    if (g <= e->doms[d0].gpus) {
+        for (int x = 1; x < g; x++)
+            if (dom_index(e, gpus[x]) != d0)
+                return tide_errf(err, TIDE_ESTATE, "%s: gang split across domains", who);
+        return 0;
+    }
+    /* whole domains */
+    int n = 0;
+    for (int x = 0; x < g; x++) {
+        int d = dom_index(e, gpus[x]);
+        if (x == 0 || d != dom_index(e, gpus[x - 1])) {
+            n++;
+        }
+        (void)d;
+    }
+    if (n * e->doms[d0].gpus != g)
+        return tide_errf(err, TIDE_ESTATE, "%s: large gang not on whole domains", who);
+    return 0;
+}
+
+int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
+{
+    uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
+    int rc = 0, allocated = 0;
+    char who[300];
+    for (size_t h = 0; h < e->n_jobs && !rc; h++) {
+        const job_t *j = e->jobs[h];
+        snprintf(who, sizeof who, "job %s", j->spec.id);
+        int active = j->state == TIDE_JOB_RUNNING || j->state == TIDE_JOB_RECLAIMING;
+        if (!active && j->alloc.n) {
+            rc = tide_errf(err, TIDE_ESTATE, "%s: holds %d GPUs while %s", who, j->alloc.n,
+                           tide_job_state_name(j->state));
+            break;
+        }
+        if (!active)
+            continue;
+        if (j->width < 1 || j->width > j->dp_max || j->alloc.n != j->width * j->spec.gang_gpus) {
+            rc = tide_errf(err, TIDE_ESTATE, "%s: holds %d GPUs at width %d (gang %d): partial gang",
+                           who, j->alloc.n, j->width, j->spec.gang_gpus);
+            break;
+        }
+        if (j->width < j->spec.dp_min) {
+            rc = tide_errf(err, TIDE_ESTATE, "%s: width %d below dp_min %d", who, j->width,
+                           j->spec.dp_min);
+            break;
+        }
+        for (int k = 0; k < j->alloc.n && !rc; k++) {
+            int g = j->alloc.gpus[k];
+            if (seen[g]++)
+                rc = tide_errf(err, TIDE_ESTATE, "GPU %d allocated twice (%s)", g, who);
+            else if (e->own_kind[g] != OWN_JOB || e->own_id[g] != (int32_t)h)
+                rc = tide_errf(err, TIDE_ESTATE, "GPU %d owner table disagrees with %s", g, who);
+            else if (e->doms[dom_index(e, g)].zone == Z_RESERVE)
+                rc = tide_errf(err, TIDE_ESTATE, "Tier A GPU %d lent to %s", g, who);
+        }
+        for (int k = 0; k < j->width && !rc; k++)
+            rc = check_gang(e, &j->alloc.gpus[k * j->spec.gang_gpus], j->spec.gang_gpus, err, who);
+        allocated += j->alloc.n;
+    }
+    for (size_t r = 0; r < e->n_reps && !rc; r++) {
+        const replica_t *rp = &e->reps[r];
+        if (rp->state == REP_STOPPED)
+            continue;
+        snprintf(who, sizeof who, "replica %zu", r);
+        if (rp->alloc.n != e->svcs[rp->service].spec.gpus_per_replica) {
+            rc = tide_errf(err, TIDE_ESTATE, "%s: holds %d GPUs, needs %d", who, rp->alloc.n,
+                           e->svcs[rp->service].spec.gpus_per_replica);
+            break;
+        }
+        for (int k = 0; k < rp->alloc.n && !rc; k++) {
+            int g = rp->alloc.gpus[k];
+            if (seen[g]++)
+                rc = tide_errf(err, TIDE_ESTATE, "GPU %d allocated twice (%s)", g, who);
+            else if (e->own_kind[g] != OWN_REPLICA || e->own_id[g] != (int32_t)r)
+                rc = tide_errf(err, TIDE_ESTATE, "GPU %d owner table disagrees with %s", g, who);
+        }
+        if (!rc)
+            rc = check_gang(e, rp->alloc.gpus, rp->alloc.n, err, who);
+        allocated += rp->alloc.n;
+    }
+    for (int d = 0; d < e->n_doms && !rc; d++) {
+        const domain_t *dm = &e->doms[d];
+        int free_up = 0;
+        for (int n = dm->first_node; n < dm->first_node + dm->n_nodes; n++)
+            for (int g = e->nodes[n].first_gpu; g < e->nodes[n].first_gpu + e->nodes[n].gpus; g++) {
+                if (e->own_kind[g] != OWN_FREE && !seen[g])
+                    rc = tide_errf(err, TIDE_ESTATE, "GPU %d has an owner that does not hold it", g);
+                if (e->own_kind[g] == OWN_FREE && e->nodes[n].up)
+                    free_up++;
+            }
+        if (!rc && free_up != dm->free)
+            rc = tide_errf(err, TIDE_ESTATE, "domain %d: free count %d, actual %d", d, dm->free,
+                           free_up);
+    }
+    free(seen);
+    if (rc)
+        return rc;
+    int counted = 0;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            for (int t = 0; t < TIDE_T_COUNT; t++) {
+                if (e->cnt[c][s][t] < 0)
+                    return tide_errf(err, TIDE_ESTATE, "negative GPU count for %s/%s/%s",
+                                     tide_class_name(c), tide_state_name(s), tide_tier_name(t));
+                counted += e->cnt[c][s][t];
+            }
+    if (counted != allocated)
+        return tide_errf(err, TIDE_ESTATE, "accounting counts %d GPUs, %d are allocated", counted,
+                         allocated);
+    if (e->cnt[TIDE_C_P1][TIDE_S_TRAINING][TIDE_T_A] || e->cnt[TIDE_C_P2][TIDE_S_TRAINING][TIDE_T_A] ||
+        e->cnt[TIDE_C_P3][TIDE_S_TRAINING][TIDE_T_A])
+        return tide_errf(err, TIDE_ESTATE, "training counted on Tier A");
+    double sum = 0;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            for (int t = 0; t < TIDE_T_COUNT; t++)
+                sum += e->st.gpu_s[c][s][t];
+    double want = (double)e->n_gpus * (double)(e->now - e->start);
+    if (fabs(sum - want) > 1e-6 * (want + 1) + 1e-3)
+        return tide_errf(err, TIDE_ESTATE, "GPU-seconds do not add up: %.3f counted, %.3f elapsed",
+                         sum, want);
+    int qg = 0;
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            const job_t *j = e->jobs[e->q[p][i]];
+            if (j->state != TIDE_JOB_QUEUED)
+                return tide_errf(err, TIDE_ESTATE, "job %s in the queue while %s", j->spec.id,
+                                 tide_job_state_name(j->state));
+            qg += j->spec.gpus;
+        }
+    if (qg != e->queue_gpus)
+        return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
+                         e->queue_gpus);
+    for (size_t r = 0; r < e->n_reps; r++) {
+        (void)r;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ inspection */
+
+int tide_engine_jobs(const tide_engine_t *e) { return (int)e->n_jobs; }
+
+int tide_engine_job(const tide_engine_t *e, int32_t h, tide_job_info_t *out)
+{
+    if (h < 0 || (size_t)h >= e->n_jobs)
+        return -1;
+    const job_t *j = e->jobs[h];
+    out->spec = &j->spec;
+    out->state = j->state;
+    out->phase = j->phase;
+    out->width = j->width;
+    out->dp_max = j->dp_max;
+    out->progress = job_progress_now(j, e->now);
+    out->committed = j->committed;
+    out->submitted = j->submitted;
+    out->first_start = j->first_start;
+    out->finished = j->finished;
+    out->preemptions = j->preemptions;
+    out->lost_gpu_s = j->lost_gpu_s;
+    out->lease = j->lease;
+    return 0;
+}
+
+int tide_engine_services(const tide_engine_t *e) { return e->n_svcs; }
+
+const tide_service_spec_t *tide_engine_service(const tide_engine_t *e, int s)
+{
+    return s >= 0 && s < e->n_svcs ? &e->svcs[s].spec : NULL;
+}
+
+int tide_engine_service_find(const tide_engine_t *e, const char *name)
+{
+    for (int s = 0; s < e->n_svcs; s++)
+        if (name && !strcmp(e->svcs[s].spec.name, name))
+            return s;
+    return -1;
+}
+
+int tide_engine_leases(const tide_engine_t *e) { return (int)e->n_leases; }
+
+int tide_engine_lease(const tide_engine_t *e, int32_t id, tide_lease_info_t *out)
+{
+    if (id < 0 || (size_t)id >= e->n_leases)
+        return -1;
+    const lease_t *l = &e->leases[id];
+    out->job = l->job;
+    out->gpus = l->gpus;
+    out->start = l->start;
+    out->latest_return = l->latest_return;
+    out->ckpt_cost_s = l->ckpt_cost;
+    out->can_shrink = l->can_shrink;
+    out->noticed = l->noticed;
+    out->returned = l->returned;
+    out->late = l->late;
+    return 0;
+}
+
+int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner)
+{
+    if (gpu < 0 || gpu >= e->n_gpus) {
+        *owner = -1;
+        return 0;
+    }
+    *owner = e->own_id[gpu];
+    return e->own_kind[gpu];
+}
+
+char tide_engine_gpu_zone(const tide_engine_t *e, int gpu)
+{
+    static const char z[Z_COUNT] = {[Z_RESERVE] = 'A', [Z_INF] = 'I', [Z_TRAIN] = 'T', [Z_SHARED] = 'S'};
+    int d = dom_index(e, gpu);
+    return d < 0 ? '?' : z[e->doms[d].zone];
+}
+
+int tide_engine_forecast(const tide_engine_t *e, int s, tide_time_t horizon, tide_forecast_info_t *out)
+{
+    if (s < 0 || s >= e->n_svcs)
+        return -1;
+    const service_t *sv = &e->svcs[s];
+    out->margin = sv->fc.margin;
+    out->peak = fc_peak(&sv->fc, e->now, e->now, e->now + horizon);
+    out->peak_with_margin = out->peak * (1 + sv->fc.margin);
+    out->last_observed = sv->demand;
+    out->samples = sv->fc.samples;
+    return 0;
+}
+
+void tide_engine_stats(const tide_engine_t *e, tide_stats_t *out)
+{
+    *out = e->st;
+    out->start = e->start;
+    out->now = e->now;
+    out->cluster_gpus = e->n_gpus;
+    memset(out->gpus_now, 0, sizeof out->gpus_now);
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            for (int t = 0; t < TIDE_T_COUNT; t++)
+                out->gpus_now[c][s] += e->cnt[c][s][t];
+    int idle = e->n_gpus;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            idle -= out->gpus_now[c][s];
+    out->gpus_now[TIDE_C_NONE][TIDE_S_IDLE] = idle;
+    out->queue_jobs = 0;
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        out->queue_jobs += (int)e->qn[p];
+    out->jobs_queued = out->queue_jobs;
+    out->queue_gpus = e->queue_gpus;
+    out->demand_rps = out->ready_rps = 0;
+    out->replicas_ready = out->replicas_warming = 0;
+    for (int s = 0; s < e->n_svcs; s++) {
+        out->demand_rps += e->svcs[s].demand;
+        out->ready_rps += e->svcs[s].ready * e->svcs[s].spec.replica_rps;
+        out->replicas_ready += e->svcs[s].ready;
+        out->replicas_warming += e->svcs[s].warming;
+    }
+}
+
+int tide_engine_teams(const tide_engine_t *e) { return e->n_teams; }
+
+int tide_engine_team(const tide_engine_t *e, int t, tide_team_stats_t *out)
+{
+    if (t < 0 || t >= e->n_teams)
+        return -1;
+    const team_t *tm = &e->teams[t];
+    out->team = tm->name;
+    out->gpu_s = tm->gpu_s;
+    out->lost_gpu_s = tm->lost_gpu_s;
+    out->preemptions = tm->preemptions;
+    out->jobs = tm->jobs;
+    double q = 0;
+    for (size_t h = 0; h < e->n_jobs; h++) {
+        const job_t *j = e->jobs[h];
+        if (j->team != t)
+            continue;
+        tide_time_t s = j->first_start >= 0 ? j->first_start : e->now;
+        q += (double)(s - j->submitted);
+    }
+    out->queue_s_sum = q;
+    return 0;
+}
+
+tide_samples_t tide_engine_samples(const tide_engine_t *e, int which)
+{
+    tide_samples_t s = {0};
+    if (which >= 0 && which < TIDE_SAMPLE_COUNT) {
+        s.v = e->smp[which].v;
+        s.n = e->smp[which].n;
+    }
+    return s;
+}

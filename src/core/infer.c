@@ -1,0 +1,348 @@
+/* Inference: size each service from its forecast (or its observed demand, or
+ * its fixed peak, by policy), place replicas whole inside one domain, and when
+ * the free GPUs are not enough, reclaim training: the cheapest domain is
+ * claimed for the service, elastic jobs shrink their data-parallel width,
+ * others get a checkpoint notice (graceful) or are stopped at once (reactive
+ * preemption). P0 replicas are never victims. */
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int clamp_replicas(const service_t *s, int n)
+{
+    if (n < s->spec.min_replicas)
+        n = s->spec.min_replicas;
+    if (s->spec.max_replicas && n > s->spec.max_replicas)
+        n = s->spec.max_replicas;
+    return n;
+}
+
+static int replicas_for(const service_t *s, double rps, double margin)
+{
+    if (rps <= 0)
+        return 0;
+    return (int)ceil(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9);
+}
+
+/* Window the forecast must cover for a decision taken now. */
+static tide_time_t window(tide_engine_t *e, int si)
+{
+    service_t *s = &e->svcs[si];
+    if (e->pol->use_lead)
+        return reclaim_lead(e, si);
+    double w = s->warm.n >= 5 ? samples_q99(&s->warm) : (double)s->spec.warmup_s;
+    if (w < (double)s->spec.warmup_s)
+        w = (double)s->spec.warmup_s;
+    return (tide_time_t)ceil(w) + e->cfg.lead_extra_s + e->cfg.tick_s;
+}
+
+static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *down)
+{
+    service_t *s = &e->svcs[si];
+    switch (e->pol->scale_mode) {
+    case SCALE_FIXED:
+        *up = *down = clamp_replicas(s, s->spec.fixed_replicas ? s->spec.fixed_replicas : 0);
+        return;
+    case SCALE_REACTIVE:
+        if (s->demand >= s->peak_recent || now - s->peak_recent_at > e->cfg.scale_down_hold_s) {
+            s->peak_recent = s->demand;
+            s->peak_recent_at = now;
+        }
+        *up = clamp_replicas(s, replicas_for(s, s->demand, e->cfg.margin_min));
+        *down = clamp_replicas(s, replicas_for(s, s->peak_recent, e->cfg.margin_min));
+        break;
+    default: {
+        tide_time_t h = window(e, si);
+        double m = s->fc.margin;
+        double p_up = fc_peak(&s->fc, now, now, now + h);
+        double p_down = fc_peak(&s->fc, now, now, now + h + e->cfg.scale_down_hold_s);
+        *up = clamp_replicas(s, replicas_for(s, p_up, m));
+        *down = clamp_replicas(s, replicas_for(s, p_down, m));
+        break;
+    }
+    }
+    if (*down < *up)
+        *down = *up;
+}
+
+static int dom_of(const tide_engine_t *e, int gpu)
+{
+    int lo = 0, hi = e->n_doms - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e->doms[mid].first_gpu <= gpu)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static int start_replica(tide_engine_t *e, int si, tide_time_t now)
+{
+    service_t *s = &e->svcs[si];
+    alloc_t a = {0};
+    if (!place_gangs(e, s->spec.gpus_per_replica, 1, 1, s->spec.gpu_types, e->pol->inf_zones,
+                     OWN_REPLICA, si, &a, 1)) {
+        alloc_free(&a);
+        return 0;
+    }
+    tide_grow((void **)&e->reps, &e->cap_reps, e->n_reps + 1, sizeof *e->reps);
+    int32_t id = (int32_t)e->n_reps++;
+    replica_t *r = &e->reps[id];
+    memset(r, 0, sizeof *r);
+    r->service = si;
+    r->state = REP_WARMING;
+    r->started = now;
+    r->notice_at = -1;
+    r->alloc = a;
+    /* the placement recorded the service index as owner; use the replica id */
+    for (int k = 0; k < a.n; k++)
+        e->own_id[a.gpus[k]] = id;
+    domain_t *d = &e->doms[dom_of(e, a.gpus[0])];
+    r->tier = d->zone == Z_RESERVE ? TIDE_T_A : TIDE_T_B;
+    if (d->claim_kind == CLAIM_SERVICE && d->claim_id == si) {
+        r->notice_at = d->claim_since;
+        if (--d->claim_n <= 0)
+            d->claim_kind = CLAIM_NONE;
+    }
+    acct_rep_set(e, r, 1);
+    s->warming++;
+    tide_action_t *act = act_push(e, TIDE_ACT_REPLICA_START, TIDE_R_SCALE);
+    act->service = si;
+    act->replica = id;
+    act_gpus(e, act, &r->alloc);
+    return 1;
+}
+
+void replica_stop(tide_engine_t *e, int32_t id, int reason)
+{
+    replica_t *r = &e->reps[id];
+    if (r->state == REP_STOPPED)
+        return;
+    service_t *s = &e->svcs[r->service];
+    acct_rep_set(e, r, 0);
+    if (r->state == REP_READY)
+        s->ready--;
+    else
+        s->warming--;
+    for (int k = 0; k < r->alloc.n; k++)
+        dom_release(e, r->alloc.gpus[k]);
+    r->state = REP_STOPPED;
+    tide_action_t *act = act_push(e, TIDE_ACT_REPLICA_STOP, reason);
+    act->service = r->service;
+    act->replica = id;
+    act->n_gpus = r->alloc.n;
+    alloc_free(&r->alloc);
+    e->sched_dirty = 1;
+}
+
+/* Stop n replicas of a service: warming before ready, lendable zones before
+ * the reserve, newest first. */
+static void scale_down(tide_engine_t *e, int si, int n)
+{
+    for (int pass = 0; pass < 4 && n > 0; pass++) {
+        int want_state = pass < 2 ? REP_WARMING : REP_READY;
+        int want_reserve = pass % 2;
+        for (size_t i = e->n_reps; i-- > 0 && n > 0;) {
+            replica_t *r = &e->reps[i];
+            if (r->service != si || r->state != want_state)
+                continue;
+            if ((r->tier == TIDE_T_A) != want_reserve)
+                continue;
+            replica_stop(e, (int32_t)i, TIDE_R_SCALE);
+            n--;
+        }
+    }
+}
+
+/* ----------------------------------------------------------------- reclaim */
+
+typedef struct victim {
+    int32_t job;
+    int gpus;      /* GPUs it gives back on this domain */
+    int shrink;    /* gangs to shrink (0 = stop the whole job) */
+    double cost;
+} victim_t;
+
+static const double prio_weight[TIDE_NPRIO] = {1e15, 1e13, 1e12, 0};
+
+static double victim_cost(const tide_engine_t *e, const job_t *j, int shrink_gangs, int kill)
+{
+    double c = prio_weight[j->spec.priority];
+    if (shrink_gangs)
+        return c + (double)shrink_gangs * j->spec.gang_gpus * 60.0;
+    if (kill)
+        return c + (job_progress_now(j, e->now) - j->committed) * j->spec.gpus +
+               (double)j->spec.restore_s * j->spec.gpus;
+    return c + (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s);
+}
+
+/* Cheapest set of victims that frees `need` GPUs on domain di. Returns the
+ * cost (or -1 when impossible) and fills v / *nv. */
+static double plan_domain(tide_engine_t *e, int di, int need, int kill, victim_t *v, int *nv)
+{
+    domain_t *d = &e->doms[di];
+    int have = d->free;
+    *nv = 0;
+    victim_t cand[TIDE_MAX_GPUS_PER_NODE];
+    int nc = 0;
+    for (int g = d->first_gpu; g < d->first_gpu + d->gpus; g++) {
+        if (e->own_kind[g] != OWN_JOB)
+            continue;
+        int32_t h = e->own_id[g];
+        int k;
+        for (k = 0; k < nc; k++)
+            if (cand[k].job == h)
+                break;
+        if (k == nc) {
+            cand[nc].job = h;
+            cand[nc].gpus = 0;
+            cand[nc].shrink = 0;
+            cand[nc].cost = 0;
+            nc++;
+        }
+        cand[k].gpus++;
+    }
+    for (int k = 0; k < nc; k++) {
+        job_t *j = e->jobs[cand[k].job];
+        if (j->state == TIDE_JOB_RECLAIMING && j->stop_pending) {
+            have += cand[k].gpus; /* already on its way out */
+            cand[k].cost = -1;
+            continue;
+        }
+        int gangs_here = cand[k].gpus / j->spec.gang_gpus;
+        int can = j->width - j->spec.dp_min;
+        /* shrink only when it vacates all the job's GPUs here; otherwise stop */
+        if (j->state == TIDE_JOB_RUNNING && gangs_here > 0 && can >= gangs_here &&
+            gangs_here * j->spec.gang_gpus == cand[k].gpus) {
+            cand[k].shrink = gangs_here;
+            cand[k].cost = victim_cost(e, j, gangs_here, kill);
+        } else if (j->state == TIDE_JOB_RUNNING) {
+            cand[k].shrink = 0;
+            cand[k].cost = victim_cost(e, j, 0, kill);
+        } else {
+            cand[k].cost = -1;
+        }
+    }
+    if (have >= need)
+        return 0; /* pending releases cover it */
+    /* pick cheapest per freed GPU until enough (small n: selection sort) */
+    double cost = 0;
+    int used[TIDE_MAX_GPUS_PER_NODE] = {0};
+    while (have < need) {
+        int best = -1;
+        for (int k = 0; k < nc; k++) {
+            if (used[k] || cand[k].cost < 0 || cand[k].gpus <= 0)
+                continue;
+            if (best < 0 || cand[k].cost < cand[best].cost)
+                best = k;
+        }
+        if (best < 0)
+            return -1;
+        used[best] = 1;
+        have += cand[best].gpus;
+        cost += cand[best].cost;
+        v[(*nv)++] = cand[best];
+    }
+    return cost;
+}
+
+/* Free room for `k` more replicas of service si by reclaiming training. */
+static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
+{
+    service_t *s = &e->svcs[si];
+    int tp = s->spec.gpus_per_replica;
+    int kill = e->pol->reclaim_mode == RECLAIM_KILL;
+    unsigned zones = e->pol->reclaim_zones & e->pol->inf_zones;
+    for (int r = 0; r < k; r++) {
+        int best = -1, best_nv = 0;
+        double best_cost = 0;
+        victim_t best_v[TIDE_MAX_GPUS_PER_NODE], v[TIDE_MAX_GPUS_PER_NODE];
+        for (int di = 0; di < e->n_doms; di++) {
+            domain_t *d = &e->doms[di];
+            if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
+                !domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
+                continue;
+            int nv;
+            double c = plan_domain(e, di, tp, kill, v, &nv);
+            if (c < 0)
+                continue;
+            if (best < 0 || c < best_cost) {
+                best = di;
+                best_cost = c;
+                best_nv = nv;
+                memcpy(best_v, v, sizeof(victim_t) * (size_t)nv);
+            }
+        }
+        if (best < 0)
+            return; /* nothing left to reclaim */
+        domain_t *d = &e->doms[best];
+        for (int i = 0; i < best_nv; i++) {
+            job_t *j = e->jobs[best_v[i].job];
+            if (best_v[i].shrink)
+                job_shrink(e, best_v[i].job, best, best_v[i].shrink);
+            else if (kill)
+                job_stop(e, best_v[i].job, TIDE_R_PREEMPT, 1);
+            else if (j->state == TIDE_JOB_RUNNING)
+                job_notice(e, best_v[i].job, TIDE_R_RECLAIM, 1);
+        }
+        if (kill || d->free >= tp) {
+            start_replica(e, si, now);
+        } else {
+            d->claim_kind = CLAIM_SERVICE;
+            d->claim_id = si;
+            d->claim_n = 1;
+            d->claim_since = now;
+        }
+    }
+}
+
+static int claims_of(const tide_engine_t *e, int si)
+{
+    int n = 0;
+    for (int i = 0; i < e->n_doms; i++)
+        if (e->doms[i].claim_kind == CLAIM_SERVICE && e->doms[i].claim_id == si)
+            n += e->doms[i].claim_n;
+    return n;
+}
+
+static void drop_claims(tide_engine_t *e, int si, int n)
+{
+    for (int i = e->n_doms; i-- > 0 && n > 0;) {
+        domain_t *d = &e->doms[i];
+        if (d->claim_kind != CLAIM_SERVICE || d->claim_id != si)
+            continue;
+        int x = TIDE_MIN(n, d->claim_n);
+        d->claim_n -= x;
+        n -= x;
+        if (d->claim_n <= 0)
+            d->claim_kind = CLAIM_NONE;
+        e->sched_dirty = 1;
+    }
+}
+
+void infer_pass(tide_engine_t *e, tide_time_t now)
+{
+    for (int si = 0; si < e->n_svcs; si++) {
+        service_t *s = &e->svcs[si];
+        int up, down;
+        targets(e, si, now, &up, &down);
+        int active = s->ready + s->warming;
+        int deficit = 0;
+        if (active < up) {
+            int n = up - active;
+            while (n > 0 && start_replica(e, si, now))
+                n--;
+            deficit = n;
+        } else if (active > down) {
+            scale_down(e, si, active - down);
+        }
+        int incoming = claims_of(e, si);
+        if (incoming > deficit)
+            drop_claims(e, si, incoming - deficit);
+        else if (deficit > incoming && e->pol->reclaim_mode != RECLAIM_NONE)
+            reclaim_for(e, si, deficit - incoming, now);
+    }
+}

@@ -1,0 +1,308 @@
+/* Private to libtidecore: the engine's state, shared by the core modules
+ * (placement, forecast, accounting, leases/reclaim, scheduling, policies).
+ * Nothing outside src/core includes this file. */
+#ifndef TIDE_CORE_INTERNAL_H
+#define TIDE_CORE_INTERNAL_H
+
+#include "tide/engine.h"
+#include "util/util.h"
+
+/* Zones: which workloads may use a domain. Assigned by the policy's layout. */
+enum { Z_RESERVE = 0, Z_INF, Z_TRAIN, Z_SHARED, Z_COUNT };
+#define ZBIT(z) (1u << (z))
+
+/* GPU owner kinds. */
+enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2 };
+
+/* Claim on a domain: GPUs being emptied for a service's replicas or for a
+ * high-priority job; no one else may start there meanwhile. */
+enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB };
+
+typedef struct domain {
+    int first_node, n_nodes;
+    int first_gpu, gpus;   /* nodes of a domain are consecutive, so are their GPUs */
+    int type;
+    int zone;
+    int up_gpus;           /* GPUs on nodes that are up */
+    int free;              /* free GPUs on nodes that are up */
+    int claim_kind;
+    int32_t claim_id;
+    int claim_n;           /* replicas (service claim) */
+    tide_time_t claim_since;
+} domain_t;
+
+typedef struct node {
+    int domain;
+    int gpus, first_gpu;
+    int up;
+} node_t;
+
+/* One (domain, count) pair of an allocation. */
+typedef struct domcount {
+    int domain;
+    int n;
+} domcount_t;
+
+typedef struct alloc {
+    int32_t *gpus;   /* gang-ordered: gang k is gpus[k*g .. k*g+g) */
+    int n;
+    size_t cap;
+} alloc_t;
+
+typedef struct job {
+    tide_job_spec_t spec;    /* id and team strings owned */
+    int team;
+    int cls;                 /* TIDE_C_P1..P3 */
+    int dp_max;
+    int state, phase, width;
+    double progress;         /* as of progress_at */
+    tide_time_t progress_at;
+    double committed;
+    tide_time_t submitted, first_start, finished, run_start, notice_at, deadline;
+    int preemptions;
+    double lost_gpu_s;
+    int32_t lease;
+    alloc_t alloc;
+    int n_leased;            /* GPUs of alloc under the lease (tier C) */
+    int acct_state;          /* state its GPUs are counted in */
+    int acct_tier_own;       /* tier of its unleased GPUs */
+    int32_t run_idx;         /* index in e->running or -1 */
+    int reclaim_reason;
+    int stop_pending;        /* checkpoint requested to stop (not just shrink) */
+} job_t;
+
+enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
+
+typedef struct replica {
+    int service;
+    int state;
+    alloc_t alloc;
+    int tier;                /* A if on the reserve, else B */
+    tide_time_t started, ready_at;
+    tide_time_t notice_at;   /* reclaim notice that freed its GPUs, or -1 */
+} replica_t;
+
+typedef struct lease {
+    int32_t job;
+    int gpus;
+    tide_time_t start, latest_return;
+    tide_time_t ckpt_cost;
+    int can_shrink;
+    int noticed, returned, late;
+} lease_t;
+
+/* Demand forecast per service (forecast.c). */
+typedef struct forecast {
+    int nb;                  /* buckets per day */
+    int days;                /* days of history kept */
+    tide_time_t bucket_s;
+    float *hist;             /* [days][nb] max demand seen in bucket, <0 = unseen */
+    int64_t last_bucket;     /* absolute bucket index last filled, -1 = none */
+    double cur;              /* demand observed now */
+    int have;                /* any observation yet */
+    int64_t first_bucket;
+    /* margin learning */
+    double margin;
+    double *err;             /* ring of relative under-forecast errors */
+    size_t err_n, err_cap, err_pos;
+    struct { tide_time_t start, end; double pred; } *pend;
+    size_t pend_n, pend_cap;
+    int64_t pend_last_bucket;
+    int samples;
+} forecast_t;
+
+/* Sample list with a cached quantile. */
+typedef struct samples {
+    double *v;
+    size_t n, cap;
+    size_t q_at;      /* n when the cached quantile was computed */
+    double q99;
+} samples_t;
+
+typedef struct service {
+    tide_service_spec_t spec;  /* name owned */
+    forecast_t fc;
+    double demand;             /* observed rps now */
+    int ready, warming;        /* replica counts */
+    double peak_recent;        /* for reactive scale-down */
+    tide_time_t peak_recent_at;
+    samples_t warm;            /* measured warm-up times */
+} service_t;
+
+typedef struct team {
+    char *name;
+    double gpu_s, lost_gpu_s;
+    int preemptions, jobs;
+    int gpus_now;
+} team_t;
+
+struct tide_policy;
+
+/* A reservation for the head job of a priority (EASY backfill). */
+typedef struct reservation {
+    tide_time_t shadow;   /* when the head job can start */
+    int *avail;           /* free GPUs per domain at shadow time */
+    int *res;             /* GPUs reserved for the head per domain */
+} reservation_t;
+
+struct tide_engine {
+    tide_cluster_t *cluster;
+    tide_config_t cfg;
+    const struct tide_policy *pol;
+    int laid_out;
+
+    /* topology */
+    node_t *nodes;
+    int n_nodes;
+    domain_t *doms;
+    int n_doms;
+    int n_gpus;
+    int max_dom_gpus;
+    uint8_t *own_kind;       /* per GPU */
+    int32_t *own_id;         /* per GPU */
+    int zone_gpus[Z_COUNT];  /* up GPUs per zone */
+    int zone_free[Z_COUNT];  /* free up GPUs per zone */
+
+    /* workload */
+    job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
+    size_t n_jobs, cap_jobs;
+    int32_t *idx_slots;      /* open-addressing hash of job ids -> handle */
+    size_t idx_cap;
+    service_t *svcs;
+    int n_svcs;
+    size_t cap_svcs;
+    replica_t *reps;
+    size_t n_reps, cap_reps;
+    lease_t *leases;
+    size_t n_leases, cap_leases;
+    team_t *teams;
+    int n_teams;
+    size_t cap_teams;
+
+    /* queue per priority, sorted by (submitted, handle) */
+    int32_t *q[TIDE_NPRIO];
+    size_t qn[TIDE_NPRIO], qcap[TIDE_NPRIO];
+    int queue_gpus;
+    int32_t *running;
+    size_t n_running, cap_running;
+
+    /* time */
+    tide_time_t start, now;
+    int started;
+    tide_time_t next_tick;
+    int sched_dirty;         /* resources or queue changed: run a training pass */
+    int infer_dirty;         /* demand or replicas changed: run an inference pass */
+
+    /* accounting */
+    int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT]; /* GPUs now (idle derived) */
+    tide_stats_t st;
+    double oracle_backlog;   /* GPU-seconds of training work not yet done by the oracle */
+    samples_t smp[TIDE_SAMPLE_COUNT];
+    double declared_ckpt_max;
+    tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
+
+    /* scratch */
+    int *scratch_a, *scratch_b, *scratch_c;
+    reservation_t resv[TIDE_NPRIO];
+    int n_resv;
+    tide_actions_t *out;     /* actions of the current step */
+};
+
+/* ------------------------------------------------------------ policies */
+
+enum { SCALE_FORECAST = 0, SCALE_REACTIVE, SCALE_FIXED };
+enum { RECLAIM_NONE = 0, RECLAIM_GRACEFUL, RECLAIM_KILL };
+
+typedef struct tide_policy {
+    const char *name;
+    const char *summary;
+    int (*layout)(tide_engine_t *e, tide_error_t *err);
+    unsigned (*train_zones)(const tide_engine_t *e, tide_time_t now);
+    unsigned inf_zones;
+    unsigned reclaim_zones;    /* training here may be reclaimed for inference */
+    unsigned lease_zones;      /* training here holds a lease */
+    int scale_mode;
+    int reclaim_mode;
+    int use_lead;              /* forecast window includes checkpoint lead */
+    int renew_leases;          /* renew leases nobody needs before they expire */
+    /* latest return for a lease granted now */
+    tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
+    /* policy-specific periodic work and wake-ups (may be NULL) */
+    void (*tick)(tide_engine_t *e, tide_time_t now);
+    tide_time_t (*wake)(const tide_engine_t *e, tide_time_t now);
+} tide_policy_t;
+
+const tide_policy_t *tide_policy_find(const char *name);
+extern const tide_policy_t tide_policy_isolated, tide_policy_static, tide_policy_preempt,
+    tide_policy_elastic, tide_policy_timeshare;
+
+/* layout helpers (policy.c) */
+int layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err);
+int layout_peak_gpus(const tide_engine_t *e); /* GPUs for every service's fixed/peak replicas */
+tide_time_t lease_deadline_default(const tide_engine_t *e, tide_time_t now);
+int in_night(const tide_engine_t *e, tide_time_t t);
+tide_time_t night_next_edge(const tide_engine_t *e, tide_time_t t);
+
+/* ------------------------------------------------------------ modules */
+
+/* place.c */
+void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id);
+void dom_release(tide_engine_t *e, int gpu);
+int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
+                int kind, int32_t owner, alloc_t *out, int prefer_zone_order);
+int domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
+              int32_t owner);
+int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
+                 int kind, int32_t owner);
+void alloc_free(alloc_t *a);
+void alloc_push(alloc_t *a, int32_t gpu);
+
+/* forecast.c */
+void fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0);
+void fc_free(forecast_t *f);
+void fc_observe(forecast_t *f, tide_time_t now, double rps);
+void fc_advance(forecast_t *f, tide_time_t now);
+double fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to);
+void fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg);
+
+/* acct.c */
+void acct_advance(tide_engine_t *e, tide_time_t now);
+void acct_job_set(tide_engine_t *e, job_t *j, int on);
+void acct_rep_set(tide_engine_t *e, replica_t *r, int on);
+void acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
+void samples_add(samples_t *s, double v);
+double samples_q99(samples_t *s);
+
+/* jobs.c: lifecycle */
+double job_progress_now(const job_t *j, tide_time_t now);
+tide_time_t job_expected_end(const job_t *j, tide_time_t now);
+void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width);
+void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue);
+void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
+void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
+void job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
+void queue_insert(tide_engine_t *e, int32_t h);
+void queue_remove(tide_engine_t *e, int32_t h);
+int team_intern(tide_engine_t *e, const char *name);
+
+/* actions */
+tide_action_t *act_push(tide_engine_t *e, int kind, int reason);
+void act_gpus(tide_engine_t *e, tide_action_t *a, const alloc_t *al);
+
+/* lease.c */
+void lease_grant(tide_engine_t *e, int32_t h);
+void lease_update(tide_engine_t *e, int32_t h);
+void lease_return(tide_engine_t *e, int32_t h, int reason, int late);
+void lease_tick(tide_engine_t *e, tide_time_t now);
+tide_time_t lease_next_deadline(const tide_engine_t *e);
+tide_time_t reclaim_lead(tide_engine_t *e, int service);
+
+/* infer.c */
+void infer_pass(tide_engine_t *e, tide_time_t now);
+void replica_stop(tide_engine_t *e, int32_t r, int reason);
+
+/* sched.c */
+void sched_pass(tide_engine_t *e, tide_time_t now);
+unsigned train_zones_now(const tide_engine_t *e, tide_time_t now);
+
+#endif

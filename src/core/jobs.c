@@ -1,0 +1,331 @@
+/* Training job lifecycle: queue, start, checkpoint notice, shrink/grow, stop.
+ * Every change of a job's GPUs or phase goes through here so that accounting,
+ * leases and actions stay consistent. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+double job_progress_now(const job_t *j, tide_time_t now)
+{
+    double p = j->progress;
+    if ((j->state == TIDE_JOB_RUNNING || j->state == TIDE_JOB_RECLAIMING) &&
+        j->phase == TIDE_PHASE_TRAINING && now > j->progress_at)
+        p += (double)(now - j->progress_at) * j->width / j->dp_max;
+    if (p > (double)j->spec.duration_s)
+        p = (double)j->spec.duration_s;
+    return p;
+}
+
+tide_time_t job_expected_end(const job_t *j, tide_time_t now)
+{
+    double rem = (double)j->spec.duration_s - job_progress_now(j, now);
+    if (rem < 0)
+        rem = 0;
+    int w = j->width > 0 ? j->width : j->dp_max;
+    double t = rem * j->dp_max / w;
+    t += floor(t / (double)j->spec.ckpt_interval_s) * (double)j->spec.ckpt_s;
+    if (j->state == TIDE_JOB_QUEUED) {
+        if (j->committed > 0)
+            t += (double)j->spec.restore_s;
+    } else if (j->phase == TIDE_PHASE_RESTORING) {
+        double left = (double)(j->progress_at + j->spec.restore_s - now);
+        t += left > 0 ? left : 0;
+    } else if (j->phase == TIDE_PHASE_CHECKPOINTING) {
+        t += (double)j->spec.ckpt_s;
+    }
+    return now + (tide_time_t)ceil(t);
+}
+
+int team_intern(tide_engine_t *e, const char *name)
+{
+    for (int i = 0; i < e->n_teams; i++)
+        if (!strcmp(e->teams[i].name, name))
+            return i;
+    tide_grow((void **)&e->teams, &e->cap_teams, (size_t)e->n_teams + 1, sizeof *e->teams);
+    team_t *t = &e->teams[e->n_teams];
+    memset(t, 0, sizeof *t);
+    t->name = tide_xstrdup(name);
+    return e->n_teams++;
+}
+
+/* ------------------------------------------------------------------ queue */
+
+static int qless(const tide_engine_t *e, int32_t a, int32_t b)
+{
+    const job_t *x = e->jobs[a], *y = e->jobs[b];
+    if (x->submitted != y->submitted)
+        return x->submitted < y->submitted;
+    return a < b;
+}
+
+static size_t qpos(const tide_engine_t *e, int p, int32_t h)
+{
+    size_t lo = 0, hi = e->qn[p];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (qless(e, e->q[p][mid], h))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void queue_insert(tide_engine_t *e, int32_t h)
+{
+    job_t *j = e->jobs[h];
+    int p = j->spec.priority;
+    tide_grow((void **)&e->q[p], &e->qcap[p], e->qn[p] + 1, sizeof *e->q[p]);
+    size_t at = qpos(e, p, h);
+    memmove(&e->q[p][at + 1], &e->q[p][at], (e->qn[p] - at) * sizeof *e->q[p]);
+    e->q[p][at] = h;
+    e->qn[p]++;
+    e->queue_gpus += j->spec.gpus;
+    j->state = TIDE_JOB_QUEUED;
+    e->sched_dirty = 1;
+}
+
+void queue_remove(tide_engine_t *e, int32_t h)
+{
+    job_t *j = e->jobs[h];
+    int p = j->spec.priority;
+    size_t at = qpos(e, p, h);
+    if (at >= e->qn[p] || e->q[p][at] != h)
+        return;
+    memmove(&e->q[p][at], &e->q[p][at + 1], (e->qn[p] - at - 1) * sizeof *e->q[p]);
+    e->qn[p]--;
+    e->queue_gpus -= j->spec.gpus;
+}
+
+static void running_add(tide_engine_t *e, int32_t h)
+{
+    e->jobs[h]->run_idx = (int32_t)e->n_running;
+    TIDE_PUSH(e->running, e->n_running, e->cap_running, h);
+}
+
+static void running_del(tide_engine_t *e, int32_t h)
+{
+    int32_t i = e->jobs[h]->run_idx;
+    if (i < 0)
+        return;
+    int32_t last = e->running[--e->n_running];
+    e->running[i] = last;
+    e->jobs[last]->run_idx = i;
+    e->jobs[h]->run_idx = -1;
+}
+
+static int count_leased(const tide_engine_t *e, const alloc_t *a)
+{
+    unsigned lz = e->pol->lease_zones;
+    int n = 0;
+    for (int k = 0; k < a->n; k++) {
+        int g = a->gpus[k];
+        /* the domain of a GPU: nodes are consecutive */
+        int lo = 0, hi = e->n_doms - 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (e->doms[mid].first_gpu <= g)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        if (lz & ZBIT(e->doms[lo].zone))
+            n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+static void clear_job_claims(tide_engine_t *e, int32_t h)
+{
+    for (int i = 0; i < e->n_doms; i++)
+        if (e->doms[i].claim_kind == CLAIM_JOB && e->doms[i].claim_id == h)
+            e->doms[i].claim_kind = CLAIM_NONE;
+}
+
+void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
+{
+    job_t *j = e->jobs[h];
+    queue_remove(e, h);
+    clear_job_claims(e, h);
+    alloc_free(&j->alloc);
+    j->alloc = *a;
+    memset(a, 0, sizeof *a);
+    j->width = width;
+    j->state = TIDE_JOB_RUNNING;
+    j->phase = j->committed > 0 ? TIDE_PHASE_RESTORING : TIDE_PHASE_TRAINING;
+    j->progress = j->committed;
+    j->progress_at = e->now;
+    j->run_start = e->now;
+    j->stop_pending = 0;
+    if (j->first_start < 0)
+        j->first_start = e->now;
+    j->n_leased = count_leased(e, &j->alloc);
+    acct_job_set(e, j, 1);
+    running_add(e, h);
+    if ((double)j->spec.ckpt_s > e->declared_ckpt_max)
+        e->declared_ckpt_max = (double)j->spec.ckpt_s;
+    tide_action_t *act = act_push(e, TIDE_ACT_JOB_START, TIDE_R_NONE);
+    act->job = h;
+    act->width = width;
+    act_gpus(e, act, &j->alloc);
+    if (j->n_leased)
+        lease_grant(e, h);
+    e->st.jobs_running++;
+}
+
+void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
+{
+    job_t *j = e->jobs[h];
+    if (j->state != TIDE_JOB_RUNNING && j->state != TIDE_JOB_RECLAIMING)
+        return;
+    double lost = 0;
+    if (reason != TIDE_R_COMPLETE)
+        lost = job_progress_now(j, e->now) - j->committed;
+    acct_job_set(e, j, 0);
+    acct_lost(e, j, lost);
+    for (int k = 0; k < j->alloc.n; k++)
+        dom_release(e, j->alloc.gpus[k]);
+    j->alloc.n = 0;
+    if (j->lease >= 0)
+        lease_return(e, h, reason, reason == TIDE_R_DEADLINE);
+    j->n_leased = 0;
+    running_del(e, h);
+    e->st.jobs_running--;
+    if (reason != TIDE_R_COMPLETE) {
+        tide_action_t *act = act_push(e, TIDE_ACT_JOB_STOP, reason);
+        act->job = h;
+        act->width = 0;
+        act->value = lost;
+    }
+    j->width = 0;
+    j->progress = j->committed;
+    j->progress_at = e->now;
+    j->stop_pending = 0;
+    switch (reason) {
+    case TIDE_R_COMPLETE:
+        j->state = TIDE_JOB_DONE;
+        j->finished = e->now;
+        j->progress = (double)j->spec.duration_s;
+        e->st.jobs_completed++;
+        break;
+    case TIDE_R_CANCEL:
+        j->state = TIDE_JOB_CANCELLED;
+        j->finished = e->now;
+        break;
+    case TIDE_R_FAILURE:
+        break;
+    default:
+        j->preemptions++;
+        e->teams[j->team].preemptions++;
+        e->st.preemptions++;
+        break;
+    }
+    if (requeue && reason != TIDE_R_COMPLETE && reason != TIDE_R_CANCEL)
+        queue_insert(e, h);
+    e->sched_dirty = 1;
+    e->infer_dirty = 1;
+}
+
+static void resize_action(tide_engine_t *e, int32_t h)
+{
+    job_t *j = e->jobs[h];
+    tide_action_t *act = act_push(e, TIDE_ACT_JOB_RESIZE, TIDE_R_RECLAIM);
+    act->job = h;
+    act->width = j->width;
+    act_gpus(e, act, &j->alloc);
+}
+
+void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
+{
+    job_t *j = e->jobs[h];
+    int g = j->spec.gang_gpus;
+    const domain_t *d = &e->doms[domain];
+    j->progress = job_progress_now(j, e->now);
+    j->progress_at = e->now;
+    acct_job_set(e, j, 0);
+    int w = 0, removed = 0;
+    for (int k = 0; k < j->width; k++) {
+        int32_t first = j->alloc.gpus[k * g];
+        int in_d = first >= d->first_gpu && first < d->first_gpu + d->gpus;
+        if (in_d && removed < gangs) {
+            for (int x = 0; x < g; x++)
+                dom_release(e, j->alloc.gpus[k * g + x]);
+            removed++;
+            continue;
+        }
+        if (w != k)
+            memmove(&j->alloc.gpus[w * g], &j->alloc.gpus[k * g], (size_t)g * sizeof(int32_t));
+        w++;
+    }
+    j->width = w;
+    j->alloc.n = w * g;
+    j->n_leased = count_leased(e, &j->alloc);
+    acct_job_set(e, j, 1);
+    if (j->lease >= 0)
+        lease_update(e, h);
+    e->st.shrinks++;
+    resize_action(e, h);
+    e->infer_dirty = 1;
+}
+
+void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
+{
+    job_t *j = e->jobs[h];
+    j->progress = job_progress_now(j, e->now);
+    j->progress_at = e->now;
+    acct_job_set(e, j, 0);
+    for (int k = 0; k < extra->n; k++)
+        alloc_push(&j->alloc, extra->gpus[k]);
+    extra->n = 0;
+    j->width += gangs;
+    j->n_leased = count_leased(e, &j->alloc);
+    acct_job_set(e, j, 1);
+    if (j->lease >= 0)
+        lease_update(e, h);
+    else if (j->n_leased)
+        lease_grant(e, h);
+    resize_action(e, h);
+}
+
+void job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
+{
+    job_t *j = e->jobs[h];
+    if (j->state != TIDE_JOB_RUNNING)
+        return;
+    j->state = TIDE_JOB_RECLAIMING;
+    j->notice_at = e->now;
+    j->reclaim_reason = reason;
+    j->stop_pending = stop;
+    double ck = samples_q99(&e->smp[TIDE_SAMPLE_CKPT]);
+    double base = 2.0 * (double)j->spec.ckpt_s;
+    if (1.5 * ck > base)
+        base = 1.5 * ck;
+    j->deadline = e->now + (tide_time_t)ceil(base) + e->cfg.tick_s;
+    if (j->deadline < e->next_deadline)
+        e->next_deadline = j->deadline;
+    tide_action_t *act = act_push(e, TIDE_ACT_JOB_CKPT, reason);
+    act->job = h;
+    act->deadline = j->deadline;
+    act->width = j->width;
+    if (j->lease >= 0) {
+        lease_t *l = &e->leases[j->lease];
+        l->noticed = 1;
+        if (l->latest_return > j->deadline) {
+            l->latest_return = j->deadline;
+            tide_action_t *r = act_push(e, TIDE_ACT_LEASE_RENEW, reason);
+            r->job = h;
+            r->lease = j->lease;
+            r->n_gpus = l->gpus;
+            r->deadline = l->latest_return;
+        } else {
+            j->deadline = l->latest_return;
+            act->deadline = j->deadline;
+        }
+    }
+    if (reason == TIDE_R_RECLAIM || reason == TIDE_R_WINDOW)
+        e->st.reclaims++;
+}

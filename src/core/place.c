@@ -1,0 +1,186 @@
+/* Gang placement on topology-compatible groups: a gang lands whole inside one
+ * high-speed domain (or on whole free domains when it is larger than one), or
+ * not at all. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+void alloc_free(alloc_t *a)
+{
+    free(a->gpus);
+    memset(a, 0, sizeof *a);
+}
+
+void alloc_push(alloc_t *a, int32_t gpu)
+{
+    tide_grow((void **)&a->gpus, &a->cap, (size_t)a->n + 1, sizeof *a->gpus);
+    a->gpus[a->n++] = gpu;
+}
+
+static int gpu_domain(const tide_engine_t *e, int gpu)
+{
+    /* nodes are consecutive; a binary search over domains by first_gpu */
+    int lo = 0, hi = e->n_doms - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e->doms[mid].first_gpu <= gpu)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static int gpu_node_up(const tide_engine_t *e, const domain_t *d, int gpu)
+{
+    for (int n = d->first_node; n < d->first_node + d->n_nodes; n++)
+        if (gpu >= e->nodes[n].first_gpu && gpu < e->nodes[n].first_gpu + e->nodes[n].gpus)
+            return e->nodes[n].up;
+    return 0;
+}
+
+void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
+{
+    domain_t *d = &e->doms[gpu_domain(e, gpu)];
+    e->own_kind[gpu] = (uint8_t)kind;
+    e->own_id[gpu] = id;
+    d->free--;
+    e->zone_free[d->zone]--;
+}
+
+void dom_release(tide_engine_t *e, int gpu)
+{
+    domain_t *d = &e->doms[gpu_domain(e, gpu)];
+    e->own_kind[gpu] = OWN_FREE;
+    e->own_id[gpu] = -1;
+    if (gpu_node_up(e, d, gpu)) {
+        d->free++;
+        e->zone_free[d->zone]++;
+    }
+}
+
+int domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
+              int32_t owner)
+{
+    (void)e;
+    if (types && !(types & (1u << d->type)))
+        return 0;
+    if (!(zones & ZBIT(d->zone)))
+        return 0;
+    if (d->claim_kind != CLAIM_NONE) {
+        if (kind == OWN_JOB && d->claim_kind == CLAIM_JOB && d->claim_id == owner)
+            return 1;
+        if (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner)
+            return 1;
+        return 0;
+    }
+    return 1;
+}
+
+int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
+                 int kind, int32_t owner)
+{
+    int cap = 0, full = 0, per = 0;
+    for (int i = 0; i < e->n_doms; i++) {
+        const domain_t *d = &e->doms[i];
+        if (!domain_ok(e, d, types, zones, kind, owner))
+            continue;
+        int a = avail ? avail[i] : d->free;
+        if (gang <= d->gpus) {
+            cap += a / gang;
+        } else if (a == d->gpus && gang % d->gpus == 0) {
+            full++;
+            per = gang / d->gpus;
+        }
+    }
+    if (per)
+        cap += full / per;
+    return cap;
+}
+
+/* Take `gang` free GPUs inside domain d for owner. */
+static void take_in_domain(tide_engine_t *e, domain_t *d, int gang, int kind, int32_t owner,
+                           alloc_t *out)
+{
+    int got = 0;
+    for (int n = d->first_node; n < d->first_node + d->n_nodes && got < gang; n++) {
+        const node_t *nd = &e->nodes[n];
+        if (!nd->up)
+            continue;
+        for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus && got < gang; g++) {
+            if (e->own_kind[g] != OWN_FREE)
+                continue;
+            dom_take(e, g, kind, owner);
+            alloc_push(out, g);
+            got++;
+        }
+    }
+}
+
+static int claim_match(const domain_t *d, int kind, int32_t owner)
+{
+    return (kind == OWN_JOB && d->claim_kind == CLAIM_JOB && d->claim_id == owner) ||
+           (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner);
+}
+
+int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
+                int kind, int32_t owner, alloc_t *out, int prefer_inference)
+{
+    /* zone preference: inference fills the reserve, then its partition, then
+     * the shared pool; training fills its own partition first. */
+    static const int rank_inf[Z_COUNT] = {[Z_RESERVE] = 0, [Z_INF] = 1, [Z_SHARED] = 2, [Z_TRAIN] = 3};
+    static const int rank_train[Z_COUNT] = {[Z_TRAIN] = 0, [Z_SHARED] = 1, [Z_INF] = 2, [Z_RESERVE] = 3};
+    const int *rank = prefer_inference ? rank_inf : rank_train;
+    int start_n = out->n, placed = 0;
+    for (; placed < want; placed++) {
+        if (gang <= e->max_dom_gpus) {
+            int best = -1;
+            long best_score = 0;
+            for (int i = 0; i < e->n_doms; i++) {
+                domain_t *d = &e->doms[i];
+                if (d->free < gang || !domain_ok(e, d, types, zones, kind, owner))
+                    continue;
+                long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
+                             (long)rank[d->zone] * 10000L + (d->free - gang);
+                if (best < 0 || score < best_score) {
+                    best = i;
+                    best_score = score;
+                }
+            }
+            if (best < 0)
+                break;
+            take_in_domain(e, &e->doms[best], gang, kind, owner, out);
+        } else {
+            /* whole domains of equal size */
+            int need = 0, found = 0;
+            int *pick = e->scratch_c;
+            for (int r = 0; r < Z_COUNT && !(need && found == need); r++) {
+                for (int i = 0; i < e->n_doms; i++) {
+                    domain_t *d = &e->doms[i];
+                    if (rank[d->zone] != r || d->free != d->gpus || d->up_gpus != d->gpus ||
+                        gang % d->gpus || !domain_ok(e, d, types, zones, kind, owner))
+                        continue;
+                    if (!need)
+                        need = gang / d->gpus;
+                    if (gang / d->gpus != need)
+                        continue;
+                    pick[found++] = i;
+                    if (found == need)
+                        break;
+                }
+            }
+            if (!need || found < need)
+                break;
+            for (int k = 0; k < found; k++)
+                take_in_domain(e, &e->doms[pick[k]], e->doms[pick[k]].gpus, kind, owner, out);
+        }
+    }
+    if (placed < min) {
+        for (int k = start_n; k < out->n; k++)
+            dom_release(e, out->gpus[k]);
+        out->n = start_n;
+        return 0;
+    }
+    return placed;
+}

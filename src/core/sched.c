@@ -1,0 +1,326 @@
+/* Training: priority queues with EASY-style backfill. The head job of each
+ * priority that does not fit gets a reservation (the earliest time its gang
+ * fits, from the declared durations of running jobs, and the GPUs per domain
+ * it will take then); later jobs start only if they end before that time or
+ * leave those GPUs alone. A P1 head that does not fit preempts P2/P3 victims
+ * (whole jobs, lowest priority and least work lost first) through the same
+ * checkpoint protocol. Leftover GPUs grow shrunken elastic jobs back. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+unsigned train_zones_now(const tide_engine_t *e, tide_time_t now)
+{
+    return e->pol->train_zones(e, now);
+}
+
+static int dom_of(const tide_engine_t *e, int gpu)
+{
+    int lo = 0, hi = e->n_doms - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e->doms[mid].first_gpu <= gpu)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+typedef struct rel {
+    tide_time_t t;
+    int dom, n;
+} rel_t;
+
+static int cmp_rel(const void *a, const void *b)
+{
+    const rel_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->dom - y->dom;
+}
+
+static int contrib(int avail, int gang) { return avail / gang; }
+
+/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]. */
+static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+{
+    job_t *j = e->jobs[h];
+    reservation_t *r = &e->resv[e->n_resv];
+    int g = j->spec.gang_gpus, need = j->spec.dp_min;
+    uint32_t types = j->spec.gpu_types;
+    if (!r->avail) {
+        r->avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+        r->res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+    }
+    int *avail = r->avail;
+    for (int d = 0; d < e->n_doms; d++) {
+        r->res[d] = 0;
+        avail[d] = domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
+        for (int k = 0; k < e->n_resv; k++)
+            avail[d] -= e->resv[k].res[d];
+        if (avail[d] < 0)
+            avail[d] = 0;
+    }
+    /* releases by running jobs, one per gang */
+    size_t cap = 0, n = 0;
+    rel_t *ev = NULL;
+    for (size_t i = 0; i < e->n_running; i++) {
+        job_t *x = e->jobs[e->running[i]];
+        tide_time_t end = x->state == TIDE_JOB_RECLAIMING && x->stop_pending
+                              ? x->deadline
+                              : job_expected_end(x, now);
+        int xg = x->spec.gang_gpus;
+        for (int k = 0; k < x->alloc.n; k += (xg <= e->max_dom_gpus ? xg : 1)) {
+            int d = dom_of(e, x->alloc.gpus[k]);
+            if (!domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                continue;
+            tide_grow((void **)&ev, &cap, n + 1, sizeof *ev);
+            ev[n].t = end;
+            ev[n].dom = d;
+            ev[n].n = xg <= e->max_dom_gpus ? xg : 1;
+            n++;
+        }
+    }
+    qsort(ev, n, sizeof *ev, cmp_rel);
+    tide_time_t shadow = TIDE_TIME_NEVER;
+    int whole = g > e->max_dom_gpus;
+    int have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+    for (size_t i = 0; i < n && have < need; i++) {
+        int d = ev[i].dom;
+        int before = contrib(avail[d], g);
+        avail[d] += ev[i].n;
+        if (avail[d] > e->doms[d].gpus)
+            avail[d] = e->doms[d].gpus;
+        if (whole)
+            have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+        else
+            have += contrib(avail[d], g) - before;
+        if (have >= need)
+            shadow = ev[i].t;
+        /* include every release at the same instant */
+        while (have >= need && i + 1 < n && ev[i + 1].t == ev[i].t) {
+            i++;
+            avail[ev[i].dom] += ev[i].n;
+        }
+    }
+    free(ev);
+    if (shadow == TIDE_TIME_NEVER)
+        return;
+    /* GPUs the head takes at shadow time: best fit */
+    for (int k = 0; k < need; k++) {
+        int best = -1;
+        for (int d = 0; d < e->n_doms; d++) {
+            int left = avail[d] - r->res[d];
+            if (whole) {
+                if (left == e->doms[d].gpus && (best < 0))
+                    best = d;
+                continue;
+            }
+            if (left >= g && (best < 0 || left < avail[best] - r->res[best]))
+                best = d;
+        }
+        if (best < 0)
+            break;
+        r->res[best] += whole ? e->doms[best].gpus : g;
+        if (whole) {
+            int more = g / e->doms[best].gpus - 1;
+            for (int d = 0; d < e->n_doms && more > 0; d++)
+                if (d != best && avail[d] - r->res[d] == e->doms[d].gpus) {
+                    r->res[d] += e->doms[d].gpus;
+                    more--;
+                }
+        }
+    }
+    r->shadow = shadow;
+    e->n_resv++;
+}
+
+/* May job h start now on allocation a (width w) without delaying any
+ * reservation? */
+static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_time_t now)
+{
+    if (!e->n_resv)
+        return 1;
+    job_t *j = e->jobs[h];
+    int saved = j->width;
+    j->width = w;
+    tide_time_t end = job_expected_end(j, now);
+    j->width = saved;
+    for (int k = 0; k < e->n_resv; k++) {
+        reservation_t *r = &e->resv[k];
+        if (end <= r->shadow)
+            continue;
+        /* per-domain usage must fit in the surplus at shadow time */
+        int *used = e->scratch_b, ok = 1;
+        for (int x = 0; x < a->n; x++)
+            used[dom_of(e, a->gpus[x])]++;
+        for (int x = 0; x < a->n; x++) {
+            int d = dom_of(e, a->gpus[x]);
+            if (used[d] > r->avail[d] - r->res[d])
+                ok = 0;
+        }
+        for (int x = 0; x < a->n; x++)
+            used[dom_of(e, a->gpus[x])] = 0;
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- P1 preemption */
+
+typedef struct pv {
+    int32_t job;
+    double cost;
+} pv_t;
+
+static int cmp_pv(const void *a, const void *b)
+{
+    const pv_t *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return x->job - y->job;
+}
+
+static void priority_preempt(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+{
+    job_t *j = e->jobs[h];
+    for (int d = 0; d < e->n_doms; d++)
+        if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
+            return; /* victims already on their way out */
+    int g = j->spec.gang_gpus, need = j->spec.dp_min;
+    uint32_t types = j->spec.gpu_types;
+    pv_t *c = NULL;
+    size_t nc = 0, cc = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        int32_t x = e->running[i];
+        job_t *v = e->jobs[x];
+        if (v->spec.priority <= TIDE_P1 || v->state != TIDE_JOB_RUNNING)
+            continue;
+        double lost = (job_progress_now(v, now) - v->committed) * v->spec.gpus;
+        double cost = (v->spec.priority == TIDE_P3 ? 0 : 1e13) + lost +
+                      (double)v->spec.gpus * (double)(v->spec.ckpt_s + v->spec.restore_s);
+        pv_t p = {x, cost};
+        TIDE_PUSH(c, nc, cc, p);
+    }
+    if (!nc)
+        return;
+    qsort(c, nc, sizeof *c, cmp_pv);
+    int *avail = e->scratch_a;
+    for (int d = 0; d < e->n_doms; d++)
+        avail[d] = domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
+    size_t used = 0;
+    int have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+    while (have < need && used < nc) {
+        job_t *v = e->jobs[c[used].job];
+        for (int k = 0; k < v->alloc.n; k++) {
+            int d = dom_of(e, v->alloc.gpus[k]);
+            if (domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                avail[d]++;
+        }
+        used++;
+        have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+    }
+    if (have >= need) {
+        for (size_t i = 0; i < used; i++) {
+            job_t *v = e->jobs[c[i].job];
+            for (int k = 0; k < v->alloc.n; k++) {
+                domain_t *d = &e->doms[dom_of(e, v->alloc.gpus[k])];
+                if (d->claim_kind == CLAIM_NONE && domain_ok(e, d, types, tz, OWN_JOB, h)) {
+                    d->claim_kind = CLAIM_JOB;
+                    d->claim_id = h;
+                    d->claim_since = now;
+                }
+            }
+            job_notice(e, c[i].job, TIDE_R_PRIORITY, 1);
+        }
+    }
+    free(c);
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+typedef struct shape {
+    int gang, min;
+    uint32_t types;
+} shape_t;
+
+static void grow_elastic(tide_engine_t *e, unsigned tz)
+{
+    for (size_t i = 0; i < e->n_running; i++) {
+        int32_t h = e->running[i];
+        job_t *j = e->jobs[h];
+        if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max)
+            continue;
+        alloc_t a = {0};
+        int got = place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
+                              tz, OWN_JOB, h, &a, 0);
+        if (got)
+            job_grow(e, h, &a, got);
+        alloc_free(&a);
+    }
+}
+
+void sched_pass(tide_engine_t *e, tide_time_t now)
+{
+    unsigned tz = train_zones_now(e, now);
+    int free_gpus = 0;
+    for (int z = 0; z < Z_COUNT; z++)
+        if (tz & ZBIT(z))
+            free_gpus += e->zone_free[z];
+    e->n_resv = 0;
+    shape_t memo[32];
+    int n_memo = 0, examined = 0, blocked_head = 0;
+    for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
+        int head_seen = 0;
+        for (size_t i = 0; i < e->qn[p] && examined < e->cfg.backfill_depth;) {
+            int32_t h = e->q[p][i];
+            job_t *j = e->jobs[h];
+            examined++;
+            int g = j->spec.gang_gpus;
+            int fits = free_gpus >= g * j->spec.dp_min;
+            for (int m = 0; fits && m < n_memo; m++)
+                if (memo[m].gang == g && memo[m].min <= j->spec.dp_min &&
+                    memo[m].types == j->spec.gpu_types)
+                    fits = 0;
+            if (fits) {
+                alloc_t a = {0};
+                int w = place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
+                                    h, &a, 0);
+                if (w && respects(e, h, &a, w, now)) {
+                    job_start(e, h, &a, w);
+                    free_gpus -= w * g;
+                    alloc_free(&a);
+                    continue; /* q[p][i] is now the next job */
+                }
+                if (w) {
+                    for (int k = 0; k < a.n; k++)
+                        dom_release(e, a.gpus[k]);
+                } else if (n_memo < 32) {
+                    memo[n_memo].gang = g;
+                    memo[n_memo].min = j->spec.dp_min;
+                    memo[n_memo].types = j->spec.gpu_types;
+                    n_memo++;
+                }
+                alloc_free(&a);
+                if (w) {
+                    i++;
+                    continue;
+                }
+            }
+            if (!head_seen) {
+                head_seen = 1;
+                blocked_head = 1;
+                if (p == TIDE_P1)
+                    priority_preempt(e, h, tz, now);
+                if (e->n_resv < TIDE_NPRIO && free_gpus > 0)
+                    make_reservation(e, h, tz, now);
+            }
+            i++;
+        }
+    }
+    if (!blocked_head && free_gpus > 0)
+        grow_elastic(e, tz);
+}

@@ -1,0 +1,850 @@
+/* The trace-replay driver: one engine and one simulated world per policy,
+ * stepped in virtual time; outputs timeline.csv, events.csv, summary.json and
+ * a table. No look-ahead: an input is fed to the engine only at its time. */
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/csv.h"
+#include "sim/world.h"
+#include "util/util.h"
+
+#define DAY_S 86400
+#define POP_CHUNK 256
+#define MAX_PASSES 100000 /* steps at one instant before we call it a livelock */
+
+static const char *const TIMELINE_HEADER =
+    "policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,"
+    "inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,"
+    "running_jobs,leased_gpus,tier_a_gpus\n";
+static const char *const EVENTS_HEADER =
+    "policy,time_s,kind,job,service,replica,lease,gpus,width,reason,deadline_s,value\n";
+
+/* ------------------------------------------------------------ small helpers */
+
+static double now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p. Returns 0 or -1 with err (EIO). */
+static int make_dirs(const char *path, tide_error_t *err)
+{
+    char *p = tide_xstrdup(path);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    for (char *s = p + 1;; s++) {
+        int end = *s == '\0';
+        if (*s == '/' || end) {
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                tide_errf(err, TIDE_EIO, "cannot create directory %s: %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            if (end)
+                break;
+            *s = '/';
+        }
+    }
+    struct stat st;
+    int ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!ok)
+        tide_errf(err, TIDE_EIO, "%s is not a directory", p);
+    free(p);
+    return ok ? 0 : -1;
+}
+
+static FILE *open_out(const char *dir, const char *name, char *path, size_t pathn,
+                      tide_error_t *err)
+{
+    snprintf(path, pathn, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        tide_errf(err, TIDE_EIO, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_out(FILE *f, const char *path, tide_error_t *err)
+{
+    if (!f)
+        return 0;
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return tide_errf(err, TIDE_EIO, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* Stable order of n items by key: idx[] gets 0..n-1 sorted by (key, index). */
+typedef struct keyed {
+    tide_time_t key;
+    size_t i;
+} keyed_t;
+
+static int keyed_cmp(const void *a, const void *b)
+{
+    const keyed_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static size_t *stable_order(size_t n, const void *base, size_t size, size_t key_off)
+{
+    keyed_t *k = tide_xmalloc(n * sizeof *k);
+    for (size_t i = 0; i < n; i++) {
+        const char *item = (const char *)base + i * size;
+        memcpy(&k[i].key, item + key_off, sizeof k[i].key);
+        k[i].i = i;
+    }
+    qsort(k, n, sizeof *k, keyed_cmp);
+    size_t *idx = tide_xmalloc((n ? n : 1) * sizeof *idx);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = k[i].i;
+    free(k);
+    return idx;
+}
+
+static int policy_known(const char *name)
+{
+    for (const char *const *p = tide_policy_names(); *p; p++)
+        if (!strcmp(*p, name))
+            return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------- events.csv */
+
+enum { F_GPUS = 1, F_WIDTH = 2, F_DEADLINE = 4, F_VALUE = 8 };
+
+/* Which numeric columns mean something for each action kind. */
+static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
+    [TIDE_ACT_JOB_START] = F_GPUS | F_WIDTH,
+    [TIDE_ACT_JOB_CKPT] = F_DEADLINE,
+    [TIDE_ACT_JOB_RESIZE] = F_GPUS | F_WIDTH,
+    [TIDE_ACT_JOB_STOP] = F_VALUE,
+    [TIDE_ACT_REPLICA_START] = F_GPUS,
+    [TIDE_ACT_REPLICA_STOP] = 0,
+    [TIDE_ACT_LEASE_GRANT] = F_GPUS | F_DEADLINE,
+    [TIDE_ACT_LEASE_RENEW] = F_DEADLINE,
+    [TIDE_ACT_LEASE_RETURN] = F_GPUS,
+};
+
+/* One events.csv row; numeric fields are preformatted ("" = empty). */
+typedef struct evrow {
+    const char *kind, *job, *service, *reason;
+    char replica[16], lease[16], gpus[16], width[16], deadline[24], value[32];
+} evrow_t;
+
+static void evrow_init(evrow_t *r, const char *kind)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+}
+
+static const char *job_id(const tide_engine_t *e, int32_t job)
+{
+    tide_job_info_t info;
+    if (job < 0 || tide_engine_job(e, job, &info) != 0 || !info.spec)
+        return NULL;
+    return info.spec->id;
+}
+
+static const char *service_name(const tide_engine_t *e, int32_t s)
+{
+    const tide_service_spec_t *sp = s >= 0 ? tide_engine_service(e, s) : NULL;
+    return sp ? sp->name : NULL;
+}
+
+static void evrow_write(FILE *f, const char *policy, tide_time_t t, const evrow_t *r)
+{
+    char ts[24];
+    snprintf(ts, sizeof ts, "%lld", (long long)t);
+    const char *fields[12] = {policy,     ts,       r->kind,  r->job,    r->service,
+                              r->replica, r->lease, r->gpus,  r->width,  r->reason,
+                              r->deadline, r->value};
+    tide_csv_write_row(f, fields, 12);
+}
+
+static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
+                         const tide_action_t *a)
+{
+    evrow_t r;
+    evrow_init(&r, tide_action_name(a->kind));
+    unsigned fl = a->kind >= 0 && a->kind < TIDE_ACT_KIND_COUNT ? act_fields[a->kind] : 0;
+    r.job = job_id(e, a->job);
+    r.service = service_name(e, a->service);
+    if (a->replica >= 0)
+        snprintf(r.replica, sizeof r.replica, "%d", (int)a->replica);
+    if (a->lease >= 0)
+        snprintf(r.lease, sizeof r.lease, "%d", (int)a->lease);
+    if (fl & F_GPUS)
+        snprintf(r.gpus, sizeof r.gpus, "%d", a->n_gpus);
+    if (fl & F_WIDTH)
+        snprintf(r.width, sizeof r.width, "%d", a->width);
+    if (a->reason != TIDE_R_NONE)
+        r.reason = tide_reason_name(a->reason);
+    if ((fl & F_DEADLINE) && a->deadline > 0 && a->deadline != TIDE_TIME_NEVER)
+        snprintf(r.deadline, sizeof r.deadline, "%lld", (long long)a->deadline);
+    if (fl & F_VALUE)
+        snprintf(r.value, sizeof r.value, "%.2f", a->value);
+    evrow_write(f, policy, t, &r);
+}
+
+/* Facts worth a row: submits, commits, finishes, ready replicas. Returns 1 if written. */
+static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
+                      const tide_event_t *ev)
+{
+    evrow_t r;
+    evrow_init(&r, tide_event_name(ev->kind));
+    switch (ev->kind) {
+    case TIDE_EV_JOB_SUBMIT:
+        r.job = ev->job_spec->id;
+        snprintf(r.gpus, sizeof r.gpus, "%d", ev->job_spec->gpus);
+        snprintf(r.value, sizeof r.value, "%lld", (long long)ev->job_spec->duration_s);
+        break;
+    case TIDE_EV_CKPT_COMMITTED:
+    case TIDE_EV_JOB_FINISHED:
+        r.job = job_id(e, ev->job);
+        snprintf(r.value, sizeof r.value, "%.2f", ev->value);
+        break;
+    case TIDE_EV_REPLICA_READY:
+        r.service = service_name(e, ev->service);
+        snprintf(r.replica, sizeof r.replica, "%d", (int)ev->replica);
+        break;
+    default:
+        return 0;
+    }
+    evrow_write(f, policy, t, &r);
+    return 1;
+}
+
+/* --------------------------------------------------------------- run state */
+
+/* Snapshot of the stats at a timeline boundary. */
+typedef struct snap {
+    tide_time_t t;
+    double state[TIDE_S_COUNT];
+    double cls[TIDE_C_COUNT];
+    double tier[TIDE_T_COUNT];
+    double demand_rps, ready_rps;
+    int queue_jobs, queue_gpus, running_jobs;
+} snap_t;
+
+static void snap_take(snap_t *s, const tide_stats_t *st, tide_time_t t)
+{
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int k = 0; k < TIDE_S_COUNT; k++)
+            for (int r = 0; r < TIDE_T_COUNT; r++) {
+                double v = st->gpu_s[c][k][r];
+                s->state[k] += v;
+                s->cls[c] += v;
+                s->tier[r] += v;
+            }
+    s->demand_rps = st->demand_rps;
+    s->ready_rps = st->ready_rps;
+    s->queue_jobs = st->queue_jobs;
+    s->queue_gpus = st->queue_gpus;
+    s->running_jobs = st->jobs_running;
+}
+
+/* What the table needs per policy. */
+typedef struct tabrow {
+    const char *policy;
+    int ok;
+    double util, useful, slo, mean_queue_s, lost_h, p99_lead;
+    int jobs_done, preemptions, reclaims, late;
+} tabrow_t;
+
+typedef struct run {
+    const tide_sim_opts_t *o;
+    const char *policy;
+    tide_time_t horizon, interval;
+    const size_t *job_order, *dem_order;
+    FILE *tl, *evf;
+    tide_engine_t *e;
+    tide_world_t *w;
+    tide_actions_t acts;
+    tide_event_t *ev;
+    size_t nev, cap_ev;
+    size_t ji, di;               /* next job / demand point (in order) */
+    long steps, input_events, rows;
+    snap_t prev;
+    int show_progress;
+    double wall0;
+} run_t;
+
+static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
+
+static tide_event_t blank_event(int kind)
+{
+    return (tide_event_t){.kind = kind, .job = -1, .service = -1, .replica = -1, .node = -1};
+}
+
+/* Gather every input due at <= t. */
+static void gather(run_t *r, tide_time_t t)
+{
+    const tide_sim_opts_t *o = r->o;
+    r->nev = 0;
+    for (;;) {
+        size_t k = r->nev;
+        tide_grow((void **)&r->ev, &r->cap_ev, k + POP_CHUNK, sizeof *r->ev);
+        size_t got = tide_world_pop(r->w, t, r->ev + k, POP_CHUNK);
+        r->nev += got;
+        if (got < POP_CHUNK)
+            break;
+    }
+    for (; r->di < o->n_demand && o->demand[r->dem_order[r->di]].t <= t; r->di++) {
+        const tide_demand_point_t *d = &o->demand[r->dem_order[r->di]];
+        tide_event_t ev = blank_event(TIDE_EV_DEMAND);
+        ev.service = d->service;
+        ev.value = d->rps;
+        push_event(r, ev);
+    }
+    for (; r->ji < o->n_jobs && o->jobs[r->job_order[r->ji]].submit_s <= t; r->ji++) {
+        tide_event_t ev = blank_event(TIDE_EV_JOB_SUBMIT);
+        ev.job_spec = &o->jobs[r->job_order[r->ji]];
+        push_event(r, ev);
+    }
+}
+
+/* One engine step at t with the gathered events; log and enact. */
+static int step(run_t *r, tide_time_t t, tide_error_t *err)
+{
+    if (tide_engine_step(r->e, t, r->ev, r->nev, &r->acts, err) != 0)
+        return tide_err_prefix(err, "policy %s: step at t=%lld: ", r->policy, (long long)t);
+    r->steps++;
+    r->input_events += (long)r->nev;
+    if (r->o->check && tide_engine_check(r->e, err) != 0) {
+        err->code = TIDE_ESTATE;
+        return tide_err_prefix(err, "policy %s: invariant violated at t=%lld: ", r->policy,
+                               (long long)t);
+    }
+    for (size_t i = 0; i < r->nev; i++)
+        r->rows += write_fact(r->evf, r->policy, t, r->e, &r->ev[i]);
+    for (size_t i = 0; i < r->acts.n; i++)
+        write_action(r->evf, r->policy, t, r->e, &r->acts.v[i]);
+    r->rows += (long)r->acts.n;
+    tide_world_apply(r->w, t, &r->acts);
+    return 0;
+}
+
+/* Write the timeline row of [prev.t, t) and move prev to t. */
+static void timeline_row(run_t *r, tide_time_t t)
+{
+    tide_stats_t st;
+    tide_engine_stats(r->e, &st);
+    snap_t cur;
+    snap_take(&cur, &st, t);
+    const snap_t *p = &r->prev;
+    double dt = (double)(t - p->t);
+    if (dt > 0) {
+        FILE *f = r->tl;
+        tide_csv_write_field(f, r->policy);
+        fprintf(f, ",%lld", (long long)p->t);
+        for (int k = 0; k < TIDE_S_COUNT; k++)
+            fprintf(f, ",%.2f", (cur.state[k] - p->state[k]) / dt);
+        for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
+            fprintf(f, ",%.2f", (cur.cls[c] - p->cls[c]) / dt);
+        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f\n", p->demand_rps, p->ready_rps, p->queue_jobs,
+                p->queue_gpus, p->running_jobs, (cur.tier[TIDE_T_C] - p->tier[TIDE_T_C]) / dt,
+                (cur.tier[TIDE_T_A] - p->tier[TIDE_T_A]) / dt);
+    }
+    r->prev = cur;
+}
+
+static void progress_line(run_t *r, tide_time_t t, int pct)
+{
+    char d[32];
+    double wall = now_wall() - r->wall0;
+    fprintf(stderr, "tide sim: %-10s %3d%%  t=%-8s steps=%ld events=%ld  %.0f events/s\n",
+            r->policy, pct, tide_fmt_duration(t, d, sizeof d), r->steps, r->input_events,
+            wall > 0 ? (double)r->input_events / wall : 0.0);
+}
+
+/* The main loop of one policy. */
+static int replay(run_t *r, tide_error_t *err)
+{
+    const tide_sim_opts_t *o = r->o;
+    tide_time_t t = 0, boundary = 0;
+    for (;;) {
+        for (int pass = 0;; pass++) {
+            gather(r, t);
+            if (pass > 0 && r->nev == 0)
+                break;
+            if (pass >= MAX_PASSES)
+                return tide_errf(err, TIDE_ESTATE, "policy %s: no progress at t=%lld",
+                                 r->policy, (long long)t);
+            if (step(r, t, err) != 0)
+                return -1;
+            if (tide_world_next(r->w) > t)
+                break;
+        }
+        if (t == boundary) {
+            timeline_row(r, t);
+            boundary = TIDE_MIN(t + r->interval, r->horizon);
+        }
+        if (t >= r->horizon)
+            break;
+        tide_time_t next = TIDE_MIN(boundary, r->horizon);
+        if (r->ji < o->n_jobs)
+            next = TIDE_MIN(next, o->jobs[r->job_order[r->ji]].submit_s);
+        if (r->di < o->n_demand)
+            next = TIDE_MIN(next, o->demand[r->dem_order[r->di]].t);
+        next = TIDE_MIN(next, tide_world_next(r->w));
+        if (r->acts.next_wake > t)
+            next = TIDE_MIN(next, r->acts.next_wake);
+        if (next <= t)
+            next = t + 1; /* cannot happen; never loop in place */
+        if (r->show_progress) {
+            /* a line each time the clock crosses a 10% mark */
+            int from = (int)(t * 10 / r->horizon);
+            int to = (int)(TIDE_MIN(next, r->horizon) * 10 / r->horizon);
+            for (int k = from + 1; k <= to && k < 10; k++)
+                progress_line(r, (tide_time_t)k * r->horizon / 10, k * 10);
+        }
+        t = next;
+    }
+    if (r->show_progress)
+        progress_line(r, r->horizon, 100);
+    return 0;
+}
+
+/* ------------------------------------------------------------ summary.json */
+
+static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
+
+static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+/* Gang-size buckets by total GPUs of the job: [1,2), [2,4), ... [32,64), [64,inf). */
+static const char *const gang_labels[] = {"1", "2", "4", "8", "16", "32", "64+"};
+#define N_GANG ((int)(sizeof gang_labels / sizeof gang_labels[0]))
+
+static int gang_bucket(int gpus)
+{
+    int b = 0;
+    while (b + 1 < N_GANG && gpus >= (1 << (b + 1)))
+        b++;
+    return b;
+}
+
+typedef struct qacc {
+    int jobs;
+    double sum;
+} qacc_t;
+
+static json_t *qacc_json(const qacc_t *q)
+{
+    json_t *o = json_object();
+    jset(o, "jobs", json_integer(q->jobs));
+    jset(o, "mean_queue_s", jreal(ratio(q->sum, q->jobs)));
+    return o;
+}
+
+static int team_cmp(const void *a, const void *b)
+{
+    const tide_team_stats_t *x = a, *y = b;
+    return strcmp(x->team, y->team);
+}
+
+static json_t *training_json(const run_t *r, const tide_stats_t *st, tabrow_t *tab)
+{
+    const tide_engine_t *e = r->e;
+    int n = tide_engine_jobs(e);
+    double *queue = tide_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *queue);
+    size_t nq = 0;
+    double jct_sum = 0, q_sum = 0;
+    int done = 0;
+    qacc_t by_prio[TIDE_NPRIO] = {{0}}, by_gang[N_GANG] = {{0}};
+    for (int h = 0; h < n; h++) {
+        tide_job_info_t ji;
+        if (tide_engine_job(e, h, &ji) != 0 || !ji.spec)
+            continue;
+        tide_time_t started = ji.first_start >= 0 ? ji.first_start : r->horizon;
+        double q = (double)(started - ji.submitted);
+        if (q < 0)
+            q = 0;
+        queue[nq++] = q;
+        q_sum += q;
+        if (ji.state == TIDE_JOB_DONE && ji.finished >= 0) {
+            done++;
+            jct_sum += (double)(ji.finished - ji.submitted);
+        }
+        int p = ji.spec->priority;
+        if (p >= TIDE_P1 && p < TIDE_NPRIO) {
+            by_prio[p].jobs++;
+            by_prio[p].sum += q;
+        }
+        qacc_t *g = &by_gang[gang_bucket(ji.spec->gpus)];
+        g->jobs++;
+        g->sum += q;
+    }
+    json_t *o = json_object();
+    jset(o, "jobs_submitted", json_integer(st->jobs_submitted));
+    jset(o, "jobs_completed", json_integer(st->jobs_completed));
+    jset(o, "mean_jct_s", jreal(ratio(jct_sum, done)));
+    jset(o, "mean_queue_s", jreal(ratio(q_sum, (double)nq)));
+    jset(o, "p95_queue_s", jreal(tide_quantile(queue, nq, 0.95)));
+    jset(o, "preemptions", json_integer(st->preemptions));
+    jset(o, "shrinks", json_integer(st->shrinks));
+    jset(o, "gpu_hours_lost", jreal(st->lost_gpu_s / 3600.0));
+    json_t *qp = json_object();
+    for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
+        char k[8];
+        snprintf(k, sizeof k, "P%d", p);
+        jset(qp, k, qacc_json(&by_prio[p]));
+    }
+    jset(o, "queue_by_priority", qp);
+    json_t *qg = json_object();
+    for (int b = 0; b < N_GANG; b++)
+        jset(qg, gang_labels[b], qacc_json(&by_gang[b]));
+    jset(o, "queue_by_gang_size", qg);
+    free(queue);
+    tab->mean_queue_s = ratio(q_sum, (double)nq);
+    tab->jobs_done = st->jobs_completed;
+    tab->preemptions = st->preemptions;
+    tab->lost_h = st->lost_gpu_s / 3600.0;
+    return o;
+}
+
+static json_t *teams_json(const tide_engine_t *e)
+{
+    int n = tide_engine_teams(e);
+    tide_team_stats_t *t = tide_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (tide_engine_team(e, i, &t[k]) == 0 && t[k].team)
+            k++;
+    qsort(t, (size_t)k, sizeof *t, team_cmp);
+    json_t *o = json_object();
+    for (int i = 0; i < k; i++) {
+        json_t *x = json_object();
+        jset(x, "gpu_hours", jreal(t[i].gpu_s / 3600.0));
+        jset(x, "gpu_hours_lost", jreal(t[i].lost_gpu_s / 3600.0));
+        jset(x, "preemptions", json_integer(t[i].preemptions));
+        jset(x, "jobs", json_integer(t[i].jobs));
+        jset(x, "mean_queue_s", jreal(ratio(t[i].queue_s_sum, t[i].jobs)));
+        jset(o, t[i].team, x);
+    }
+    free(t);
+    return o;
+}
+
+static double samples_p99(const tide_engine_t *e, int which)
+{
+    tide_samples_t s = tide_engine_samples(e, which);
+    return tide_quantile(s.v, s.n, 0.99);
+}
+
+static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
+{
+    tide_stats_t st;
+    tide_engine_stats(r->e, &st);
+    snap_t tot;
+    snap_take(&tot, &st, r->horizon);
+    double total = (double)st.cluster_gpus * (double)r->horizon;
+    double training = tot.state[TIDE_S_TRAINING];
+    json_t *o = json_object();
+    tab->util = 1.0 - ratio(tot.state[TIDE_S_IDLE], total);
+    tab->useful = ratio(st.useful_serving_gpu_s + training, total);
+    jset(o, "utilization", jreal(tab->util));
+    jset(o, "productive_utilization",
+         jreal(ratio(tot.state[TIDE_S_SERVING] + training, total)));
+    jset(o, "useful_utilization", jreal(tab->useful));
+
+    static const char *const state_keys[TIDE_S_COUNT] = {
+        "serving", "warming", "training", "checkpointing", "restoring", "lost", "idle"};
+    json_t *gh = json_object();
+    for (int k = 0; k < TIDE_S_COUNT; k++)
+        jset(gh, state_keys[k], jreal(tot.state[k] / 3600.0));
+    jset(o, "gpu_hours", gh);
+    static const char *const cls_keys[] = {"inference", "p1", "p2", "p3"};
+    json_t *gc = json_object();
+    for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
+        jset(gc, cls_keys[c], jreal(tot.cls[c] / 3600.0));
+    jset(o, "gpu_hours_by_class", gc);
+    static const char *const tier_keys[TIDE_T_COUNT] = {"A", "B", "C", "D"};
+    json_t *gt = json_object();
+    for (int k = 0; k < TIDE_T_COUNT; k++)
+        jset(gt, tier_keys[k], jreal(tot.tier[k] / 3600.0));
+    jset(o, "gpu_hours_by_tier", gt);
+
+    json_t *inf = json_object();
+    tab->slo = st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0;
+    jset(inf, "slo_attainment", jreal(tab->slo));
+    jset(inf, "unserved_requests", jreal(TIDE_MAX(st.requests_demanded - st.requests_served, 0.0)));
+    jset(inf, "demanded_requests", jreal(st.requests_demanded));
+    jset(o, "inference", inf);
+
+    jset(o, "training", training_json(r, &st, tab));
+
+    json_t *rc = json_object();
+    tab->reclaims = st.reclaims;
+    tab->late = st.reclaims_late;
+    tab->p99_lead = samples_p99(r->e, TIDE_SAMPLE_RECLAIM_RETURN);
+    jset(rc, "count", json_integer(st.reclaims));
+    jset(rc, "late", json_integer(st.reclaims_late));
+    jset(rc, "p99_lead_s", jreal(tab->p99_lead));
+    jset(rc, "p99_notice_to_ready_s", jreal(samples_p99(r->e, TIDE_SAMPLE_RECLAIM_TO_READY)));
+    jset(rc, "leases_granted", json_integer(st.leases_granted));
+    jset(rc, "borrowed_gpu_hours", jreal(st.borrowed_gpu_s / 3600.0));
+    jset(o, "reclaim", rc);
+
+    jset(o, "idle_while_queued_gpu_hours", jreal(st.idle_while_queued_gpu_s / 3600.0));
+    jset(o, "teams", teams_json(r->e));
+    jset(o, "events", json_integer(r->rows));
+    jset(o, "steps", json_integer(r->steps));
+    jset(o, "input_events", json_integer(r->input_events));
+    jset(o, "wall_s", jreal(wall));
+    tab->ok = 1;
+    return o;
+}
+
+/* ------------------------------------------------------------ one policy */
+
+static int add_services(run_t *r, tide_error_t *err)
+{
+    const tide_sim_opts_t *o = r->o;
+    int isolated = !strcmp(r->policy, "isolated");
+    double *peak = tide_xcalloc(o->n_services ? o->n_services : 1, sizeof *peak);
+    for (size_t i = 0; i < o->n_demand; i++) {
+        int s = o->demand[i].service;
+        if (s >= 0 && (size_t)s < o->n_services && o->demand[i].rps > peak[s])
+            peak[s] = o->demand[i].rps;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < o->n_services && rc == 0; i++) {
+        tide_service_spec_t s = o->services[i];
+        if (isolated && s.fixed_replicas <= 0) {
+            double need = s.replica_rps > 0 ? ceil(peak[i] / s.replica_rps - 1e-9) : 0;
+            int fixed = TIDE_MAX(s.min_replicas, (int)need);
+            if (s.max_replicas > 0 && fixed > s.max_replicas)
+                fixed = s.max_replicas;
+            s.fixed_replicas = fixed;
+        }
+        int idx = tide_engine_add_service(r->e, &s, err);
+        if (idx < 0)
+            rc = tide_err_prefix(err, "policy %s: service %s: ", r->policy, s.name);
+        else if ((size_t)idx != i)
+            rc = tide_errf(err, TIDE_ESTATE, "policy %s: service %s got index %d, expected %zu",
+                           r->policy, s.name, idx, i);
+    }
+    free(peak);
+    return rc;
+}
+
+static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t *err)
+{
+    const tide_sim_opts_t *o = r->o;
+    tide_config_t cfg = o->cfg;
+    cfg.policy = r->policy;
+    cfg.check_invariants = o->check ? 1 : 0;
+    r->wall0 = now_wall();
+    r->e = tide_engine_create(o->cluster, &cfg, err);
+    if (!r->e) {
+        tide_err_prefix(err, "policy %s: ", r->policy);
+        return NULL;
+    }
+    tide_actions_init(&r->acts);
+    r->w = tide_world_create(r->e);
+    json_t *res = NULL;
+    if (add_services(r, err) == 0 && replay(r, err) == 0) {
+        tide_stats_t st;
+        tide_engine_stats(r->e, &st);
+        if (*oracle < 0)
+            *oracle = st.oracle_gpu_s;
+        res = policy_json(r, now_wall() - r->wall0, tab);
+    }
+    tide_world_destroy(r->w);
+    tide_actions_free(&r->acts);
+    tide_engine_destroy(r->e);
+    free(r->ev);
+    r->ev = NULL;
+    r->nev = r->cap_ev = 0;
+    return res;
+}
+
+/* ----------------------------------------------------------------- table */
+
+static void print_table(FILE *f, const tabrow_t *t, size_t n)
+{
+    fprintf(f, "%-10s %7s %7s %8s %6s %8s %8s %9s %14s %10s\n", "policy", "util%", "useful%",
+            "SLO", "jobs", "queue_h", "preempt", "lost_gpuh", "reclaims(late)", "p99lead_s");
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].ok) {
+            fprintf(f, "%-10s failed\n", t[i].policy);
+            continue;
+        }
+        char rl[32];
+        snprintf(rl, sizeof rl, "%d(%d)", t[i].reclaims, t[i].late);
+        fprintf(f, "%-10s %7.2f %7.2f %8.4f %6d %8.2f %8d %9.1f %14s %10.0f\n", t[i].policy,
+                100 * t[i].util, 100 * t[i].useful, t[i].slo, t[i].jobs_done,
+                t[i].mean_queue_s / 3600.0, t[i].preemptions, t[i].lost_h, rl, t[i].p99_lead);
+    }
+}
+
+/* ------------------------------------------------------------------- API */
+
+void tide_sim_opts_default(tide_sim_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    tide_config_default(&o->cfg);
+    o->interval_s = TIDE_SIM_DEFAULT_INTERVAL;
+}
+
+tide_time_t tide_sim_auto_horizon(const tide_sim_opts_t *o)
+{
+    tide_time_t last = 0;
+    for (size_t i = 0; i < o->n_demand; i++)
+        last = TIDE_MAX(last, o->demand[i].t);
+    for (size_t i = 0; i < o->n_jobs; i++)
+        last = TIDE_MAX(last, o->jobs[i].submit_s);
+    tide_time_t days = (last + DAY_S - 1) / DAY_S;
+    return TIDE_MAX(days, 1) * DAY_S;
+}
+
+static int check_opts(const tide_sim_opts_t *o, tide_error_t *err)
+{
+    if (!o->cluster)
+        return tide_errf(err, TIDE_EINVAL, "no cluster given");
+    if (!o->out_dir || !*o->out_dir)
+        return tide_errf(err, TIDE_EINVAL, "no output directory given");
+    if (o->n_policies > TIDE_SIM_MAX_POLICIES)
+        return tide_errf(err, TIDE_EINVAL, "too many policies (at most %d)",
+                         TIDE_SIM_MAX_POLICIES);
+    for (size_t i = 0; i < o->n_policies; i++)
+        if (!o->policies[i] || !policy_known(o->policies[i]))
+            return tide_errf(err, TIDE_EINVAL, "unknown policy '%s'",
+                             o->policies[i] ? o->policies[i] : "(null)");
+    if (o->horizon_s < 0)
+        return tide_errf(err, TIDE_EINVAL, "negative horizon");
+    if (o->interval_s < 0)
+        return tide_errf(err, TIDE_EINVAL, "negative timeline interval");
+    for (size_t i = 0; i < o->n_demand; i++)
+        if (o->demand[i].service < 0 || (size_t)o->demand[i].service >= o->n_services)
+            return tide_errf(err, TIDE_EINVAL, "demand point %zu names service %d of %zu", i,
+                             o->demand[i].service, o->n_services);
+    return 0;
+}
+
+/* Everything one call of tide_sim_run owns. */
+typedef struct outputs {
+    char tl_path[4096], ev_path[4096], sum_path[4096];
+    FILE *tl, *ev;
+} outputs_t;
+
+static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t horizon,
+                         double oracle, json_t *pols, tide_error_t *err)
+{
+    int gpus = tide_cluster_gpus(o->cluster);
+    json_t *top = json_object();
+    jset(top, "horizon_s", json_integer(horizon));
+    jset(top, "cluster_gpus", json_integer(gpus));
+    jset(top, "seed", json_integer((json_int_t)o->seed));
+    json_t *orc = json_object();
+    jset(orc, "max_utilization",
+         jreal(ratio(oracle > 0 ? oracle : 0, (double)gpus * (double)horizon)));
+    jset(top, "oracle", orc);
+    jset(top, "policies", json_incref(pols));
+    FILE *f = open_out(o->out_dir, "summary.json", out->sum_path, sizeof out->sum_path, err);
+    int rc = -1;
+    if (f) {
+        rc = json_dumpf(top, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        fputc('\n', f);
+        if (rc != 0)
+            tide_errf(err, TIDE_EIO, "cannot write %s", out->sum_path);
+        if (close_out(f, out->sum_path, err) != 0)
+            rc = -1;
+    }
+    json_decref(top);
+    return rc;
+}
+
+int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
+{
+    if (check_opts(o, err) != 0 || make_dirs(o->out_dir, err) != 0)
+        return -1;
+    const char *const *names = o->policies;
+    size_t np = o->n_policies;
+    if (np == 0) {
+        names = tide_policy_names();
+        while (names[np])
+            np++;
+    }
+    tide_time_t horizon = o->horizon_s > 0 ? o->horizon_s : tide_sim_auto_horizon(o);
+    tide_time_t interval = o->interval_s > 0 ? o->interval_s : TIDE_SIM_DEFAULT_INTERVAL;
+
+    outputs_t out = {0};
+    out.tl = open_out(o->out_dir, "timeline.csv", out.tl_path, sizeof out.tl_path, err);
+    if (!out.tl)
+        return -1;
+    out.ev = open_out(o->out_dir, "events.csv", out.ev_path, sizeof out.ev_path, err);
+    if (!out.ev) {
+        fclose(out.tl);
+        return -1;
+    }
+    fputs(TIMELINE_HEADER, out.tl);
+    fputs(EVENTS_HEADER, out.ev);
+
+    size_t *job_order = stable_order(o->n_jobs, o->jobs, sizeof *o->jobs,
+                                     offsetof(tide_job_spec_t, submit_s));
+    size_t *dem_order = stable_order(o->n_demand, o->demand, sizeof *o->demand,
+                                     offsetof(tide_demand_point_t, t));
+    tabrow_t *tab = tide_xcalloc(np, sizeof *tab);
+    json_t *pols = json_object();
+    double oracle = -1;
+    int show = o->progress || isatty(STDERR_FILENO);
+    tide_error_t first = {0};
+    int failed = 0;
+    for (size_t i = 0; i < np; i++) {
+        run_t r = {.o = o, .policy = names[i], .horizon = horizon, .interval = interval,
+                   .job_order = job_order, .dem_order = dem_order, .tl = out.tl,
+                   .evf = out.ev, .show_progress = show};
+        tab[i].policy = names[i];
+        tide_error_t perr = {0};
+        json_t *pj = run_policy(&r, &tab[i], &oracle, &perr);
+        if (!pj) {
+            fprintf(stderr, "tide sim: %s\n", perr.msg);
+            if (!failed)
+                first = perr;
+            failed = 1;
+            pj = json_object();
+            jset(pj, "error", json_string(perr.msg));
+        }
+        jset(pols, names[i], pj);
+    }
+    int rc = 0;
+    if (close_out(out.tl, out.tl_path, err) != 0)
+        rc = -1;
+    if (close_out(out.ev, out.ev_path, rc ? NULL : err) != 0)
+        rc = -1;
+    if (rc == 0 && write_summary(o, &out, horizon, oracle, pols, err) != 0)
+        rc = -1;
+    if (rc == 0 && o->table)
+        print_table(o->table, tab, np);
+    json_decref(pols);
+    free(tab);
+    free(job_order);
+    free(dem_order);
+    if (rc == 0 && failed) {
+        if (err)
+            *err = first;
+        rc = -1;
+    }
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* tide simulator: the trace-replay driver (`tide sim`). For each policy it
+ * creates an engine on the cluster, replays job submissions and demand
+ * points in virtual time through tide_engine_step, enacts the actions in a
+ * simulated world (sim/world.h) and feeds what happens back as events. It
+ * writes timeline.csv, events.csv and summary.json (docs/sim.md). */
+#ifndef TIDE_SIM_SIM_H
+#define TIDE_SIM_SIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/workload_io.h"
+#include "tide/cluster.h"
+#include "tide/engine.h"
+
+#define TIDE_SIM_DEFAULT_INTERVAL 300 /* timeline period, seconds */
+#define TIDE_SIM_MAX_POLICIES 16
+
+/* Options of one simulation run. All pointers are borrowed for the call. */
+typedef struct tide_sim_opts {
+    const tide_cluster_t *cluster;       /* required */
+    const tide_service_spec_t *services; /* services, in the order the engine gets them */
+    size_t n_services;
+    const tide_demand_point_t *demand;   /* sorted by time; .service indexes services */
+    size_t n_demand;
+    const tide_job_spec_t *jobs;         /* any order (replayed by submit_s, stable) */
+    size_t n_jobs;
+    const char *const *policies;         /* names, run in this order */
+    size_t n_policies;                   /* 0 = all of tide_policy_names() */
+    tide_config_t cfg;                   /* base config; .policy is set per run,
+                                            .check_invariants by `check` */
+    tide_time_t horizon_s;               /* 0 = max(last demand point, last submit)
+                                            rounded up to a whole day (>= 1 day) */
+    tide_time_t interval_s;              /* timeline period (0 = 300) */
+    uint64_t seed;                       /* recorded in summary.json */
+    const char *out_dir;                 /* required; created (with parents) if missing */
+    FILE *table;                         /* readable table at the end (NULL = none) */
+    int progress;                        /* 1: progress lines on stderr even if not a TTY */
+    int check;                           /* 1: tide_engine_check after every step */
+} tide_sim_opts_t;
+
+/* Fill o with defaults: no inputs, all policies, tide_config_default, horizon
+ * auto, interval 300, seed 0, no table, no progress. */
+void tide_sim_opts_default(tide_sim_opts_t *o);
+
+/* Run every policy of o in order and write the outputs into o->out_dir
+ * (timeline.csv, events.csv, summary.json; the table to o->table).
+ * Returns 0, or -1 with err: EINVAL for bad options (no cluster or out dir,
+ * unknown policy, a service or job the engine rejects: the message names the
+ * policy), EIO when an output cannot be written, ESTATE when the engine fails a
+ * step or an invariant check (the message names the policy and time). */
+int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err);
+
+/* The horizon tide_sim_run uses when o->horizon_s is 0. */
+tide_time_t tide_sim_auto_horizon(const tide_sim_opts_t *o);
+
+#endif

@@ -1,0 +1,624 @@
+/* Readers for services.csv, demand.csv and jobs.csv on top of sim/csv.h. */
+#include "sim/workload_io.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/csv.h"
+#include "util/util.h"
+
+#define NODEF LLONG_MIN /* "no default": the value is required */
+
+/* ------------------------------------------------------------ name index */
+
+/* Open-addressing hash map from borrowed strings to ints. */
+struct tide_name_index {
+    const char **keys;
+    int *vals;
+    size_t cap, n;
+};
+
+static struct tide_name_index *idx_new(void)
+{
+    return tide_xcalloc(1, sizeof(struct tide_name_index));
+}
+
+static void idx_free(struct tide_name_index *x)
+{
+    if (!x)
+        return;
+    free(x->keys);
+    free(x->vals);
+    free(x);
+}
+
+static size_t idx_slot(const struct tide_name_index *x, const char *k)
+{
+    size_t m = x->cap - 1, i = (size_t)tide_hash_str(k) & m;
+    while (x->keys[i] && strcmp(x->keys[i], k) != 0)
+        i = (i + 1) & m;
+    return i;
+}
+
+static int idx_get(const struct tide_name_index *x, const char *k)
+{
+    if (!x || !x->cap || !k)
+        return -1;
+    size_t i = idx_slot(x, k);
+    return x->keys[i] ? x->vals[i] : -1;
+}
+
+/* Insert k -> v (k must not be present; k is borrowed and must outlive x). */
+static void idx_put(struct tide_name_index *x, const char *k, int v)
+{
+    if (2 * (x->n + 1) > x->cap) {
+        size_t oc = x->cap;
+        const char **ok = x->keys;
+        int *ov = x->vals;
+        x->cap = oc ? 2 * oc : 16;
+        x->keys = tide_xcalloc(x->cap, sizeof *x->keys);
+        x->vals = tide_xcalloc(x->cap, sizeof *x->vals);
+        for (size_t i = 0; i < oc; i++)
+            if (ok[i]) {
+                size_t j = idx_slot(x, ok[i]);
+                x->keys[j] = ok[i];
+                x->vals[j] = ov[i];
+            }
+        free(ok);
+        free(ov);
+    }
+    size_t i = idx_slot(x, k);
+    x->keys[i] = k;
+    x->vals[i] = v;
+    x->n++;
+}
+
+/* ---------------------------------------------------------- field helpers */
+
+static const char *fld(const tide_csv_t *csv, int col)
+{
+    const char *s = tide_csv_field(csv, col);
+    return s ? s : "";
+}
+
+/* Find the columns of `names` (n of them) in the header; required ones must be
+ * present. cols[i] = -1 for an absent optional column. */
+static int find_cols(tide_csv_t *csv, const char *const *names, int n_req, int n, int *cols,
+                     tide_error_t *err)
+{
+    for (int i = 0; i < n; i++) {
+        cols[i] = tide_csv_col(csv, names[i]);
+        if (cols[i] < 0 && i < n_req) {
+            char have[300] = "";
+            size_t hl = 0;
+            for (int k = 0; k < tide_csv_ncols(csv) && hl < sizeof have - 1; k++) {
+                int w = snprintf(have + hl, sizeof have - hl, "%s%s", k ? "," : "",
+                                 tide_csv_colname(csv, k));
+                if (w < 0)
+                    break;
+                hl += (size_t)w;
+            }
+            return tide_csv_fail(csv, err, -1, TIDE_EINVAL,
+                                 "missing required column '%s' (the header is: %.200s)", names[i],
+                                 have);
+        }
+    }
+    return 0;
+}
+
+/* A required non-empty string. */
+static int get_str(const tide_csv_t *csv, int col, const char **out, tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    if (!*s)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
+    *out = s;
+    return 0;
+}
+
+/* A whole number in [lo, hi]; an empty field (or absent column) takes dflt,
+ * or is an error when dflt is NODEF. */
+static int get_int(const tide_csv_t *csv, int col, long long lo, long long hi, long long dflt,
+                   int *out, tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    long long v;
+    if (!*s) {
+        if (dflt == NODEF)
+            return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
+        *out = (int)dflt;
+        return 0;
+    }
+    if (tide_parse_int(s, &v) < 0)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "expected a whole number, got '%.40s'",
+                             s);
+    if (v < lo)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be >= %lld (got %lld)", lo, v);
+    if (v > hi)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be <= %lld (got %lld)", hi, v);
+    *out = (int)v;
+    return 0;
+}
+
+/* Seconds: a plain number >= 0, rounded; the result must be >= lo. */
+static int get_secs(const tide_csv_t *csv, int col, long long lo, long long dflt,
+                    tide_time_t *out, tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    double v;
+    if (!*s) {
+        if (dflt == NODEF)
+            return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
+        *out = dflt;
+        return 0;
+    }
+    if (tide_parse_double(s, &v) < 0)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL,
+                             "expected seconds as a plain number (like 90 or 1.5), got '%.40s'",
+                             s);
+    if (v < 0)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be >= 0 (got %.40s)", s);
+    if (v > (double)TIDE_IO_MAX_SECONDS)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "too large (at most %lld seconds)",
+                             (long long)TIDE_IO_MAX_SECONDS);
+    long long r = llround(v);
+    if (r < lo)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be at least %lld second%s (got %.40s)",
+                             lo, lo == 1 ? "" : "s", s);
+    *out = r;
+    return 0;
+}
+
+/* A finite number; > lo when strict, else >= lo. */
+static int get_double(const tide_csv_t *csv, int col, double lo, int strict, double *out,
+                      tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    double v;
+    if (!*s)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
+    if (tide_parse_double(s, &v) < 0)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "expected a finite number, got '%.40s'",
+                             s);
+    if (strict ? !(v > lo) : !(v >= lo))
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be %s %g (got %.40s)",
+                             strict ? ">" : ">=", lo, s);
+    *out = v;
+    return 0;
+}
+
+static int get_types(const tide_csv_t *csv, int col, const tide_read_opts_t *o, uint32_t *out,
+                     tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    *out = 0;
+    if (!*s || !o->cluster)
+        return 0;
+    tide_error_t e;
+    if (tide_cluster_type_mask(o->cluster, s, out, &e) < 0)
+        return tide_csv_fail(csv, err, col, e.code, "%s", e.msg);
+    return 0;
+}
+
+/* ------------------------------------------------------------- row loop */
+
+typedef int (*row_fn)(void *ctx, tide_csv_t *csv, tide_error_t *err);
+
+/* Call fn on each data row. Row errors fail the read unless skip_bad, in
+ * which case they are counted in *skipped (first one kept in *first). */
+static int each_row(tide_csv_t *csv, const tide_read_opts_t *o, row_fn fn, void *ctx,
+                    size_t *skipped, tide_error_t *first, tide_error_t *err)
+{
+    for (;;) {
+        tide_error_t e = {0, ""};
+        int r = tide_csv_next(csv, &e);
+        if (r == 0)
+            return 0;
+        int row_err = r < 0 ? tide_csv_recoverable(csv) : fn(ctx, csv, &e) < 0;
+        if (r > 0 && !row_err)
+            continue;
+        if (row_err && o->skip_bad) {
+            if ((*skipped)++ == 0)
+                *first = e;
+            continue;
+        }
+        if (err)
+            *err = e;
+        return -1;
+    }
+}
+
+static const tide_read_opts_t default_opts = {NULL, 0};
+
+/* ------------------------------------------------------------ services.csv */
+
+enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_NCOLS };
+static const char *const svc_cols[S_NCOLS] = {
+    "service", "gpus_per_replica", "replica_rps", "min_replicas", "warmup_s",
+    "max_replicas", "fixed_replicas", "gpu_types"};
+#define S_NREQ 5
+
+typedef struct svc_ctx {
+    tide_services_t *out;
+    size_t cap;
+    int cols[S_NCOLS];
+    int *lines;
+    size_t lcap;
+    const tide_read_opts_t *o;
+} svc_ctx_t;
+
+static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
+{
+    svc_ctx_t *x = vctx;
+    const int *c = x->cols;
+    tide_service_spec_t s;
+    memset(&s, 0, sizeof s);
+    const char *name = "";
+    if (get_str(csv, c[S_NAME], &name, err) < 0 ||
+        get_int(csv, c[S_GPUS], 1, TIDE_IO_MAX_COUNT, NODEF, &s.gpus_per_replica, err) < 0 ||
+        get_double(csv, c[S_RPS], 0, 1, &s.replica_rps, err) < 0 ||
+        get_int(csv, c[S_MIN], 0, TIDE_IO_MAX_COUNT, NODEF, &s.min_replicas, err) < 0 ||
+        get_secs(csv, c[S_WARM], 0, NODEF, &s.warmup_s, err) < 0 ||
+        get_int(csv, c[S_MAX], 0, TIDE_IO_MAX_COUNT, 0, &s.max_replicas, err) < 0 ||
+        get_int(csv, c[S_FIXED], 0, TIDE_IO_MAX_COUNT, 0, &s.fixed_replicas, err) < 0 ||
+        get_types(csv, c[S_TYPES], x->o, &s.gpu_types, err) < 0)
+        return -1;
+    if (s.max_replicas > 0 && s.max_replicas < s.min_replicas)
+        return tide_csv_fail(csv, err, c[S_MAX], TIDE_EINVAL,
+                             "must be 0 (unlimited) or >= min_replicas (%d), got %d",
+                             s.min_replicas, s.max_replicas);
+    int prev = idx_get(x->out->idx, name);
+    if (prev >= 0)
+        return tide_csv_fail(csv, err, c[S_NAME], TIDE_EEXIST,
+                             "duplicate service '%.100s' (first defined on line %d)", name,
+                             x->lines[prev]);
+    char *own = tide_xstrdup(name);
+    s.name = own;
+    size_t n = x->out->n;
+    TIDE_PUSH(x->out->v, x->out->n, x->cap, s);
+    size_t ln = n;
+    TIDE_PUSH(x->lines, ln, x->lcap, tide_csv_line(csv));
+    idx_put(x->out->idx, own, (int)n);
+    return 0;
+}
+
+static tide_services_t *read_services(tide_csv_t *csv, const tide_read_opts_t *o,
+                                      tide_error_t *err)
+{
+    if (!csv)
+        return NULL;
+    if (!o)
+        o = &default_opts;
+    svc_ctx_t x;
+    memset(&x, 0, sizeof x);
+    x.o = o;
+    x.out = tide_xcalloc(1, sizeof *x.out);
+    x.out->idx = idx_new();
+    int rc = find_cols(csv, svc_cols, S_NREQ, S_NCOLS, x.cols, err);
+    if (rc == 0)
+        rc = each_row(csv, o, svc_row, &x, &x.out->skipped, &x.out->first_skip, err);
+    free(x.lines);
+    tide_csv_close(csv);
+    if (rc < 0) {
+        tide_services_free(x.out);
+        return NULL;
+    }
+    return x.out;
+}
+
+tide_services_t *tide_services_read_mem(const char *buf, size_t len, const char *name,
+                                        const tide_read_opts_t *opts, tide_error_t *err)
+{
+    return read_services(tide_csv_open_mem(buf, len, name, err), opts, err);
+}
+
+tide_services_t *tide_services_read_file(const char *path, const tide_read_opts_t *opts,
+                                         tide_error_t *err)
+{
+    return read_services(tide_csv_open_file(path, err), opts, err);
+}
+
+void tide_services_free(tide_services_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        free((char *)s->v[i].name);
+    free(s->v);
+    idx_free(s->idx);
+    free(s);
+}
+
+int tide_services_find(const tide_services_t *s, const char *name)
+{
+    return s ? idx_get(s->idx, name) : -1;
+}
+
+/* -------------------------------------------------------------- demand.csv */
+
+enum { D_TIME, D_SVC, D_RPS, D_NCOLS };
+static const char *const dem_cols[D_NCOLS] = {"time_s", "service", "rps"};
+
+typedef struct dem_ctx {
+    tide_demand_t *out;
+    size_t cap;
+    int cols[D_NCOLS];
+    const tide_services_t *svcs;
+    tide_time_t *last; /* per service: time of its last row, -1 = none */
+    int *last_line;
+} dem_ctx_t;
+
+static int dem_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
+{
+    dem_ctx_t *x = vctx;
+    const int *c = x->cols;
+    tide_demand_point_t p;
+    const char *name = "";
+    if (get_secs(csv, c[D_TIME], 0, NODEF, &p.t, err) < 0 ||
+        get_str(csv, c[D_SVC], &name, err) < 0)
+        return -1;
+    p.service = tide_services_find(x->svcs, name);
+    if (p.service < 0)
+        return tide_csv_fail(csv, err, c[D_SVC], TIDE_ENOENT,
+                             "unknown service '%.100s' (not in the services file)", name);
+    if (get_double(csv, c[D_RPS], 0, 0, &p.rps, err) < 0)
+        return -1;
+    if (p.t < x->last[p.service])
+        return tide_csv_fail(csv, err, c[D_TIME], TIDE_EINVAL,
+                             "time %lld is before the previous row of service '%.100s' "
+                             "(time %lld on line %d); rows of a service must be in time order",
+                             (long long)p.t, name, (long long)x->last[p.service],
+                             x->last_line[p.service]);
+    x->last[p.service] = p.t;
+    x->last_line[p.service] = tide_csv_line(csv);
+    TIDE_PUSH(x->out->v, x->out->n, x->cap, p);
+    return 0;
+}
+
+typedef struct dem_key {
+    tide_demand_point_t p;
+    size_t seq;
+} dem_key_t;
+
+static int dem_cmp(const void *a, const void *b)
+{
+    const dem_key_t *x = a, *y = b;
+    if (x->p.t != y->p.t)
+        return x->p.t < y->p.t ? -1 : 1;
+    if (x->p.service != y->p.service)
+        return x->p.service < y->p.service ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static tide_demand_t *read_demand(tide_csv_t *csv, const tide_services_t *svcs,
+                                  const tide_read_opts_t *o, tide_error_t *err)
+{
+    if (!csv)
+        return NULL;
+    if (!o)
+        o = &default_opts;
+    if (!svcs) {
+        tide_csv_fail(csv, err, -1, TIDE_EINVAL, "no services given to resolve demand rows");
+        tide_csv_close(csv);
+        return NULL;
+    }
+    dem_ctx_t x;
+    memset(&x, 0, sizeof x);
+    x.svcs = svcs;
+    x.out = tide_xcalloc(1, sizeof *x.out);
+    x.last = tide_xmalloc((svcs->n + 1) * sizeof *x.last);
+    x.last_line = tide_xcalloc(svcs->n + 1, sizeof *x.last_line);
+    for (size_t i = 0; i < svcs->n; i++)
+        x.last[i] = -1;
+    int rc = find_cols(csv, dem_cols, D_NCOLS, D_NCOLS, x.cols, err);
+    if (rc == 0)
+        rc = each_row(csv, o, dem_row, &x, &x.out->skipped, &x.out->first_skip, err);
+    free(x.last);
+    free(x.last_line);
+    tide_csv_close(csv);
+    if (rc < 0) {
+        tide_demand_free(x.out);
+        return NULL;
+    }
+    tide_demand_t *d = x.out;
+    if (d->n > 1) {
+        dem_key_t *k = tide_xmalloc(d->n * sizeof *k);
+        for (size_t i = 0; i < d->n; i++) {
+            k[i].p = d->v[i];
+            k[i].seq = i;
+        }
+        qsort(k, d->n, sizeof *k, dem_cmp);
+        for (size_t i = 0; i < d->n; i++)
+            d->v[i] = k[i].p;
+        free(k);
+    }
+    return d;
+}
+
+tide_demand_t *tide_demand_read_mem(const char *buf, size_t len, const char *name,
+                                    const tide_services_t *svcs, const tide_read_opts_t *opts,
+                                    tide_error_t *err)
+{
+    return read_demand(tide_csv_open_mem(buf, len, name, err), svcs, opts, err);
+}
+
+tide_demand_t *tide_demand_read_file(const char *path, const tide_services_t *svcs,
+                                     const tide_read_opts_t *opts, tide_error_t *err)
+{
+    return read_demand(tide_csv_open_file(path, err), svcs, opts, err);
+}
+
+void tide_demand_free(tide_demand_t *d)
+{
+    if (!d)
+        return;
+    free(d->v);
+    free(d);
+}
+
+/* ---------------------------------------------------------------- jobs.csv */
+
+enum {
+    J_ID, J_SUBMIT, J_TEAM, J_PRIO, J_GPUS, J_DUR, /* required */
+    J_GANG, J_DPMIN, J_CKINT, J_CKPT, J_RESTORE, J_TYPES, J_NCOLS
+};
+static const char *const job_cols[J_NCOLS] = {
+    "job_id", "submit_s", "team", "priority", "gpus", "duration_s",
+    "gang_gpus", "dp_min", "ckpt_interval_s", "ckpt_s", "restore_s", "gpu_types"};
+#define J_NREQ 6
+
+typedef struct job_ctx {
+    tide_jobs_t *out;
+    size_t cap;
+    int cols[J_NCOLS];
+    struct tide_name_index *ids; /* id -> line */
+    const tide_read_opts_t *o;
+} job_ctx_t;
+
+static int gcd(int a, int b)
+{
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int get_prio(const tide_csv_t *csv, int col, int *out, tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    if (!*s)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
+    const char *d = (s[0] == 'P' || s[0] == 'p') ? s + 1 : s;
+    if (d[0] >= '1' && d[0] <= '3' && d[1] == 0) {
+        *out = d[0] - '0';
+        return 0;
+    }
+    return tide_csv_fail(csv, err, col, TIDE_EINVAL,
+                         "expected 1, 2, 3 or P1, P2, P3 (P0 is for inference), got '%.40s'", s);
+}
+
+static int job_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
+{
+    job_ctx_t *x = vctx;
+    const int *c = x->cols;
+    tide_job_spec_t j;
+    memset(&j, 0, sizeof j);
+    const char *id = "", *team = "";
+    if (get_str(csv, c[J_ID], &id, err) < 0 ||
+        get_secs(csv, c[J_SUBMIT], 0, NODEF, &j.submit_s, err) < 0 ||
+        get_str(csv, c[J_TEAM], &team, err) < 0 ||
+        get_prio(csv, c[J_PRIO], &j.priority, err) < 0 ||
+        get_int(csv, c[J_GPUS], 1, TIDE_IO_MAX_COUNT, NODEF, &j.gpus, err) < 0 ||
+        get_secs(csv, c[J_DUR], 1, NODEF, &j.duration_s, err) < 0)
+        return -1;
+    int dgang = j.gpus <= 8 ? j.gpus : gcd(j.gpus, 8);
+    if (get_int(csv, c[J_GANG], 1, TIDE_IO_MAX_COUNT, dgang, &j.gang_gpus, err) < 0)
+        return -1;
+    if (j.gang_gpus > j.gpus)
+        return tide_csv_fail(csv, err, c[J_GANG], TIDE_EINVAL,
+                             "must be <= gpus (%d), got %d", j.gpus, j.gang_gpus);
+    if (j.gpus % j.gang_gpus != 0)
+        return tide_csv_fail(csv, err, c[J_GANG], TIDE_EINVAL, "%d does not divide gpus (%d)",
+                             j.gang_gpus, j.gpus);
+    int dp_max = j.gpus / j.gang_gpus;
+    if (get_int(csv, c[J_DPMIN], 1, TIDE_IO_MAX_COUNT, dp_max, &j.dp_min, err) < 0)
+        return -1;
+    if (j.dp_min > dp_max)
+        return tide_csv_fail(csv, err, c[J_DPMIN], TIDE_EINVAL,
+                             "must be <= gpus / gang_gpus = %d (got %d)", dp_max, j.dp_min);
+    if (get_secs(csv, c[J_CKINT], 1, 1800, &j.ckpt_interval_s, err) < 0 ||
+        get_secs(csv, c[J_CKPT], 0, 60, &j.ckpt_s, err) < 0 ||
+        get_secs(csv, c[J_RESTORE], 0, 120, &j.restore_s, err) < 0 ||
+        get_types(csv, c[J_TYPES], x->o, &j.gpu_types, err) < 0)
+        return -1;
+    int prev = idx_get(x->ids, id);
+    if (prev >= 0)
+        return tide_csv_fail(csv, err, c[J_ID], TIDE_EEXIST,
+                             "duplicate job id '%.100s' (first defined on line %d)", id, prev);
+    char *own_id = tide_xstrdup(id);
+    j.id = own_id;
+    j.team = tide_xstrdup(team);
+    TIDE_PUSH(x->out->v, x->out->n, x->cap, j);
+    idx_put(x->ids, own_id, tide_csv_line(csv));
+    return 0;
+}
+
+typedef struct job_key {
+    tide_time_t t;
+    size_t seq;
+} job_key_t;
+
+static int job_cmp(const void *a, const void *b)
+{
+    const job_key_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static tide_jobs_t *read_jobs(tide_csv_t *csv, const tide_read_opts_t *o, tide_error_t *err)
+{
+    if (!csv)
+        return NULL;
+    if (!o)
+        o = &default_opts;
+    job_ctx_t x;
+    memset(&x, 0, sizeof x);
+    x.o = o;
+    x.out = tide_xcalloc(1, sizeof *x.out);
+    x.ids = idx_new();
+    int rc = find_cols(csv, job_cols, J_NREQ, J_NCOLS, x.cols, err);
+    if (rc == 0)
+        rc = each_row(csv, o, job_row, &x, &x.out->skipped, &x.out->first_skip, err);
+    idx_free(x.ids);
+    tide_csv_close(csv);
+    if (rc < 0) {
+        tide_jobs_free(x.out);
+        return NULL;
+    }
+    tide_jobs_t *js = x.out;
+    if (js->n > 1) {
+        job_key_t *k = tide_xmalloc(js->n * sizeof *k);
+        for (size_t i = 0; i < js->n; i++) {
+            k[i].t = js->v[i].submit_s;
+            k[i].seq = i;
+        }
+        qsort(k, js->n, sizeof *k, job_cmp);
+        tide_job_spec_t *v = tide_xmalloc(js->n * sizeof *v);
+        for (size_t i = 0; i < js->n; i++)
+            v[i] = js->v[k[i].seq];
+        free(js->v);
+        js->v = v;
+        free(k);
+    }
+    return js;
+}
+
+tide_jobs_t *tide_jobs_read_mem(const char *buf, size_t len, const char *name,
+                                const tide_read_opts_t *opts, tide_error_t *err)
+{
+    return read_jobs(tide_csv_open_mem(buf, len, name, err), opts, err);
+}
+
+tide_jobs_t *tide_jobs_read_file(const char *path, const tide_read_opts_t *opts,
+                                 tide_error_t *err)
+{
+    return read_jobs(tide_csv_open_file(path, err), opts, err);
+}
+
+void tide_jobs_free(tide_jobs_t *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->n; i++) {
+        free((char *)j->v[i].id);
+        free((char *)j->v[i].team);
+    }
+    free(j->v);
+    free(j);
+}
