@@ -61,9 +61,9 @@ typedef struct tide_config {
     int split_inf;             /* inference GPUs for `static`/`timeshare` (-1 = auto) */
     int night_start_h;         /* `timeshare` window, hours of day [start, end) */
     int night_end_h;
-    double margin_min;         /* floor of the forecast safety margin (0.10) */
+    double margin_min;         /* floor of the forecast safety margin (0.05) */
     double margin_max;         /* ceiling of the margin (1.0) */
-    double margin_quantile;    /* quantile of under-forecast error used (0.99) */
+    double margin_quantile;    /* quantile of under-forecast error used (0.95) */
     tide_time_t tick_s;        /* control loop period (60) */
     tide_time_t lead_extra_s;  /* margin added to ckpt P99 + warm-up P99 (300) */
     tide_time_t lease_max_s;   /* longest lease granted at once (6 h) */
@@ -72,6 +72,9 @@ typedef struct tide_config {
     int forecast_days;         /* days of history kept (7) */
     int backfill_depth;        /* queued jobs examined per pass (256) */
     int check_invariants;      /* check invariants after every step (debug) */
+    int warm_start;            /* replicas placed at the very first step count as
+                                  ready at once: a replay starts from a running
+                                  cluster, not a cold one (simulator) */
 } tide_config_t;
 
 /* Fill c with defaults (elastic). */

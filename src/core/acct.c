@@ -112,15 +112,28 @@ void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
     e->st.lost_gpu_s += x;
 }
 
-void samples_add(samples_t *s, double v) { TIDE_PUSH(s->v, s->n, s->cap, v); }
+void samples_add(samples_t *s, double v)
+{
+    TIDE_PUSH(s->v, s->n, s->cap, v);
+    s->win[s->win_pos] = v;
+    s->win_pos = (s->win_pos + 1) % SAMPLE_WINDOW;
+    if (s->win_n < SAMPLE_WINDOW)
+        s->win_n++;
+    s->fresh++;
+}
 
 double samples_q99(samples_t *s)
 {
-    if (!s->n)
+    if (!s->win_n)
         return 0;
-    if (s->q_at == 0 || s->n >= s->q_at + 64 || s->n >= 2 * s->q_at) {
-        s->q99 = tide_quantile(s->v, s->n, 0.99);
-        s->q_at = s->n;
+    if (s->fresh) {
+        if (s->fresh < 16 && s->win_n > 64)
+            return s->q99;
+        double tmp[SAMPLE_WINDOW];
+        memcpy(tmp, s->win, s->win_n * sizeof *tmp);
+        size_t k = (size_t)ceil(0.99 * (double)s->win_n);
+        s->q99 = tide_select(tmp, s->win_n, k ? k - 1 : 0);
+        s->fresh = 0;
     }
     return s->q99;
 }

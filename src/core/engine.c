@@ -180,6 +180,7 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     memset(sv, 0, sizeof *sv);
     sv->spec = *s;
     sv->spec.name = tide_xstrdup(s->name);
+    sv->down_since = -1;
     fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.margin_min);
     return e->n_svcs++;
 }
@@ -339,6 +340,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         /* the need went away while it checkpointed: keep running */
         j->state = TIDE_JOB_RUNNING;
         j->stop_pending = 0;
+        end_index_set(e, h, job_expected_end(j, e->now));
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
             l->noticed = 0;

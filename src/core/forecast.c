@@ -1,10 +1,11 @@
 /* Demand forecast with a safety margin learned from its own errors.
  *
  * History: the highest demand seen in each bucket (default 5 min) of the last
- * `days` days, in a ring. Forecast for a future bucket: the highest of the same
- * bucket 1, 2 and 7 days earlier (whatever is known), scaled up when today
- * runs above that history (growth or a burst). Without history for that time of
- * day it is the current level plus its rising trend over the last hour.
+ * `days` days, in a ring. Forecast for a future bucket: the same bucket a week
+ * earlier (else a day, else two days earlier), scaled by how today's level
+ * compares with that history now (0.5x..3x), and never below the current level
+ * extended by its rising trend over the last hour (which is all there is
+ * without history).
  * Margin: every bucket the engine records the peak it predicted over its
  * decision window; once the window has passed, the relative error
  * actual/predicted - 1 goes into a ring (3 days); the margin is the configured
@@ -88,39 +89,41 @@ static double seen(const forecast_t *f, int64_t k)
     return *slot(f, k);
 }
 
+/* Same time one week ago when known (weekly cycles), else yesterday, else
+ * the day before. Returns -1 without history. */
 static double seasonal(const forecast_t *f, int64_t k)
 {
-    static const int lags[] = {1, 2, 7};
-    double v = -1;
+    static const int lags[] = {7, 1, 2};
     for (size_t i = 0; i < sizeof lags / sizeof lags[0]; i++) {
         double s = seen(f, k - (int64_t)lags[i] * f->nb);
-        if (s > v)
-            v = s;
+        if (s >= 0)
+            return s;
     }
-    return v;
+    return -1;
 }
 
-/* Raw forecast (no margin) for absolute bucket k, seen from `now`. */
+/* Raw forecast (no margin) for absolute bucket k, seen from `now`: the
+ * seasonal value scaled by how today runs against history, and never below
+ * the current level extended by its rising trend of the last hour. */
 static double fc_at(const forecast_t *f, tide_time_t now, int64_t k)
 {
     int64_t bnow = now / f->bucket_s;
-    double s = seasonal(f, k);
-    if (s >= 0) {
-        double s_now = seasonal(f, bnow);
-        double r = (s_now > 0) ? f->cur / s_now : 1.0;
-        if (r < 1)
-            r = 1;
-        if (r > 3)
-            r = 3;
-        return s * r;
-    }
-    /* no history for that time of day: persistence plus rising trend */
     double past = seen(f, bnow - 3600 / f->bucket_s);
     double slope = (past >= 0 && f->cur > past) ? (f->cur - past) / 3600.0 : 0;
     double dt = (double)(k * f->bucket_s - now);
     if (dt < 0)
         dt = 0;
-    return f->cur + slope * dt;
+    double trend = f->cur + slope * dt;
+    double s = seasonal(f, k);
+    if (s < 0)
+        return trend;
+    double s_now = seasonal(f, bnow);
+    double r = (s_now > 0) ? f->cur / s_now : 1.0;
+    if (r < 0.5)
+        r = 0.5;
+    if (r > 3)
+        r = 3;
+    return s * r > trend ? s * r : trend;
 }
 
 double fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
@@ -134,12 +137,6 @@ double fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time
             p = v;
     }
     return p;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 void fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg)
@@ -176,11 +173,8 @@ void fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_co
     if (changed) {
         double *c = tide_xmalloc(f->err_n * sizeof *c);
         memcpy(c, f->err, f->err_n * sizeof *c);
-        qsort(c, f->err_n, sizeof *c, cmp_d);
         size_t k = (size_t)ceil(cfg->margin_quantile * (double)f->err_n);
-        if (k < 1)
-            k = 1;
-        double m = c[k - 1];
+        double m = tide_select(c, f->err_n, k ? k - 1 : 0);
         free(c);
         if (m < cfg->margin_min)
             m = cfg->margin_min;

@@ -45,20 +45,13 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         *up = *down = clamp_replicas(s, s->spec.fixed_replicas ? s->spec.fixed_replicas : 0);
         return;
     case SCALE_REACTIVE:
-        if (s->demand >= s->peak_recent || now - s->peak_recent_at > e->cfg.scale_down_hold_s) {
-            s->peak_recent = s->demand;
-            s->peak_recent_at = now;
-        }
-        *up = clamp_replicas(s, replicas_for(s, s->demand, e->cfg.margin_min));
-        *down = clamp_replicas(s, replicas_for(s, s->peak_recent, e->cfg.margin_min));
-        break;
+        /* Kueue/HPA-style: exactly what the observed demand needs right now */
+        *up = *down = clamp_replicas(s, replicas_for(s, s->demand, 0));
+        return;
     default: {
         tide_time_t h = window(e, si);
-        double m = s->fc.margin;
-        double p_up = fc_peak(&s->fc, now, now, now + h);
-        double p_down = fc_peak(&s->fc, now, now, now + h + e->cfg.scale_down_hold_s);
-        *up = clamp_replicas(s, replicas_for(s, p_up, m));
-        *down = clamp_replicas(s, replicas_for(s, p_down, m));
+        double peak = fc_peak(&s->fc, now, now, now + h);
+        *up = *down = clamp_replicas(s, replicas_for(s, peak, s->fc.margin));
         break;
     }
     }
@@ -93,7 +86,7 @@ static int start_replica(tide_engine_t *e, int si, tide_time_t now)
     replica_t *r = &e->reps[id];
     memset(r, 0, sizeof *r);
     r->service = si;
-    r->state = REP_WARMING;
+    r->state = e->cfg.warm_start && now == e->start ? REP_READY : REP_WARMING;
     r->started = now;
     r->notice_at = -1;
     r->alloc = a;
@@ -108,7 +101,10 @@ static int start_replica(tide_engine_t *e, int si, tide_time_t now)
             d->claim_kind = CLAIM_NONE;
     }
     acct_rep_set(e, r, 1);
-    s->warming++;
+    if (r->state == REP_READY)
+        s->ready++;
+    else
+        s->warming++;
     tide_action_t *act = act_push(e, TIDE_ACT_REPLICA_START, TIDE_R_SCALE);
     act->service = si;
     act->replica = id;
@@ -159,96 +155,6 @@ static void scale_down(tide_engine_t *e, int si, int n)
 
 /* ----------------------------------------------------------------- reclaim */
 
-typedef struct victim {
-    int32_t job;
-    int gpus;      /* GPUs it gives back on this domain */
-    int shrink;    /* gangs to shrink (0 = stop the whole job) */
-    double cost;
-} victim_t;
-
-static const double prio_weight[TIDE_NPRIO] = {1e15, 1e13, 1e12, 0};
-
-static double victim_cost(const tide_engine_t *e, const job_t *j, int shrink_gangs, int kill)
-{
-    double c = prio_weight[j->spec.priority];
-    if (shrink_gangs)
-        return c + (double)shrink_gangs * j->spec.gang_gpus * 60.0;
-    if (kill)
-        return c + (job_progress_now(j, e->now) - j->committed) * j->spec.gpus +
-               (double)j->spec.restore_s * j->spec.gpus;
-    return c + (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s);
-}
-
-/* Cheapest set of victims that frees `need` GPUs on domain di. Returns the
- * cost (or -1 when impossible) and fills v / *nv. */
-static double plan_domain(tide_engine_t *e, int di, int need, int kill, victim_t *v, int *nv)
-{
-    domain_t *d = &e->doms[di];
-    int have = d->free;
-    *nv = 0;
-    victim_t cand[TIDE_MAX_GPUS_PER_NODE];
-    int nc = 0;
-    for (int g = d->first_gpu; g < d->first_gpu + d->gpus; g++) {
-        if (e->own_kind[g] != OWN_JOB)
-            continue;
-        int32_t h = e->own_id[g];
-        int k;
-        for (k = 0; k < nc; k++)
-            if (cand[k].job == h)
-                break;
-        if (k == nc) {
-            cand[nc].job = h;
-            cand[nc].gpus = 0;
-            cand[nc].shrink = 0;
-            cand[nc].cost = 0;
-            nc++;
-        }
-        cand[k].gpus++;
-    }
-    for (int k = 0; k < nc; k++) {
-        job_t *j = e->jobs[cand[k].job];
-        if (j->state == TIDE_JOB_RECLAIMING && j->stop_pending) {
-            have += cand[k].gpus; /* already on its way out */
-            cand[k].cost = -1;
-            continue;
-        }
-        int gangs_here = cand[k].gpus / j->spec.gang_gpus;
-        int can = j->width - j->spec.dp_min;
-        /* shrink only when it vacates all the job's GPUs here; otherwise stop */
-        if (j->state == TIDE_JOB_RUNNING && gangs_here > 0 && can >= gangs_here &&
-            gangs_here * j->spec.gang_gpus == cand[k].gpus) {
-            cand[k].shrink = gangs_here;
-            cand[k].cost = victim_cost(e, j, gangs_here, kill);
-        } else if (j->state == TIDE_JOB_RUNNING) {
-            cand[k].shrink = 0;
-            cand[k].cost = victim_cost(e, j, 0, kill);
-        } else {
-            cand[k].cost = -1;
-        }
-    }
-    if (have >= need)
-        return 0; /* pending releases cover it */
-    /* pick cheapest per freed GPU until enough (small n: selection sort) */
-    double cost = 0;
-    int used[TIDE_MAX_GPUS_PER_NODE] = {0};
-    while (have < need) {
-        int best = -1;
-        for (int k = 0; k < nc; k++) {
-            if (used[k] || cand[k].cost < 0 || cand[k].gpus <= 0)
-                continue;
-            if (best < 0 || cand[k].cost < cand[best].cost)
-                best = k;
-        }
-        if (best < 0)
-            return -1;
-        used[best] = 1;
-        have += cand[best].gpus;
-        cost += cand[best].cost;
-        v[(*nv)++] = cand[best];
-    }
-    return cost;
-}
-
 /* Free room for `k` more replicas of service si by reclaiming training. */
 static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
 {
@@ -266,7 +172,7 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
                 !domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
                 continue;
             int nv;
-            double c = plan_domain(e, di, tp, kill, v, &nv);
+            double c = reclaim_plan_domain(e, di, tp, kill, TIDE_P1, v, &nv);
             if (c < 0)
                 continue;
             if (best < 0 || c < best_cost) {
@@ -336,8 +242,22 @@ void infer_pass(tide_engine_t *e, tide_time_t now)
             while (n > 0 && start_replica(e, si, now))
                 n--;
             deficit = n;
-        } else if (active > down) {
-            scale_down(e, si, active - down);
+        }
+        /* scale down only after the need stayed lower for the whole hold
+         * window (stabilization, as autoscalers do) */
+        if (active > down) {
+            if (s->down_since < 0) {
+                s->down_since = now;
+                s->hold_max = down;
+            }
+            if (down > s->hold_max)
+                s->hold_max = down;
+            if (now - s->down_since >= e->cfg.scale_down_hold_s) {
+                scale_down(e, si, active - s->hold_max);
+                s->down_since = -1;
+            }
+        } else {
+            s->down_since = -1;
         }
         int incoming = claims_of(e, si);
         if (incoming > deficit)

@@ -67,6 +67,7 @@ typedef struct job {
     int acct_state;          /* state its GPUs are counted in */
     int acct_tier_own;       /* tier of its unleased GPUs */
     int32_t run_idx;         /* index in e->running or -1 */
+    tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;
     int stop_pending;        /* checkpoint requested to stop (not just shrink) */
 } job_t;
@@ -111,21 +112,28 @@ typedef struct forecast {
     int samples;
 } forecast_t;
 
-/* Sample list with a cached quantile. */
+/* Sample list (all values, for reports) with a P99 over the most recent
+ * SAMPLE_WINDOW values, recomputed every few new samples. */
+#define SAMPLE_WINDOW 1024
 typedef struct samples {
     double *v;
     size_t n, cap;
-    size_t q_at;      /* n when the cached quantile was computed */
+    double win[SAMPLE_WINDOW];
+    size_t win_n, win_pos;
+    size_t fresh;     /* samples since the cached quantile */
     double q99;
 } samples_t;
+
+/* k-th smallest of v[0..n) (0-based), reordering v in place. */
+double tide_select(double *v, size_t n, size_t k);
 
 typedef struct service {
     tide_service_spec_t spec;  /* name owned */
     forecast_t fc;
     double demand;             /* observed rps now */
     int ready, warming;        /* replica counts */
-    double peak_recent;        /* for reactive scale-down */
-    tide_time_t peak_recent_at;
+    tide_time_t down_since;    /* need below capacity since (-1: not) */
+    int hold_max;              /* highest need seen since down_since */
     samples_t warm;            /* measured warm-up times */
 } service_t;
 
@@ -185,6 +193,8 @@ struct tide_engine {
     int queue_gpus;
     int32_t *running;
     size_t n_running, cap_running;
+    int32_t *by_end;         /* running jobs sorted by (exp_end, handle) */
+    size_t n_by_end, cap_by_end;
 
     /* time */
     tide_time_t start, now;
@@ -282,6 +292,7 @@ void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
 void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 void queue_insert(tide_engine_t *e, int32_t h);
+void end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 void queue_remove(tide_engine_t *e, int32_t h);
 int team_intern(tide_engine_t *e, const char *name);
 
@@ -300,6 +311,19 @@ tide_time_t reclaim_lead(tide_engine_t *e, int service);
 /* infer.c */
 void infer_pass(tide_engine_t *e, tide_time_t now);
 void replica_stop(tide_engine_t *e, int32_t r, int reason);
+
+/* reclaim.c */
+typedef struct victim {
+    int32_t job;
+    int gpus;      /* GPUs it gives back on this domain */
+    int shrink;    /* gangs to shrink (0 = stop the whole job) */
+    double cost;
+} victim_t;
+/* Cheapest set of victims (priority >= min_prio) that frees `need` GPUs on
+ * domain di. Returns the cost (0 when pending releases suffice, -1 when
+ * impossible) and fills v[0..*nv). */
+double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, int min_prio, victim_t *v,
+                           int *nv);
 
 /* sched.c */
 void sched_pass(tide_engine_t *e, tide_time_t now);

@@ -99,8 +99,51 @@ void queue_remove(tide_engine_t *e, int32_t h)
     e->queue_gpus -= j->spec.gpus;
 }
 
+/* ------------------------------------------------------------------ end index */
+
+static size_t end_pos(const tide_engine_t *e, tide_time_t t, int32_t h)
+{
+    size_t lo = 0, hi = e->n_by_end;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const job_t *x = e->jobs[e->by_end[mid]];
+        if (x->exp_end < t || (x->exp_end == t && e->by_end[mid] < h))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void end_index_del(tide_engine_t *e, int32_t h)
+{
+    size_t at = end_pos(e, e->jobs[h]->exp_end, h);
+    if (at < e->n_by_end && e->by_end[at] == h) {
+        memmove(&e->by_end[at], &e->by_end[at + 1], (e->n_by_end - at - 1) * sizeof *e->by_end);
+        e->n_by_end--;
+    }
+}
+
+static void end_index_add(tide_engine_t *e, int32_t h)
+{
+    tide_grow((void **)&e->by_end, &e->cap_by_end, e->n_by_end + 1, sizeof *e->by_end);
+    size_t at = end_pos(e, e->jobs[h]->exp_end, h);
+    memmove(&e->by_end[at + 1], &e->by_end[at], (e->n_by_end - at) * sizeof *e->by_end);
+    e->by_end[at] = h;
+    e->n_by_end++;
+}
+
+void end_index_set(tide_engine_t *e, int32_t h, tide_time_t end)
+{
+    end_index_del(e, h);
+    e->jobs[h]->exp_end = end;
+    end_index_add(e, h);
+}
+
 static void running_add(tide_engine_t *e, int32_t h)
 {
+    e->jobs[h]->exp_end = job_expected_end(e->jobs[h], e->now);
+    end_index_add(e, h);
     e->jobs[h]->run_idx = (int32_t)e->n_running;
     TIDE_PUSH(e->running, e->n_running, e->cap_running, h);
 }
@@ -110,6 +153,7 @@ static void running_del(tide_engine_t *e, int32_t h)
     int32_t i = e->jobs[h]->run_idx;
     if (i < 0)
         return;
+    end_index_del(e, h);
     int32_t last = e->running[--e->n_running];
     e->running[i] = last;
     e->jobs[last]->run_idx = i;
@@ -268,6 +312,7 @@ void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
     if (j->lease >= 0)
         lease_update(e, h);
     e->st.shrinks++;
+    end_index_set(e, h, job_expected_end(j, e->now));
     resize_action(e, h);
     e->infer_dirty = 1;
 }
@@ -288,6 +333,7 @@ void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
         lease_update(e, h);
     else if (j->n_leased)
         lease_grant(e, h);
+    end_index_set(e, h, job_expected_end(j, e->now));
     resize_action(e, h);
 }
 
@@ -307,6 +353,7 @@ void job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
     j->deadline = e->now + (tide_time_t)ceil(base) + e->cfg.tick_s;
     if (j->deadline < e->next_deadline)
         e->next_deadline = j->deadline;
+    end_index_set(e, h, j->deadline);
     tide_action_t *act = act_push(e, TIDE_ACT_JOB_CKPT, reason);
     act->job = h;
     act->deadline = j->deadline;

@@ -28,19 +28,6 @@ static int dom_of(const tide_engine_t *e, int gpu)
     return lo;
 }
 
-typedef struct rel {
-    tide_time_t t;
-    int dom, n;
-} rel_t;
-
-static int cmp_rel(const void *a, const void *b)
-{
-    const rel_t *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->dom - y->dom;
-}
-
 static int contrib(int avail, int gang) { return avail / gang; }
 
 /* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]. */
@@ -63,49 +50,41 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
         if (avail[d] < 0)
             avail[d] = 0;
     }
-    /* releases by running jobs, one per gang */
-    size_t cap = 0, n = 0;
-    rel_t *ev = NULL;
-    for (size_t i = 0; i < e->n_running; i++) {
-        job_t *x = e->jobs[e->running[i]];
-        tide_time_t end = x->state == TIDE_JOB_RECLAIMING && x->stop_pending
-                              ? x->deadline
-                              : job_expected_end(x, now);
-        int xg = x->spec.gang_gpus;
-        for (int k = 0; k < x->alloc.n; k += (xg <= e->max_dom_gpus ? xg : 1)) {
-            int d = dom_of(e, x->alloc.gpus[k]);
-            if (!domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
-                continue;
-            tide_grow((void **)&ev, &cap, n + 1, sizeof *ev);
-            ev[n].t = end;
-            ev[n].dom = d;
-            ev[n].n = xg <= e->max_dom_gpus ? xg : 1;
-            n++;
-        }
-    }
-    qsort(ev, n, sizeof *ev, cmp_rel);
+    /* walk running jobs in order of expected release until the head fits */
     tide_time_t shadow = TIDE_TIME_NEVER;
     int whole = g > e->max_dom_gpus;
     int have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-    for (size_t i = 0; i < n && have < need; i++) {
-        int d = ev[i].dom;
-        int before = contrib(avail[d], g);
-        avail[d] += ev[i].n;
-        if (avail[d] > e->doms[d].gpus)
-            avail[d] = e->doms[d].gpus;
+    for (size_t i = 0; i < e->n_by_end && have < need; i++) {
+        job_t *x = e->jobs[e->by_end[i]];
+        int xg = x->spec.gang_gpus;
+        int step = xg <= e->max_dom_gpus ? xg : 1;
+        for (int k = 0; k < x->alloc.n; k += step) {
+            int d = dom_of(e, x->alloc.gpus[k]);
+            if (!domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                continue;
+            int before = contrib(avail[d], g);
+            avail[d] += step;
+            if (avail[d] > e->doms[d].gpus)
+                avail[d] = e->doms[d].gpus;
+            if (!whole)
+                have += contrib(avail[d], g) - before;
+        }
         if (whole)
             have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-        else
-            have += contrib(avail[d], g) - before;
-        if (have >= need)
-            shadow = ev[i].t;
-        /* include every release at the same instant */
-        while (have >= need && i + 1 < n && ev[i + 1].t == ev[i].t) {
-            i++;
-            avail[ev[i].dom] += ev[i].n;
+        if (have >= need) {
+            shadow = x->exp_end;
+            /* include every release at the same instant */
+            while (i + 1 < e->n_by_end && e->jobs[e->by_end[i + 1]]->exp_end == shadow) {
+                job_t *y = e->jobs[e->by_end[++i]];
+                int ys = y->spec.gang_gpus <= e->max_dom_gpus ? y->spec.gang_gpus : 1;
+                for (int k = 0; k < y->alloc.n; k += ys) {
+                    int d = dom_of(e, y->alloc.gpus[k]);
+                    if (domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                        avail[d] = TIDE_MIN(avail[d] + ys, e->doms[d].gpus);
+                }
+            }
         }
     }
-    free(ev);
     if (shadow == TIDE_TIME_NEVER)
         return;
     /* GPUs the head takes at shadow time: best fit */
@@ -171,73 +150,50 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
 
 /* ---------------------------------------------------------------- P1 preemption */
 
-typedef struct pv {
-    int32_t job;
-    double cost;
-} pv_t;
-
-static int cmp_pv(const void *a, const void *b)
-{
-    const pv_t *x = a, *y = b;
-    if (x->cost != y->cost)
-        return x->cost < y->cost ? -1 : 1;
-    return x->job - y->job;
-}
-
+/* A P1 head that does not fit: per gang, empty the cheapest domain of P2/P3
+ * work through the checkpoint protocol and claim it for the head. */
 static void priority_preempt(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
 {
     job_t *j = e->jobs[h];
+    int g = j->spec.gang_gpus;
+    if (g > e->max_dom_gpus)
+        return; /* whole-domain gangs wait for their reservation */
+    int claimed = 0;
     for (int d = 0; d < e->n_doms; d++)
         if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
-            return; /* victims already on their way out */
-    int g = j->spec.gang_gpus, need = j->spec.dp_min;
-    uint32_t types = j->spec.gpu_types;
-    pv_t *c = NULL;
-    size_t nc = 0, cc = 0;
-    for (size_t i = 0; i < e->n_running; i++) {
-        int32_t x = e->running[i];
-        job_t *v = e->jobs[x];
-        if (v->spec.priority <= TIDE_P1 || v->state != TIDE_JOB_RUNNING)
-            continue;
-        double lost = (job_progress_now(v, now) - v->committed) * v->spec.gpus;
-        double cost = (v->spec.priority == TIDE_P3 ? 0 : 1e13) + lost +
-                      (double)v->spec.gpus * (double)(v->spec.ckpt_s + v->spec.restore_s);
-        pv_t p = {x, cost};
-        TIDE_PUSH(c, nc, cc, p);
-    }
-    if (!nc)
-        return;
-    qsort(c, nc, sizeof *c, cmp_pv);
-    int *avail = e->scratch_a;
-    for (int d = 0; d < e->n_doms; d++)
-        avail[d] = domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
-    size_t used = 0;
-    int have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-    while (have < need && used < nc) {
-        job_t *v = e->jobs[c[used].job];
-        for (int k = 0; k < v->alloc.n; k++) {
-            int d = dom_of(e, v->alloc.gpus[k]);
-            if (domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
-                avail[d]++;
+            claimed += e->doms[d].gpus / g;
+    int missing = j->spec.dp_min - claimed - capacity_for(e, NULL, g, j->spec.gpu_types, tz, OWN_JOB, h);
+    victim_t v[TIDE_MAX_GPUS_PER_NODE], best_v[TIDE_MAX_GPUS_PER_NODE];
+    for (; missing > 0; missing--) {
+        int best = -1, best_nv = 0;
+        double best_cost = 0;
+        for (int di = 0; di < e->n_doms; di++) {
+            domain_t *d = &e->doms[di];
+            if (d->claim_kind != CLAIM_NONE || d->up_gpus < g || d->free >= g ||
+                !domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
+                continue;
+            int nv;
+            double c = reclaim_plan_domain(e, di, g, 0, TIDE_P2, v, &nv);
+            if (c < 0 || (best >= 0 && c >= best_cost))
+                continue;
+            best = di;
+            best_cost = c;
+            best_nv = nv;
+            memcpy(best_v, v, sizeof(victim_t) * (size_t)nv);
         }
-        used++;
-        have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-    }
-    if (have >= need) {
-        for (size_t i = 0; i < used; i++) {
-            job_t *v = e->jobs[c[i].job];
-            for (int k = 0; k < v->alloc.n; k++) {
-                domain_t *d = &e->doms[dom_of(e, v->alloc.gpus[k])];
-                if (d->claim_kind == CLAIM_NONE && domain_ok(e, d, types, tz, OWN_JOB, h)) {
-                    d->claim_kind = CLAIM_JOB;
-                    d->claim_id = h;
-                    d->claim_since = now;
-                }
-            }
-            job_notice(e, c[i].job, TIDE_R_PRIORITY, 1);
+        if (best < 0)
+            return;
+        for (int i = 0; i < best_nv; i++) {
+            if (best_v[i].shrink)
+                job_shrink(e, best_v[i].job, best, best_v[i].shrink);
+            else
+                job_notice(e, best_v[i].job, TIDE_R_PRIORITY, 1);
         }
+        domain_t *d = &e->doms[best];
+        d->claim_kind = CLAIM_JOB;
+        d->claim_id = h;
+        d->claim_since = now;
     }
-    free(c);
 }
 
 /* ---------------------------------------------------------------- the pass */

@@ -73,9 +73,9 @@ void tide_config_default(tide_config_t *c)
     c->split_inf = -1;
     c->night_start_h = 22;
     c->night_end_h = 8;
-    c->margin_min = 0.10;
+    c->margin_min = 0.05;
     c->margin_max = 1.0;
-    c->margin_quantile = 0.99;
+    c->margin_quantile = 0.95;
     c->tick_s = 60;
     c->lead_extra_s = 300;
     c->lease_max_s = 6 * 3600;
@@ -162,28 +162,50 @@ void act_gpus(tide_engine_t *e, tide_action_t *a, const alloc_t *al)
 
 /* ------------------------------------------------------------- quantiles */
 
-static int cmp_double(const void *a, const void *b)
+double tide_select(double *v, size_t n, size_t k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k];
 }
 
 double tide_quantile(const double *v, size_t n, double q)
 {
     if (!n)
         return 0;
-    double *c = tide_xmalloc(n * sizeof *c);
-    memcpy(c, v, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_double);
     if (q < 0)
         q = 0;
     if (q > 1)
         q = 1;
+    double *c = tide_xmalloc(n * sizeof *c);
+    memcpy(c, v, n * sizeof *c);
     /* nearest-rank */
     size_t k = (size_t)ceil(q * (double)n);
-    if (k < 1)
-        k = 1;
-    double r = c[k - 1];
+    double r = tide_select(c, n, k ? k - 1 : 0);
     free(c);
     return r;
 }

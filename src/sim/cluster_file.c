@@ -308,9 +308,10 @@ tide_cluster_t *tide_cluster_file_load(const char *path, tide_error_t *err)
         return NULL;
     }
     yaml_parser_set_input_file(&y.p, f);
+    errno = 0;
     tide_cluster_t *c = load(&y);
-    if (!c && ferror(f) && err)
-        err->code = TIDE_EIO;
+    if (!c && ferror(f))
+        tide_errf(err, TIDE_EIO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
     fclose(f);
     return c;
 }

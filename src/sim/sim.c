@@ -329,7 +329,8 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     r->steps++;
     r->input_events += (long)r->nev;
     if (r->o->check && tide_engine_check(r->e, err) != 0) {
-        err->code = TIDE_ESTATE;
+        if (err)
+            err->code = TIDE_ESTATE;
         return tide_err_prefix(err, "policy %s: invariant violated at t=%lld: ", r->policy,
                                (long long)t);
     }
@@ -617,10 +618,25 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
 
 /* ------------------------------------------------------------ one policy */
 
+/* Policies whose fixed inference partition is sized from the services'
+ * fixed_replicas: the simulator gives them the peak of demand.csv (a planner
+ * sizing a static partition knows the peak it is sized for). `isolated` keeps
+ * those replicas hot; `static` and `timeshare` size their automatic split
+ * (--split not given) from it and still autoscale inside it. */
+static const char *const peak_sized[] = {"isolated", "static", "timeshare"};
+
+static int knows_peak(const char *policy)
+{
+    for (size_t i = 0; i < sizeof peak_sized / sizeof peak_sized[0]; i++)
+        if (!strcmp(peak_sized[i], policy))
+            return 1;
+    return 0;
+}
+
 static int add_services(run_t *r, tide_error_t *err)
 {
     const tide_sim_opts_t *o = r->o;
-    int isolated = !strcmp(r->policy, "isolated");
+    int isolated = knows_peak(r->policy);
     double *peak = tide_xcalloc(o->n_services ? o->n_services : 1, sizeof *peak);
     for (size_t i = 0; i < o->n_demand; i++) {
         int s = o->demand[i].service;
@@ -755,7 +771,10 @@ static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t h
     json_t *top = json_object();
     jset(top, "horizon_s", json_integer(horizon));
     jset(top, "cluster_gpus", json_integer(gpus));
-    jset(top, "seed", json_integer((json_int_t)o->seed));
+    if (o->seed <= (uint64_t)INT64_MAX)
+        jset(top, "seed", json_integer((json_int_t)o->seed));
+    else /* beyond JSON's safe integers anyway: keep every digit */
+        jset(top, "seed", json_sprintf("%llu", (unsigned long long)o->seed));
     json_t *orc = json_object();
     jset(orc, "max_utilization",
          jreal(ratio(oracle > 0 ? oracle : 0, (double)gpus * (double)horizon)));
@@ -810,7 +829,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     double oracle = -1;
     int show = o->progress || isatty(STDERR_FILENO);
     tide_error_t first = {0};
-    int failed = 0;
+    int failed = 0; /* policies that failed */
     for (size_t i = 0; i < np; i++) {
         run_t r = {.o = o, .policy = names[i], .horizon = horizon, .interval = interval,
                    .job_order = job_order, .dem_order = dem_order, .tl = out.tl,
@@ -819,10 +838,9 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
         tide_error_t perr = {0};
         json_t *pj = run_policy(&r, &tab[i], &oracle, &perr);
         if (!pj) {
-            fprintf(stderr, "tide sim: %s\n", perr.msg);
             if (!failed)
                 first = perr;
-            failed = 1;
+            failed++;
             pj = json_object();
             jset(pj, "error", json_string(perr.msg));
         }
@@ -842,8 +860,11 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     free(job_order);
     free(dem_order);
     if (rc == 0 && failed) {
-        if (err)
+        if (err) {
             *err = first;
+            if (failed > 1)
+                tide_err_prefix(err, "%d policies failed (see summary.json), the first: ", failed);
+        }
         rc = -1;
     }
     return rc;

@@ -45,10 +45,14 @@ void tide_sim_opts_default(tide_sim_opts_t *o);
 
 /* Run every policy of o in order and write the outputs into o->out_dir
  * (timeline.csv, events.csv, summary.json; the table to o->table).
+ * A policy that fails does not stop the others: its entry in summary.json is
+ * {"error": message}, its table row reads "failed", and the call returns -1
+ * with the first failure once every policy has run. Nothing is printed but
+ * the table and the progress lines.
  * Returns 0, or -1 with err: EINVAL for bad options (no cluster or out dir,
- * unknown policy, a service or job the engine rejects: the message names the
- * policy), EIO when an output cannot be written, ESTATE when the engine fails a
- * step or an invariant check (the message names the policy and time). */
+ * unknown policy) or a service the engine rejects; EIO when an output cannot
+ * be written; the engine's code when a step fails (EINVAL, ESTATE) and ESTATE
+ * for a failed invariant check (the message names the policy and time). */
 int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err);
 
 /* The horizon tide_sim_run uses when o->horizon_s is 0. */

@@ -109,12 +109,16 @@ static int find_cols(tide_csv_t *csv, const char *const *names, int n_req, int n
     return 0;
 }
 
-/* A required non-empty string. */
+/* A required non-empty name without control characters (no tabs, newlines). */
 static int get_str(const tide_csv_t *csv, int col, const char **out, tide_error_t *err)
 {
     const char *s = fld(csv, col);
     if (!*s)
         return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return tide_csv_fail(csv, err, col, TIDE_EINVAL,
+                                 "control character (byte 0x%02x) in a name", (unsigned char)*p);
     *out = s;
     return 0;
 }

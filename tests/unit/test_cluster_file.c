@@ -182,6 +182,8 @@ static void test_file_and_arg(void **state)
     assert_int_equal(err.code, TIDE_ENOENT);
     assert_null(tide_cluster_file_from_arg(path, &err));
     assert_int_equal(err.code, TIDE_ENOENT);
+    assert_null(tide_cluster_file_load(dir, &err));
+    assert_int_equal(err.code, TIDE_EIO);
     rmdir(dir);
 }
 

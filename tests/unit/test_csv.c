@@ -281,6 +281,10 @@ static void test_file_and_writer(void **state)
     assert_null(tide_csv_open_file(path, &err));
     assert_int_equal(err.code, TIDE_ENOENT);
     assert_non_null(strstr(err.msg, "w.csv: cannot open"));
+    /* a directory opens but cannot be read */
+    assert_null(tide_csv_open_file(dir, &err));
+    assert_int_equal(err.code, TIDE_EIO);
+    assert_non_null(strstr(err.msg, "read error"));
     rmdir(dir);
 }
 

@@ -42,7 +42,9 @@ static void rm_tree(const char *dir)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        int n = snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (n < 0 || (size_t)n >= sizeof p)
+            continue;
         struct stat st;
         if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
             rm_tree(p);
@@ -58,7 +60,8 @@ static char *path_of(const char *dir, const char *name)
     static char buf[4][1024];
     static int k;
     k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    int n = snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    assert_true(n > 0 && (size_t)n < sizeof buf[k]);
     return buf[k];
 }
 

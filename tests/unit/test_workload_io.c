@@ -343,6 +343,8 @@ static void test_jobs_bad(void **state)
             "j.csv:2: column 'duration_s': must be at least 1 second");
     job_bad(JOB_HDR "j,-1,t,1,8,10\n", NULL, TIDE_EINVAL, "column 'submit_s': must be >= 0");
     job_bad(JOB_HDR "j,0,,1,8,10\n", NULL, TIDE_EINVAL, "column 'team': missing value");
+    job_bad(JOB_HDR "\"a\nb\",0,t,1,8,10\n", NULL, TIDE_EINVAL,
+            "j.csv:2: column 'job_id': control character (byte 0x0a) in a name");
     job_bad(JOB_HDR "j,0,t,1,8,10\nk,0,t,1,8,10\n\nj,5,t,1,8,10\n", NULL, TIDE_EEXIST,
             "j.csv:5: column 'job_id': duplicate job id 'j' (first defined on line 2)");
     job_bad(EXT "j,0,t,1,8,10,3,,,\n", NULL, TIDE_EINVAL,

@@ -1,0 +1,96 @@
+/* Reclaim planning: the cheapest way to empty room on one domain, shared by
+ * inference reclaim and P1 preemption. Victims, cheapest first: jobs already
+ * on their way out (free), elastic jobs that can shrink their data-parallel
+ * width off the domain, then whole jobs: lowest priority first, then the
+ * least disruption (checkpoint + restore GPU-seconds when graceful, work lost
+ * since the last checkpoint when killed). P0 replicas are never victims. */
+#include <string.h>
+
+#include "core/internal.h"
+
+static const double prio_weight[TIDE_NPRIO] = {1e15, 1e13, 1e12, 0};
+
+static double victim_cost(const tide_engine_t *e, const job_t *j, int shrink_gangs, int kill)
+{
+    double c = prio_weight[j->spec.priority];
+    if (shrink_gangs)
+        return c + (double)shrink_gangs * j->spec.gang_gpus * 60.0;
+    if (kill)
+        return c + (job_progress_now(j, e->now) - j->committed) * j->spec.gpus +
+               (double)j->spec.restore_s * j->spec.gpus;
+    return c + (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s);
+}
+
+double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, int min_prio, victim_t *v,
+                           int *nv)
+{
+    domain_t *d = &e->doms[di];
+    int have = d->free;
+    *nv = 0;
+    victim_t cand[TIDE_MAX_GPUS_PER_NODE];
+    int nc = 0;
+    for (int g = d->first_gpu; g < d->first_gpu + d->gpus; g++) {
+        if (e->own_kind[g] != OWN_JOB)
+            continue;
+        int32_t h = e->own_id[g];
+        int k;
+        for (k = 0; k < nc; k++)
+            if (cand[k].job == h)
+                break;
+        if (k == nc) {
+            cand[nc].job = h;
+            cand[nc].gpus = 0;
+            cand[nc].shrink = 0;
+            cand[nc].cost = 0;
+            nc++;
+        }
+        cand[k].gpus++;
+    }
+    for (int k = 0; k < nc; k++) {
+        job_t *j = e->jobs[cand[k].job];
+        if (j->spec.priority < min_prio) {
+            cand[k].cost = -1;
+            continue;
+        }
+        if (j->state == TIDE_JOB_RECLAIMING && j->stop_pending) {
+            have += cand[k].gpus; /* already on its way out */
+            cand[k].cost = -1;
+            continue;
+        }
+        int gangs_here = cand[k].gpus / j->spec.gang_gpus;
+        int can = j->width - j->spec.dp_min;
+        /* shrink only when it vacates all the job's GPUs here; otherwise stop */
+        if (j->state == TIDE_JOB_RUNNING && gangs_here > 0 && can >= gangs_here &&
+            gangs_here * j->spec.gang_gpus == cand[k].gpus) {
+            cand[k].shrink = gangs_here;
+            cand[k].cost = victim_cost(e, j, gangs_here, kill);
+        } else if (j->state == TIDE_JOB_RUNNING) {
+            cand[k].shrink = 0;
+            cand[k].cost = victim_cost(e, j, 0, kill);
+        } else {
+            cand[k].cost = -1;
+        }
+    }
+    if (have >= need)
+        return 0; /* pending releases cover it */
+    /* pick cheapest per freed GPU until enough (small n: selection sort) */
+    double cost = 0;
+    int used[TIDE_MAX_GPUS_PER_NODE] = {0};
+    while (have < need) {
+        int best = -1;
+        for (int k = 0; k < nc; k++) {
+            if (used[k] || cand[k].cost < 0 || cand[k].gpus <= 0)
+                continue;
+            if (best < 0 || cand[k].cost < cand[best].cost)
+                best = k;
+        }
+        if (best < 0)
+            return -1;
+        used[best] = 1;
+        have += cand[best].gpus;
+        cost += cand[best].cost;
+        v[(*nv)++] = cand[best];
+    }
+    return cost;
+}
+
