@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_OUT   ?= out/demo
-DEBS       := cmake gcc make pkg-config libjansson-dev libyaml-dev libcmocka-dev
+DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev
 
 .PHONY: all deps build test test-fast asan demo bench fuzz clean
 

@@ -145,6 +145,7 @@ void tide_engine_destroy(tide_engine_t *e)
     for (int p = 0; p < TIDE_NPRIO; p++)
         free(e->q[p]);
     free(e->running);
+    free(e->by_end);
     for (int k = 0; k < TIDE_SAMPLE_COUNT; k++)
         free(e->smp[k].v);
     for (int k = 0; k < TIDE_NPRIO; k++) {

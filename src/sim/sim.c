@@ -670,6 +670,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     tide_config_t cfg = o->cfg;
     cfg.policy = r->policy;
     cfg.check_invariants = o->check ? 1 : 0;
+    cfg.warm_start = 1; /* a replay starts from a running cluster */
     r->wall0 = now_wall();
     r->e = tide_engine_create(o->cluster, &cfg, err);
     if (!r->e) {
