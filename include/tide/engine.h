@@ -98,6 +98,9 @@ typedef enum tide_event_kind {
     TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts */
     TIDE_EV_NODE_FAILED,     /* node */
     TIDE_EV_NODE_RECOVERED,  /* node */
+    TIDE_EV_JOB_EXPIRED,     /* job: the backend ended it at its lease deadline
+                                (e.g. while tide was down); work since the last
+                                commit is lost, the job is requeued */
     TIDE_EV_KIND_COUNT
 } tide_event_kind_t;
 

@@ -451,6 +451,11 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
             return -1;
         job_stop(e, ev->job, TIDE_R_FAILURE, 1);
         return 0;
+    case TIDE_EV_JOB_EXPIRED:
+        if (running_job(e, ev->job, err, &j) < 0)
+            return -1;
+        job_stop(e, ev->job, TIDE_R_DEADLINE, 1);
+        return 0;
     case TIDE_EV_NODE_FAILED:
     case TIDE_EV_NODE_RECOVERED:
         if (ev->node < 0 || ev->node >= e->n_nodes)
