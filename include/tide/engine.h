@@ -72,6 +72,9 @@ typedef struct tide_config {
     int forecast_days;         /* days of history kept (7) */
     int backfill_depth;        /* queued jobs examined per pass (256) */
     int check_invariants;      /* check invariants after every step (debug) */
+    int fairshare;             /* order jobs of equal priority by weighted decayed
+                                  team usage (1, default) or by submission (0, FIFO) */
+    tide_time_t fairshare_half_life_s; /* decay half-life of team usage (24 h) */
     int warm_start;            /* replicas placed at the very first step count as
                                   ready at once: a replay starts from a running
                                   cluster, not a cold one (simulator) */
@@ -79,6 +82,19 @@ typedef struct tide_config {
 
 /* Fill c with defaults (elastic). */
 void tide_config_default(tide_config_t *c);
+
+/* A team: fair-share weight, guaranteed quota, borrowing and lending limits
+ * (Kueue-style cohort semantics; inference Tier A stays above all of this). */
+typedef struct tide_team_spec {
+    const char *name;
+    double weight;                       /* > 0; share of contended GPUs (1) */
+    int quota[TIDE_MAX_GPU_TYPES];       /* guaranteed training GPUs per GPU type (-1 = none) */
+    int borrow_limit;                    /* GPUs beyond its quota it may borrow (-1 = unlimited) */
+    int lend_cap;                        /* GPUs of its unused quota others may borrow (-1 = unlimited) */
+} tide_team_spec_t;
+
+/* Defaults: weight 1, no quota, unlimited borrowing and lending. */
+void tide_team_spec_default(tide_team_spec_t *t);
 
 /* Names of the built-in policies, NULL-terminated (static storage). */
 const char *const *tide_policy_names(void);
@@ -149,6 +165,7 @@ typedef enum tide_reason {
     TIDE_R_COMPLETE,      /* job finished */
     TIDE_R_SCALE,         /* autoscaler */
     TIDE_R_WINDOW,        /* time-share window closing */
+    TIDE_R_QUOTA,         /* a team takes its guaranteed quota back from a borrower */
     TIDE_R_COUNT
 } tide_reason_t;
 
@@ -195,6 +212,11 @@ typedef struct tide_engine tide_engine_t;
 tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *cfg,
                                   tide_error_t *err);
 void tide_engine_destroy(tide_engine_t *e); /* NULL is a no-op */
+
+/* Define or update a team (any time, e.g. on a reload). Returns the team
+ * index or -1 with err (EINVAL: weight <= 0, negative limits). Teams that only
+ * appear in jobs get the defaults. */
+int tide_engine_set_team(tide_engine_t *e, const tide_team_spec_t *t, tide_error_t *err);
 
 /* Add an inference service; returns its index (>= 0) or -1 with err. */
 int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide_error_t *err);
@@ -339,6 +361,27 @@ typedef struct tide_team_stats {
 } tide_team_stats_t;
 int tide_engine_teams(const tide_engine_t *e);
 int tide_engine_team(const tide_engine_t *e, int team, tide_team_stats_t *out);
+
+/* Team configuration and live quota state. */
+typedef struct tide_team_info {
+    const char *team;       /* borrowed */
+    double weight;
+    double usage;           /* decayed GPU-seconds (fair-share usage) */
+    int quota_gpus;         /* sum over types, -1 = none */
+    int used_gpus;          /* GPUs its jobs hold now */
+    int borrowed_gpus;      /* held beyond its quota */
+    int borrow_limit, lend_cap;
+} tide_team_info_t;
+int tide_engine_team_info(const tide_engine_t *e, int team, tide_team_info_t *out);
+
+/* GPU-seconds so far by (class, state, tier, GPU type) for one team's jobs,
+ * or for one service's replicas (class inference). Out-of-range -> 0. */
+double tide_engine_team_gpu_s(const tide_engine_t *e, int team, int cls, int state, int tier,
+                              int type);
+double tide_engine_service_gpu_s(const tide_engine_t *e, int service, int state, int tier,
+                                 int type);
+/* GPUs of each type in the cluster, and of each type on the Tier A reserve. */
+int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus);
 
 /* Samples a driver can turn into percentiles (borrowed arrays, valid until the
  * next step): reclaim notice -> GPUs returned, notice -> warm replica ready. */

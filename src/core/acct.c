@@ -80,6 +80,24 @@ static int job_state_of(const job_t *j)
     }
 }
 
+void lc_add(lc_t *c, tide_time_t now, int delta)
+{
+    if (now > c->t)
+        c->acc += (double)c->n * (double)(now - c->t);
+    c->t = now;
+    c->n += delta;
+}
+
+double lc_value(const lc_t *c, tide_time_t now)
+{
+    return c->acc + (now > c->t ? (double)c->n * (double)(now - c->t) : 0.0);
+}
+
+static lc_t *team_cell(const tide_engine_t *e, const team_t *t, int cls, int st, int tier, int type)
+{
+    return &t->cells[((cls * TIDE_S_COUNT + st) * TIDE_T_COUNT + tier) * e->n_types + type];
+}
+
 void acct_job_set(tide_engine_t *e, job_t *j, int on)
 {
     int sign = on ? 1 : -1;
@@ -89,7 +107,16 @@ void acct_job_set(tide_engine_t *e, job_t *j, int on)
     }
     e->cnt[j->cls][j->acct_state][TIDE_T_C] += sign * j->n_leased;
     e->cnt[j->cls][j->acct_state][j->acct_tier_own] += sign * (j->alloc.n - j->n_leased);
-    e->teams[j->team].gpus_now += sign * j->alloc.n;
+    team_t *t = &e->teams[j->team];
+    team_usage_update(e, t);
+    t->gpus_now += sign * j->alloc.n;
+    unsigned lz = j->n_leased ? e->pol->lease_zones : 0;
+    for (int k = 0; k < j->alloc.n; k++) {
+        const domain_t *d = &e->doms[dom_of_gpu(e, j->alloc.gpus[k])];
+        int tier = (lz & ZBIT(d->zone)) ? TIDE_T_C : j->acct_tier_own;
+        t->used[d->type] += sign;
+        lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, sign);
+    }
 }
 
 void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
@@ -97,6 +124,12 @@ void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
     int sign = on ? 1 : -1;
     int st = r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
     e->cnt[TIDE_C_INFERENCE][st][r->tier] += sign * r->alloc.n;
+    if (r->alloc.n) {
+        int type = e->doms[dom_of_gpu(e, r->alloc.gpus[0])].type;
+        service_t *s = &e->svcs[r->service];
+        lc_add(&s->cells[(st * TIDE_T_COUNT + r->tier) * e->n_types + type], e->now,
+               sign * r->alloc.n);
+    }
 }
 
 void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
@@ -107,6 +140,12 @@ void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
     int tier = j->n_leased ? TIDE_T_C : TIDE_T_D;
     e->st.gpu_s[j->cls][TIDE_S_TRAINING][tier] -= x;
     e->st.gpu_s[j->cls][TIDE_S_LOST][tier] += x;
+    if (j->alloc.n) {
+        int type = e->doms[dom_of_gpu(e, j->alloc.gpus[0])].type;
+        team_t *t = &e->teams[j->team];
+        team_cell(e, t, j->cls, TIDE_S_TRAINING, tier, type)->acc -= x;
+        team_cell(e, t, j->cls, TIDE_S_LOST, tier, type)->acc += x;
+    }
     j->lost_gpu_s += x;
     e->teams[j->team].lost_gpu_s += x;
     e->st.lost_gpu_s += x;

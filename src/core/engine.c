@@ -114,6 +114,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->scratch_c = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
     e->next_deadline = TIDE_TIME_NEVER;
     e->st.cluster_gpus = e->n_gpus;
+    e->n_types = tide_cluster_types(c) > 0 ? tide_cluster_types(c) : 1;
     return e;
 }
 
@@ -132,6 +133,7 @@ void tide_engine_destroy(tide_engine_t *e)
     for (int s = 0; s < e->n_svcs; s++) {
         free((char *)e->svcs[s].spec.name);
         fc_free(&e->svcs[s].fc);
+        free(e->svcs[s].cells);
         free(e->svcs[s].warm.v);
     }
     free(e->svcs);
@@ -139,8 +141,12 @@ void tide_engine_destroy(tide_engine_t *e)
         alloc_free(&e->reps[r].alloc);
     free(e->reps);
     free(e->leases);
-    for (int t = 0; t < e->n_teams; t++)
+    for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
+        free(e->teams[t].quota);
+        free(e->teams[t].used);
+        free(e->teams[t].cells);
+    }
     free(e->teams);
     for (int p = 0; p < TIDE_NPRIO; p++)
         free(e->q[p]);
@@ -182,8 +188,40 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->spec = *s;
     sv->spec.name = tide_xstrdup(s->name);
     sv->down_since = -1;
+    sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
     fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.margin_min);
     return e->n_svcs++;
+}
+
+int tide_engine_set_team(tide_engine_t *e, const tide_team_spec_t *ts, tide_error_t *err)
+{
+    if (!ts->name || !*ts->name)
+        return tide_errf(err, TIDE_EINVAL, "team: name must not be empty");
+    if (!(ts->weight > 0) || !isfinite(ts->weight))
+        return tide_errf(err, TIDE_EINVAL, "team %s: weight must be > 0", ts->name);
+    if (ts->borrow_limit < -1 || ts->lend_cap < -1)
+        return tide_errf(err, TIDE_EINVAL, "team %s: borrow_limit and lend_cap must be >= 0 (or -1: unlimited)",
+                         ts->name);
+    for (int k = 0; k < TIDE_MAX_GPU_TYPES; k++)
+        if (ts->quota[k] < -1)
+            return tide_errf(err, TIDE_EINVAL, "team %s: quota must be >= 0", ts->name);
+    int i = team_intern(e, ts->name);
+    team_t *t = &e->teams[i];
+    team_usage_update(e, t);
+    t->weight = ts->weight;
+    t->borrow_limit = ts->borrow_limit;
+    t->lend_cap = ts->lend_cap;
+    t->has_quota = 0;
+    for (int k = 0; k < e->n_types; k++) {
+        t->quota[k] = ts->quota[k];
+        if (ts->quota[k] >= 0)
+            t->has_quota = 1;
+    }
+    e->quotas_on = 0;
+    for (int k = 0; k < e->n_teams; k++)
+        e->quotas_on |= e->teams[k].has_quota;
+    e->sched_dirty = 1;
+    return i;
 }
 
 /* ------------------------------------------------------------ events */
@@ -856,6 +894,61 @@ int tide_engine_team(const tide_engine_t *e, int t, tide_team_stats_t *out)
     }
     out->queue_s_sum = q;
     return 0;
+}
+
+int tide_engine_team_info(const tide_engine_t *e, int ti, tide_team_info_t *out)
+{
+    if (ti < 0 || ti >= e->n_teams)
+        return -1;
+    const team_t *t = &e->teams[ti];
+    memset(out, 0, sizeof *out);
+    out->team = t->name;
+    out->weight = t->weight;
+    out->usage = team_usage(e, t, e->now);
+    out->quota_gpus = t->has_quota ? 0 : -1;
+    for (int k = 0; k < e->n_types; k++) {
+        int q = t->quota[k] > 0 ? t->quota[k] : 0;
+        if (t->has_quota)
+            out->quota_gpus += q;
+        out->used_gpus += t->used[k];
+        if (t->has_quota && t->used[k] > q)
+            out->borrowed_gpus += t->used[k] - q;
+    }
+    out->borrow_limit = t->borrow_limit;
+    out->lend_cap = t->lend_cap;
+    return 0;
+}
+
+double tide_engine_team_gpu_s(const tide_engine_t *e, int ti, int cls, int state, int tier, int type)
+{
+    if (ti < 0 || ti >= e->n_teams || cls < 0 || cls >= TIDE_C_COUNT || state < 0 ||
+        state >= TIDE_S_COUNT || tier < 0 || tier >= TIDE_T_COUNT || type < 0 || type >= e->n_types)
+        return 0;
+    const team_t *t = &e->teams[ti];
+    return lc_value(&t->cells[((cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier) * e->n_types + type],
+                    e->now);
+}
+
+double tide_engine_service_gpu_s(const tide_engine_t *e, int s, int state, int tier, int type)
+{
+    if (s < 0 || s >= e->n_svcs || state < 0 || state >= TIDE_S_COUNT || tier < 0 ||
+        tier >= TIDE_T_COUNT || type < 0 || type >= e->n_types)
+        return 0;
+    return lc_value(&e->svcs[s].cells[(state * TIDE_T_COUNT + tier) * e->n_types + type], e->now);
+}
+
+int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus)
+{
+    int n = 0, r = 0;
+    for (int d = 0; d < e->n_doms; d++)
+        if (e->doms[d].type == type) {
+            n += e->doms[d].gpus;
+            if (e->doms[d].zone == Z_RESERVE)
+                r += e->doms[d].gpus;
+        }
+    if (reserve_gpus)
+        *reserve_gpus = r;
+    return n;
 }
 
 tide_samples_t tide_engine_samples(const tide_engine_t *e, int which)

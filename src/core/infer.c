@@ -172,7 +172,8 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
                 !domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
                 continue;
             int nv;
-            double c = reclaim_plan_domain(e, di, tp, kill, TIDE_P1, v, &nv);
+            static const int any_training = TIDE_P1;
+            double c = reclaim_plan_domain(e, di, tp, kill, victim_min_prio, &any_training, v, &nv);
             if (c < 0)
                 continue;
             if (best < 0 || c < best_cost) {

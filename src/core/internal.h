@@ -112,6 +112,15 @@ typedef struct forecast {
     int samples;
 } forecast_t;
 
+/* A lazily integrated GPU counter: acc GPU-seconds up to t, n GPUs since. */
+typedef struct lc {
+    int n;
+    tide_time_t t;
+    double acc;
+} lc_t;
+void lc_add(lc_t *c, tide_time_t now, int delta);
+double lc_value(const lc_t *c, tide_time_t now);
+
 /* Sample list (all values, for reports) with a P99 over the most recent
  * SAMPLE_WINDOW values, recomputed every few new samples. */
 #define SAMPLE_WINDOW 1024
@@ -135,6 +144,7 @@ typedef struct service {
     tide_time_t down_since;    /* need below capacity since (-1: not) */
     int hold_max;              /* highest need seen since down_since */
     samples_t warm;            /* measured warm-up times */
+    lc_t *cells;               /* [state][tier][type] */
 } service_t;
 
 typedef struct team {
@@ -142,6 +152,15 @@ typedef struct team {
     double gpu_s, lost_gpu_s;
     int preemptions, jobs;
     int gpus_now;
+    /* governance */
+    double weight;
+    int *quota;              /* per GPU type, -1 = none */
+    int has_quota;
+    int *used;               /* GPUs held now, per type */
+    int borrow_limit, lend_cap;
+    double dusage;           /* decayed GPU-seconds as of dusage_at */
+    tide_time_t dusage_at;
+    lc_t *cells;             /* [class][state][tier][type] */
 } team_t;
 
 struct tide_policy;
@@ -209,6 +228,8 @@ struct tide_engine {
     double oracle_backlog;   /* GPU-seconds of training work not yet done by the oracle */
     samples_t smp[TIDE_SAMPLE_COUNT];
     double declared_ckpt_max;
+    int n_types;
+    int quotas_on;           /* some team has a quota */
     tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
 
     /* scratch */
@@ -295,6 +316,9 @@ void queue_insert(tide_engine_t *e, int32_t h);
 void end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 void queue_remove(tide_engine_t *e, int32_t h);
 int team_intern(tide_engine_t *e, const char *name);
+double team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
+void team_usage_update(tide_engine_t *e, team_t *t);
+int dom_of_gpu(const tide_engine_t *e, int gpu);
 
 /* actions */
 tide_action_t *act_push(tide_engine_t *e, int kind, int reason);
@@ -319,11 +343,13 @@ typedef struct victim {
     int shrink;    /* gangs to shrink (0 = stop the whole job) */
     double cost;
 } victim_t;
-/* Cheapest set of victims (priority >= min_prio) that frees `need` GPUs on
+/* Cheapest set of victims (those `ok` accepts) that frees `need` GPUs on
  * domain di. Returns the cost (0 when pending releases suffice, -1 when
  * impossible) and fills v[0..*nv). */
-double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, int min_prio, victim_t *v,
-                           int *nv);
+typedef int (*victim_ok_fn)(const tide_engine_t *e, const job_t *j, const void *ctx);
+double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
+                           const void *ctx, victim_t *v, int *nv);
+int victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
 
 /* sched.c */
 void sched_pass(tide_engine_t *e, tide_time_t now);

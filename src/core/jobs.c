@@ -47,7 +47,48 @@ int team_intern(tide_engine_t *e, const char *name)
     team_t *t = &e->teams[e->n_teams];
     memset(t, 0, sizeof *t);
     t->name = tide_xstrdup(name);
+    t->weight = 1.0;
+    t->quota = tide_xmalloc((size_t)e->n_types * sizeof *t->quota);
+    for (int k = 0; k < e->n_types; k++)
+        t->quota[k] = -1;
+    t->used = tide_xcalloc((size_t)e->n_types, sizeof *t->used);
+    t->borrow_limit = t->lend_cap = -1;
+    t->dusage_at = e->now;
+    t->cells = tide_xcalloc((size_t)TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types,
+                            sizeof *t->cells);
     return e->n_teams++;
+}
+
+/* Fair-share usage: GPU-seconds decayed with the configured half-life H.
+ * Holding g GPUs for dt adds g*H/ln2*(1 - 2^(-dt/H)) after decaying the past
+ * by 2^(-dt/H). */
+double team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now)
+{
+    double h = (double)e->cfg.fairshare_half_life_s;
+    double dt = (double)(now - t->dusage_at);
+    if (dt <= 0 || h <= 0)
+        return t->dusage;
+    double k = exp2(-dt / h);
+    return t->dusage * k + (double)t->gpus_now * h / M_LN2 * (1.0 - k);
+}
+
+void team_usage_update(tide_engine_t *e, team_t *t)
+{
+    t->dusage = team_usage(e, t, e->now);
+    t->dusage_at = e->now;
+}
+
+int dom_of_gpu(const tide_engine_t *e, int gpu)
+{
+    int lo = 0, hi = e->n_doms - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e->doms[mid].first_gpu <= gpu)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 /* ------------------------------------------------------------------ queue */
@@ -166,15 +207,7 @@ static int count_leased(const tide_engine_t *e, const alloc_t *a)
     int n = 0;
     for (int k = 0; k < a->n; k++) {
         int g = a->gpus[k];
-        /* the domain of a GPU: nodes are consecutive */
-        int lo = 0, hi = e->n_doms - 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) / 2;
-            if (e->doms[mid].first_gpu <= g)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
+        int lo = dom_of_gpu(e, g);
         if (lz & ZBIT(e->doms[lo].zone))
             n++;
     }

@@ -21,8 +21,14 @@ static double victim_cost(const tide_engine_t *e, const job_t *j, int shrink_gan
     return c + (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s);
 }
 
-double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, int min_prio, victim_t *v,
-                           int *nv)
+int victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx)
+{
+    (void)e;
+    return j->spec.priority >= *(const int *)ctx;
+}
+
+double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
+                           const void *ctx, victim_t *v, int *nv)
 {
     domain_t *d = &e->doms[di];
     int have = d->free;
@@ -48,7 +54,7 @@ double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, int min
     }
     for (int k = 0; k < nc; k++) {
         job_t *j = e->jobs[cand[k].job];
-        if (j->spec.priority < min_prio) {
+        if (!ok(e, j, ctx)) {
             cand[k].cost = -1;
             continue;
         }

@@ -150,9 +150,11 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
 
 /* ---------------------------------------------------------------- P1 preemption */
 
-/* A P1 head that does not fit: per gang, empty the cheapest domain of P2/P3
- * work through the checkpoint protocol and claim it for the head. */
-static void priority_preempt(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+/* Make room for job h, gang by gang: empty the cheapest domain of the
+ * victims `ok` accepts through the checkpoint protocol (or a DP shrink) and
+ * claim it for h so that nobody else starts there meanwhile. */
+static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now, victim_ok_fn ok,
+                        const void *ctx, int reason)
 {
     job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus;
@@ -173,7 +175,7 @@ static void priority_preempt(tide_engine_t *e, int32_t h, unsigned tz, tide_time
                 !domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
                 continue;
             int nv;
-            double c = reclaim_plan_domain(e, di, g, 0, TIDE_P2, v, &nv);
+            double c = reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
             if (c < 0 || (best >= 0 && c >= best_cost))
                 continue;
             best = di;
@@ -187,13 +189,114 @@ static void priority_preempt(tide_engine_t *e, int32_t h, unsigned tz, tide_time
             if (best_v[i].shrink)
                 job_shrink(e, best_v[i].job, best, best_v[i].shrink);
             else
-                job_notice(e, best_v[i].job, TIDE_R_PRIORITY, 1);
+                job_notice(e, best_v[i].job, reason, 1);
         }
         domain_t *d = &e->doms[best];
         d->claim_kind = CLAIM_JOB;
         d->claim_id = h;
         d->claim_since = now;
     }
+}
+
+/* ---------------------------------------------------------------- quotas */
+
+static int team_quota_total(const tide_engine_t *e, const team_t *t)
+{
+    int q = 0;
+    for (int k = 0; k < e->n_types; k++)
+        q += t->quota[k] > 0 ? t->quota[k] : 0;
+    return q;
+}
+
+static int team_used_total(const tide_engine_t *e, const team_t *t)
+{
+    int u = 0;
+    for (int k = 0; k < e->n_types; k++)
+        u += t->used[k];
+    return u;
+}
+
+static int team_over(const tide_engine_t *e, const team_t *t, int k, int extra)
+{
+    int q = t->quota[k] > 0 ? t->quota[k] : 0;
+    int o = t->used[k] + extra - q;
+    (void)e;
+    return o > 0 ? o : 0;
+}
+
+/* May team of job h hold the GPUs of allocation a on top of what it holds?
+ * Within its quota always; beyond it only up to its borrow limit and while
+ * the GPUs borrowed by all teams stay within what owners leave unused (capped
+ * by their lend caps) plus capacity no one is guaranteed. */
+static int quota_ok(tide_engine_t *e, int32_t h, const alloc_t *a, unsigned tz)
+{
+    if (!e->quotas_on)
+        return 1;
+    job_t *j = e->jobs[h];
+    team_t *t = &e->teams[j->team];
+    int local[TIDE_MAX_GPU_TYPES] = {0};
+    for (int x = 0; x < a->n; x++)
+        local[e->doms[dom_of_gpu(e, a->gpus[x])].type]++;
+    int over_total = 0;
+    for (int k = 0; k < e->n_types; k++)
+        over_total += team_over(e, t, k, local[k]);
+    if (over_total == 0)
+        return 1;
+    if (t->borrow_limit >= 0 && over_total > t->borrow_limit)
+        return 0;
+    for (int k = 0; k < e->n_types; k++) {
+        if (!local[k] || !team_over(e, t, k, local[k]))
+            continue;
+        int cap = 0;
+        for (int d = 0; d < e->n_doms; d++)
+            if (e->doms[d].type == k && (tz & ZBIT(e->doms[d].zone)))
+                cap += e->doms[d].up_gpus;
+        long lendable = 0, owned = 0, borrowed = 0;
+        for (int i = 0; i < e->n_teams; i++) {
+            const team_t *o = &e->teams[i];
+            int q = o->quota[k] > 0 ? o->quota[k] : 0;
+            owned += q;
+            int unused = q - o->used[k];
+            if (unused > 0)
+                lendable += o->lend_cap >= 0 && o->lend_cap < unused ? o->lend_cap : unused;
+            borrowed += team_over(e, o, k, o == t ? local[k] : 0);
+        }
+        if (cap > owned)
+            lendable += cap - owned;
+        if (borrowed > lendable)
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct quota_ctx {
+    int prio;
+} quota_ctx_t;
+
+/* Victims for a quota reclaim: jobs of teams holding more than their quota,
+ * of the same or lower priority. */
+static int victim_borrower(const tide_engine_t *e, const job_t *v, const void *ctx)
+{
+    const quota_ctx_t *c = ctx;
+    const team_t *t = &e->teams[v->team];
+    if (v->spec.priority < c->prio)
+        return 0;
+    for (int k = 0; k < e->n_types; k++)
+        if (team_over(e, t, k, 0) > 0)
+            return 1;
+    return 0;
+}
+
+/* Job h waits although its team is within its guarantee: take GPUs back from
+ * borrowers. */
+static void quota_reclaim(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+{
+    job_t *j = e->jobs[h];
+    team_t *t = &e->teams[j->team];
+    if (!t->has_quota || team_used_total(e, t) + j->spec.gpus > team_quota_total(e, t))
+        return;
+    quota_ctx_t c = {j->spec.priority};
+    preempt_for(e, h, tz, now, victim_borrower, &c, TIDE_R_QUOTA);
 }
 
 /* ---------------------------------------------------------------- the pass */
@@ -213,10 +316,27 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
         alloc_t a = {0};
         int got = place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
                               tz, OWN_JOB, h, &a, 0);
-        if (got)
+        if (got && quota_ok(e, h, &a, tz))
             job_grow(e, h, &a, got);
+        else
+            for (int k = 0; k < a.n; k++)
+                dom_release(e, a.gpus[k]);
         alloc_free(&a);
     }
+}
+
+typedef struct cand {
+    int32_t h;
+    double score;
+    size_t pos;
+} cand_t;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const cand_t *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
 }
 
 void sched_pass(tide_engine_t *e, tide_time_t now)
@@ -229,10 +349,32 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
     e->n_resv = 0;
     shape_t memo[32];
     int n_memo = 0, examined = 0, blocked_head = 0;
+    /* fair share: teams ordered by decayed usage / weight, computed once */
+    double *score = NULL;
+    int fair = e->cfg.fairshare && e->n_teams > 1;
+    if (fair) {
+        score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
+        for (int t = 0; t < e->n_teams; t++)
+            score[t] = team_usage(e, &e->teams[t], now) / e->teams[t].weight;
+    }
+    uint8_t *quota_tried = e->quotas_on ? tide_xcalloc((size_t)e->n_teams, 1) : NULL;
+    cand_t *cands = NULL;
+    size_t cap_c = 0;
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
-        for (size_t i = 0; i < e->qn[p] && examined < e->cfg.backfill_depth;) {
-            int32_t h = e->q[p][i];
+        size_t n = e->qn[p];
+        if (n > (size_t)(e->cfg.backfill_depth - examined))
+            n = (size_t)(e->cfg.backfill_depth - examined);
+        tide_grow((void **)&cands, &cap_c, n + 1, sizeof *cands);
+        for (size_t i = 0; i < n; i++) {
+            cands[i].h = e->q[p][i];
+            cands[i].pos = i;
+            cands[i].score = fair ? score[e->jobs[cands[i].h]->team] : 0;
+        }
+        if (fair)
+            qsort(cands, n, sizeof *cands, cmp_cand);
+        for (size_t i = 0; i < n; i++) {
+            int32_t h = cands[i].h;
             job_t *j = e->jobs[h];
             examined++;
             int g = j->spec.gang_gpus;
@@ -245,11 +387,11 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
                 alloc_t a = {0};
                 int w = place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
                                     h, &a, 0);
-                if (w && respects(e, h, &a, w, now)) {
+                if (w && respects(e, h, &a, w, now) && quota_ok(e, h, &a, tz)) {
                     job_start(e, h, &a, w);
                     free_gpus -= w * g;
                     alloc_free(&a);
-                    continue; /* q[p][i] is now the next job */
+                    continue;
                 }
                 if (w) {
                     for (int k = 0; k < a.n; k++)
@@ -261,22 +403,26 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
                     n_memo++;
                 }
                 alloc_free(&a);
-                if (w) {
-                    i++;
-                    continue;
-                }
+            }
+            if (quota_tried && !quota_tried[j->team]) {
+                quota_tried[j->team] = 1;
+                quota_reclaim(e, h, tz, now);
             }
             if (!head_seen) {
                 head_seen = 1;
                 blocked_head = 1;
-                if (p == TIDE_P1)
-                    priority_preempt(e, h, tz, now);
+                if (p == TIDE_P1) {
+                    static const int lower = TIDE_P2;
+                    preempt_for(e, h, tz, now, victim_min_prio, &lower, TIDE_R_PRIORITY);
+                }
                 if (e->n_resv < TIDE_NPRIO && free_gpus > 0)
                     make_reservation(e, h, tz, now);
             }
-            i++;
         }
     }
+    free(cands);
+    free(score);
+    free(quota_tried);
     if (!blocked_head && free_gpus > 0)
         grow_elastic(e, tz);
 }

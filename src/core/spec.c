@@ -65,6 +65,16 @@ int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err)
     return 0;
 }
 
+void tide_team_spec_default(tide_team_spec_t *t)
+{
+    memset(t, 0, sizeof *t);
+    t->weight = 1.0;
+    for (int k = 0; k < TIDE_MAX_GPU_TYPES; k++)
+        t->quota[k] = -1;
+    t->borrow_limit = -1;
+    t->lend_cap = -1;
+}
+
 void tide_config_default(tide_config_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -83,6 +93,8 @@ void tide_config_default(tide_config_t *c)
     c->forecast_bucket_s = 300;
     c->forecast_days = 7;
     c->backfill_depth = 256;
+    c->fairshare = 1;
+    c->fairshare_half_life_s = 86400;
 #ifdef TIDE_DEBUG_INVARIANTS
     c->check_invariants = 1;
 #endif
@@ -101,7 +113,7 @@ static const char *const event_names[TIDE_EV_KIND_COUNT] = {
     "ckpt_committed", "job_finished", "rank_failed", "node_failed", "node_recovered", "job_expired"};
 static const char *const reason_names[TIDE_R_COUNT] = {
     "", "reclaim", "preempt", "priority", "deadline", "cancel", "failure", "complete", "scale",
-    "window"};
+    "window", "quota"};
 static const char *const phase_names[TIDE_PHASE_COUNT] = {"restoring", "training",
                                                            "checkpointing"};
 static const char *const state_names[TIDE_S_COUNT] = {

@@ -1,0 +1,38 @@
+/* tide simulator: the HTML report (`tide report DIR`, `tide sim --report F`).
+ *
+ * Reads a `tide sim` output directory (summary.json, timeline.csv, events.csv
+ * and, when present, sweep.json; docs/sim.md) and writes ONE self-contained
+ * HTML file: inline CSS, an inline script that draws SVG charts, and the data
+ * embedded as JSON in <script type="application/json" id="tide-data">. The
+ * page loads nothing from the network (no external scripts, fonts, images).
+ * The output is a pure function of the input files (no timestamps).
+ *
+ * What the page holds and how each figure is derived: docs/report.md. */
+#ifndef TIDE_SIM_REPORT_H
+#define TIDE_SIM_REPORT_H
+
+#include "tide/types.h"
+
+/* Points per policy and timeline series on the page at most: the timeline is
+ * downsampled by a whole factor (bucket means; columns beyond the documented
+ * ones, such as storage_gbps, take the bucket maximum so spikes survive). */
+#define TIDE_REPORT_MAX_POINTS 2000
+/* Leases drawn per policy at most (every reclaimed lease first, then the
+ * others in grant order). */
+#define TIDE_REPORT_MAX_LEASES 3000
+/* Fault / unknown-kind event rows kept per policy. */
+#define TIDE_REPORT_MAX_FAULTS 500
+/* SLO-miss intervals kept per policy (merged, full timeline resolution). */
+#define TIDE_REPORT_MAX_MISSES 4000
+
+/* Write the report of the run in `dir` to `out_html` (NULL = DIR/report.html).
+ * summary.json and timeline.csv are required; events.csv is optional (no
+ * lease timeline without it); DIR/sweep.json is added when present and not
+ * older than summary.json. Columns of timeline.csv and keys of summary.json
+ * beyond the documented ones are carried along (storage_gbps, faults).
+ * Returns 0, or -1 with err: ENOENT when dir or a required file is missing,
+ * EINVAL for a malformed input (the message names file and line), EIO when
+ * the output cannot be written. */
+int tide_report_write(const char *dir, const char *out_html, tide_error_t *err);
+
+#endif
