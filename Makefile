@@ -4,9 +4,9 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_OUT   ?= out/demo
-DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev
+DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev libsqlite3-dev
 
-.PHONY: all deps build test test-fast asan demo bench fuzz clean
+.PHONY: all deps build test test-fast asan demo bench bench-serve bench-deps fuzz clean
 
 all: build
 
@@ -42,10 +42,28 @@ demo: build
 	$(BUILD)/tide sim --cluster 25x8:H100 --services $(DEMO_OUT)/services.csv \
 	  --demand $(DEMO_OUT)/demand.csv --jobs $(DEMO_OUT)/jobs.csv \
 	  --policy isolated,static,preempt,elastic,timeshare --split 80:120 --reserve 40 \
-	  --horizon 14d --seed 1 --out $(DEMO_OUT)/sim
+	  --horizon 14d --seed 1 --out $(DEMO_OUT)/sim --report $(DEMO_OUT)/report.html
+	@echo "report: $(abspath $(DEMO_OUT)/report.html) (open it in a browser)"
 
+# The simulator benchmark, then the daemon's (when `tide serve` is built).
 bench: build
 	bash bench/run.sh $(BUILD)
+	@if $(BUILD)/tide serve --help >/dev/null 2>&1; then $(MAKE) --no-print-directory bench-serve; \
+	else echo "bench: tide serve not built, skipping bench-serve"; fi
+
+# Load generator and a local Slurm for bench/serve_bench.sh (tide vs Slurm).
+BENCH_DEBS := wrk curl slurmctld slurmd slurm-client munge
+bench-deps:
+	@missing=""; for p in $(BENCH_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The daemon under wrk beside slurmctld: writes bench/serve_results.md.
+bench-serve: build bench-deps
+	bash bench/serve_bench.sh $(BUILD)
 
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTIDE_FUZZ=ON >/dev/null

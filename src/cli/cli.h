@@ -9,5 +9,31 @@ typedef int (*tide_cmd_fn)(int argc, char **argv);
 
 int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_gen(int argc, char **argv);
+int tide_cmd_report(int argc, char **argv);
+
+/* `tide sim --sweep SPEC --report FILE` (cmd_report.c). o is the base run's
+ * options (o->out_dir = DIR).
+ * tide_cli_sim_check_sweep: the grid parses and fits the cluster (before the
+ * run). Returns -1 to go on, else the exit status (message printed).
+ * tide_cli_sim_finish: after the base run, run the sweep (spec not NULL:
+ * DIR/sweep.csv, DIR/sweep.json, the front on stdout) then write the report
+ * (report not NULL). Returns the exit status (0 ok, message printed). */
+struct tide_sim_opts;
+int tide_cli_sim_check_sweep(const char *spec, const struct tide_sim_opts *o);
+int tide_cli_sim_finish(const char *spec, const char *report, const struct tide_sim_opts *o);
+int tide_cmd_trace(int argc, char **argv); /* tide trace import (docs/trace.md) */
+int tide_cmd_serve(int argc, char **argv); /* the daemon (docs/serve.md) */
+/* Client commands talking to `tide serve` over HTTP (docs/cli.md). */
+int tide_cmd_submit(int argc, char **argv);
+int tide_cmd_jobs(int argc, char **argv);
+int tide_cmd_job(int argc, char **argv);
+int tide_cmd_cancel(int argc, char **argv);
+int tide_cmd_services(int argc, char **argv);
+int tide_cmd_leases(int argc, char **argv);
+int tide_cmd_events(int argc, char **argv);
+int tide_cmd_usage(int argc, char **argv);
+int tide_cmd_usage_dir(int argc, char **argv);
+int tide_cmd_capacity(int argc, char **argv);
+int tide_cmd_top(int argc, char **argv);
 
 #endif

@@ -46,6 +46,13 @@ static void sim_usage(FILE *f)
             "      --out DIR           output directory, created if missing (required)\n"
             "      --check             check the engine's invariants after every step (slow)\n"
             "      --progress          progress lines on stderr (default only on a terminal)\n"
+            "      --inject LIST       inject faults (comma-separated, repeatable): burst:2x@36h+2h,\n"
+            "                          burst:SVC:2x@T+D, node-fail:N@T[+D], rank-fail:JOB@T,\n"
+            "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps\n"
+            "      --report FILE       also write a self-contained HTML report (docs/report.md)\n"
+            "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
+            "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
+            "                          value): DIR/sweep/, DIR/sweep.csv, DIR/sweep.json\n"
             "  -h, --help              show this help\n"
             "\n"
             "Output formats: docs/sim.md.\n");
@@ -84,6 +91,8 @@ typedef struct cmdline {
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
+    tide_inject_t inject; /* --inject (owned) */
+    const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
 } cmdline_t;
 
 static int parse_policies(cmdline_t *c, const char *arg)
@@ -170,6 +179,8 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DEMAND, O_JOBS, O_POLICY, O_RESERVE,
         O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
     };
+    enum { O_INJECT = 1000 };
+    enum { O_REPORT = 1100, O_SWEEP };
     static const struct option longopts[] = {
         {"cluster", required_argument, NULL, O_CLUSTER},
         {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
@@ -187,6 +198,9 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         {"out", required_argument, NULL, O_OUT},
         {"check", no_argument, NULL, O_CHECK},
         {"progress", no_argument, NULL, O_PROGRESS},
+        {"inject", required_argument, NULL, O_INJECT},
+        {"report", required_argument, NULL, O_REPORT},
+        {"sweep", required_argument, NULL, O_SWEEP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -203,6 +217,14 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_OUT: c->out = optarg; break;
         case O_CHECK: c->check = 1; break;
         case O_PROGRESS: c->progress = 1; break;
+        case O_REPORT: c->report = optarg; break;
+        case O_SWEEP: c->sweep = optarg; break;
+        case O_INJECT: {
+            tide_error_t ie;
+            if (tide_inject_parse(&c->inject, optarg, &ie) != 0)
+                return bad("--inject: %s", ie.msg);
+            break;
+        }
         case O_POLICY:
             if ((rc = parse_policies(c, optarg)) != 0)
                 return rc;
@@ -356,15 +378,21 @@ int tide_cmd_sim(int argc, char **argv)
     o.table = stdout;
     o.progress = c.progress;
     o.check = c.check;
+    o.inject = &c.inject;
+    o.job_ckpt_gb = in.jobs->ckpt_gb;
+    o.service_weights_gb = in.svcs->weights_gb;
+    if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
+        goto out;
     if (tide_sim_run(&o, &err) != 0) {
         rc = fail(&err);
         goto out;
     }
     printf("tide sim: wrote %s/timeline.csv, %s/events.csv, %s/summary.json\n", c.out, c.out,
            c.out);
-    rc = 0;
+    rc = tide_cli_sim_finish(c.sweep, c.report, &o);
 out:
     inputs_free(&in);
     free(c.policy_buf);
+    tide_inject_free(&c.inject);
     return rc;
 }

@@ -11,6 +11,19 @@ static const struct {
 } commands[] = {
     {"sim", tide_cmd_sim, "replay a workload through one or more policies (trace-replay simulator)"},
     {"gen", tide_cmd_gen, "generate a built-in scenario's services.csv, demand.csv and jobs.csv"},
+    {"report", tide_cmd_report, "write a self-contained HTML report of a `tide sim` output directory"},
+    {"trace", tide_cmd_trace, "import public traces (Philly, ServeGen, Azure LLM, Mooncake) as workload files"},
+    {"serve", tide_cmd_serve, "run the control plane: engine on the wall clock, HTTP API, SQLite state"},
+    {"submit", tide_cmd_submit, "submit a training job to a running daemon (tide serve)"},
+    {"jobs", tide_cmd_jobs, "list a daemon's training jobs"},
+    {"job", tide_cmd_job, "show one training job"},
+    {"cancel", tide_cmd_cancel, "cancel training jobs"},
+    {"services", tide_cmd_services, "list inference services: demand, ready replicas, margin"},
+    {"leases", tide_cmd_leases, "list GPU leases lent to training"},
+    {"events", tide_cmd_events, "print (or follow) the daemon's event log"},
+    {"usage", tide_cmd_usage, "GPU-hours accounted by the daemon, by team/class/state/tier"},
+    {"capacity", tide_cmd_capacity, "capacity signals (preemptions, queue, waste, reserve sweep) of a `tide sim` output directory"},
+    {"top", tide_cmd_top, "live view of a daemon: GPUs per node, services, queue"},
 };
 
 static void usage(FILE *f)

@@ -132,22 +132,32 @@ void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
     }
 }
 
+/* Work thrown away moves from training to lost, in each tier in proportion
+ * to the job's GPUs there (a job may hold lent and unlent GPUs). */
 void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
 {
     if (lost_progress <= 0)
         return;
     double x = lost_progress * j->spec.gpus;
-    int tier = j->n_leased ? TIDE_T_C : TIDE_T_D;
-    e->st.gpu_s[j->cls][TIDE_S_TRAINING][tier] -= x;
-    e->st.gpu_s[j->cls][TIDE_S_LOST][tier] += x;
-    if (j->alloc.n) {
-        int type = e->doms[dom_of_gpu(e, j->alloc.gpus[0])].type;
-        team_t *t = &e->teams[j->team];
-        team_cell(e, t, j->cls, TIDE_S_TRAINING, tier, type)->acc -= x;
-        team_cell(e, t, j->cls, TIDE_S_LOST, tier, type)->acc += x;
+    double part[TIDE_T_COUNT] = {0};
+    if (j->alloc.n > 0) {
+        part[TIDE_T_C] = x * j->n_leased / j->alloc.n;
+        part[TIDE_T_D] = x - part[TIDE_T_C];
+    } else {
+        part[TIDE_T_D] = x;
+    }
+    int type = j->alloc.n ? e->doms[dom_of_gpu(e, j->alloc.gpus[0])].type : 0;
+    team_t *t = &e->teams[j->team];
+    for (int tier = 0; tier < TIDE_T_COUNT; tier++) {
+        if (part[tier] == 0)
+            continue;
+        e->st.gpu_s[j->cls][TIDE_S_TRAINING][tier] -= part[tier];
+        e->st.gpu_s[j->cls][TIDE_S_LOST][tier] += part[tier];
+        team_cell(e, t, j->cls, TIDE_S_TRAINING, tier, type)->acc -= part[tier];
+        team_cell(e, t, j->cls, TIDE_S_LOST, tier, type)->acc += part[tier];
     }
     j->lost_gpu_s += x;
-    e->teams[j->team].lost_gpu_s += x;
+    t->lost_gpu_s += x;
     e->st.lost_gpu_s += x;
 }
 

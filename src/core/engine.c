@@ -105,6 +105,10 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         if (e->doms[d].gpus > e->max_dom_gpus)
             e->max_dom_gpus = e->doms[d].gpus;
     }
+    e->vict_cand = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_cand);
+    e->vict_v = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_v);
+    e->vict_best = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_best);
+    e->vict_used = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_used);
     e->own_kind = tide_xcalloc((size_t)e->n_gpus, 1);
     e->own_id = tide_xmalloc((size_t)e->n_gpus * sizeof *e->own_id);
     for (int g = 0; g < e->n_gpus; g++)
@@ -158,6 +162,10 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->resv[k].avail);
         free(e->resv[k].res);
     }
+    free(e->vict_cand);
+    free(e->vict_v);
+    free(e->vict_best);
+    free(e->vict_used);
     free(e->scratch_a);
     free(e->scratch_b);
     free(e->scratch_c);
@@ -244,20 +252,14 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         return tide_err_prefix(err, "job %s: ", sp.id ? sp.id : "?");
     if (tide_engine_job_find(e, sp.id) >= 0)
         return tide_errf(err, TIDE_EEXIST, "job %s: already submitted", sp.id);
-    int g = sp.gang_gpus;
-    int fits = 0;
-    for (int d = 0; d < e->n_doms && !fits; d++) {
-        const domain_t *dm = &e->doms[d];
-        if (sp.gpu_types && !(sp.gpu_types & (1u << dm->type)))
-            continue;
-        if (g <= dm->gpus || g % dm->gpus == 0)
-            fits = 1;
-    }
-    if (!fits || sp.dp_min * g > e->n_gpus)
+    /* could the job ever be placed, on an empty cluster of its GPU types? */
+    int g = sp.gang_gpus, cap = capacity_empty(e, g, sp.gpu_types);
+    if (cap < sp.dp_min)
         return tide_errf(err, TIDE_EINVAL,
-                         "job %s: a gang of %d GPUs (x%d) can never be placed on this cluster "
-                         "(gangs must fit one high-speed domain or be whole domains)",
-                         sp.id, g, sp.dp_min);
+                         "job %s: %d gang(s) of %d GPUs can never be placed on this cluster "
+                         "(a gang must fit one high-speed domain of an accepted GPU type, or be "
+                         "whole domains)",
+                         sp.id, sp.dp_min, g);
     tide_grow((void **)&e->jobs, &e->cap_jobs, e->n_jobs + 1, sizeof *e->jobs);
     int32_t h = (int32_t)e->n_jobs++;
     job_t *j = e->jobs[h] = tide_xcalloc(1, sizeof *j);
@@ -438,6 +440,7 @@ static void node_set(tide_engine_t *e, int n, int up)
                 replica_stop(e, e->own_id[g], TIDE_R_FAILURE);
         }
         nd->up = 0;
+        d->claim_kind = CLAIM_NONE; /* what was being emptied there is gone */
         d->up_gpus -= nd->gpus;
         d->free -= nd->gpus;
         e->zone_gpus[d->zone] -= nd->gpus;
@@ -572,7 +575,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         e->infer_dirty = 0;
         infer_pass(e, now);
     }
-    if (e->sched_dirty) {
+    for (int k = 0; k < 4 && e->sched_dirty; k++) {
         e->sched_dirty = 0;
         sched_pass(e, now);
     }

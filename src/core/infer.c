@@ -165,7 +165,7 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
     for (int r = 0; r < k; r++) {
         int best = -1, best_nv = 0;
         double best_cost = 0;
-        victim_t best_v[TIDE_MAX_GPUS_PER_NODE], v[TIDE_MAX_GPUS_PER_NODE];
+        victim_t *best_v = e->vict_best, *v = e->vict_v;
         for (int di = 0; di < e->n_doms; di++) {
             domain_t *d = &e->doms[di];
             if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||

@@ -234,6 +234,8 @@ struct tide_engine {
 
     /* scratch */
     int *scratch_a, *scratch_b, *scratch_c;
+    struct victim *vict_cand, *vict_v, *vict_best; /* max_dom_gpus each */
+    int *vict_used;
     reservation_t resv[TIDE_NPRIO];
     int n_resv;
     tide_actions_t *out;     /* actions of the current step */
@@ -285,6 +287,7 @@ int domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigne
               int32_t owner);
 int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner);
+int capacity_empty(const tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster */
 void alloc_free(alloc_t *a);
 void alloc_push(alloc_t *a, int32_t gpu);
 

@@ -348,6 +348,7 @@ void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
     end_index_set(e, h, job_expected_end(j, e->now));
     resize_action(e, h);
     e->infer_dirty = 1;
+    e->sched_dirty = 1;
 }
 
 void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)

@@ -78,24 +78,65 @@ int domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigne
     return 1;
 }
 
+/* Gangs larger than one domain take whole domains of one size. Capacity in
+ * such gangs, summed over the domain sizes that divide the gang. */
+static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, uint32_t types,
+                          unsigned zones, int kind, int32_t owner, int ignore_zones)
+{
+    int sizes[16], counts[16], ns = 0;
+    for (int i = 0; i < e->n_doms; i++) {
+        const domain_t *d = &e->doms[i];
+        if (gang <= d->gpus || gang % d->gpus)
+            continue;
+        if (types && !(types & (1u << d->type)))
+            continue;
+        if (!ignore_zones && !domain_ok(e, d, types, zones, kind, owner))
+            continue;
+        int a = ignore_zones ? d->gpus : (avail ? avail[i] : d->free);
+        if (a != d->gpus || (!ignore_zones && d->up_gpus != d->gpus))
+            continue;
+        int k = 0;
+        while (k < ns && sizes[k] != d->gpus)
+            k++;
+        if (k == ns) {
+            if (ns == 16)
+                continue;
+            sizes[ns] = d->gpus;
+            counts[ns++] = 0;
+        }
+        counts[k]++;
+    }
+    int cap = 0;
+    for (int k = 0; k < ns; k++)
+        cap += counts[k] / (gang / sizes[k]);
+    return cap;
+}
+
 int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner)
 {
-    int cap = 0, full = 0, per = 0;
+    if (gang > e->max_dom_gpus)
+        return whole_capacity(e, avail, gang, types, zones, kind, owner, 0);
+    int cap = 0;
     for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
-        if (!domain_ok(e, d, types, zones, kind, owner))
+        if (gang > d->gpus || !domain_ok(e, d, types, zones, kind, owner))
             continue;
-        int a = avail ? avail[i] : d->free;
-        if (gang <= d->gpus) {
-            cap += a / gang;
-        } else if (a == d->gpus && gang % d->gpus == 0) {
-            full++;
-            per = gang / d->gpus;
-        }
+        cap += (avail ? avail[i] : d->free) / gang;
     }
-    if (per)
-        cap += full / per;
+    return cap;
+}
+
+int capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
+{
+    if (gang > e->max_dom_gpus)
+        return whole_capacity(e, NULL, gang, types, 0, 0, -1, 1);
+    int cap = 0;
+    for (int i = 0; i < e->n_doms; i++) {
+        const domain_t *d = &e->doms[i];
+        if (gang <= d->gpus && (!types || (types & (1u << d->type))))
+            cap += d->gpus / gang;
+    }
     return cap;
 }
 
@@ -152,22 +193,28 @@ int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, u
                 break;
             take_in_domain(e, &e->doms[best], gang, kind, owner, out);
         } else {
-            /* whole domains of equal size */
+            /* whole free domains of one size: try each size that divides the gang */
             int need = 0, found = 0;
             int *pick = e->scratch_c;
-            for (int r = 0; r < Z_COUNT && !(need && found == need); r++) {
-                for (int i = 0; i < e->n_doms; i++) {
-                    domain_t *d = &e->doms[i];
-                    if (rank[d->zone] != r || d->free != d->gpus || d->up_gpus != d->gpus ||
-                        gang % d->gpus || !domain_ok(e, d, types, zones, kind, owner))
-                        continue;
-                    if (!need)
-                        need = gang / d->gpus;
-                    if (gang / d->gpus != need)
-                        continue;
-                    pick[found++] = i;
-                    if (found == need)
-                        break;
+            for (int si = 0; si < e->n_doms && !(need && found == need); si++) {
+                int sz = e->doms[si].gpus;
+                if (gang % sz || gang <= sz)
+                    continue;
+                int seen_before = 0;
+                for (int k = 0; k < si && !seen_before; k++)
+                    seen_before = e->doms[k].gpus == sz;
+                if (seen_before)
+                    continue;
+                need = gang / sz;
+                found = 0;
+                for (int r = 0; r < Z_COUNT && found < need; r++) {
+                    for (int i = 0; i < e->n_doms && found < need; i++) {
+                        domain_t *d = &e->doms[i];
+                        if (d->gpus != sz || rank[d->zone] != r || d->free != d->gpus ||
+                            d->up_gpus != d->gpus || !domain_ok(e, d, types, zones, kind, owner))
+                            continue;
+                        pick[found++] = i;
+                    }
                 }
             }
             if (!need || found < need)

@@ -33,7 +33,7 @@ double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_
     domain_t *d = &e->doms[di];
     int have = d->free;
     *nv = 0;
-    victim_t cand[TIDE_MAX_GPUS_PER_NODE];
+    victim_t *cand = e->vict_cand;
     int nc = 0;
     for (int g = d->first_gpu; g < d->first_gpu + d->gpus; g++) {
         if (e->own_kind[g] != OWN_JOB)
@@ -81,7 +81,8 @@ double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_
         return 0; /* pending releases cover it */
     /* pick cheapest per freed GPU until enough (small n: selection sort) */
     double cost = 0;
-    int used[TIDE_MAX_GPUS_PER_NODE] = {0};
+    int *used = e->vict_used;
+    memset(used, 0, (size_t)nc * sizeof *used);
     while (have < need) {
         int best = -1;
         for (int k = 0; k < nc; k++) {

@@ -165,9 +165,14 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
             claimed += e->doms[d].gpus / g;
     int missing = j->spec.dp_min - claimed - capacity_for(e, NULL, g, j->spec.gpu_types, tz, OWN_JOB, h);
-    victim_t v[TIDE_MAX_GPUS_PER_NODE], best_v[TIDE_MAX_GPUS_PER_NODE];
-    for (; missing > 0; missing--) {
-        int best = -1, best_nv = 0;
+    if (missing <= 0)
+        return;
+    /* plan every missing gang first (claiming tentatively), act only when the
+     * whole job can be served: never a notice that cannot help */
+    int *chosen = e->scratch_c, n_chosen = 0;
+    victim_t *v = e->vict_v, *best_v = e->vict_best;
+    for (int m = 0; m < missing; m++) {
+        int best = -1;
         double best_cost = 0;
         for (int di = 0; di < e->n_doms; di++) {
             domain_t *d = &e->doms[di];
@@ -180,21 +185,32 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
                 continue;
             best = di;
             best_cost = c;
-            best_nv = nv;
-            memcpy(best_v, v, sizeof(victim_t) * (size_t)nv);
         }
         if (best < 0)
-            return;
-        for (int i = 0; i < best_nv; i++) {
-            if (best_v[i].shrink)
-                job_shrink(e, best_v[i].job, best, best_v[i].shrink);
-            else
+            break;
+        e->doms[best].claim_kind = CLAIM_JOB;
+        e->doms[best].claim_id = h;
+        e->doms[best].claim_since = now;
+        chosen[n_chosen++] = best;
+    }
+    if (n_chosen < missing) {
+        for (int k = 0; k < n_chosen; k++)
+            e->doms[chosen[k]].claim_kind = CLAIM_NONE;
+        return;
+    }
+    for (int k = 0; k < n_chosen; k++) {
+        int di = chosen[k], nv;
+        e->doms[di].claim_kind = CLAIM_NONE; /* plan as unclaimed, then claim again */
+        if (reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
+            nv = 0;
+        e->doms[di].claim_kind = CLAIM_JOB;
+        for (int i = 0; i < nv; i++) {
+            job_t *x = e->jobs[best_v[i].job];
+            if (best_v[i].shrink && x->state == TIDE_JOB_RUNNING)
+                job_shrink(e, best_v[i].job, di, best_v[i].shrink);
+            else if (x->state == TIDE_JOB_RUNNING)
                 job_notice(e, best_v[i].job, reason, 1);
         }
-        domain_t *d = &e->doms[best];
-        d->claim_kind = CLAIM_JOB;
-        d->claim_id = h;
-        d->claim_since = now;
     }
 }
 
@@ -325,18 +341,21 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
     }
 }
 
-typedef struct cand {
-    int32_t h;
-    double score;
-    size_t pos;
-} cand_t;
-
-static int cmp_cand(const void *a, const void *b)
+/* Teams in fair-share order (ascending decayed usage / weight, then index):
+ * rank[t] = position. n_teams is small; insertion sort. */
+static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int *rank, double *score)
 {
-    const cand_t *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score < y->score ? -1 : 1;
-    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+    for (int t = 0; t < e->n_teams; t++) {
+        score[t] = team_usage(e, &e->teams[t], now) / e->teams[t].weight;
+        int k = t;
+        while (k > 0 && score[order[k - 1]] > score[t]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = t;
+    }
+    for (int k = 0; k < e->n_teams; k++)
+        rank[order[k]] = k;
 }
 
 void sched_pass(tide_engine_t *e, tide_time_t now)
@@ -349,16 +368,23 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
     e->n_resv = 0;
     shape_t memo[32];
     int n_memo = 0, examined = 0, blocked_head = 0;
-    /* fair share: teams ordered by decayed usage / weight, computed once */
-    double *score = NULL;
+    if (free_gpus == 0 && e->qn[TIDE_P1] == 0 && !e->quotas_on)
+        return; /* nothing can start and nobody may preempt */
+    /* fair share: teams ranked by decayed usage / weight once per pass; the
+     * candidates of a priority are then grouped by team rank, keeping queue
+     * order inside a team (a stable counting sort) */
     int fair = e->cfg.fairshare && e->n_teams > 1;
+    int *order = NULL, *rank = NULL, *bucket = NULL;
+    double *score = NULL;
     if (fair) {
+        order = tide_xmalloc((size_t)e->n_teams * sizeof *order);
+        rank = tide_xmalloc((size_t)e->n_teams * sizeof *rank);
+        bucket = tide_xmalloc(((size_t)e->n_teams + 1) * sizeof *bucket);
         score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
-        for (int t = 0; t < e->n_teams; t++)
-            score[t] = team_usage(e, &e->teams[t], now) / e->teams[t].weight;
+        rank_teams(e, now, order, rank, score);
     }
     uint8_t *quota_tried = e->quotas_on ? tide_xcalloc((size_t)e->n_teams, 1) : NULL;
-    cand_t *cands = NULL;
+    int32_t *cands = NULL;
     size_t cap_c = 0;
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
@@ -366,15 +392,20 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
         if (n > (size_t)(e->cfg.backfill_depth - examined))
             n = (size_t)(e->cfg.backfill_depth - examined);
         tide_grow((void **)&cands, &cap_c, n + 1, sizeof *cands);
-        for (size_t i = 0; i < n; i++) {
-            cands[i].h = e->q[p][i];
-            cands[i].pos = i;
-            cands[i].score = fair ? score[e->jobs[cands[i].h]->team] : 0;
+        if (fair) {
+            memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
+            for (size_t i = 0; i < n; i++)
+                bucket[rank[e->jobs[e->q[p][i]]->team] + 1]++;
+            for (int t = 0; t < e->n_teams; t++)
+                bucket[t + 1] += bucket[t];
+            for (size_t i = 0; i < n; i++)
+                cands[bucket[rank[e->jobs[e->q[p][i]]->team]]++] = e->q[p][i];
+        } else {
+            if (n)
+                memcpy(cands, e->q[p], n * sizeof *cands);
         }
-        if (fair)
-            qsort(cands, n, sizeof *cands, cmp_cand);
         for (size_t i = 0; i < n; i++) {
-            int32_t h = cands[i].h;
+            int32_t h = cands[i];
             job_t *j = e->jobs[h];
             examined++;
             int g = j->spec.gang_gpus;
@@ -422,6 +453,9 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
     }
     free(cands);
     free(score);
+    free(order);
+    free(rank);
+    free(bucket);
     free(quota_tried);
     if (!blocked_head && free_gpus > 0)
         grow_elastic(e, tz);

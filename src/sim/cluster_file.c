@@ -11,6 +11,7 @@
 
 #include <yaml.h>
 
+#include "sim/governance.h"
 #include "util/util.h"
 
 typedef struct yp {
@@ -20,6 +21,50 @@ typedef struct yp {
     const char *name;
     tide_error_t *err;
 } yp_t;
+
+/* The governance section as read, before GPU type names are resolved
+ * against the cluster (groups may come after teams and prices). */
+typedef struct rawq {
+    char type[TIDE_MAX_TYPE_NAME + 1];
+    int value, line;
+} rawq_t;
+
+typedef struct rawteam {
+    tide_team_spec_t spec;   /* name owned; quota filled at resolution */
+    int line;                /* the team's mapping */
+    int scalar_quota;        /* -1 = none */
+    int scalar_line;
+    rawq_t *q;               /* quota map entries */
+    size_t nq;
+} rawteam_t;
+
+typedef struct rawprice {
+    char type[TIDE_MAX_TYPE_NAME + 1]; /* a GPU type name or "default" */
+    int line;
+    double v[TIDE_COST_COUNT];
+    int given[TIDE_COST_COUNT];
+} rawprice_t;
+
+typedef struct gov_raw {
+    rawteam_t *teams;
+    size_t n_teams;
+    rawprice_t *prices;
+    size_t n_prices;
+    int have_teams, have_prices, have_fairshare;
+    int fairshare;           /* -1 not given */
+    tide_time_t half_life;   /* 0 not given */
+} gov_raw_t;
+
+static void gov_raw_free(gov_raw_t *r)
+{
+    for (size_t i = 0; i < r->n_teams; i++) {
+        free((char *)r->teams[i].spec.name);
+        free(r->teams[i].q);
+    }
+    free(r->teams);
+    free(r->prices);
+    memset(r, 0, sizeof *r);
+}
 
 static int line_of(const yaml_event_t *ev)
 {
@@ -205,7 +250,402 @@ static int read_groups(yp_t *y, tide_cluster_t *c)
     return 0;
 }
 
-static int read_doc(yp_t *y, tide_cluster_t *c)
+/* ------------------------------------------------------------ governance */
+
+/* The current event is a scalar value for `key`: a plain (unquoted) scalar. */
+static int want_plain(yp_t *y, const char *key, const char *what)
+{
+    int line = line_of(&y->ev);
+    if (y->ev.type != YAML_SCALAR_EVENT)
+        return fail(y, line, TIDE_EINVAL, "'%s' must be %s, got %s", key, what,
+                    kind_name(y->ev.type));
+    if (y->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return fail(y, line, TIDE_EINVAL, "'%s' must be %s, got the quoted string '%.40s'", key,
+                    what, scalar(y));
+    if (strlen(scalar(y)) != y->ev.data.scalar.length)
+        return fail(y, line, TIDE_EINVAL, "'%s' must be %s", key, what);
+    return 0;
+}
+
+/* A plain finite number >= 0 (> 0 when positive). */
+static int read_real(yp_t *y, const char *key, int positive, double *out)
+{
+    const char *what = positive ? "a number > 0" : "a number >= 0";
+    if (want_plain(y, key, what) < 0)
+        return -1;
+    double v;
+    if (tide_parse_double(scalar(y), &v) < 0)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s, got '%.40s'", key, what,
+                    scalar(y));
+    if (positive ? !(v > 0) : v < 0)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s, got %.40s", key, what,
+                    scalar(y));
+    *out = v;
+    return 0;
+}
+
+/* A GPU count >= 0, or `unlimited` (-1) when allow_unlimited. */
+static int read_count(yp_t *y, const char *key, int allow_unlimited, int *out)
+{
+    const char *what = allow_unlimited ? "a GPU count >= 0 or 'unlimited'" : "a GPU count >= 0";
+    if (want_plain(y, key, what) < 0)
+        return -1;
+    if (allow_unlimited && !strcmp(scalar(y), "unlimited")) {
+        *out = -1;
+        return 0;
+    }
+    long long v;
+    if (tide_parse_int(scalar(y), &v) < 0)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s, got '%.40s'", key, what,
+                    scalar(y));
+    if (v < 0 || v > (long long)TIDE_MAX_NODES * TIDE_MAX_GPUS_PER_NODE)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s, got %lld", key, what, v);
+    *out = (int)v;
+    return 0;
+}
+
+/* A name-like scalar (team name, GPU type): non-empty, no control characters,
+ * at most max bytes. */
+static int read_name(yp_t *y, const char *key, size_t max, char *out)
+{
+    int line = line_of(&y->ev);
+    if (y->ev.type != YAML_SCALAR_EVENT)
+        return fail(y, line, TIDE_EINVAL, "'%s' must be a name, got %s", key,
+                    kind_name(y->ev.type));
+    size_t n = y->ev.data.scalar.length;
+    if (n == 0)
+        return fail(y, line, TIDE_EINVAL, "'%s' is empty", key);
+    if (n > max || strlen(scalar(y)) != n)
+        return fail(y, line, TIDE_EINVAL, "'%s' is longer than %zu characters", key, max);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)scalar(y)[i] < 0x20 || scalar(y)[i] == 0x7f)
+            return fail(y, line, TIDE_EINVAL, "'%s' has a control character", key);
+    memcpy(out, scalar(y), n + 1);
+    return 0;
+}
+
+/* quota: a number, or a mapping {TYPE: number, ...} (current event). */
+static int read_quota(yp_t *y, rawteam_t *t)
+{
+    if (y->ev.type == YAML_SCALAR_EVENT) {
+        t->scalar_line = line_of(&y->ev);
+        return read_count(y, "quota", 0, &t->scalar_quota);
+    }
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "'quota' must be a GPU count or a map of GPU type to count, got %s",
+                    kind_name(y->ev.type));
+    for (;;) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        rawq_t q;
+        memset(&q, 0, sizeof q);
+        q.line = line_of(&y->ev);
+        if (read_name(y, "quota", TIDE_MAX_TYPE_NAME, q.type) < 0)
+            return -1;
+        for (size_t i = 0; i < t->nq; i++)
+            if (!strcmp(t->q[i].type, q.type))
+                return fail(y, q.line, TIDE_EINVAL, "quota for GPU type '%s' given twice",
+                            q.type);
+        if (next(y) < 0 || read_count(y, "quota", 0, &q.value) < 0)
+            return -1;
+        t->q = tide_xrealloc(t->q, (t->nq + 1) * sizeof *t->q);
+        t->q[t->nq++] = q;
+    }
+    return 0;
+}
+
+/* One team mapping (current event: MAPPING_START). */
+static int read_team(yp_t *y, gov_raw_t *r, int ti)
+{
+    rawteam_t t;
+    memset(&t, 0, sizeof t);
+    tide_team_spec_default(&t.spec);
+    t.line = line_of(&y->ev);
+    t.scalar_quota = -1;
+    char name[256] = "";
+    enum { K_NAME, K_WEIGHT, K_QUOTA, K_BORROW, K_LEND, K_N };
+    static const char *const keys[K_N] = {"name", "weight", "quota", "borrow_limit", "lend_cap"};
+    int seen[K_N] = {0}, rc = 0;
+    while (rc == 0) {
+        if ((rc = next(y)) < 0)
+            break;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        char key[64];
+        int kline = line_of(&y->ev);
+        if ((rc = read_key(y, key, sizeof key)) < 0)
+            break;
+        int k = 0;
+        while (k < K_N && strcmp(keys[k], key) != 0)
+            k++;
+        if (k == K_N) {
+            rc = fail(y, kline, TIDE_EINVAL,
+                      "team %d: unknown key '%s' (expected name, weight, quota, borrow_limit, "
+                      "lend_cap)",
+                      ti, key);
+            break;
+        }
+        if (seen[k]) {
+            rc = fail(y, kline, TIDE_EINVAL, "team %d: '%s' given twice", ti, key);
+            break;
+        }
+        seen[k] = 1;
+        if ((rc = next(y)) < 0)
+            break;
+        switch (k) {
+        case K_NAME: rc = read_name(y, "name", sizeof name - 1, name); break;
+        case K_WEIGHT: rc = read_real(y, "weight", 1, &t.spec.weight); break;
+        case K_QUOTA: rc = read_quota(y, &t); break;
+        case K_BORROW: rc = read_count(y, "borrow_limit", 1, &t.spec.borrow_limit); break;
+        case K_LEND: rc = read_count(y, "lend_cap", 1, &t.spec.lend_cap); break;
+        }
+    }
+    if (rc == 0 && !seen[K_NAME])
+        rc = fail(y, t.line, TIDE_EINVAL, "team %d: missing 'name'", ti);
+    for (size_t i = 0; rc == 0 && i < r->n_teams; i++)
+        if (!strcmp(r->teams[i].spec.name, name))
+            rc = fail(y, t.line, TIDE_EINVAL, "team '%s' is defined twice (first on line %d)",
+                      name, r->teams[i].line);
+    if (rc == 0 && r->n_teams >= TIDE_GOV_MAX_TEAMS)
+        rc = fail(y, t.line, TIDE_ERANGE, "too many teams (at most %d)", TIDE_GOV_MAX_TEAMS);
+    if (rc < 0) {
+        free(t.q);
+        return -1;
+    }
+    t.spec.name = tide_xstrdup(name);
+    r->teams = tide_xrealloc(r->teams, (r->n_teams + 1) * sizeof *r->teams);
+    r->teams[r->n_teams++] = t;
+    return 0;
+}
+
+static int read_teams(yp_t *y, gov_raw_t *r)
+{
+    if (y->ev.type != YAML_SEQUENCE_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'teams' must be a list of teams, got %s",
+                    kind_name(y->ev.type));
+    for (int ti = 1;; ti++) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_SEQUENCE_END_EVENT)
+            break;
+        if (y->ev.type != YAML_MAPPING_START_EVENT)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                        "team %d must be a mapping (name: ..., weight: ...), got %s", ti,
+                        kind_name(y->ev.type));
+        if (read_team(y, r, ti) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* prices: {TYPE|default: {category: $/GPU-hour, ...}, ...} */
+static int read_prices(yp_t *y, gov_raw_t *r)
+{
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "'prices' must be a map of GPU type (or 'default') to prices, got %s",
+                    kind_name(y->ev.type));
+    for (;;) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        rawprice_t p;
+        memset(&p, 0, sizeof p);
+        p.line = line_of(&y->ev);
+        if (read_name(y, "prices", TIDE_MAX_TYPE_NAME, p.type) < 0)
+            return -1;
+        for (size_t i = 0; i < r->n_prices; i++)
+            if (!strcmp(r->prices[i].type, p.type))
+                return fail(y, p.line, TIDE_EINVAL, "prices for '%s' given twice", p.type);
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type != YAML_MAPPING_START_EVENT)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                        "prices for '%s' must be a map like {serving: 2.5, training: 2.0}, got %s",
+                        p.type, kind_name(y->ev.type));
+        for (;;) {
+            if (next(y) < 0)
+                return -1;
+            if (y->ev.type == YAML_MAPPING_END_EVENT)
+                break;
+            char key[64];
+            int kline = line_of(&y->ev);
+            if (read_key(y, key, sizeof key) < 0)
+                return -1;
+            int cat = tide_cost_find(key);
+            if (cat < 0)
+                return fail(y, kline, TIDE_EINVAL,
+                            "prices for '%s': unknown category '%s' (expected reserved, serving, "
+                            "training, lent, lost, idle)",
+                            p.type, key);
+            if (p.given[cat])
+                return fail(y, kline, TIDE_EINVAL, "prices for '%s': '%s' given twice", p.type,
+                            key);
+            char what[TIDE_MAX_TYPE_NAME + 80];
+            snprintf(what, sizeof what, "prices.%s.%s", p.type, key);
+            if (next(y) < 0 || read_real(y, what, 0, &p.v[cat]) < 0)
+                return -1;
+            p.given[cat] = 1;
+        }
+        r->prices = tide_xrealloc(r->prices, (r->n_prices + 1) * sizeof *r->prices);
+        r->prices[r->n_prices++] = p;
+    }
+    return 0;
+}
+
+static int read_bool(yp_t *y, const char *key, int *out)
+{
+    if (want_plain(y, key, "true or false") < 0)
+        return -1;
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "on"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "off"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (!strcmp(scalar(y), yes[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcmp(scalar(y), no[i])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be true or false, got '%.40s'", key,
+                scalar(y));
+}
+
+/* fairshare: {enabled: true, half_life: 24h} */
+static int read_fairshare(yp_t *y, gov_raw_t *r)
+{
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "'fairshare' must be a map {enabled: true, half_life: 24h}, got %s",
+                    kind_name(y->ev.type));
+    int seen_en = 0, seen_hl = 0;
+    for (;;) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        char key[64];
+        int kline = line_of(&y->ev);
+        if (read_key(y, key, sizeof key) < 0)
+            return -1;
+        int *seen = !strcmp(key, "enabled") ? &seen_en : !strcmp(key, "half_life") ? &seen_hl
+                                                                                  : NULL;
+        if (!seen)
+            return fail(y, kline, TIDE_EINVAL,
+                        "fairshare: unknown key '%s' (expected enabled, half_life)", key);
+        if (*seen)
+            return fail(y, kline, TIDE_EINVAL, "fairshare: '%s' given twice", key);
+        *seen = 1;
+        if (next(y) < 0)
+            return -1;
+        if (seen == &seen_en) {
+            if (read_bool(y, "enabled", &r->fairshare) < 0)
+                return -1;
+            continue;
+        }
+        int64_t d;
+        if (want_plain(y, "half_life", "a duration like 24h") < 0)
+            return -1;
+        if (tide_parse_duration(scalar(y), &d) < 0 || d <= 0)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                        "'half_life' must be a positive duration (90s, 15m, 36h, 14d), got '%.40s'",
+                        scalar(y));
+        r->half_life = d;
+    }
+    if (seen_hl && !seen_en)
+        r->fairshare = 1; /* a half-life means fair share is wanted */
+    return 0;
+}
+
+/* Resolve GPU type names of the raw section against cluster c into g
+ * (initialised here). Errors name the line. */
+static int resolve_gov(yp_t *y, const gov_raw_t *r, const tide_cluster_t *c,
+                       tide_governance_t *g)
+{
+    tide_governance_init(g, c);
+    int nt = g->n_types;
+    char have[256] = "";
+    for (int k = 0; k < nt; k++) {
+        if (k)
+            strncat(have, ", ", sizeof have - strlen(have) - 1);
+        strncat(have, g->type_names[k], sizeof have - strlen(have) - 1);
+    }
+    long sum[TIDE_MAX_GPU_TYPES] = {0};
+    for (size_t i = 0; i < r->n_teams; i++) {
+        const rawteam_t *t = &r->teams[i];
+        tide_team_spec_t spec = t->spec;
+        for (int k = 0; k < TIDE_MAX_GPU_TYPES; k++)
+            spec.quota[k] = -1;
+        if (t->scalar_quota >= 0) {
+            if (nt != 1)
+                return fail(y, t->scalar_line, TIDE_EINVAL,
+                            "team '%s': 'quota' is one number but the cluster has %d GPU types "
+                            "(%s): give a map like {%s: %d}",
+                            spec.name, nt, have, g->type_names[0], t->scalar_quota);
+            spec.quota[0] = t->scalar_quota;
+        }
+        for (size_t j = 0; j < t->nq; j++) {
+            int k = tide_cluster_type_find(c, t->q[j].type);
+            if (k < 0)
+                return fail(y, t->q[j].line, TIDE_EINVAL,
+                            "team '%s': quota for unknown GPU type '%s' (the cluster has: %s)",
+                            spec.name, t->q[j].type, have);
+            spec.quota[k] = t->q[j].value;
+        }
+        for (int k = 0; k < nt; k++) {
+            if (spec.quota[k] <= 0)
+                continue;
+            sum[k] += spec.quota[k];
+            int gpus = 0;
+            for (int n = 0; n < tide_cluster_nodes(c); n++) {
+                tide_node_info_t ni;
+                if (tide_cluster_node(c, n, &ni) == 0 && ni.type == k)
+                    gpus += ni.gpus;
+            }
+            if (sum[k] > gpus)
+                return fail(y, t->line, TIDE_EINVAL,
+                            "team '%s': quotas of %s add up to %ld GPUs but the cluster has %d",
+                            spec.name, g->type_names[k], sum[k], gpus);
+        }
+        if (tide_governance_add_team(g, &spec, t->line, y->err) < 0)
+            return tide_err_prefix(y->err, "%s:%d: ", y->name, t->line);
+    }
+    int dflt = -1;
+    for (size_t i = 0; i < r->n_prices; i++) {
+        if (!strcmp(r->prices[i].type, "default")) {
+            dflt = (int)i;
+            continue;
+        }
+        if (tide_cluster_type_find(c, r->prices[i].type) < 0)
+            return fail(y, r->prices[i].line, TIDE_EINVAL,
+                        "prices for unknown GPU type '%s' (the cluster has: %s; or use "
+                        "'default')",
+                        r->prices[i].type, have);
+    }
+    g->has_prices = r->have_prices;
+    for (int k = 0; k < nt; k++)
+        for (int cat = 0; cat < TIDE_COST_COUNT; cat++) {
+            double v = 0;
+            if (dflt >= 0 && r->prices[dflt].given[cat])
+                v = r->prices[dflt].v[cat];
+            for (size_t i = 0; i < r->n_prices; i++)
+                if ((int)i != dflt && r->prices[i].given[cat] &&
+                    tide_cluster_type_find(c, r->prices[i].type) == k)
+                    v = r->prices[i].v[cat];
+            g->price[k][cat] = v;
+        }
+    g->fairshare = r->fairshare;
+    g->fairshare_half_life_s = r->half_life;
+    return 0;
+}
+
+static int read_doc(yp_t *y, tide_cluster_t *c, gov_raw_t *r)
 {
     if (next(y) < 0)
         return -1;
@@ -234,14 +674,25 @@ static int read_doc(yp_t *y, tide_cluster_t *c)
         int kline = line_of(&y->ev);
         if (read_key(y, key, sizeof key) < 0)
             return -1;
-        if (strcmp(key, "teams") == 0 || strcmp(key, "prices") == 0)
-            return fail(y, kline, TIDE_EINVAL, "'%s' is not supported yet", key);
-        if (strcmp(key, "groups") != 0)
-            return fail(y, kline, TIDE_EINVAL, "unknown key '%s' (expected 'groups')", key);
-        if (have_groups)
-            return fail(y, kline, TIDE_EINVAL, "'groups' given twice");
-        have_groups = 1;
-        if (next(y) < 0 || read_groups(y, c) < 0)
+        int *seen = !strcmp(key, "groups")      ? &have_groups
+                    : !strcmp(key, "teams")     ? &r->have_teams
+                    : !strcmp(key, "prices")    ? &r->have_prices
+                    : !strcmp(key, "fairshare") ? &r->have_fairshare
+                                                : NULL;
+        if (!seen)
+            return fail(y, kline, TIDE_EINVAL,
+                        "unknown key '%s' (expected 'groups', 'teams', 'prices' or 'fairshare')",
+                        key);
+        if (*seen)
+            return fail(y, kline, TIDE_EINVAL, "'%s' given twice", key);
+        *seen = 1;
+        if (next(y) < 0)
+            return -1;
+        int rc = seen == &have_groups    ? read_groups(y, c)
+                 : seen == &r->have_teams  ? read_teams(y, r)
+                 : seen == &r->have_prices ? read_prices(y, r)
+                                           : read_fairshare(y, r);
+        if (rc < 0)
             return -1;
     }
     if (!have_groups)
@@ -256,22 +707,43 @@ static int read_doc(yp_t *y, tide_cluster_t *c)
     return 0;
 }
 
-static tide_cluster_t *load(yp_t *y)
+/* Parse the document; with gov, also return the governance section
+ * (resolved against the cluster; validated even when gov is NULL). */
+static tide_cluster_t *load(yp_t *y, tide_governance_t *gov)
 {
     tide_cluster_t *c = tide_cluster_create();
-    int rc = read_doc(y, c);
+    gov_raw_t raw;
+    memset(&raw, 0, sizeof raw);
+    raw.fairshare = -1;
+    int rc = read_doc(y, c, &raw);
     if (y->have)
         yaml_event_delete(&y->ev);
     yaml_parser_delete(&y->p);
+    tide_governance_t g;
+    tide_governance_init(&g, NULL);
+    if (rc == 0)
+        rc = resolve_gov(y, &raw, c, &g);
+    gov_raw_free(&raw);
     if (rc < 0) {
+        tide_governance_free(&g);
         tide_cluster_destroy(c);
         return NULL;
     }
+    if (gov)
+        *gov = g;
+    else
+        tide_governance_free(&g);
     return c;
 }
 
 tide_cluster_t *tide_cluster_file_load_mem(const char *buf, size_t len, const char *name,
                                            tide_error_t *err)
+{
+    return tide_cluster_file_load_mem_ex(buf, len, name, NULL, err);
+}
+
+tide_cluster_t *tide_cluster_file_load_mem_ex(const char *buf, size_t len, const char *name,
+                                              tide_governance_t *gov, tide_error_t *err)
 {
     yp_t y;
     memset(&y, 0, sizeof y);
@@ -282,10 +754,16 @@ tide_cluster_t *tide_cluster_file_load_mem(const char *buf, size_t len, const ch
         return NULL;
     }
     yaml_parser_set_input_string(&y.p, (const unsigned char *)(buf ? buf : ""), buf ? len : 0);
-    return load(&y);
+    return load(&y, gov);
 }
 
 tide_cluster_t *tide_cluster_file_load(const char *path, tide_error_t *err)
+{
+    return tide_cluster_file_load_ex(path, NULL, err);
+}
+
+tide_cluster_t *tide_cluster_file_load_ex(const char *path, tide_governance_t *gov,
+                                          tide_error_t *err)
 {
     if (!path) {
         tide_errf(err, TIDE_EINVAL, "no cluster file name given");
@@ -309,7 +787,7 @@ tide_cluster_t *tide_cluster_file_load(const char *path, tide_error_t *err)
     }
     yaml_parser_set_input_file(&y.p, f);
     errno = 0;
-    tide_cluster_t *c = load(&y);
+    tide_cluster_t *c = load(&y, gov);
     if (!c && ferror(f))
         tide_errf(err, TIDE_EIO, "%s: read error: %s", path, strerror(errno ? errno : EIO));
     fclose(f);
@@ -324,11 +802,20 @@ static int ends_with(const char *s, const char *suf)
 
 tide_cluster_t *tide_cluster_file_from_arg(const char *arg, tide_error_t *err)
 {
+    return tide_cluster_file_from_arg_ex(arg, NULL, err);
+}
+
+tide_cluster_t *tide_cluster_file_from_arg_ex(const char *arg, tide_governance_t *gov,
+                                              tide_error_t *err)
+{
     if (!arg) {
         tide_errf(err, TIDE_EINVAL, "no cluster given");
         return NULL;
     }
     if (ends_with(arg, ".yaml") || ends_with(arg, ".yml"))
-        return tide_cluster_file_load(arg, err);
-    return tide_cluster_parse(arg, err);
+        return tide_cluster_file_load_ex(arg, gov, err);
+    tide_cluster_t *c = tide_cluster_parse(arg, err);
+    if (c && gov)
+        tide_governance_init(gov, c);
+    return c;
 }

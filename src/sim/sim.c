@@ -24,7 +24,7 @@
 static const char *const TIMELINE_HEADER =
     "policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,"
     "inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,"
-    "running_jobs,leased_gpus,tier_a_gpus\n";
+    "running_jobs,leased_gpus,tier_a_gpus,storage_gbps\n";
 static const char *const EVENTS_HEADER =
     "policy,time_s,kind,job,service,replica,lease,gpus,width,reason,deadline_s,value\n";
 
@@ -216,6 +216,7 @@ static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_eng
         break;
     case TIDE_EV_CKPT_COMMITTED:
     case TIDE_EV_JOB_FINISHED:
+    case TIDE_EV_JOB_EXPIRED:
         r.job = job_id(e, ev->job);
         snprintf(r.value, sizeof r.value, "%.2f", ev->value);
         break;
@@ -240,6 +241,7 @@ typedef struct snap {
     double tier[TIDE_T_COUNT];
     double demand_rps, ready_rps;
     int queue_jobs, queue_gpus, running_jobs;
+    double storage_gb;    /* demanded storage GB so far (world), for storage_gbps */
 } snap_t;
 
 static void snap_take(snap_t *s, const tide_stats_t *st, tide_time_t t)
@@ -269,6 +271,19 @@ typedef struct tabrow {
     int jobs_done, preemptions, reclaims, late;
 } tabrow_t;
 
+/* Fault counters of one policy (summary.json policies.<name>.faults). */
+typedef struct fault_stats {
+    int bursts, nodes_failed, nodes_recovered, rank_failures, rank_failures_skipped;
+    int ctl_outages, jobs_expired;
+    tide_time_t ctl_down_s;
+    long events_held;
+} fault_stats_t;
+
+/* A node failed by a node-fail item (recovered with it). */
+typedef struct failed_node {
+    int fault, node;
+} failed_node_t;
+
 typedef struct run {
     const tide_sim_opts_t *o;
     const char *policy;
@@ -285,6 +300,21 @@ typedef struct run {
     snap_t prev;
     int show_progress;
     double wall0;
+    /* faults */
+    const tide_schedule_t *sched;
+    size_t fi;                   /* next firing */
+    double *base_rps;            /* per service: the last demand point's rps (-1 = none) */
+    int *burst_on;               /* per item: burst active */
+    unsigned char *node_up;      /* per node */
+    failed_node_t *failed;
+    size_t nfailed, capfailed;
+    int down;                    /* tide is down: no steps, events are held */
+    tide_time_t down_at;
+    snap_t down_snap;            /* the engine's figures when it went down */
+    double down_lost_gpu_s;
+    snap_t *pending;             /* timeline boundaries passed while down */
+    size_t npending, cappending;
+    fault_stats_t fs;
 } run_t;
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
@@ -294,11 +324,26 @@ static tide_event_t blank_event(int kind)
     return (tide_event_t){.kind = kind, .job = -1, .service = -1, .replica = -1, .node = -1};
 }
 
-/* Gather every input due at <= t. */
+/* Demand multiplier of service s from the bursts active now. */
+static double burst_factor(const run_t *r, int s)
+{
+    double f = 1;
+    const tide_inject_t *inj = r->o->inject;
+    for (size_t i = 0; inj && i < inj->n; i++) {
+        const tide_fault_t *b = &inj->v[i];
+        if (!r->burst_on[i] || b->kind != TIDE_FAULT_BURST)
+            continue;
+        if (!b->target || !strcmp(b->target, r->o->services[s].name))
+            f *= b->factor;
+    }
+    return f;
+}
+
+/* Append every input due at <= t to r->ev (world events, then demand points,
+ * then submissions). */
 static void gather(run_t *r, tide_time_t t)
 {
     const tide_sim_opts_t *o = r->o;
-    r->nev = 0;
     for (;;) {
         size_t k = r->nev;
         tide_grow((void **)&r->ev, &r->cap_ev, k + POP_CHUNK, sizeof *r->ev);
@@ -312,6 +357,10 @@ static void gather(run_t *r, tide_time_t t)
         tide_event_t ev = blank_event(TIDE_EV_DEMAND);
         ev.service = d->service;
         ev.value = d->rps;
+        if (r->base_rps) {
+            r->base_rps[d->service] = d->rps;
+            ev.value = d->rps * burst_factor(r, d->service);
+        }
         push_event(r, ev);
     }
     for (; r->ji < o->n_jobs && o->jobs[r->job_order[r->ji]].submit_s <= t; r->ji++) {
@@ -339,17 +388,32 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     for (size_t i = 0; i < r->acts.n; i++)
         write_action(r->evf, r->policy, t, r->e, &r->acts.v[i]);
     r->rows += (long)r->acts.n;
+    if (tide_inject_storage_gbps(r->o->inject) > 0) {
+        /* checkpoint sizes of the jobs just submitted */
+        for (size_t i = 0; i < r->nev; i++) {
+            const tide_event_t *ev = &r->ev[i];
+            if (ev->kind != TIDE_EV_JOB_SUBMIT)
+                continue;
+            size_t k = (size_t)(ev->job_spec - r->o->jobs);
+            double gb = r->o->job_ckpt_gb ? r->o->job_ckpt_gb[k]
+                                          : TIDE_IO_CKPT_GB_PER_GPU * ev->job_spec->gpus;
+            tide_world_set_job_gb(r->w, tide_engine_job_find(r->e, ev->job_spec->id), gb);
+        }
+    }
     tide_world_apply(r->w, t, &r->acts);
+    if (r->o->observe) {
+        tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w,
+                              .events = r->ev, .n_events = r->nev, .acts = &r->acts};
+        r->o->observe(r->o->observe_ctx, &si);
+    }
     return 0;
 }
 
-/* Write the timeline row of [prev.t, t) and move prev to t. */
-static void timeline_row(run_t *r, tide_time_t t)
+/* Write the timeline row of [prev.t, cur->t) and move prev to cur. */
+static void timeline_write(run_t *r, const snap_t *cp)
 {
-    tide_stats_t st;
-    tide_engine_stats(r->e, &st);
-    snap_t cur;
-    snap_take(&cur, &st, t);
+    snap_t cur = *cp;
+    tide_time_t t = cur.t;
     const snap_t *p = &r->prev;
     double dt = (double)(t - p->t);
     if (dt > 0) {
@@ -360,11 +424,320 @@ static void timeline_row(run_t *r, tide_time_t t)
             fprintf(f, ",%.2f", (cur.state[k] - p->state[k]) / dt);
         for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
             fprintf(f, ",%.2f", (cur.cls[c] - p->cls[c]) / dt);
-        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f\n", p->demand_rps, p->ready_rps, p->queue_jobs,
-                p->queue_gpus, p->running_jobs, (cur.tier[TIDE_T_C] - p->tier[TIDE_T_C]) / dt,
-                (cur.tier[TIDE_T_A] - p->tier[TIDE_T_A]) / dt);
+        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f\n", p->demand_rps, p->ready_rps,
+                p->queue_jobs, p->queue_gpus, p->running_jobs,
+                (cur.tier[TIDE_T_C] - p->tier[TIDE_T_C]) / dt,
+                (cur.tier[TIDE_T_A] - p->tier[TIDE_T_A]) / dt,
+                (cur.storage_gb - p->storage_gb) / dt);
     }
     r->prev = cur;
+}
+
+/* The world's demanded storage GB up to t (0 without the storage model). */
+static double storage_gb_at(const run_t *r, tide_time_t t)
+{
+    tide_world_storage_t ws;
+    tide_world_storage(r->w, t, &ws);
+    return ws.demand_gb;
+}
+
+/* Write the timeline row ending at t from the engine's figures now. */
+static void timeline_row(run_t *r, tide_time_t t)
+{
+    tide_stats_t st;
+    tide_engine_stats(r->e, &st);
+    snap_t cur;
+    snap_take(&cur, &st, t);
+    cur.storage_gb = storage_gb_at(r, t);
+    timeline_write(r, &cur);
+}
+
+/* A timeline boundary passes while tide is down: the engine books nothing
+ * until it is back, so the row waits for flush_pending. */
+static void defer_row(run_t *r, tide_time_t t)
+{
+    snap_t p;
+    memset(&p, 0, sizeof p);
+    p.t = t;
+    p.storage_gb = storage_gb_at(r, t);
+    TIDE_PUSH(r->pending, r->npending, r->cappending, p);
+}
+
+/* Tide came back at t2 and stepped: write the rows of the boundaries passed
+ * while it was down. The engine booked the outage at the allocation it knew
+ * when it went down (constant rates from its last step to t2), plus the work
+ * it wrote off at t2 (training -> lost, kept out of the interpolation so it
+ * lands in the row of t2 like any other loss); the instantaneous columns are
+ * what it knew then. */
+static void flush_pending(run_t *r, tide_time_t t2)
+{
+    tide_stats_t st;
+    tide_engine_stats(r->e, &st);
+    snap_t after;
+    snap_take(&after, &st, t2);
+    const snap_t *a = &r->down_snap;
+    double lost = st.lost_gpu_s - r->down_lost_gpu_s;
+    double span = (double)(t2 - a->t);
+    for (size_t i = 0; i < r->npending; i++) {
+        snap_t x = *a;
+        x.t = r->pending[i].t;
+        x.storage_gb = r->pending[i].storage_gb;
+        double f = span > 0 ? (double)(x.t - a->t) / span : 0;
+        for (int k = 0; k < TIDE_S_COUNT; k++) {
+            double d = after.state[k] - a->state[k];
+            if (k == TIDE_S_TRAINING)
+                d += lost;
+            else if (k == TIDE_S_LOST)
+                d -= lost;
+            x.state[k] = a->state[k] + d * f;
+        }
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            x.cls[c] = a->cls[c] + (after.cls[c] - a->cls[c]) * f;
+        for (int k = 0; k < TIDE_T_COUNT; k++)
+            x.tier[k] = a->tier[k] + (after.tier[k] - a->tier[k]) * f;
+        timeline_write(r, &x);
+    }
+    r->npending = 0;
+}
+
+/* ------------------------------------------------------------------ faults */
+
+/* One fault row in events.csv. */
+static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job,
+                      const char *service, int gpus, tide_time_t deadline, double value,
+                      int has_value)
+{
+    evrow_t row;
+    evrow_init(&row, kind);
+    row.job = job;
+    row.service = service;
+    if (gpus >= 0)
+        snprintf(row.gpus, sizeof row.gpus, "%d", gpus);
+    if (deadline >= 0)
+        snprintf(row.deadline, sizeof row.deadline, "%lld", (long long)deadline);
+    if (has_value)
+        snprintf(row.value, sizeof row.value, "%.2f", value);
+    evrow_write(r->evf, r->policy, t, &row);
+    r->rows++;
+}
+
+/* Demand events for the services a burst item touches (at their new level). */
+static void burst_demand(run_t *r, const tide_fault_t *b)
+{
+    for (size_t s = 0; s < r->o->n_services; s++) {
+        if (b->target && strcmp(b->target, r->o->services[s].name) != 0)
+            continue;
+        if (r->base_rps[s] < 0)
+            continue; /* no demand point yet: nothing to scale */
+        tide_event_t ev = blank_event(TIDE_EV_DEMAND);
+        ev.service = (int32_t)s;
+        ev.value = r->base_rps[s] * burst_factor(r, (int)s);
+        push_event(r, ev);
+    }
+}
+
+/* The node dies: what ran on it dies in the world at once (the engine learns
+ * from EV_NODE_FAILED, at once or when it is back). */
+static void node_fail(run_t *r, tide_time_t t, int fault, int n)
+{
+    tide_node_info_t ni;
+    tide_cluster_node(r->o->cluster, n, &ni);
+    for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
+        int32_t owner;
+        int kind = tide_engine_gpu_owner(r->e, g, &owner);
+        int phase;
+        double progress;
+        if (kind == 1 && tide_world_kill_job(r->w, t, owner, &phase, &progress) == 0 &&
+            r->down) {
+            /* the engine will hear of it late: tell it how far the job got */
+            tide_event_t ev = blank_event(TIDE_EV_JOB_PHASE);
+            ev.job = owner;
+            ev.phase = phase;
+            ev.value = progress;
+            push_event(r, ev);
+        } else if (kind == 2)
+            tide_world_kill_replica(r->w, t, owner);
+    }
+    r->node_up[n] = 0;
+    failed_node_t fn = {.fault = fault, .node = n};
+    TIDE_PUSH(r->failed, r->nfailed, r->capfailed, fn);
+    tide_event_t ev = blank_event(TIDE_EV_NODE_FAILED);
+    ev.node = n;
+    push_event(r, ev);
+    r->fs.nodes_failed++;
+    fault_row(r, t, "fault_node_fail", NULL, NULL, ni.gpus, -1, n, 1);
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void enact_node_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
+{
+    const tide_fault_t *nf = &r->o->inject->v[f->fault];
+    int nodes = tide_cluster_nodes(r->o->cluster);
+    int *up = tide_xmalloc((size_t)(nodes > 0 ? nodes : 1) * sizeof *up);
+    int nup = 0;
+    for (int n = 0; n < nodes; n++)
+        if (r->node_up[n])
+            up[nup++] = n;
+    /* partial Fisher-Yates from the item's draw: the same nodes for every policy */
+    uint64_t st = f->draw;
+    int k = TIDE_MIN(nf->count, nup);
+    for (int i = 0; i < k; i++) {
+        int j = i + (int)(tide_inject_uniform(&st) * (double)(nup - i));
+        if (j >= nup)
+            j = nup - 1;
+        int tmp = up[i];
+        up[i] = up[j];
+        up[j] = tmp;
+    }
+    qsort(up, (size_t)k, sizeof *up, int_cmp);
+    for (int i = 0; i < k; i++)
+        node_fail(r, t, f->fault, up[i]);
+    free(up);
+}
+
+static void enact_node_recover(run_t *r, tide_time_t t, const tide_fire_t *f)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < r->nfailed; i++) {
+        failed_node_t fn = r->failed[i];
+        if (fn.fault != f->fault) {
+            r->failed[w++] = fn;
+            continue;
+        }
+        tide_node_info_t ni;
+        tide_cluster_node(r->o->cluster, fn.node, &ni);
+        r->node_up[fn.node] = 1;
+        tide_event_t ev = blank_event(TIDE_EV_NODE_RECOVERED);
+        ev.node = fn.node;
+        push_event(r, ev);
+        r->fs.nodes_recovered++;
+        fault_row(r, t, "fault_node_recover", NULL, NULL, ni.gpus, -1, fn.node, 1);
+    }
+    r->nfailed = w;
+}
+
+static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
+{
+    const tide_fault_t *rf = &r->o->inject->v[f->fault];
+    int32_t job = -1;
+    if (f->u < 0) {
+        job = tide_engine_job_find(r->e, rf->target);
+    } else {
+        size_t n = tide_world_running(r->w, NULL, NULL, 0);
+        if (n > 0) {
+            int32_t *jobs = tide_xmalloc(n * sizeof *jobs);
+            int *gpus = tide_xmalloc(n * sizeof *gpus);
+            tide_world_running(r->w, jobs, gpus, n);
+            double total = 0;
+            for (size_t i = 0; i < n; i++)
+                total += gpus[i];
+            /* a failing rank is a GPU: jobs are hit in proportion to their GPUs */
+            double x = f->u * total, acc = 0;
+            job = jobs[n - 1];
+            for (size_t i = 0; i < n; i++) {
+                acc += gpus[i];
+                if (x < acc) {
+                    job = jobs[i];
+                    break;
+                }
+            }
+            free(jobs);
+            free(gpus);
+        }
+    }
+    double lost = 0;
+    if (job < 0 || tide_world_fail_rank(r->w, t, job, &lost) != 0) {
+        r->fs.rank_failures_skipped++;
+        fault_row(r, t, "fault_rank_fail_skipped", f->u < 0 ? rf->target : NULL, NULL, -1, -1,
+                  0, 0);
+        return;
+    }
+    r->fs.rank_failures++;
+    fault_row(r, t, "fault_rank_fail", job_id(r->e, job), NULL, -1, -1, lost, 1);
+}
+
+/* Enact one firing at t. */
+static void enact(run_t *r, tide_time_t t, const tide_fire_t *f)
+{
+    const tide_fault_t *fl = &r->o->inject->v[f->fault];
+    switch (f->kind) {
+    case TIDE_FIRE_BURST_START:
+    case TIDE_FIRE_BURST_END: {
+        int start = f->kind == TIDE_FIRE_BURST_START;
+        r->burst_on[f->fault] = start;
+        if (start)
+            r->fs.bursts++;
+        fault_row(r, t, start ? "fault_burst_start" : "fault_burst_end", NULL, fl->target, -1,
+                  start ? fl->at + fl->dur : -1, fl->factor, 1);
+        burst_demand(r, fl);
+        break;
+    }
+    case TIDE_FIRE_NODE_FAIL:
+        enact_node_fail(r, t, f);
+        break;
+    case TIDE_FIRE_NODE_RECOVER:
+        enact_node_recover(r, t, f);
+        break;
+    case TIDE_FIRE_RANK_FAIL:
+        enact_rank_fail(r, t, f);
+        break;
+    case TIDE_FIRE_CTL_DOWN: {
+        tide_stats_t st;
+        tide_engine_stats(r->e, &st);
+        snap_take(&r->down_snap, &st, st.now);
+        r->down_lost_gpu_s = st.lost_gpu_s;
+        r->down = 1;
+        r->down_at = t;
+        r->fs.ctl_outages++;
+        tide_world_set_ctl_down(r->w, t, 1);
+        tide_time_t up = TIDE_MIN(fl->at + fl->dur, r->horizon);
+        fault_row(r, t, "fault_ctl_down", NULL, NULL, -1, up, (double)(up - t), 1);
+        break;
+    }
+    case TIDE_FIRE_CTL_UP:
+        if (!r->down)
+            break;
+        r->down = 0;
+        tide_world_set_ctl_down(r->w, t, 0);
+        r->fs.ctl_down_s += t - r->down_at;
+        r->fs.events_held += (long)r->nev;
+        fault_row(r, t, "fault_ctl_up", NULL, NULL, -1, -1, (double)r->nev, 1);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Enact the firings due at <= t; with hold_down, stop before a ctl-down (the
+ * engine makes its first step before an outage that starts at time 0). */
+static void fire_due(run_t *r, tide_time_t t, int hold_down)
+{
+    const tide_schedule_t *sc = r->sched;
+    while (sc && r->fi < sc->n && sc->v[r->fi].t <= t) {
+        const tide_fire_t *f = &sc->v[r->fi];
+        if (hold_down && f->kind == TIDE_FIRE_CTL_DOWN)
+            return;
+        r->fi++;
+        enact(r, t, f);
+    }
+}
+
+/* While tide is down: rows for the jobs the backend ended at their lease
+ * deadline among the events r->ev[from..). */
+static void note_expired(run_t *r, tide_time_t t, size_t from)
+{
+    for (size_t i = from; i < r->nev; i++) {
+        const tide_event_t *ev = &r->ev[i];
+        if (ev->kind != TIDE_EV_JOB_EXPIRED)
+            continue;
+        r->fs.jobs_expired++;
+        fault_row(r, t, "fault_lease_expired", job_id(r->e, ev->job), NULL, -1, t, ev->value, 1);
+    }
 }
 
 static void progress_line(run_t *r, tide_time_t t, int pct)
@@ -382,20 +755,43 @@ static int replay(run_t *r, tide_error_t *err)
     const tide_sim_opts_t *o = r->o;
     tide_time_t t = 0, boundary = 0;
     for (;;) {
-        for (int pass = 0;; pass++) {
+        if (!r->down)
+            r->nev = 0; /* while down, events are held until tide is back */
+        fire_due(r, t, r->steps == 0);
+        if (r->down) {
+            size_t from = r->nev;
             gather(r, t);
-            if (pass > 0 && r->nev == 0)
-                break;
-            if (pass >= MAX_PASSES)
-                return tide_errf(err, TIDE_ESTATE, "policy %s: no progress at t=%lld",
-                                 r->policy, (long long)t);
-            if (step(r, t, err) != 0)
-                return -1;
-            if (tide_world_next(r->w) > t)
-                break;
+            note_expired(r, t, from);
+        } else {
+            for (int pass = 0;; pass++) {
+                if (pass > 0)
+                    r->nev = 0;
+                gather(r, t);
+                if (pass > 0 && r->nev == 0)
+                    break;
+                if (pass >= MAX_PASSES)
+                    return tide_errf(err, TIDE_ESTATE, "policy %s: no progress at t=%lld",
+                                     r->policy, (long long)t);
+                if (step(r, t, err) != 0)
+                    return -1;
+                if (r->npending)
+                    flush_pending(r, t);
+                if (pass == 0 && r->sched && r->fi < r->sched->n && r->sched->v[r->fi].t <= t) {
+                    /* an outage from time 0 starts after the first step */
+                    r->nev = 0;
+                    fire_due(r, t, 0);
+                    if (r->down)
+                        break;
+                }
+                if (tide_world_next(r->w) > t)
+                    break;
+            }
         }
         if (t == boundary) {
-            timeline_row(r, t);
+            if (r->down)
+                defer_row(r, t);
+            else
+                timeline_row(r, t);
             boundary = TIDE_MIN(t + r->interval, r->horizon);
         }
         if (t >= r->horizon)
@@ -406,7 +802,9 @@ static int replay(run_t *r, tide_error_t *err)
         if (r->di < o->n_demand)
             next = TIDE_MIN(next, o->demand[r->dem_order[r->di]].t);
         next = TIDE_MIN(next, tide_world_next(r->w));
-        if (r->acts.next_wake > t)
+        if (r->sched && r->fi < r->sched->n)
+            next = TIDE_MIN(next, r->sched->v[r->fi].t);
+        if (!r->down && r->acts.next_wake > t)
             next = TIDE_MIN(next, r->acts.next_wake);
         if (next <= t)
             next = t + 1; /* cannot happen; never loop in place */
@@ -552,6 +950,36 @@ static double samples_p99(const tide_engine_t *e, int which)
     return tide_quantile(s.v, s.n, 0.99);
 }
 
+static json_t *faults_json(const run_t *r)
+{
+    const fault_stats_t *f = &r->fs;
+    json_t *o = json_object();
+    jset(o, "bursts", json_integer(f->bursts));
+    jset(o, "nodes_failed", json_integer(f->nodes_failed));
+    jset(o, "nodes_recovered", json_integer(f->nodes_recovered));
+    jset(o, "rank_failures", json_integer(f->rank_failures));
+    jset(o, "rank_failures_skipped", json_integer(f->rank_failures_skipped));
+    jset(o, "ctl_outages", json_integer(f->ctl_outages));
+    jset(o, "ctl_down_s", json_integer(f->ctl_down_s));
+    jset(o, "events_held", json_integer(f->events_held));
+    jset(o, "jobs_expired", json_integer(f->jobs_expired));
+    if (tide_inject_storage_gbps(r->o->inject) > 0) {
+        tide_world_storage_t ws;
+        tide_world_storage(r->w, r->horizon, &ws);
+        json_t *so = json_object();
+        jset(so, "gbps", jreal(ws.gbps));
+        jset(so, "peak_demand_gbps", jreal(ws.peak_gbps));
+        jset(so, "mean_demand_gbps", jreal(ratio(ws.demand_gb, (double)r->horizon)));
+        jset(so, "saturated_s", jreal(ws.saturated_s));
+        jset(so, "transfers", json_integer(ws.transfers));
+        jset(so, "moved_gb", jreal(ws.moved_gb));
+        jset(so, "p99_ckpt_s", jreal(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
+        jset(so, "p99_warmup_s", jreal(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
+        jset(o, "storage", so);
+    }
+    return o;
+}
+
 static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
 {
     tide_stats_t st;
@@ -607,6 +1035,8 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     jset(o, "reclaim", rc);
 
     jset(o, "idle_while_queued_gpu_hours", jreal(st.idle_while_queued_gpu_s / 3600.0));
+    if (r->o->inject && r->o->inject->n > 0)
+        jset(o, "faults", faults_json(r));
     jset(o, "teams", teams_json(r->e));
     jset(o, "events", json_integer(r->rows));
     jset(o, "steps", json_integer(r->steps));
@@ -679,6 +1109,25 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     }
     tide_actions_init(&r->acts);
     r->w = tide_world_create(r->e);
+    if (o->inject && o->inject->n > 0) {
+        double gbps = tide_inject_storage_gbps(o->inject);
+        if (gbps > 0) {
+            tide_world_set_storage(r->w, gbps);
+            for (size_t i = 0; i < o->n_services; i++)
+                tide_world_set_service_gb(
+                    r->w, (int)i,
+                    o->service_weights_gb
+                        ? o->service_weights_gb[i]
+                        : TIDE_IO_WEIGHTS_GB_PER_GPU * o->services[i].gpus_per_replica);
+        }
+        r->base_rps = tide_xmalloc((o->n_services ? o->n_services : 1) * sizeof *r->base_rps);
+        for (size_t i = 0; i < o->n_services; i++)
+            r->base_rps[i] = -1;
+        r->burst_on = tide_xcalloc(o->inject->n, sizeof *r->burst_on);
+        int nodes = tide_cluster_nodes(o->cluster);
+        r->node_up = tide_xmalloc((size_t)(nodes > 0 ? nodes : 1));
+        memset(r->node_up, 1, (size_t)(nodes > 0 ? nodes : 1));
+    }
     json_t *res = NULL;
     if (add_services(r, err) == 0 && replay(r, err) == 0) {
         tide_stats_t st;
@@ -693,6 +1142,16 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     free(r->ev);
     r->ev = NULL;
     r->nev = r->cap_ev = 0;
+    free(r->base_rps);
+    free(r->burst_on);
+    free(r->node_up);
+    free(r->failed);
+    free(r->pending);
+    r->base_rps = NULL;
+    r->burst_on = NULL;
+    r->node_up = NULL;
+    r->failed = NULL;
+    r->pending = NULL;
     return res;
 }
 
@@ -756,6 +1215,9 @@ static int check_opts(const tide_sim_opts_t *o, tide_error_t *err)
         if (o->demand[i].service < 0 || (size_t)o->demand[i].service >= o->n_services)
             return tide_errf(err, TIDE_EINVAL, "demand point %zu names service %d of %zu", i,
                              o->demand[i].service, o->n_services);
+    if (tide_inject_check(o->inject, o->services, o->n_services, o->jobs, o->n_jobs,
+                          tide_cluster_nodes(o->cluster), err) != 0)
+        return -1;
     return 0;
 }
 
@@ -825,6 +1287,9 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
                                      offsetof(tide_job_spec_t, submit_s));
     size_t *dem_order = stable_order(o->n_demand, o->demand, sizeof *o->demand,
                                      offsetof(tide_demand_point_t, t));
+    tide_schedule_t sched = {0};
+    if (o->inject && o->inject->n > 0)
+        tide_inject_schedule(o->inject, horizon, o->seed, &sched);
     tabrow_t *tab = tide_xcalloc(np, sizeof *tab);
     json_t *pols = json_object();
     double oracle = -1;
@@ -834,7 +1299,8 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     for (size_t i = 0; i < np; i++) {
         run_t r = {.o = o, .policy = names[i], .horizon = horizon, .interval = interval,
                    .job_order = job_order, .dem_order = dem_order, .tl = out.tl,
-                   .evf = out.ev, .show_progress = show};
+                   .evf = out.ev, .show_progress = show,
+                   .sched = o->inject && o->inject->n > 0 ? &sched : NULL};
         tab[i].policy = names[i];
         tide_error_t perr = {0};
         json_t *pj = run_policy(&r, &tab[i], &oracle, &perr);
@@ -860,6 +1326,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     free(tab);
     free(job_order);
     free(dem_order);
+    tide_schedule_free(&sched);
     if (rc == 0 && failed) {
         if (err) {
             *err = first;

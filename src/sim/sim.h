@@ -9,12 +9,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sim/inject.h"
 #include "sim/workload_io.h"
+#include "sim/world.h"
 #include "tide/cluster.h"
 #include "tide/engine.h"
 
 #define TIDE_SIM_DEFAULT_INTERVAL 300 /* timeline period, seconds */
 #define TIDE_SIM_MAX_POLICIES 16
+
+/* What a step observer sees (tests): the policy, the time, the engine and
+ * world after the step (the actions already enacted), the events fed and the
+ * actions returned. Everything is borrowed for the call. */
+typedef struct tide_sim_step {
+    const char *policy;
+    tide_time_t t;
+    const tide_engine_t *e;
+    const tide_world_t *w;
+    const tide_event_t *events;
+    size_t n_events;
+    const tide_actions_t *acts;
+} tide_sim_step_t;
+typedef void (*tide_sim_observe_fn)(void *ctx, const tide_sim_step_t *s);
 
 /* Options of one simulation run. All pointers are borrowed for the call. */
 typedef struct tide_sim_opts {
@@ -37,6 +53,13 @@ typedef struct tide_sim_opts {
     FILE *table;                         /* readable table at the end (NULL = none) */
     int progress;                        /* 1: progress lines on stderr even if not a TTY */
     int check;                           /* 1: tide_engine_check after every step */
+    const tide_inject_t *inject;         /* faults to inject (NULL = none; docs/sim.md) */
+    const double *job_ckpt_gb;           /* parallel to jobs: GB per checkpoint (NULL =
+                                            TIDE_IO_CKPT_GB_PER_GPU x gpus) */
+    const double *service_weights_gb;    /* parallel to services: GB of weights per replica
+                                            (NULL = TIDE_IO_WEIGHTS_GB_PER_GPU x gpus) */
+    tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
+    void *observe_ctx;
 } tide_sim_opts_t;
 
 /* Fill o with defaults: no inputs, all policies, tide_config_default, horizon
@@ -50,7 +73,8 @@ void tide_sim_opts_default(tide_sim_opts_t *o);
  * with the first failure once every policy has run. Nothing is printed but
  * the table and the progress lines.
  * Returns 0, or -1 with err: EINVAL for bad options (no cluster or out dir,
- * unknown policy) or a service the engine rejects; EIO when an output cannot
+ * unknown policy, an --inject item naming a service, job or node count the
+ * workload does not have) or a service the engine rejects; EIO when an output cannot
  * be written; the engine's code when a step fails (EINVAL, ESTATE) and ESTATE
  * for a failed invariant check (the message names the policy and time). */
 int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err);

@@ -176,6 +176,25 @@ static int get_secs(const tide_csv_t *csv, int col, long long lo, long long dflt
     return 0;
 }
 
+/* A size in GB: a finite number in [0, TIDE_IO_MAX_GB]; empty takes dflt. */
+static int get_gb(const tide_csv_t *csv, int col, double dflt, double *out, tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    double v;
+    if (!*s) {
+        *out = dflt;
+        return 0;
+    }
+    if (tide_parse_double(s, &v) < 0)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "expected GB as a number, got '%.40s'",
+                             s);
+    if (v < 0 || v > TIDE_IO_MAX_GB)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be 0..%g GB (got %.40s)",
+                             TIDE_IO_MAX_GB, s);
+    *out = v;
+    return 0;
+}
+
 /* A finite number; > lo when strict, else >= lo. */
 static int get_double(const tide_csv_t *csv, int col, double lo, int strict, double *out,
                       tide_error_t *err)
@@ -239,15 +258,15 @@ static const tide_read_opts_t default_opts = {NULL, 0};
 
 /* ------------------------------------------------------------ services.csv */
 
-enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_NCOLS };
+enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_WGB, S_NCOLS };
 static const char *const svc_cols[S_NCOLS] = {
     "service", "gpus_per_replica", "replica_rps", "min_replicas", "warmup_s",
-    "max_replicas", "fixed_replicas", "gpu_types"};
+    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb"};
 #define S_NREQ 5
 
 typedef struct svc_ctx {
     tide_services_t *out;
-    size_t cap;
+    size_t cap, gbcap;
     int cols[S_NCOLS];
     int *lines;
     size_t lcap;
@@ -270,6 +289,9 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
         get_int(csv, c[S_FIXED], 0, TIDE_IO_MAX_COUNT, 0, &s.fixed_replicas, err) < 0 ||
         get_types(csv, c[S_TYPES], x->o, &s.gpu_types, err) < 0)
         return -1;
+    double wgb;
+    if (get_gb(csv, c[S_WGB], TIDE_IO_WEIGHTS_GB_PER_GPU * s.gpus_per_replica, &wgb, err) < 0)
+        return -1;
     if (s.max_replicas > 0 && s.max_replicas < s.min_replicas)
         return tide_csv_fail(csv, err, c[S_MAX], TIDE_EINVAL,
                              "must be 0 (unlimited) or >= min_replicas (%d), got %d",
@@ -281,7 +303,8 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
                              x->lines[prev]);
     char *own = tide_xstrdup(name);
     s.name = own;
-    size_t n = x->out->n;
+    size_t n = x->out->n, gn = n;
+    TIDE_PUSH(x->out->weights_gb, gn, x->gbcap, wgb);
     TIDE_PUSH(x->out->v, x->out->n, x->cap, s);
     size_t ln = n;
     TIDE_PUSH(x->lines, ln, x->lcap, tide_csv_line(csv));
@@ -332,6 +355,7 @@ void tide_services_free(tide_services_t *s)
     for (size_t i = 0; i < s->n; i++)
         free((char *)s->v[i].name);
     free(s->v);
+    free(s->weights_gb);
     idx_free(s->idx);
     free(s);
 }
@@ -467,16 +491,16 @@ void tide_demand_free(tide_demand_t *d)
 
 enum {
     J_ID, J_SUBMIT, J_TEAM, J_PRIO, J_GPUS, J_DUR, /* required */
-    J_GANG, J_DPMIN, J_CKINT, J_CKPT, J_RESTORE, J_TYPES, J_NCOLS
+    J_GANG, J_DPMIN, J_CKINT, J_CKPT, J_RESTORE, J_TYPES, J_CKGB, J_NCOLS
 };
 static const char *const job_cols[J_NCOLS] = {
     "job_id", "submit_s", "team", "priority", "gpus", "duration_s",
-    "gang_gpus", "dp_min", "ckpt_interval_s", "ckpt_s", "restore_s", "gpu_types"};
+    "gang_gpus", "dp_min", "ckpt_interval_s", "ckpt_s", "restore_s", "gpu_types", "ckpt_gb"};
 #define J_NREQ 6
 
 typedef struct job_ctx {
     tide_jobs_t *out;
-    size_t cap;
+    size_t cap, gbcap;
     int cols[J_NCOLS];
     struct tide_name_index *ids; /* id -> line */
     const tide_read_opts_t *o;
@@ -540,6 +564,9 @@ static int job_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
         get_secs(csv, c[J_RESTORE], 0, 120, &j.restore_s, err) < 0 ||
         get_types(csv, c[J_TYPES], x->o, &j.gpu_types, err) < 0)
         return -1;
+    double ckgb;
+    if (get_gb(csv, c[J_CKGB], TIDE_IO_CKPT_GB_PER_GPU * j.gpus, &ckgb, err) < 0)
+        return -1;
     int prev = idx_get(x->ids, id);
     if (prev >= 0)
         return tide_csv_fail(csv, err, c[J_ID], TIDE_EEXIST,
@@ -547,6 +574,8 @@ static int job_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
     char *own_id = tide_xstrdup(id);
     j.id = own_id;
     j.team = tide_xstrdup(team);
+    size_t gn = x->out->n;
+    TIDE_PUSH(x->out->ckpt_gb, gn, x->gbcap, ckgb);
     TIDE_PUSH(x->out->v, x->out->n, x->cap, j);
     idx_put(x->ids, own_id, tide_csv_line(csv));
     return 0;
@@ -594,10 +623,15 @@ static tide_jobs_t *read_jobs(tide_csv_t *csv, const tide_read_opts_t *o, tide_e
         }
         qsort(k, js->n, sizeof *k, job_cmp);
         tide_job_spec_t *v = tide_xmalloc(js->n * sizeof *v);
-        for (size_t i = 0; i < js->n; i++)
+        double *gb = tide_xmalloc(js->n * sizeof *gb);
+        for (size_t i = 0; i < js->n; i++) {
             v[i] = js->v[k[i].seq];
+            gb[i] = js->ckpt_gb[k[i].seq];
+        }
         free(js->v);
+        free(js->ckpt_gb);
         js->v = v;
+        js->ckpt_gb = gb;
         free(k);
     }
     return js;
@@ -624,5 +658,6 @@ void tide_jobs_free(tide_jobs_t *j)
         free((char *)j->v[i].team);
     }
     free(j->v);
+    free(j->ckpt_gb);
     free(j);
 }

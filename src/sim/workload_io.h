@@ -21,6 +21,16 @@
 
 #define TIDE_IO_MAX_SECONDS 100000000000LL /* ~3000 years: larger times are rejected */
 #define TIDE_IO_MAX_COUNT 1048576          /* GPUs, replicas: larger counts are rejected */
+#define TIDE_IO_MAX_GB 1.0e9               /* checkpoint / weight sizes: larger are rejected */
+
+/* Defaults of the optional size columns (used only by the simulator's shared
+ * storage model, `--inject storage:G`): 16 GB per GPU. A checkpoint holds the
+ * bf16 weights, fp32 master weights and Adam moments (~16 bytes per
+ * parameter), about 16 GB for every GPU's share of a model; a serving
+ * replica's bf16 weights are about 16 GB per GPU too (an 8B model on 1 GPU, a
+ * 70B model on 8). */
+#define TIDE_IO_CKPT_GB_PER_GPU 16.0
+#define TIDE_IO_WEIGHTS_GB_PER_GPU 16.0
 
 /* Options shared by the readers (NULL = all defaults). */
 typedef struct tide_read_opts {
@@ -38,6 +48,7 @@ struct tide_name_index;
 /* Inference services in file order. The name strings belong to the container. */
 typedef struct tide_services {
     tide_service_spec_t *v;
+    double *weights_gb;          /* parallel to v: weights loaded per replica (GB) */
     size_t n;
     size_t skipped;              /* rows skipped (skip_bad) */
     tide_error_t first_skip;     /* why the first skipped row was skipped */
@@ -46,7 +57,8 @@ typedef struct tide_services {
 
 /* Read services.csv. Columns: service, gpus_per_replica, replica_rps,
  * min_replicas, warmup_s (required); max_replicas (0 = unlimited),
- * fixed_replicas (0), gpu_types ("" = any) optional. Checks
+ * fixed_replicas (0), gpu_types ("" = any), weights_gb (GB of weights a
+ * replica loads, TIDE_IO_WEIGHTS_GB_PER_GPU x gpus_per_replica) optional. Checks
  * gpus_per_replica >= 1, replica_rps > 0, min_replicas >= 0, warmup_s >= 0,
  * max_replicas 0 or >= min_replicas, unique non-empty names.
  * Returns a container the caller owns (free with tide_services_free; it may
@@ -98,6 +110,7 @@ void tide_demand_free(tide_demand_t *d); /* NULL is a no-op */
  * ckpt_s/restore_s written as 0 in the file). */
 typedef struct tide_jobs {
     tide_job_spec_t *v;
+    double *ckpt_gb;         /* parallel to v: GB written per checkpoint */
     size_t n;
     size_t skipped;
     tide_error_t first_skip;
@@ -106,7 +119,8 @@ typedef struct tide_jobs {
 /* Read jobs.csv. Required: job_id, submit_s, team, priority (1..3 or P1..P3),
  * gpus, duration_s. Optional (default): gang_gpus (gpus if gpus <= 8, else
  * gcd(gpus, 8)), dp_min (gpus / gang_gpus: not elastic), ckpt_interval_s
- * (1800), ckpt_s (60), restore_s (120), gpu_types (any). Checks: gpus >= 1,
+ * (1800), ckpt_s (60), restore_s (120), gpu_types (any), ckpt_gb
+ * (TIDE_IO_CKPT_GB_PER_GPU x gpus; >= 0, into ->ckpt_gb). Checks: gpus >= 1,
  * gang_gpus >= 1 divides gpus, 1 <= dp_min <= gpus / gang_gpus,
  * duration_s >= 1, ckpt_interval_s >= 1, times >= 0, unique non-empty job ids,
  * non-empty team. Returns a container the caller owns (free with

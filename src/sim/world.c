@@ -2,7 +2,12 @@
  * replicas. Timer entries carry the job's generation and are dropped when it
  * has changed (resize, stop, restart); notification entries (events decided
  * in tide_world_apply but delivered by tide_world_pop) carry the job's run
- * number and are dropped when the job was stopped or restarted since. */
+ * number and are dropped when the job was stopped or restarted since.
+ *
+ * Faults (sim/inject.h): an optional shared storage whose transfers
+ * (checkpoint writes, weight loads) share the bandwidth max-min fairly, lease
+ * deadlines enforced while the control plane is down, rank failures and node
+ * deaths. Without them nothing here changes the timings above. */
 #include "sim/world.h"
 
 #include <math.h>
@@ -19,14 +24,23 @@ enum wkind {
     W_NOTE_PHASE,       /* notification: EV_JOB_PHASE decided in apply */
     W_NOTE_COMMIT,      /* notification: EV_CKPT_COMMITTED decided in apply */
     W_REPLICA_READY,    /* replica warm */
+    W_XFER_DONE,        /* storage: a transfer finished (no event) */
+    W_LEASE_EXPIRE,     /* ctl down: the backend ends the job at its lease deadline */
+    W_NOTE_RANK,        /* notification: EV_RANK_FAILED (the job is already gone) */
+    W_NOTE_LAST,        /* notification: EV_JOB_PHASE, the last phase and progress of a
+                           job that ended while tide was down (the job is gone) */
+    W_NOTE_EXPIRED,     /* notification: EV_JOB_EXPIRED (the job is gone) */
 };
+
+enum { XF_CKPT = 0, XF_LOAD };
 
 typedef struct wentry {
     tide_time_t t;
     uint64_t seq;
     int kind;
-    int32_t id;    /* job or replica handle */
-    uint32_t gen;  /* job generation (timers), run (notes) or replica generation */
+    int32_t id;    /* job or replica handle, or transfer slot */
+    uint32_t gen;  /* job generation (timers), run (notes), replica generation,
+                      transfer generation or lease generation */
     int phase;     /* notes */
     int32_t aux;   /* service of a replica */
     double value;  /* notes */
@@ -45,7 +59,29 @@ typedef struct wjob {
     uint32_t gen, run;
     /* copied from the spec at start (engine pointers may move) */
     tide_time_t duration_s, ckpt_interval_s, ckpt_s, restore_s;
+    int gang;                   /* GPUs of one data-parallel replica */
+    /* faults */
+    double ckpt_gb;             /* checkpoint size (storage model) */
+    int xfer;                   /* 1 + transfer slot of the pending checkpoint, 0 = none */
+    int has_lease;
+    tide_time_t lease_deadline; /* latest return of its lease */
+    uint32_t lease_gen;
 } wjob_t;
+
+/* A transfer through the shared storage. */
+typedef struct xfer {
+    int used;
+    int kind;              /* XF_CKPT, XF_LOAD */
+    int32_t id;            /* job or replica handle */
+    int32_t aux;           /* service of a replica */
+    uint32_t owner;        /* job run / replica generation at the start */
+    uint32_t gen;          /* bumped when its entry moves or it ends */
+    double total, rem;     /* GB */
+    double cap;            /* GB/s it may use at most (INFINITY = no cap) */
+    double rate;           /* GB/s now */
+    tide_time_t floor_end; /* start + declared time */
+    tide_time_t due;       /* time of its pending W_XFER_DONE entry (-1 = none) */
+} xfer_t;
 
 struct tide_world {
     const tide_engine_t *e;
@@ -56,6 +92,17 @@ struct tide_world {
     size_t njobs;
     uint32_t *rgen; /* per replica handle */
     size_t nrep;
+    int ctl_down;
+    /* storage */
+    double gbps;
+    double *svc_gb;
+    size_t nsvc_gb;
+    xfer_t *xf;
+    size_t nxf, capxf;
+    int xf_active;
+    tide_time_t st_last;       /* integrals are as of this time */
+    double dem_now, dem_peak, dem_gb, sat_s, moved_gb;
+    long xf_started;
 };
 
 /* ------------------------------------------------------------------ heap */
@@ -154,6 +201,138 @@ static void job_advance(wjob_t *j, tide_time_t now)
     j->t_last = now;
 }
 
+/* ---------------------------------------------------------------- storage */
+
+#define SAT_EPS 1e-9
+
+/* Bring the transfers' remaining bytes and the demand integrals up to now. */
+static void storage_advance(tide_world_t *w, tide_time_t now)
+{
+    if (now <= w->st_last)
+        return;
+    double dt = (double)(now - w->st_last);
+    for (size_t i = 0; i < w->nxf; i++) {
+        xfer_t *x = &w->xf[i];
+        if (!x->used)
+            continue;
+        x->rem -= x->rate * dt;
+        if (x->rem < 0)
+            x->rem = 0;
+    }
+    w->dem_gb += w->dem_now * dt;
+    if (w->dem_now > w->gbps * (1 + SAT_EPS))
+        w->sat_s += dt;
+    w->st_last = now;
+}
+
+static int cap_cmp(const void *a, const void *b)
+{
+    double x = **(const double *const *)a, y = **(const double *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Share the bandwidth among the active transfers (water-filling over their
+ * caps) and move each transfer's completion entry where it now falls. */
+static void storage_reshare(tide_world_t *w, tide_time_t now)
+{
+    size_t n = 0;
+    double dem = 0;
+    for (size_t i = 0; i < w->nxf; i++)
+        if (w->xf[i].used) {
+            n++;
+            dem += isfinite(w->xf[i].cap) ? w->xf[i].cap : w->gbps;
+        }
+    w->dem_now = dem;
+    if (dem > w->dem_peak)
+        w->dem_peak = dem;
+    w->xf_active = (int)n;
+    if (n == 0)
+        return;
+    /* caps in increasing order; each gets min(cap, equal share of what is left) */
+    double **caps = tide_xmalloc(n * sizeof *caps);
+    size_t k = 0;
+    for (size_t i = 0; i < w->nxf; i++)
+        if (w->xf[i].used)
+            caps[k++] = &w->xf[i].cap;
+    qsort(caps, n, sizeof *caps, cap_cmp);
+    double left = w->gbps;
+    for (size_t i = 0; i < n; i++) {
+        xfer_t *x = (xfer_t *)((char *)caps[i] - offsetof(xfer_t, cap));
+        double share = left / (double)(n - i);
+        x->rate = x->cap < share ? x->cap : share;
+        left -= x->rate;
+        if (left < 0)
+            left = 0;
+    }
+    free(caps);
+    for (size_t i = 0; i < w->nxf; i++) {
+        xfer_t *x = &w->xf[i];
+        if (!x->used)
+            continue;
+        tide_time_t due = now;
+        if (x->rem > 0 && x->rate > 0) {
+            double fin = (double)now + x->rem / x->rate;
+            due = fin < 9.0e18 ? (tide_time_t)ceil(fin - 1e-6) : TIDE_TIME_NEVER;
+            if (due < now)
+                due = now;
+        }
+        if (due != x->due) {
+            x->due = due;
+            x->gen++;
+            if (due != TIDE_TIME_NEVER)
+                heap_push(w, (wentry_t){.t = due, .kind = W_XFER_DONE, .id = (int32_t)i,
+                                        .gen = x->gen});
+        }
+    }
+}
+
+/* Start a transfer of gb GB that should take declared seconds. Returns 1 + slot. */
+static int xfer_start(tide_world_t *w, tide_time_t now, int kind, int32_t id, int32_t aux,
+                      uint32_t owner, double gb, tide_time_t declared)
+{
+    storage_advance(w, now);
+    size_t i;
+    for (i = 0; i < w->nxf; i++)
+        if (!w->xf[i].used)
+            break;
+    if (i == w->nxf) {
+        tide_grow((void **)&w->xf, &w->capxf, w->nxf + 1, sizeof *w->xf);
+        memset(&w->xf[w->nxf], 0, sizeof *w->xf);
+        w->nxf++;
+    }
+    xfer_t *x = &w->xf[i];
+    uint32_t gen = x->gen + 1;
+    *x = (xfer_t){.used = 1, .kind = kind, .id = id, .aux = aux, .owner = owner, .gen = gen,
+                  .total = gb, .rem = gb,
+                  .cap = declared > 0 ? gb / (double)declared : INFINITY,
+                  .floor_end = now + (declared > 0 ? declared : 0), .due = -1};
+    w->xf_started++;
+    storage_reshare(w, now);
+    return (int)i + 1;
+}
+
+/* End transfer slot i at now (done: its bytes were moved). */
+static void xfer_end(tide_world_t *w, tide_time_t now, size_t i, int done)
+{
+    storage_advance(w, now);
+    xfer_t *x = &w->xf[i];
+    if (done)
+        w->moved_gb += x->total;
+    x->used = 0;
+    x->gen++;
+    storage_reshare(w, now);
+}
+
+/* Cancel the transfer of a replica (a stopped job's goes through j->xfer). */
+static void xfer_cancel_replica(tide_world_t *w, tide_time_t now, int32_t rep)
+{
+    for (size_t i = 0; i < w->nxf; i++)
+        if (w->xf[i].used && w->xf[i].kind == XF_LOAD && w->xf[i].id == rep) {
+            xfer_end(w, now, i, 0);
+            return;
+        }
+}
+
 /* Drop the job's pending timers and schedule the next one from its state. */
 static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
 {
@@ -165,6 +344,8 @@ static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
         x.t = j->phase_end;
         break;
     case TIDE_PHASE_CHECKPOINTING:
+        if (j->xfer)
+            return; /* the transfer's completion schedules the commit */
         x.kind = W_CKPT_DONE;
         x.t = j->phase_end;
         break;
@@ -203,12 +384,51 @@ static void note(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j, 
                             .value = value});
 }
 
-/* Training -> checkpointing at time t (progress already advanced to t). */
-static void ckpt_begin(wjob_t *j, tide_time_t t)
+/* Training -> checkpointing at time t (progress already advanced to t). With
+ * storage the checkpoint also writes ckpt_gb; the commit waits for both. */
+static void ckpt_begin(tide_world_t *w, int32_t id, wjob_t *j, tide_time_t t)
 {
     j->phase = TIDE_PHASE_CHECKPOINTING;
     j->ckpt_value = j->progress;
     j->phase_end = t + j->ckpt_s;
+    if (w->gbps > 0 && j->ckpt_gb > 0)
+        j->xfer = xfer_start(w, t, XF_CKPT, id, -1, j->run, j->ckpt_gb, j->ckpt_s);
+}
+
+/* The job ends in the world at now (stopped, killed, expired, failed): its
+ * progress falls back to its commit, pending timers, notes and its
+ * checkpoint transfer are dropped, its lease is forgotten. */
+static void job_end(tide_world_t *w, tide_time_t now, wjob_t *j)
+{
+    if (j->xfer) {
+        xfer_end(w, now, (size_t)(j->xfer - 1), 0);
+        j->xfer = 0;
+    }
+    j->active = 0;
+    j->progress = j->committed;
+    j->gen++;
+    j->run++;
+    j->has_lease = 0;
+    j->lease_gen++;
+}
+
+/* Progress lost if the job ended now. */
+static double job_loss(wjob_t *j, tide_time_t now)
+{
+    job_advance(j, now);
+    double lost = j->progress - j->committed;
+    return lost > 0 ? lost : 0;
+}
+
+/* A job ends abnormally at now while tide is down: events carry no time, so
+ * the engine, stepping only when it is back, would not know how far the job
+ * got. Report its last phase and progress first (a JOB_PHASE note). Call
+ * after job_loss (progress at now) and before job_end; gen is the run the
+ * job will have after job_end. */
+static void note_last(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j)
+{
+    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_LAST, .id = id, .gen = j->run + 1,
+                            .phase = j->phase, .value = j->progress});
 }
 
 /* ----------------------------------------------------------------- actions */
@@ -221,6 +441,10 @@ static void act_job_start(tide_world_t *w, tide_time_t now, const tide_action_t 
     wjob_t *j = job_get(w, a->job);
     if (!j)
         return;
+    if (j->xfer) { /* not stopped first: forget the old run's checkpoint */
+        xfer_end(w, now, (size_t)(j->xfer - 1), 0);
+        j->xfer = 0;
+    }
     j->seen = 1;
     j->active = 1;
     j->run++;
@@ -228,6 +452,7 @@ static void act_job_start(tide_world_t *w, tide_time_t now, const tide_action_t 
     j->ckpt_interval_s = info.spec->ckpt_interval_s;
     j->ckpt_s = info.spec->ckpt_s;
     j->restore_s = info.spec->restore_s;
+    j->gang = info.spec->gang_gpus;
     j->W = info.dp_max > 0 ? info.dp_max : 1;
     j->width = a->width;
     j->progress = j->committed;
@@ -257,7 +482,7 @@ static void act_job_ckpt(tide_world_t *w, tide_time_t now, const tide_action_t *
     switch (j->phase) {
     case TIDE_PHASE_TRAINING:
         job_advance(j, now);
-        ckpt_begin(j, now);
+        ckpt_begin(w, a->job, j, now);
         note(w, now, a->job, j, W_NOTE_PHASE, TIDE_PHASE_CHECKPOINTING, j->progress);
         job_schedule(w, a->job, j);
         break;
@@ -281,14 +506,10 @@ static void act_job_resize(tide_world_t *w, tide_time_t now, const tide_action_t
 
 static void act_job_stop(tide_world_t *w, tide_time_t now, const tide_action_t *a)
 {
-    (void)now;
     wjob_t *j = active_job(w, a->job);
     if (!j)
         return;
-    j->active = 0;
-    j->progress = j->committed;
-    j->gen++;
-    j->run++;
+    job_end(w, now, j);
 }
 
 static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_action_t *a)
@@ -298,16 +519,56 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
     if (!s || !g)
         return;
     (*g)++;
+    double gb = w->gbps > 0 && a->service >= 0 && (size_t)a->service < w->nsvc_gb
+                    ? w->svc_gb[a->service]
+                    : 0;
+    if (w->gbps > 0)
+        xfer_cancel_replica(w, now, a->replica);
+    if (gb > 0) { /* ready when the weights are loaded and warmup_s has passed */
+        xfer_start(w, now, XF_LOAD, a->replica, a->service, *g, gb, TIDE_MAX(s->warmup_s, 0));
+        return;
+    }
     heap_push(w, (wentry_t){.t = now + TIDE_MAX(s->warmup_s, 0), .kind = W_REPLICA_READY,
                             .id = a->replica, .gen = *g, .aux = a->service});
 }
 
 static void act_replica_stop(tide_world_t *w, tide_time_t now, const tide_action_t *a)
 {
-    (void)now;
     uint32_t *g = rep_gen(w, a->replica);
     if (g)
         (*g)++;
+    if (g && w->gbps > 0)
+        xfer_cancel_replica(w, now, a->replica);
+}
+
+/* Push the backend's lease enforcement for job j (only while tide is down). */
+static void lease_arm(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j)
+{
+    if (!w->ctl_down || !j->active || !j->has_lease || j->lease_deadline == TIDE_TIME_NEVER)
+        return;
+    heap_push(w, (wentry_t){.t = TIDE_MAX(j->lease_deadline, now), .kind = W_LEASE_EXPIRE,
+                            .id = id, .gen = j->lease_gen});
+}
+
+static void act_lease_set(tide_world_t *w, tide_time_t now, const tide_action_t *a)
+{
+    if (a->job < 0 || (size_t)a->job >= w->njobs || !w->jobs[a->job].seen)
+        return;
+    wjob_t *j = &w->jobs[a->job];
+    j->has_lease = 1;
+    j->lease_deadline = a->deadline;
+    j->lease_gen++;
+    lease_arm(w, now, a->job, j);
+}
+
+static void act_lease_return(tide_world_t *w, tide_time_t now, const tide_action_t *a)
+{
+    (void)now;
+    if (a->job < 0 || (size_t)a->job >= w->njobs)
+        return;
+    wjob_t *j = &w->jobs[a->job];
+    j->has_lease = 0;
+    j->lease_gen++;
 }
 
 typedef void (*act_fn)(tide_world_t *w, tide_time_t now, const tide_action_t *a);
@@ -319,7 +580,10 @@ static const act_fn act_table[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_JOB_STOP] = act_job_stop,
     [TIDE_ACT_REPLICA_START] = act_replica_start,
     [TIDE_ACT_REPLICA_STOP] = act_replica_stop,
-    /* leases: nothing to enact */
+    /* leases: tracked for the backend's own enforcement while tide is down */
+    [TIDE_ACT_LEASE_GRANT] = act_lease_set,
+    [TIDE_ACT_LEASE_RENEW] = act_lease_set,
+    [TIDE_ACT_LEASE_RETURN] = act_lease_return,
 };
 
 /* ------------------------------------------------------------- delivery */
@@ -329,11 +593,18 @@ static int live(const tide_world_t *w, const wentry_t *x)
 {
     if (x->kind == W_REPLICA_READY)
         return (size_t)x->id < w->nrep && w->rgen[x->id] == x->gen;
+    if (x->kind == W_XFER_DONE)
+        return x->id >= 0 && (size_t)x->id < w->nxf && w->xf[x->id].used &&
+               w->xf[x->id].gen == x->gen;
     if (x->id < 0 || (size_t)x->id >= w->njobs)
         return 0;
     const wjob_t *j = &w->jobs[x->id];
+    if (x->kind == W_NOTE_RANK || x->kind == W_NOTE_LAST || x->kind == W_NOTE_EXPIRED)
+        return j->run == x->gen;
     if (!j->active)
         return 0;
+    if (x->kind == W_LEASE_EXPIRE)
+        return w->ctl_down && j->has_lease && j->lease_gen == x->gen;
     if (x->kind == W_NOTE_PHASE || x->kind == W_NOTE_COMMIT)
         return j->run == x->gen;
     return j->gen == x->gen;
@@ -345,8 +616,31 @@ static void purge_top(tide_world_t *w)
         (void)heap_pop(w);
 }
 
-/* Carry out a due entry; fill ev. */
-static void fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
+/* A transfer finished at x->t: schedule what waited for it. No event. */
+static void xfer_done(tide_world_t *w, const wentry_t *x)
+{
+    size_t i = (size_t)x->id;
+    xfer_t xf = w->xf[i];
+    xfer_end(w, x->t, i, 1);
+    tide_time_t at = TIDE_MAX(xf.floor_end, x->t);
+    if (xf.kind == XF_LOAD) {
+        if ((size_t)xf.id < w->nrep && w->rgen[xf.id] == xf.owner)
+            heap_push(w, (wentry_t){.t = at, .kind = W_REPLICA_READY, .id = xf.id,
+                                    .gen = xf.owner, .aux = xf.aux});
+        return;
+    }
+    if (xf.id < 0 || (size_t)xf.id >= w->njobs)
+        return;
+    wjob_t *j = &w->jobs[xf.id];
+    if (!j->active || j->run != xf.owner || j->xfer != (int)i + 1)
+        return;
+    j->xfer = 0;
+    j->phase_end = at;
+    job_schedule(w, xf.id, j);
+}
+
+/* Carry out a due entry; fill ev. Returns 1 if it is an event, 0 if not. */
+static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
 {
     memset(ev, 0, sizeof *ev);
     ev->job = -1;
@@ -357,7 +651,11 @@ static void fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         ev->kind = TIDE_EV_REPLICA_READY;
         ev->replica = x->id;
         ev->service = x->aux;
-        return;
+        return 1;
+    }
+    if (x->kind == W_XFER_DONE) {
+        xfer_done(w, x);
+        return 0;
     }
     wjob_t *j = &w->jobs[x->id];
     ev->job = x->id;
@@ -382,7 +680,7 @@ static void fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         break;
     case W_CKPT_START:
         job_advance(j, x->t);
-        ckpt_begin(j, x->t);
+        ckpt_begin(w, x->id, j, x->t);
         ev->kind = TIDE_EV_JOB_PHASE;
         ev->phase = TIDE_PHASE_CHECKPOINTING;
         ev->value = j->progress;
@@ -406,9 +704,34 @@ static void fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         ev->kind = TIDE_EV_JOB_FINISHED;
         ev->value = j->progress;
         break;
-    default:
+    case W_LEASE_EXPIRE: {
+        /* the last phase report now, EV_JOB_EXPIRED right after it */
+        double lost = job_loss(j, x->t);
+        ev->kind = TIDE_EV_JOB_PHASE;
+        ev->phase = j->phase;
+        ev->value = j->progress;
+        job_end(w, x->t, j);
+        heap_push(w, (wentry_t){.t = x->t, .kind = W_NOTE_EXPIRED, .id = x->id, .gen = j->run,
+                                .value = lost});
         break;
     }
+    case W_NOTE_LAST:
+        ev->kind = TIDE_EV_JOB_PHASE;
+        ev->phase = x->phase;
+        ev->value = x->value;
+        break;
+    case W_NOTE_EXPIRED:
+        ev->kind = TIDE_EV_JOB_EXPIRED;
+        ev->value = x->value;
+        break;
+    case W_NOTE_RANK:
+        ev->kind = TIDE_EV_RANK_FAILED;
+        ev->value = x->value;
+        break;
+    default:
+        return 0;
+    }
+    return 1;
 }
 
 /* ------------------------------------------------------------------- API */
@@ -427,6 +750,8 @@ void tide_world_destroy(tide_world_t *w)
     free(w->heap);
     free(w->jobs);
     free(w->rgen);
+    free(w->svc_gb);
+    free(w->xf);
     free(w);
 }
 
@@ -451,7 +776,8 @@ size_t tide_world_pop(tide_world_t *w, tide_time_t now, tide_event_t *out, size_
     purge_top(w);
     while (k < max && w->n > 0 && w->heap[0].t <= now) {
         wentry_t x = heap_pop(w);
-        fire(w, &x, &out[k++]);
+        if (fire(w, &x, &out[k]))
+            k++;
         purge_top(w);
     }
     return k;
@@ -467,5 +793,117 @@ int tide_world_job(const tide_world_t *w, int32_t job, tide_world_job_t *out)
     out->width = j->width;
     out->progress = j->progress;
     out->committed = j->committed;
+    out->lease_deadline = j->has_lease ? j->lease_deadline : TIDE_TIME_NEVER;
     return 0;
+}
+
+/* ------------------------------------------------------------- faults */
+
+void tide_world_set_storage(tide_world_t *w, double gbps)
+{
+    w->gbps = gbps > 0 && isfinite(gbps) ? gbps : 0;
+}
+
+void tide_world_set_job_gb(tide_world_t *w, int32_t job, double ckpt_gb)
+{
+    wjob_t *j = job_get(w, job);
+    if (j)
+        j->ckpt_gb = ckpt_gb > 0 && isfinite(ckpt_gb) ? ckpt_gb : 0;
+}
+
+void tide_world_set_service_gb(tide_world_t *w, int service, double weights_gb)
+{
+    if (service < 0)
+        return;
+    if ((size_t)service >= w->nsvc_gb) {
+        size_t n = (size_t)service + 1;
+        w->svc_gb = tide_xrealloc(w->svc_gb, n * sizeof *w->svc_gb);
+        for (size_t i = w->nsvc_gb; i < n; i++)
+            w->svc_gb[i] = 0;
+        w->nsvc_gb = n;
+    }
+    w->svc_gb[service] = weights_gb > 0 && isfinite(weights_gb) ? weights_gb : 0;
+}
+
+void tide_world_storage(const tide_world_t *w, tide_time_t now, tide_world_storage_t *out)
+{
+    memset(out, 0, sizeof *out);
+    double dt = now > w->st_last ? (double)(now - w->st_last) : 0;
+    out->gbps = w->gbps;
+    out->demand_gbps = w->dem_now;
+    out->peak_gbps = w->dem_peak;
+    out->demand_gb = w->dem_gb + w->dem_now * dt;
+    out->saturated_s = w->sat_s + (w->dem_now > w->gbps * (1 + SAT_EPS) ? dt : 0);
+    out->moved_gb = w->moved_gb;
+    out->transfers = w->xf_started;
+    out->active = w->xf_active;
+}
+
+void tide_world_set_ctl_down(tide_world_t *w, tide_time_t now, int down)
+{
+    w->ctl_down = down ? 1 : 0;
+    if (w->ctl_down) {
+        for (size_t i = 0; i < w->njobs; i++)
+            lease_arm(w, now, (int32_t)i, &w->jobs[i]);
+    }
+    purge_top(w);
+}
+
+int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *lost)
+{
+    wjob_t *j = active_job(w, job);
+    if (!j)
+        return -1;
+    double l = job_loss(j, now);
+    if (w->ctl_down)
+        note_last(w, now, job, j);
+    job_end(w, now, j);
+    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
+                            .value = l});
+    if (lost)
+        *lost = l;
+    return 0;
+}
+
+int tide_world_kill_job(tide_world_t *w, tide_time_t now, int32_t job, int *phase,
+                        double *progress)
+{
+    wjob_t *j = active_job(w, job);
+    if (!j)
+        return -1;
+    job_advance(j, now);
+    if (phase)
+        *phase = j->phase;
+    if (progress)
+        *progress = j->progress;
+    job_end(w, now, j);
+    purge_top(w);
+    return 0;
+}
+
+void tide_world_kill_replica(tide_world_t *w, tide_time_t now, int32_t replica)
+{
+    if (replica < 0 || (size_t)replica >= w->nrep)
+        return;
+    w->rgen[replica]++;
+    if (w->gbps > 0)
+        xfer_cancel_replica(w, now, replica);
+    purge_top(w);
+}
+
+size_t tide_world_running(const tide_world_t *w, int32_t *jobs, int *gpus, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->njobs; i++) {
+        const wjob_t *j = &w->jobs[i];
+        if (!j->active)
+            continue;
+        if (n < max) {
+            jobs[n] = (int32_t)i;
+            if (gpus)
+                gpus[n] = j->width * (j->gang > 0 ? j->gang : 1);
+        }
+        n++;
+    }
+    return n;
 }

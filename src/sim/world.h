@@ -30,7 +30,12 @@ void tide_world_destroy(tide_world_t *w);
  *  JOB_STOP      the job is forgotten (progress falls back to its commit);
  *  REPLICA_START EV_REPLICA_READY after the service's warmup_s;
  *  REPLICA_STOP  cancels a pending ready event;
- *  LEASE_*       nothing (the engine enforces deadlines itself).
+ *  LEASE_*       the job's latest return is tracked (GRANT/RENEW set it,
+ *                RETURN clears it); the world enforces it only while the
+ *                control plane is down (tide_world_set_ctl_down), otherwise
+ *                the engine does.
+ * With shared storage (tide_world_set_storage) checkpoints and replica
+ * warm-ups also move bytes through it and may take longer (below).
  * Events due at `now` are queued for tide_world_pop. The caller must have
  * popped every event due before `now` (time never goes backwards). Actions
  * naming unknown jobs or services are ignored. */
@@ -53,7 +58,74 @@ typedef struct tide_world_job {
     int width;
     double progress;  /* full-width seconds, as of the last update */
     double committed; /* progress in the last committed checkpoint */
+    tide_time_t lease_deadline; /* latest return of its lease, TIDE_TIME_NEVER if none */
 } tide_world_job_t;
 int tide_world_job(const tide_world_t *w, int32_t job, tide_world_job_t *out);
+
+/* ------------------------------------------------------------- faults
+ * Used by the driver for fault injection (sim/inject.h, docs/sim.md). */
+
+/* Shared checkpoint / weight-load storage of gbps GB/s (0 = none, the
+ * default: every checkpoint takes ckpt_s and every warm-up warmup_s exactly).
+ * With storage, a checkpoint writes the job's ckpt_gb and a replica warm-up
+ * loads the service's weights_gb (sizes set below; 0 = no transfer). Each
+ * transfer may move at most bytes / declared time (ckpt_s, warmup_s; no cap
+ * when that is 0) and the bandwidth is shared max-min fairly: every active
+ * transfer gets an equal share, and what a capped transfer leaves is shared
+ * by the others (water-filling). Finish times are recomputed whenever a
+ * transfer starts or ends. A checkpoint commits, and a replica is ready, when
+ * both its declared time has passed and its transfer is done: alone it takes
+ * exactly ckpt_s / warmup_s, with a share s below its cap bytes / s. Set
+ * before the first action. */
+void tide_world_set_storage(tide_world_t *w, double gbps);
+void tide_world_set_job_gb(tide_world_t *w, int32_t job, double ckpt_gb);
+void tide_world_set_service_gb(tide_world_t *w, int service, double weights_gb);
+
+/* Storage figures up to `now` (>= the world's last change; integrals are
+ * extended to now without changing the world). */
+typedef struct tide_world_storage {
+    double gbps;          /* bandwidth (0 = no storage model) */
+    double demand_gbps;   /* demanded now: sum of the active transfers' caps
+                             (an uncapped transfer demands the whole bandwidth) */
+    double peak_gbps;     /* highest demand so far */
+    double demand_gb;     /* integral of the demand over time (GB) */
+    double saturated_s;   /* seconds with demand above the bandwidth */
+    double moved_gb;      /* bytes of the finished transfers */
+    long transfers;       /* transfers started */
+    int active;           /* transfers in flight now */
+} tide_world_storage_t;
+void tide_world_storage(const tide_world_t *w, tide_time_t now, tide_world_storage_t *out);
+
+/* The control plane goes down (down = 1) or comes back (0) at `now`. While
+ * down, a job whose lease deadline passes is ended by the world at that
+ * deadline (like a scheduler's time limit): its progress falls back to its
+ * last commit and EV_JOB_EXPIRED (value = progress lost, full-width seconds)
+ * is reported at the deadline, right after an EV_JOB_PHASE with the phase and
+ * progress the job had then. (Events carry no time and the engine only hears
+ * of them when it is back: without that report it could not tell how much
+ * work was lost.) */
+void tide_world_set_ctl_down(tide_world_t *w, tide_time_t now, int down);
+
+/* A rank of an active job fails at `now`: the gang aborts at once (progress
+ * falls back to the last commit, pending timers are dropped) and
+ * EV_RANK_FAILED (value = progress lost) is queued at now (while the control
+ * plane is down, after an EV_JOB_PHASE with the job's last phase and
+ * progress, as for an expiry). Returns 0, or -1 when the job is not active
+ * (nothing happens). *lost (may be NULL) gets the progress lost. */
+int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *lost);
+
+/* A job / replica dies with its node at `now`, silently (the engine learns of
+ * it from EV_NODE_FAILED). No-ops when not active. kill_job returns 0 and the
+ * job's last phase and progress (either pointer may be NULL; a driver whose
+ * engine is down reports them as EV_JOB_PHASE before EV_NODE_FAILED), or -1
+ * when the job was not active. */
+int tide_world_kill_job(tide_world_t *w, tide_time_t now, int32_t job, int *phase,
+                        double *progress);
+void tide_world_kill_replica(tide_world_t *w, tide_time_t now, int32_t replica);
+
+/* Active jobs in handle order: up to max handles into jobs[] and the GPUs
+ * each holds (width x gang) into gpus[] (may be NULL). Returns the number of
+ * active jobs (which may exceed max). */
+size_t tide_world_running(const tide_world_t *w, int32_t *jobs, int *gpus, size_t max);
 
 #endif

@@ -60,7 +60,7 @@ done
 for p in isolated static preempt elastic timeshare; do
     grep -q "^$p " "$tmp/stdout1" || fail "no table row for $p"
 done
-head -1 "$tmp/out1/timeline.csv" | grep -q '^policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,running_jobs,leased_gpus,tier_a_gpus$' ||
+head -1 "$tmp/out1/timeline.csv" | grep -q '^policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,running_jobs,leased_gpus,tier_a_gpus,storage_gbps$' ||
     fail "timeline.csv header"
 head -1 "$tmp/out1/events.csv" | grep -q '^policy,time_s,kind,job,service,replica,lease,gpus,width,reason,deadline_s,value$' ||
     fail "events.csv header"
@@ -150,6 +150,22 @@ printf 'service,gpus_per_replica,replica_rps,min_replicas,warmup_s\nchat,zero,10
     >"$tmp/bad.csv"
 expect 2 "bad.csv:2" "$TIDE_BIN" sim --cluster 4x8 --services "$tmp/bad.csv" \
     --demand "$tmp/demand.csv" --jobs "$tmp/jobs.csv" --out "$tmp/x"
+
+# --inject: a bad item is named (status 2); faults are deterministic too
+expect 2 "--inject: 'burst:2@x'" run "$tmp/x" --inject burst:2@x
+expect 2 "unknown job 'zz'" run "$tmp/x" --inject rank-fail:zz@1h
+inj=burst:2x@9h+2h,node-fail:1@5h+2h,rank-fail-rate:4/day,ctl-down@14h+1h,storage:5
+run "$tmp/f1" --inject "$inj" >/dev/null 2>&1 || fail "run with --inject failed"
+run "$tmp/f2" --inject "$inj" >/dev/null 2>&1 || fail "second run with --inject failed"
+cmp -s <(strip "$tmp/f1/summary.json") <(strip "$tmp/f2/summary.json") ||
+    fail "summary.json with --inject differs between two runs"
+cmp -s "$tmp/f1/events.csv" "$tmp/f2/events.csv" || fail "events.csv with --inject differs"
+grep -q '^elastic,18000,fault_node_fail,' "$tmp/f1/events.csv" || fail "no fault_node_fail row"
+python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["policies"]["elastic"]["faults"]
+assert f["nodes_failed"] == 1 and f["ctl_outages"] == 1 and f["storage"]["gbps"] == 5, f
+' "$tmp/f1/summary.json" || fail "summary.json faults"
 
 "$TIDE_BIN" sim --help >"$tmp/o" 2>&1 || fail "--help did not exit 0"
 grep -q "usage: tide sim" "$tmp/o" || fail "--help printed no usage"

@@ -42,6 +42,8 @@ typedef struct ef ef_t;
 /* Called by ef_run once per time point after the engine and world settled
  * at t; it may step the engine again at t (ef_step). */
 typedef void (*ef_hook_fn)(ef_t *f, tide_time_t t, void *ctx);
+/* Fault injection on the world's reports: return 0 to drop the event. */
+typedef int (*ef_filter_fn)(ef_t *f, const tide_event_t *ev, void *ctx);
 
 struct ef {
     tide_cluster_t *c;
@@ -61,10 +63,22 @@ struct ef {
     uint8_t *okind;       /* 0 free, 1 job, 2 replica */
     int32_t *oid;
     int track;            /* 1: replay + compare with the engine after each step */
+    int *gdom;            /* domain of each GPU */
+    int *dsize;           /* GPUs of each domain */
+    int *notice;          /* per job: reason of the pending checkpoint notice, 0 = none */
+    size_t nnotice;
+    const char *policy;
     int check;            /* 1: tide_engine_check after each step */
     char viol[512];       /* first tracking violation ("" = none) */
     long steps;
+    /* JOB_FINISHED facts fed to the engine, in order */
+    int32_t *fin;
+    size_t nfin, capfin;
+    char tag[160];        /* prefix of failure messages (e.g. "seed 7 policy elastic") */
     /* ef_run state */
+    ef_filter_fn filter;  /* applied to the world's events (NULL = none) */
+    void *filter_ctx;
+    long dropped;
     size_t in_next;
     tide_event_t *ev;
     size_t nev, capev;
@@ -102,6 +116,28 @@ EF_FN tide_config_t ef_cfg(const char *policy)
     return cfg;
 }
 
+/* Owner tables and topology maps (c, e and ngpus set). */
+EF_FN void ef_init_tables(ef_t *f, const char *policy)
+{
+    f->okind = calloc((size_t)f->ngpus, 1);
+    f->oid = malloc((size_t)f->ngpus * sizeof *f->oid);
+    f->gdom = malloc((size_t)f->ngpus * sizeof *f->gdom);
+    f->dsize = calloc((size_t)tide_cluster_domains(f->c) + 1, sizeof *f->dsize);
+    for (int g = 0; g < f->ngpus; g++)
+        f->oid[g] = -1;
+    for (int n = 0; n < tide_cluster_nodes(f->c); n++) {
+        tide_node_info_t ni;
+        tide_cluster_node(f->c, n, &ni);
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++)
+            f->gdom[g] = ni.domain;
+        f->dsize[ni.domain] += ni.gpus;
+    }
+    f->policy = policy;
+    f->track = 1;
+    f->check = 1;
+    tide_actions_init(&f->acts);
+}
+
 /* New fixture on cluster spec `cl` with config cfg (NULL = default elastic). */
 EF_FN ef_t *ef_new(const char *cl, const tide_config_t *cfg)
 {
@@ -116,13 +152,7 @@ EF_FN ef_t *ef_new(const char *cl, const tide_config_t *cfg)
     if (!f->e)
         fail_msg("engine: %s", err.msg);
     f->ngpus = tide_cluster_gpus(f->c);
-    f->okind = calloc((size_t)f->ngpus, 1);
-    f->oid = malloc((size_t)f->ngpus * sizeof *f->oid);
-    for (int g = 0; g < f->ngpus; g++)
-        f->oid[g] = -1;
-    f->track = 1;
-    f->check = 1;
-    tide_actions_init(&f->acts);
+    ef_init_tables(f, cfg ? cfg->policy : "elastic");
     return f;
 }
 
@@ -139,6 +169,10 @@ EF_FN void ef_free(ef_t *f)
     free(f->okind);
     free(f->oid);
     free(f->ev);
+    free(f->fin);
+    free(f->gdom);
+    free(f->dsize);
+    free(f->notice);
     free(f);
 }
 
@@ -226,16 +260,153 @@ EF_FN void ef_take(ef_t *f, tide_time_t t, int kind, int32_t id, const int32_t *
     }
 }
 
+/* GPU list of `n` GPUs in gangs of `gang`: no duplicate, each gang inside one
+ * domain, or on whole domains when larger than its first domain. */
+EF_FN void ef_check_shape(ef_t *f, tide_time_t t, const char *what, int32_t id, const int32_t *gp,
+                          int n, int gang)
+{
+    if (gang < 1 || n % gang) {
+        ef_violate(f, "t=%lld %s %d: %d GPUs is not whole gangs of %d", (long long)t, what, id, n,
+                   gang);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++)
+            if (gp[i] == gp[k])
+                ef_violate(f, "t=%lld %s %d: GPU %d listed twice", (long long)t, what, id, gp[i]);
+    for (int k = 0; k < n; k += gang) {
+        const int32_t *x = gp + k;
+        if (x[0] < 0 || x[0] >= f->ngpus)
+            return;
+        int d0 = f->gdom[x[0]];
+        if (gang <= f->dsize[d0]) {
+            for (int i = 1; i < gang; i++)
+                if (x[i] < 0 || x[i] >= f->ngpus || f->gdom[x[i]] != d0)
+                    ef_violate(f, "t=%lld %s %d: gang split across domains (GPUs %d, %d)",
+                               (long long)t, what, id, x[0], x[i]);
+        } else {
+            for (int i = 0; i < gang; i++) {
+                if (x[i] < 0 || x[i] >= f->ngpus)
+                    continue;
+                int d = f->gdom[x[i]], cnt = 0;
+                for (int j = 0; j < gang; j++)
+                    cnt += x[j] >= 0 && x[j] < f->ngpus && f->gdom[x[j]] == d;
+                if (cnt != f->dsize[d])
+                    ef_violate(f, "t=%lld %s %d: large gang takes %d of the %d GPUs of domain %d",
+                               (long long)t, what, id, cnt, f->dsize[d], d);
+            }
+        }
+    }
+}
+
+EF_FN int *ef_notice_slot(ef_t *f, int32_t job)
+{
+    if (job < 0)
+        return NULL;
+    if ((size_t)job >= f->nnotice) {
+        size_t n = f->nnotice ? f->nnotice : 16;
+        while (n <= (size_t)job)
+            n *= 2;
+        f->notice = realloc(f->notice, n * sizeof *f->notice);
+        memset(f->notice + f->nnotice, 0, (n - f->nnotice) * sizeof *f->notice);
+        f->nnotice = n;
+    }
+    return &f->notice[job];
+}
+
+EF_FN int ef_has_event(const tide_event_t *ev, size_t nev, int kind, int32_t job)
+{
+    for (size_t i = 0; i < nev; i++)
+        if (ev[i].kind == kind && (job < 0 || ev[i].job == job))
+            return 1;
+    return 0;
+}
+
 /* Replay one step: facts that free GPUs without an action, then actions. */
 EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
                     const tide_actions_t *a)
 {
     for (size_t i = 0; i < nev; i++)
-        if (ev[i].kind == TIDE_EV_JOB_FINISHED)
+        if (ev[i].kind == TIDE_EV_JOB_FINISHED) {
             ef_release_all(f, 1, ev[i].job);
+            *ef_notice_slot(f, ev[i].job) = 0;
+            ef_grow((void **)&f->fin, &f->capfin, f->nfin + 1, sizeof *f->fin);
+            f->fin[f->nfin++] = ev[i].job;
+        }
     for (size_t i = 0; i < a->n; i++) {
         const tide_action_t *x = &a->v[i];
         const int32_t *gp = a->gpus + x->gpu_off;
+        if (x->kind == TIDE_ACT_JOB_START || x->kind == TIDE_ACT_JOB_RESIZE) {
+            tide_job_info_t ji;
+            if (tide_engine_job(f->e, x->job, &ji) != 0) {
+                ef_violate(f, "t=%lld: %s of unknown job %d", (long long)t,
+                           tide_action_name(x->kind), x->job);
+            } else {
+                ef_check_shape(f, t, tide_action_name(x->kind), x->job, gp, x->n_gpus,
+                               ji.spec->gang_gpus);
+                if (x->n_gpus != x->width * ji.spec->gang_gpus || x->width < ji.spec->dp_min ||
+                    x->width > ji.dp_max)
+                    ef_violate(f, "t=%lld: %s job %d: width %d, %d GPUs (gang %d, dp %d..%d)",
+                               (long long)t, tide_action_name(x->kind), x->job, x->width,
+                               x->n_gpus, ji.spec->gang_gpus, ji.spec->dp_min, ji.dp_max);
+            }
+        }
+        if (x->kind == TIDE_ACT_REPLICA_START) {
+            const tide_service_spec_t *sp = tide_engine_service(f->e, x->service);
+            if (!sp || x->n_gpus != sp->gpus_per_replica)
+                ef_violate(f, "t=%lld: replica %d of service %d with %d GPUs", (long long)t,
+                           x->replica, x->service, x->n_gpus);
+            else
+                ef_check_shape(f, t, "REPLICA_START replica", x->replica, gp, x->n_gpus,
+                               x->n_gpus);
+        }
+        if (x->kind == TIDE_ACT_JOB_CKPT) {
+            if (!ef_holds(f, 1, x->job))
+                ef_violate(f, "t=%lld: checkpoint notice to job %d that holds nothing",
+                           (long long)t, x->job);
+            *ef_notice_slot(f, x->job) = x->reason ? x->reason : -1;
+        }
+        if (x->kind == TIDE_ACT_LEASE_RENEW && x->reason == TIDE_R_NONE)
+            *ef_notice_slot(f, x->job) = 0; /* the notice was withdrawn (need gone) */
+        if (x->kind == TIDE_ACT_JOB_STOP) {
+            /* every stop is justified by the facts of this step */
+            int *nr = ef_notice_slot(f, x->job);
+            int ok = 1;
+            switch (x->reason) {
+            case TIDE_R_RECLAIM:
+            case TIDE_R_PRIORITY:
+            case TIDE_R_WINDOW:
+            case TIDE_R_QUOTA: /* graceful: only once the checkpoint is committed */
+                ok = *nr == x->reason && ef_has_event(ev, nev, TIDE_EV_CKPT_COMMITTED, x->job);
+                break;
+            case TIDE_R_FAILURE:
+                ok = ef_has_event(ev, nev, TIDE_EV_NODE_FAILED, -1) ||
+                     ef_has_event(ev, nev, TIDE_EV_RANK_FAILED, x->job);
+                break;
+            case TIDE_R_CANCEL:
+                ok = ef_has_event(ev, nev, TIDE_EV_JOB_CANCEL, x->job);
+                break;
+            case TIDE_R_PREEMPT:
+                ok = f->policy && !strcmp(f->policy, "preempt");
+                break;
+            case TIDE_R_DEADLINE: /* a notice went unanswered, or the backend expired it */
+                ok = *nr != 0 || ef_has_event(ev, nev, TIDE_EV_JOB_EXPIRED, x->job);
+                break;
+            default:
+                ok = 0;
+            }
+            if (!ok)
+                ef_violate(f, "t=%lld: JOB_STOP of job %d with reason %s is not justified by "
+                           "this step's facts (pending notice: %s)",
+                           (long long)t, x->job, tide_reason_name(x->reason),
+                           *nr ? tide_reason_name(*nr) : "none");
+            *nr = 0;
+        }
+        if (x->kind == TIDE_ACT_REPLICA_STOP && x->reason != TIDE_R_SCALE &&
+            !(x->reason == TIDE_R_FAILURE && (ef_has_event(ev, nev, TIDE_EV_NODE_FAILED, -1) ||
+                                              ef_has_event(ev, nev, TIDE_EV_REPLICA_FAILED, -1))))
+            ef_violate(f, "t=%lld: replica %d stopped with reason %s", (long long)t, x->replica,
+                       tide_reason_name(x->reason));
         switch (x->kind) {
         case TIDE_ACT_JOB_START:
             if (ef_holds(f, 1, x->job))
@@ -320,7 +491,7 @@ EF_FN int ef_step_rc(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
     if (f->check) {
         tide_error_t ce = {0};
         if (tide_engine_check(f->e, &ce) != 0)
-            fail_msg("t=%lld: tide_engine_check: %s", (long long)t, ce.msg);
+            fail_msg("%s t=%lld: tide_engine_check: %s", f->tag, (long long)t, ce.msg);
     }
     if (f->w)
         tide_world_apply(f->w, t, &f->acts);
@@ -332,9 +503,9 @@ EF_FN void ef_step(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev)
 {
     tide_error_t err = {0};
     if (ef_step_rc(f, t, ev, nev, &err) != 0)
-        fail_msg("t=%lld: step failed: %s", (long long)t, err.msg);
+        fail_msg("%s t=%lld: step failed: %s", f->tag, (long long)t, err.msg);
     if (f->viol[0])
-        fail_msg("%s", f->viol);
+        fail_msg("%s %s", f->tag, f->viol);
 }
 
 EF_FN void ef_tick(ef_t *f, tide_time_t t) { ef_step(f, t, NULL, 0); }
@@ -477,7 +648,15 @@ EF_FN void ef_settle(ef_t *f, const ef_input_t *in, size_t n_in, tide_time_t t, 
         for (;;) {
             ef_grow((void **)&f->ev, &f->capev, f->nev + 64, sizeof *f->ev);
             size_t got = tide_world_pop(f->w, t, f->ev + f->nev, 64);
-            f->nev += got;
+            size_t keep = f->nev;
+            for (size_t i = f->nev; i < f->nev + got; i++) {
+                if (f->filter && !f->filter(f, &f->ev[i], f->filter_ctx)) {
+                    f->dropped++;
+                    continue;
+                }
+                f->ev[keep++] = f->ev[i];
+            }
+            f->nev = keep;
             if (got < 64)
                 break;
         }
@@ -491,7 +670,7 @@ EF_FN void ef_settle(ef_t *f, const ef_input_t *in, size_t n_in, tide_time_t t, 
         if ((pass > 0 || !always) && f->nev == 0)
             break;
         if (pass >= 1000)
-            fail_msg("no progress at t=%lld", (long long)t);
+            fail_msg("%s no progress at t=%lld", f->tag, (long long)t);
         ef_step(f, t, f->ev, f->nev);
         if (tide_world_next(f->w) > t)
             break;

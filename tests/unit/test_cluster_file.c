@@ -120,10 +120,14 @@ static void test_bad(void **state)
     expect_bad("groups: []\n", TIDE_EINVAL, "c.yaml:1: 'groups' is empty");
     expect_bad("groups: 3\n", TIDE_EINVAL, "c.yaml:1: 'groups' must be a list");
     expect_bad("groups:\n  - 3\n", TIDE_EINVAL, "c.yaml:2: group 1 must be a mapping");
-    expect_bad("nodes: 3\n", TIDE_EINVAL, "c.yaml:1: unknown key 'nodes' (expected 'groups')");
+    expect_bad("nodes: 3\n", TIDE_EINVAL,
+               "c.yaml:1: unknown key 'nodes' (expected 'groups', 'teams', 'prices' or "
+               "'fairshare')");
+    /* the governance section is parsed (tests/unit/test_governance.c) and
+     * validated even by the functions that discard it */
     expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nteams:\n  - a\n", TIDE_EINVAL,
-               "c.yaml:3: 'teams' is not supported yet");
-    expect_bad("prices: {}\n", TIDE_EINVAL, "c.yaml:1: 'prices' is not supported yet");
+               "c.yaml:4: team 1 must be a mapping");
+    expect_bad("prices: {}\n", TIDE_EINVAL, "c.yaml:1: missing 'groups'");
     expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\ngroups: []\n", TIDE_EINVAL,
                "c.yaml:3: 'groups' given twice");
     expect_bad("x: &a 1\ngroups: *a\n", TIDE_EINVAL, "unknown key 'x'");

@@ -1,0 +1,128 @@
+/* The "sim" backend: the simulator's world (src/sim/world.c) driven with the
+ * daemon's engine clock. Each action is applied on its own, in order, exactly
+ * as tide_world_apply would apply the whole step. */
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "sim/world.h"
+#include "util/util.h"
+
+typedef struct simbe {
+    tide_world_t *w;
+    uint8_t *rep_live; /* replicas started and not stopped, by handle */
+    size_t nrep;
+} simbe_t;
+
+static void apply_one(simbe_t *s, tide_time_t now, const tide_action_t *a)
+{
+    tide_actions_t one = {.v = (tide_action_t *)a, .n = 1, .cap = 1, .next_wake = TIDE_TIME_NEVER};
+    tide_world_apply(s->w, now, &one);
+}
+
+static void rep_mark(simbe_t *s, int32_t r, uint8_t live)
+{
+    if (r < 0)
+        return;
+    if ((size_t)r >= s->nrep) {
+        size_t n = s->nrep ? s->nrep : 64;
+        while (n <= (size_t)r)
+            n *= 2;
+        s->rep_live = tide_xrealloc(s->rep_live, n);
+        for (size_t i = s->nrep; i < n; i++)
+            s->rep_live[i] = 0;
+        s->nrep = n;
+    }
+    s->rep_live[r] = live;
+}
+
+static int sim_job(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
+                   tide_error_t *err)
+{
+    (void)gpus;
+    (void)err;
+    apply_one(ctx, now, a);
+    return 0;
+}
+
+static int sim_job2(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+{
+    (void)err;
+    apply_one(ctx, now, a);
+    return 0;
+}
+
+static int sim_rstart(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
+                      tide_error_t *err)
+{
+    (void)gpus;
+    (void)err;
+    rep_mark(ctx, a->replica, 1);
+    apply_one(ctx, now, a);
+    return 0;
+}
+
+static int sim_rstop(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+{
+    (void)err;
+    rep_mark(ctx, a->replica, 0);
+    apply_one(ctx, now, a);
+    return 0;
+}
+
+static size_t sim_poll(void *ctx, tide_time_t now, tide_event_t *out, size_t max)
+{
+    simbe_t *s = ctx;
+    size_t n = tide_world_pop(s->w, now, out, max);
+    for (size_t i = 0; i < n; i++)
+        if (out[i].kind == TIDE_EV_REPLICA_FAILED)
+            rep_mark(s, out[i].replica, 0);
+    return n;
+}
+
+static tide_time_t sim_next(void *ctx) { return tide_world_next(((simbe_t *)ctx)->w); }
+
+static int sim_job_alive(void *ctx, int32_t job)
+{
+    tide_world_job_t j;
+    return tide_world_job(((simbe_t *)ctx)->w, job, &j) == 0 && j.active;
+}
+
+static int sim_rep_alive(void *ctx, int32_t r)
+{
+    simbe_t *s = ctx;
+    return r >= 0 && (size_t)r < s->nrep && s->rep_live[r];
+}
+
+static void sim_destroy(void *ctx)
+{
+    simbe_t *s = ctx;
+    tide_world_destroy(s->w);
+    free(s->rep_live);
+    free(s);
+}
+
+static const tide_backend_ops_t sim_ops = {
+    .name = "sim",
+    .start_job = sim_job,
+    .signal_ckpt = sim_job2,
+    .resize = sim_job,
+    .stop_job = sim_job2,
+    .start_replica = sim_rstart,
+    .stop_replica = sim_rstop,
+    .lease = sim_job2,
+    .poll = sim_poll,
+    .next_event = sim_next,
+    .job_alive = sim_job_alive,
+    .replica_alive = sim_rep_alive,
+    .destroy = sim_destroy,
+};
+
+tide_backend_t *tide_backend_sim_create(const tide_engine_t *e)
+{
+    simbe_t *s = tide_xcalloc(1, sizeof *s);
+    s->w = tide_world_create(e);
+    tide_backend_t *b = tide_xcalloc(1, sizeof *b);
+    b->ops = &sim_ops;
+    b->ctx = s;
+    return b;
+}

@@ -1,0 +1,392 @@
+/* `tide serve`: the live control plane (docs/serve.md): the engine on the
+ * wall clock, the HTTP API (docs/api.md), SQLite state, a backend. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "daemon/daemon.h"
+#include "http/server.h"
+#include "sim/cluster_file.h"
+#include "sim/workload_io.h"
+#include "util/util.h"
+
+static void serve_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tide serve (--cluster SPEC | --cluster-file F) --db FILE [options]\n"
+            "       tide serve --db FILE [options]          (an existing database)\n"
+            "\n"
+            "Run the control plane: the policy engine on the wall clock, the HTTP API\n"
+            "(docs/api.md), state in SQLite, decisions enacted through a backend. The\n"
+            "first line on stdout is \"listening on http://HOST:PORT\". SIGTERM or SIGINT\n"
+            "stop it cleanly; a restart recovers everything from the database.\n"
+            "\n"
+            "cluster and workload:\n"
+            "      --cluster SPEC      nodes x GPUs, e.g. 4x8 or 16x8:H100,8x8:A100 (a\n"
+            "                          .yaml/.yml path also works); fixed at creation\n"
+            "      --cluster-file F    cluster YAML (groups, teams, prices: docs/formats.md);\n"
+            "                          teams reload with POST /v1/admin/reload\n"
+            "      --services S.csv    inference services (docs/formats.md); they can change\n"
+            "                          only until the first job is submitted\n"
+            "      --demand-query SVC=URL\n"
+            "                          pull SVC's demand every tick from a Prometheus query\n"
+            "                          URL (http://.../api/v1/query?query=...); repeatable\n"
+            "policy (fixed when the database is created):\n"
+            "      --policy NAME       elastic (default), static, preempt, isolated, timeshare\n"
+            "      --reserve N         Tier A GPUs for elastic (default: sum of service floors)\n"
+            "      --split I:T         static/timeshare partition: I inference + T training GPUs\n"
+            "daemon:\n"
+            "      --db FILE           SQLite database, created if missing (required)\n"
+            "      --listen ADDR       HOST:PORT to listen on (default 127.0.0.1:7070; port 0\n"
+            "                          picks a free one)\n"
+            "      --tokens FILE       bearer tokens: `TOKEN TEAM ROLE` lines (admin, submitter,\n"
+            "                          viewer, router); without it the API is open (loopback\n"
+            "                          only) and every caller is admin of team `default`\n"
+            "      --backend NAME      sim (default): virtual nodes in the daemon\n"
+            "      --speed X           engine seconds per wall second (default 1)\n"
+            "      --tick D            loop tick: 1s (default), 500ms, 2s; demand is pulled\n"
+            "                          every tick\n"
+            "      --usage-interval D  engine time between usage snapshots (default 1h)\n"
+            "      --check             check the engine's invariants after every step\n"
+            "  -h, --help              show this help\n"
+            "\n"
+            "Details: docs/serve.md.\n");
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tide serve: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see tide serve --help)\n");
+    va_end(ap);
+    return 2;
+}
+
+static int fail(const tide_error_t *err)
+{
+    fprintf(stderr, "tide serve: %s\n", err->msg);
+    return tide_errcode_exit(err->code ? err->code : TIDE_EINVAL);
+}
+
+/* "1s", "500ms", "0.5", "2m" -> seconds (> 0). */
+static int parse_tick(const char *s, double *out)
+{
+    size_t n = strlen(s);
+    double v;
+    if (n > 2 && !strcmp(s + n - 2, "ms")) {
+        char b[64];
+        if (n - 2 >= sizeof b)
+            return -1;
+        memcpy(b, s, n - 2);
+        b[n - 2] = '\0';
+        if (tide_parse_double(b, &v) < 0)
+            return -1;
+        v /= 1000.0;
+    } else if (tide_parse_double(s, &v) < 0) {
+        int64_t d;
+        if (tide_parse_duration(s, &d) < 0)
+            return -1;
+        v = (double)d;
+    }
+    if (!(v > 0) || !isfinite(v) || v > 3600)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+typedef struct cmdline {
+    const char *cluster, *cluster_file, *services, *db, *listen, *tokens, *backend, *policy;
+    long long reserve, split_i, split_t;
+    double speed, tick;
+    int64_t usage_interval;
+    int check;
+    tide_demand_query_t *dq;
+    size_t n_dq, cap_dq;
+    char **dq_buf;
+    size_t n_dq_buf, cap_dq_buf;
+} cmdline_t;
+
+static int parse_args(cmdline_t *c, int argc, char **argv)
+{
+    enum {
+        O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DB, O_LISTEN, O_TOKENS, O_BACKEND, O_SPEED,
+        O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK
+    };
+    static const struct option longopts[] = {
+        {"cluster", required_argument, NULL, O_CLUSTER},
+        {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
+        {"services", required_argument, NULL, O_SERVICES},
+        {"db", required_argument, NULL, O_DB},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"tokens", required_argument, NULL, O_TOKENS},
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"speed", required_argument, NULL, O_SPEED},
+        {"tick", required_argument, NULL, O_TICK},
+        {"policy", required_argument, NULL, O_POLICY},
+        {"reserve", required_argument, NULL, O_RESERVE},
+        {"split", required_argument, NULL, O_SPLIT},
+        {"demand-query", required_argument, NULL, O_DEMAND_QUERY},
+        {"usage-interval", required_argument, NULL, O_USAGE},
+        {"check", no_argument, NULL, O_CHECK},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (o) {
+        case O_CLUSTER: c->cluster = optarg; break;
+        case O_CLUSTER_FILE: c->cluster_file = optarg; break;
+        case O_SERVICES: c->services = optarg; break;
+        case O_DB: c->db = optarg; break;
+        case O_LISTEN: c->listen = optarg; break;
+        case O_TOKENS: c->tokens = optarg; break;
+        case O_BACKEND: c->backend = optarg; break;
+        case O_CHECK: c->check = 1; break;
+        case O_POLICY: {
+            int known = 0;
+            for (const char *const *n = tide_policy_names(); *n; n++)
+                known |= !strcmp(*n, optarg);
+            if (!known)
+                return bad("--policy: unknown policy '%s'", optarg);
+            c->policy = optarg;
+            break;
+        }
+        case O_SPEED:
+            if (tide_parse_double(optarg, &c->speed) < 0 || !(c->speed > 0) || c->speed > 1e6)
+                return bad("--speed: '%s' is not a number in (0, 1000000]", optarg);
+            break;
+        case O_TICK:
+            if (parse_tick(optarg, &c->tick) < 0)
+                return bad("--tick: '%s' is not a positive duration (1s, 500ms, 2s)", optarg);
+            break;
+        case O_USAGE:
+            if (tide_parse_duration(optarg, &c->usage_interval) < 0 || c->usage_interval <= 0)
+                return bad("--usage-interval: '%s' is not a positive duration", optarg);
+            break;
+        case O_RESERVE:
+            if (tide_parse_int(optarg, &c->reserve) < 0 || c->reserve < 0)
+                return bad("--reserve: '%s' is not a GPU count >= 0", optarg);
+            break;
+        case O_SPLIT: {
+            const char *colon = strchr(optarg, ':');
+            char a[32];
+            if (!colon || (size_t)(colon - optarg) >= sizeof a)
+                return bad("--split: '%s' is not I:T", optarg);
+            memcpy(a, optarg, (size_t)(colon - optarg));
+            a[colon - optarg] = '\0';
+            if (tide_parse_int(a, &c->split_i) < 0 || tide_parse_int(colon + 1, &c->split_t) < 0 ||
+                c->split_i < 0 || c->split_t < 0)
+                return bad("--split: '%s' is not I:T with GPU counts >= 0", optarg);
+            break;
+        }
+        case O_DEMAND_QUERY: {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg || !eq[1])
+                return bad("--demand-query: '%s' is not SERVICE=URL", optarg);
+            char *svc = tide_xstrdup(optarg);
+            svc[eq - optarg] = '\0';
+            TIDE_PUSH(c->dq_buf, c->n_dq_buf, c->cap_dq_buf, svc);
+            tide_demand_query_t q = {.service = svc, .url = eq + 1};
+            TIDE_PUSH(c->dq, c->n_dq, c->cap_dq, q);
+            break;
+        }
+        case 'h': serve_usage(stdout); return 0;
+        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt)
+                return bad("unknown option '-%c'", optopt);
+            return bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad("unexpected argument '%s'", argv[optind]);
+    if (c->cluster && c->cluster_file)
+        return bad("give either --cluster or --cluster-file, not both");
+    if (!c->db)
+        return bad("--db FILE is required");
+    return -1;
+}
+
+static int is_loopback(const char *listen)
+{
+    char host[256], port[8];
+    if (tide_http_listen_parse(listen, host, sizeof host, port, sizeof port, NULL) < 0)
+        return 0;
+    return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+}
+
+/* The thread that turns SIGTERM / SIGINT into a clean stop (signals are
+ * blocked in every other thread). SIGUSR1 ends it when the loop ended first. */
+typedef struct sigctx {
+    sigset_t set;
+    tide_daemon_t *d;
+} sigctx_t;
+
+static void *signal_thread(void *arg)
+{
+    sigctx_t *s = arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&s->set, &sig) != 0)
+            continue;
+        if (sig == SIGUSR1)
+            return NULL;
+        fprintf(stderr, "tide serve: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        tide_daemon_stop(s->d);
+        return NULL;
+    }
+}
+
+int tide_cmd_serve(int argc, char **argv)
+{
+    cmdline_t c = {.reserve = -1, .split_i = -1, .split_t = -1, .listen = "127.0.0.1:7070"};
+    tide_error_t err = {0};
+    tide_cluster_t *cluster = NULL;
+    tide_governance_t gov;
+    int have_gov = 0;
+    tide_services_t *svcs = NULL;
+    tide_auth_t *auth = NULL;
+    tide_daemon_t *d = NULL;
+    tide_router_t *router = NULL;
+    tide_http_server_t *srv = NULL;
+    int rc = parse_args(&c, argc, argv);
+    if (rc >= 0)
+        goto out;
+    rc = 0;
+    if (c.cluster || c.cluster_file) {
+        tide_governance_init(&gov, NULL);
+        have_gov = 1;
+        cluster = c.cluster ? tide_cluster_file_from_arg_ex(c.cluster, &gov, &err)
+                            : tide_cluster_file_load_ex(c.cluster_file, &gov, &err);
+        if (!cluster) {
+            tide_err_prefix(&err, "%s: ", c.cluster ? "--cluster" : "--cluster-file");
+            rc = fail(&err);
+            goto out;
+        }
+        if (c.reserve > tide_cluster_gpus(cluster)) {
+            rc = bad("--reserve: %lld GPUs but the cluster has %d", c.reserve,
+                     tide_cluster_gpus(cluster));
+            goto out;
+        }
+        if (c.split_i >= 0 && c.split_i + c.split_t != tide_cluster_gpus(cluster)) {
+            rc = bad("--split: %lld + %lld GPUs but the cluster has %d", c.split_i, c.split_t,
+                     tide_cluster_gpus(cluster));
+            goto out;
+        }
+    }
+    if (c.services) {
+        if (!cluster) {
+            rc = bad("--services needs --cluster or --cluster-file (to resolve GPU types)");
+            goto out;
+        }
+        tide_read_opts_t ro = {.cluster = cluster};
+        if (!(svcs = tide_services_read_file(c.services, &ro, &err))) {
+            rc = fail(&err);
+            goto out;
+        }
+    }
+    auth = tide_auth_create();
+    if (c.tokens && tide_auth_load(auth, c.tokens, &err) < 0) {
+        tide_err_prefix(&err, "--tokens: ");
+        rc = fail(&err);
+        goto out;
+    }
+    if (!c.tokens && !is_loopback(c.listen)) {
+        rc = bad("--listen %s is not a loopback address: give --tokens (the API would be open)",
+                 c.listen);
+        goto out;
+    }
+
+    /* signals: blocked here, before any thread exists, and waited for in one */
+    sigctx_t sc;
+    sigemptyset(&sc.set);
+    sigaddset(&sc.set, SIGINT);
+    sigaddset(&sc.set, SIGTERM);
+    sigaddset(&sc.set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    tide_daemon_opts_t o;
+    tide_daemon_opts_default(&o);
+    o.db_path = c.db;
+    o.cluster = cluster;
+    o.cluster_file = c.cluster_file ? c.cluster_file
+                     : (c.cluster && (strstr(c.cluster, ".yaml") || strstr(c.cluster, ".yml")))
+                         ? c.cluster
+                         : NULL;
+    o.gov = have_gov ? &gov : NULL;
+    if (svcs) {
+        o.services = svcs->v;
+        o.n_services = svcs->n;
+    }
+    o.policy = c.policy;
+    if (c.reserve >= 0)
+        o.reserve_gpus = (int)c.reserve;
+    if (c.split_i >= 0)
+        o.split_inf = (int)c.split_i;
+    o.backend = c.backend;
+    o.speed = c.speed;
+    o.tick_s = c.tick;
+    o.queries = c.dq;
+    o.n_queries = c.n_dq;
+    o.usage_interval_s = c.usage_interval;
+    o.check = c.check;
+    o.auth = auth;
+    o.tokens_path = c.tokens;
+    if (!(d = tide_daemon_open(&o, &err))) {
+        rc = fail(&err);
+        goto out;
+    }
+    size_t nr;
+    const tide_route_t *routes = tide_daemon_routes(&nr);
+    router = tide_router_create(routes, nr, auth, d);
+    tide_daemon_set_router(d, router);
+    if (!(srv = tide_http_server_start(c.listen, router, &err))) {
+        rc = fail(&err);
+        goto out;
+    }
+    printf("listening on %s\n", tide_http_server_url(srv));
+    fflush(stdout);
+    if (!c.tokens)
+        fprintf(stderr, "tide serve: no --tokens: the API is open on loopback (every caller is "
+                        "admin of team default)\n");
+    fprintf(stderr, "tide serve: %s on %s, database %s, backend %s, speed %gx\n",
+            tide_http_server_url(srv), c.cluster ? c.cluster : c.cluster_file ? c.cluster_file : "(from the database)",
+            c.db, c.backend ? c.backend : "sim", c.speed > 0 ? c.speed : 1.0);
+    sc.d = d;
+    pthread_t st;
+    int have_st = pthread_create(&st, NULL, signal_thread, &sc) == 0;
+    if (tide_daemon_run(d, &err) < 0)
+        rc = fail(&err);
+    tide_daemon_stop(d); /* release long polls before joining the connections */
+    if (have_st) {
+        pthread_kill(st, SIGUSR1);
+        pthread_join(st, NULL);
+    }
+out:
+    tide_http_server_stop(srv);
+    tide_daemon_close(d);
+    tide_router_destroy(router);
+    tide_auth_destroy(auth);
+    tide_services_free(svcs);
+    if (have_gov)
+        tide_governance_free(&gov);
+    tide_cluster_destroy(cluster);
+    for (size_t i = 0; i < c.n_dq_buf; i++)
+        free(c.dq_buf[i]);
+    free(c.dq_buf);
+    free(c.dq);
+    return rc;
+}

@@ -1,0 +1,179 @@
+/* Shared pieces of the CLI's client commands. */
+#include "cli/remote.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg)
+{
+    switch (opt) {
+    case TIDE_RO_SERVER: o->server = arg; return 1;
+    case TIDE_RO_TOKEN: o->token = arg; return 1;
+    case TIDE_RO_JSON: o->json = 1; return 1;
+    default: return 0;
+    }
+}
+
+int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c)
+{
+    tide_error_t err = {0};
+    if (tide_client_init(c, o->server, o->token, &err) < 0)
+        return tide_remote_fail(&err);
+    return -1;
+}
+
+int tide_remote_fail(const tide_error_t *err)
+{
+    fprintf(stderr, "tide: %s\n", err->msg[0] ? err->msg : "unknown error");
+    return tide_errcode_exit(err->code ? err->code : TIDE_EIO);
+}
+
+int tide_remote_bad(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tide %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see tide %s --help)\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+int tide_remote_getopt_error(const char *cmd, int o, char **argv)
+{
+    if (o == ':')
+        return tide_remote_bad(cmd, "option '%s' needs a value", argv[optind - 1]);
+    if (optopt)
+        return tide_remote_bad(cmd, "unknown option '-%c'", optopt);
+    return tide_remote_bad(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+void tide_remote_print_json(const json_t *j)
+{
+    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    fputc('\n', stdout);
+}
+
+const char *tide_remote_fmt(const json_t *v, int prec, char *buf, size_t n)
+{
+    if (!v || json_is_null(v)) {
+        snprintf(buf, n, "-");
+    } else if (json_is_string(v)) {
+        snprintf(buf, n, "%s", json_string_value(v));
+    } else if (json_is_integer(v)) {
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    } else if (json_is_real(v)) {
+        double x = json_real_value(v);
+        if (x == floor(x) && fabs(x) < 1e15)
+            snprintf(buf, n, "%.0f", x);
+        else {
+            snprintf(buf, n, "%.*f", prec, x);
+            if (strchr(buf, '.')) { /* cut trailing zeros */
+                size_t l = strlen(buf);
+                while (l > 0 && buf[l - 1] == '0')
+                    buf[--l] = '\0';
+                if (l > 0 && buf[l - 1] == '.')
+                    buf[--l] = '\0';
+            }
+        }
+    } else if (json_is_boolean(v)) {
+        snprintf(buf, n, "%s", json_is_true(v) ? "yes" : "no");
+    } else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf(buf, n, "%s", s ? s : "?");
+        free(s);
+    }
+    return buf;
+}
+
+const char *tide_remote_val(const json_t *obj, const char *key, int prec, char *buf, size_t n)
+{
+    return tide_remote_fmt(json_object_get(obj, key), prec, buf, n);
+}
+
+const char *tide_remote_clock(const json_t *obj, const char *key, char *buf, size_t n)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    long long s = (long long)json_number_value(v);
+    if (s < 0)
+        s = 0;
+    snprintf(buf, n, "d%lld %02lld:%02lld:%02lld", s / 86400, s % 86400 / 3600, s % 3600 / 60,
+             s % 60);
+    return buf;
+}
+
+const char *tide_remote_dur(const json_t *obj, const char *key, char *buf, size_t n)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    return tide_fmt_duration((int64_t)json_number_value(v), buf, n);
+}
+
+json_t *tide_remote_get(const tide_client_t *c, const char *path, tide_error_t *err)
+{
+    return tide_client_call(c, "GET", path, NULL, NULL, err);
+}
+
+void tide_table_init(tide_table_t *t, size_t ncols, const char *const *headers)
+{
+    memset(t, 0, sizeof *t);
+    t->ncols = ncols;
+    tide_table_row(t, headers);
+}
+
+void tide_table_row(tide_table_t *t, const char *const *cells)
+{
+    for (size_t i = 0; i < t->ncols; i++)
+        TIDE_PUSH(t->cells, t->n, t->cap, tide_xstrdup(cells[i] ? cells[i] : "-"));
+}
+
+void tide_table_print(const tide_table_t *t, FILE *f)
+{
+    size_t rows = t->ncols ? t->n / t->ncols : 0;
+    size_t *w = tide_xcalloc(t->ncols, sizeof *w);
+    int *right = tide_xcalloc(t->ncols, sizeof *right);
+    for (size_t c = 0; c < t->ncols; c++)
+        right[c] = t->cells[c][0] == '>';
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            size_t l = strlen(s) - (r == 0 && right[c]);
+            w[c] = TIDE_MAX(w[c], l);
+        }
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            if (r == 0 && right[c])
+                s++;
+            int last = c + 1 == t->ncols;
+            if (right[c])
+                fprintf(f, "%*s%s", (int)w[c], s, last ? "" : "  ");
+            else if (last)
+                fputs(s, f);
+            else
+                fprintf(f, "%-*s  ", (int)w[c], s);
+        }
+        fputc('\n', f);
+    }
+    free(w);
+    free(right);
+}
+
+void tide_table_free(tide_table_t *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,115 @@
+/* tide daemon: the live control plane. One engine driven with the wall clock
+ * (engine time = the last recorded time + (wall - wall at start) x speed),
+ * work taken over the HTTP API (src/daemon/api.c), every event fed to the
+ * engine and every action it returned persisted in SQLite (src/store/), the
+ * actions enacted through a backend (src/backend/).
+ *
+ * Concurrency: one mutex guards the engine, the store and the backend. API
+ * handlers (many threads) take it, validate, commit their write and enqueue
+ * the engine event, then answer; the loop (one thread) takes it to step. The
+ * loop wakes at min(the engine's next_wake, the backend's next event, the
+ * next tick) and at once when an API write arrives.
+ *
+ * Durability: a job is acknowledged after its row and its submit event are
+ * committed. Recovery (tide_daemon_open on an existing database) replays the
+ * recorded steps of the current epoch through a fresh engine (deterministic),
+ * checks its invariants (fails when they do not hold), then reconciles with
+ * the backend: a running job the backend does not know gets JOB_EXPIRED
+ * (work since its last commit is lost and counted; it requeues), a replica it
+ * does not know gets REPLICA_FAILED. */
+#ifndef TIDE_DAEMON_DAEMON_H
+#define TIDE_DAEMON_DAEMON_H
+
+#include <stdio.h>
+
+#include "http/auth.h"
+#include "http/router.h"
+#include "sim/governance.h"
+#include "store/store.h"
+#include "tide/cluster.h"
+#include "tide/engine.h"
+#include "tide/types.h"
+
+/* A wall clock in seconds (any origin; only differences matter). */
+typedef double (*tide_clock_fn)(void *ctx);
+
+/* A pulled demand source: GET url every tick, a Prometheus query response. */
+typedef struct tide_demand_query {
+    const char *service;
+    const char *url;
+} tide_demand_query_t;
+
+/* Options (everything borrowed for the call; the daemon copies what it keeps). */
+typedef struct tide_daemon_opts {
+    const char *db_path;               /* required (":memory:" for tests) */
+    const tide_cluster_t *cluster;     /* NULL: the database's (required when new) */
+    const char *cluster_file;          /* YAML the cluster came from (reload), NULL */
+    const tide_governance_t *gov;      /* teams from the cluster file, NULL = none */
+    const tide_service_spec_t *services; /* --services; NULL = keep the database's */
+    size_t n_services;
+    const char *policy;                /* NULL: the database's, "elastic" when new */
+    int reserve_gpus;                  /* -2 = not given (database's / engine default) */
+    int split_inf;                     /* -2 = not given */
+    const char *backend;               /* NULL = "sim" */
+    double speed;                      /* engine seconds per wall second (> 0; 0 = 1) */
+    double tick_s;                     /* wall seconds between ticks (0 = 1) */
+    const tide_demand_query_t *queries;
+    size_t n_queries;
+    tide_time_t usage_interval_s;      /* engine seconds between usage snapshots (0 = 3600) */
+    int check;                         /* tide_engine_check after every step */
+    tide_clock_fn clock;               /* NULL: CLOCK_MONOTONIC */
+    void *clock_ctx;
+    FILE *log;                         /* NULL: stderr */
+    tide_auth_t *auth;                 /* tokens (reloaded by /v1/admin/reload), may be NULL */
+    const char *tokens_path;           /* the tokens file, NULL in open mode */
+} tide_daemon_opts_t;
+
+/* -2 markers for "not given". */
+void tide_daemon_opts_default(tide_daemon_opts_t *o);
+
+typedef struct tide_daemon tide_daemon_t;
+
+/* Open (create or recover) the database, build the engine, reconcile with a
+ * fresh backend, and take the first step. Caller owns the daemon.
+ * Errors: EINVAL bad options or options that contradict the database (another
+ * cluster or policy), EIO database, ESTATE an invariant does not hold after
+ * recovery (the message names it) or services cannot change any more. */
+tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err);
+
+/* Step the engine through everything due up to the current engine time (no
+ * waiting). Thread-safe. Returns the number of steps taken, or -1 with err
+ * (ESTATE: an invariant failed with opts.check). */
+int tide_daemon_pump(tide_daemon_t *d, tide_error_t *err);
+
+/* The loop: pump, poll demand sources each tick, sleep until the next due
+ * time or an API write; until tide_daemon_stop. Returns 0, or -1 with err. */
+int tide_daemon_run(tide_daemon_t *d, tide_error_t *err);
+
+/* Ask the loop to return and release long polls (thread-safe; callable from a
+ * signal-waiting thread). */
+void tide_daemon_stop(tide_daemon_t *d);
+
+/* Clean shutdown: everything acknowledged is already committed; free. */
+void tide_daemon_close(tide_daemon_t *d);
+
+/* Tests: free without any further writes, as if the process died (an open
+ * transaction is rolled back). */
+void tide_daemon_crash(tide_daemon_t *d);
+
+/* The API routes table (src/daemon/api.c); handlers take the daemon as app. */
+const tide_route_t *tide_daemon_routes(size_t *n);
+
+/* The router serving this daemon (created by the caller) for request
+ * counters in /metrics; may be NULL. */
+void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r);
+
+/* Inspection for tests and the CLI (take the lock around engine access). */
+void tide_daemon_lock(tide_daemon_t *d);
+void tide_daemon_unlock(tide_daemon_t *d);
+const tide_engine_t *tide_daemon_engine(const tide_daemon_t *d);
+tide_store_t *tide_daemon_store(const tide_daemon_t *d);
+tide_time_t tide_daemon_now(const tide_daemon_t *d);  /* engine time of the last step */
+int64_t tide_daemon_steps(const tide_daemon_t *d);    /* steps recorded (all epochs) */
+long tide_daemon_replay_mismatches(const tide_daemon_t *d);
+
+#endif

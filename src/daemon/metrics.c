@@ -1,0 +1,224 @@
+/* /metrics: the Prometheus exposition of the daemon's state (names in
+ * docs/api.md). Built under the daemon lock from the engine and the derived
+ * state; request counters come from the router. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/internal.h"
+#include "http/prom.h"
+#include "util/util.h"
+
+void dmn_gpu_class(tide_daemon_t *d, int g, int *cls, int *state, int *tier)
+{
+    int32_t who;
+    int kind = tide_engine_gpu_owner(d->e, g, &who);
+    char zone = tide_engine_gpu_zone(d->e, g);
+    if (kind == 2) {
+        *cls = TIDE_C_INFERENCE;
+        *state = (size_t)who < d->n_reps && d->reps[who].state == REP_UP ? TIDE_S_SERVING
+                                                                         : TIDE_S_WARMING;
+        *tier = zone == 'A' ? TIDE_T_A : TIDE_T_B;
+        return;
+    }
+    tide_job_info_t ji;
+    if (kind == 1 && tide_engine_job(d->e, who, &ji) == 0) {
+        int p = ji.spec->priority;
+        *cls = p >= 1 && p <= 3 ? TIDE_C_P1 + (p - 1) : TIDE_C_P3;
+        *state = ji.phase == TIDE_PHASE_RESTORING       ? TIDE_S_RESTORING
+                 : ji.phase == TIDE_PHASE_CHECKPOINTING ? TIDE_S_CHECKPOINTING
+                                                        : TIDE_S_TRAINING;
+        *tier = ji.lease >= 0 && zone != 'T' ? TIDE_T_C : TIDE_T_D;
+        return;
+    }
+    *cls = TIDE_C_NONE;
+    *state = TIDE_S_IDLE;
+    *tier = zone == 'A' ? TIDE_T_A : zone == 'T' ? TIDE_T_D : TIDE_T_B;
+}
+
+typedef struct combo {
+    int cls, state, tier;
+} combo_t;
+
+/* The (class, state, tier) combinations the engine produces: always
+ * exported, 0 when empty, so that series do not come and go. */
+static const combo_t combos[] = {
+    {TIDE_C_INFERENCE, TIDE_S_SERVING, TIDE_T_A}, {TIDE_C_INFERENCE, TIDE_S_SERVING, TIDE_T_B},
+    {TIDE_C_INFERENCE, TIDE_S_WARMING, TIDE_T_A}, {TIDE_C_INFERENCE, TIDE_S_WARMING, TIDE_T_B},
+    {TIDE_C_P1, TIDE_S_TRAINING, TIDE_T_C},       {TIDE_C_P1, TIDE_S_TRAINING, TIDE_T_D},
+    {TIDE_C_P1, TIDE_S_CHECKPOINTING, TIDE_T_C},  {TIDE_C_P1, TIDE_S_CHECKPOINTING, TIDE_T_D},
+    {TIDE_C_P1, TIDE_S_RESTORING, TIDE_T_C},      {TIDE_C_P1, TIDE_S_RESTORING, TIDE_T_D},
+    {TIDE_C_P2, TIDE_S_TRAINING, TIDE_T_C},       {TIDE_C_P2, TIDE_S_TRAINING, TIDE_T_D},
+    {TIDE_C_P2, TIDE_S_CHECKPOINTING, TIDE_T_C},  {TIDE_C_P2, TIDE_S_CHECKPOINTING, TIDE_T_D},
+    {TIDE_C_P2, TIDE_S_RESTORING, TIDE_T_C},      {TIDE_C_P2, TIDE_S_RESTORING, TIDE_T_D},
+    {TIDE_C_P3, TIDE_S_TRAINING, TIDE_T_C},       {TIDE_C_P3, TIDE_S_TRAINING, TIDE_T_D},
+    {TIDE_C_P3, TIDE_S_CHECKPOINTING, TIDE_T_C},  {TIDE_C_P3, TIDE_S_CHECKPOINTING, TIDE_T_D},
+    {TIDE_C_P3, TIDE_S_RESTORING, TIDE_T_C},      {TIDE_C_P3, TIDE_S_RESTORING, TIDE_T_D},
+    {TIDE_C_NONE, TIDE_S_IDLE, TIDE_T_A},         {TIDE_C_NONE, TIDE_S_IDLE, TIDE_T_B},
+    {TIDE_C_NONE, TIDE_S_IDLE, TIDE_T_D},
+};
+
+typedef struct http_counts {
+    tide_prom_t *p;
+} http_counts_t;
+
+static void http_count(void *ctx, const char *route, int status, unsigned long n)
+{
+    http_counts_t *c = ctx;
+    char code[16];
+    snprintf(code, sizeof code, "%d", status);
+    const char *l[] = {"route", route, "code", code};
+    tide_prom_sample(c->p, "tide_http_requests_total", l, 2, (double)n);
+}
+
+char *dmn_metrics(tide_daemon_t *d, size_t *len)
+{
+    tide_prom_t p;
+    tide_prom_init(&p);
+    const tide_engine_t *e = d->e;
+    tide_stats_t st;
+    tide_engine_stats(e, &st);
+
+    /* GPUs by state, class and tier */
+    int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT];
+    memset(cnt, 0, sizeof cnt);
+    for (int g = 0; g < tide_cluster_gpus(d->cluster); g++) {
+        int c, s, t;
+        dmn_gpu_class(d, g, &c, &s, &t);
+        cnt[c][s][t]++;
+    }
+    tide_prom_family(&p, "tide_gpus", "gauge", "GPUs now by state, workload class and tier.");
+    for (size_t i = 0; i < sizeof combos / sizeof combos[0]; i++) {
+        const combo_t *k = &combos[i];
+        const char *l[] = {"state", tide_state_name(k->state), "class", tide_class_name(k->cls),
+                           "tier", tide_tier_name(k->tier)};
+        tide_prom_sample(&p, "tide_gpus", l, 3, cnt[k->cls][k->state][k->tier]);
+    }
+
+    /* jobs */
+    int by_state[TIDE_JOB_STATE_COUNT] = {0}, queued[TIDE_NPRIO] = {0};
+    for (int h = 0; h < tide_engine_jobs(e); h++) {
+        tide_job_info_t ji;
+        if (tide_engine_job(e, h, &ji) != 0)
+            continue;
+        if (ji.state >= 0 && ji.state < TIDE_JOB_STATE_COUNT)
+            by_state[ji.state]++;
+        if (ji.state == TIDE_JOB_QUEUED && ji.spec->priority >= 1 && ji.spec->priority < TIDE_NPRIO)
+            queued[ji.spec->priority]++;
+    }
+    for (size_t i = 0; i < d->pending.n; i++)
+        if (d->pending.v[i].ev.kind == TIDE_EV_JOB_SUBMIT) {
+            by_state[TIDE_JOB_QUEUED]++;
+            int pr = d->pending.v[i].spec.priority;
+            if (pr >= 1 && pr < TIDE_NPRIO)
+                queued[pr]++;
+        }
+    tide_prom_family(&p, "tide_queue_depth", "gauge", "Training jobs waiting, by priority.");
+    for (int pr = TIDE_P1; pr < TIDE_NPRIO; pr++) {
+        char pl[8];
+        snprintf(pl, sizeof pl, "P%d", pr);
+        const char *l[] = {"priority", pl};
+        tide_prom_sample(&p, "tide_queue_depth", l, 1, queued[pr]);
+    }
+    tide_prom_family(&p, "tide_jobs", "gauge", "Training jobs by state.");
+    for (int k = 0; k < TIDE_JOB_STATE_COUNT; k++) {
+        const char *l[] = {"state", tide_job_state_name(k)};
+        tide_prom_sample(&p, "tide_jobs", l, 1, by_state[k]);
+    }
+    tide_prom_family(&p, "tide_preemptions_total", "counter",
+                     "Training jobs stopped by someone else (not completion or cancel), by reason.");
+    for (int r = 1; r < TIDE_R_COUNT; r++) {
+        if (r == TIDE_R_COMPLETE || r == TIDE_R_CANCEL)
+            continue;
+        const char *l[] = {"reason", tide_reason_name(r)};
+        tide_prom_sample(&p, "tide_preemptions_total", l, 1, (double)d->preempt[r]);
+    }
+
+    /* reclaim */
+    tide_prom_family(&p, "tide_reclaims_total", "counter", "Reclaims of lent GPUs started.");
+    tide_prom_sample(&p, "tide_reclaims_total", NULL, 0, st.reclaims);
+    tide_prom_family(&p, "tide_lease_late_total", "counter",
+                     "Reclaims whose GPUs came back after the lease deadline.");
+    tide_prom_sample(&p, "tide_lease_late_total", NULL, 0, st.reclaims_late);
+    static const double bounds[] = {10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200};
+    tide_samples_t sm = tide_engine_samples(e, TIDE_SAMPLE_RECLAIM_RETURN);
+    tide_prom_family(&p, "tide_reclaim_seconds", "histogram",
+                     "Engine seconds from a reclaim notice to the GPUs returned.");
+    tide_prom_histogram(&p, "tide_reclaim_seconds", NULL, 0, bounds,
+                        sizeof bounds / sizeof bounds[0], sm.v, sm.n);
+
+    /* inference */
+    tide_prom_family(&p, "tide_inference_slo_attainment", "gauge",
+                     "Requests served within the SLO over requests demanded, since the start.");
+    tide_prom_sample(&p, "tide_inference_slo_attainment", NULL, 0,
+                     st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0);
+    int ns = tide_engine_services(e);
+    static const char *const svc_fam[][2] = {
+        {"tide_demand_rps", "Demand observed per service (requests/s)."},
+        {"tide_ready_rps", "Capacity of ready replicas per service (requests/s)."},
+        {"tide_forecast_margin", "Forecast safety margin per service (fraction)."},
+    };
+    for (int f = 0; f < 3; f++) {
+        tide_prom_family(&p, svc_fam[f][0], "gauge", svc_fam[f][1]);
+        for (int s = 0; s < ns; s++) {
+            const tide_service_spec_t *sp = tide_engine_service(e, s);
+            tide_forecast_info_t fc = {0};
+            tide_engine_forecast(e, s, 3600, &fc);
+            int ready = 0;
+            for (size_t r = 0; r < d->n_reps; r++)
+                ready += d->reps[r].service == s && d->reps[r].state == REP_UP;
+            double v = f == 0 ? fc.last_observed : f == 1 ? ready * sp->replica_rps : fc.margin;
+            const char *l[] = {"service", sp->name};
+            tide_prom_sample(&p, svc_fam[f][0], l, 1, v);
+        }
+    }
+    tide_prom_family(&p, "tide_demand_source_up", "gauge",
+                     "1 when the pulled demand source of a service gave a fresh value lately.");
+    for (size_t i = 0; i < d->n_src; i++) {
+        const char *l[] = {"service", d->src[i].service};
+        tide_prom_sample(&p, "tide_demand_source_up", l, 1, d->src[i].up);
+    }
+
+    /* engine and API */
+    tide_prom_family(&p, "tide_engine_steps_total", "counter",
+                     "Engine steps taken by this process (replayed ones included).");
+    tide_prom_sample(&p, "tide_engine_steps_total", NULL, 0, (double)d->steps_total);
+    tide_prom_family(&p, "tide_engine_time_seconds", "gauge", "Engine clock at the last step.");
+    tide_prom_sample(&p, "tide_engine_time_seconds", NULL, 0, (double)d->now);
+    tide_prom_family(&p, "tide_events_rejected_total", "counter",
+                     "Steps in which the engine rejected an event (stale or invalid).");
+    tide_prom_sample(&p, "tide_events_rejected_total", NULL, 0, (double)d->step_errors);
+    tide_prom_family(&p, "tide_replay_mismatches_total", "counter",
+                     "Replayed steps whose actions differed from the recorded ones.");
+    tide_prom_sample(&p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);
+    tide_prom_family(&p, "tide_pending_events", "gauge", "API events accepted but not yet fed.");
+    tide_prom_sample(&p, "tide_pending_events", NULL, 0, (double)d->pending.n);
+    tide_prom_family(&p, "tide_http_requests_total", "counter", "HTTP requests by route and status.");
+    if (d->router) {
+        http_counts_t hc = {&p};
+        tide_router_counts(d->router, http_count, &hc);
+    }
+
+    /* teams */
+    static const char *const team_fam[][2] = {
+        {"tide_team_gpus", "GPUs a team's training jobs hold now."},
+        {"tide_team_quota_gpus", "A team's guaranteed training GPUs (teams with a quota)."},
+        {"tide_team_borrowed_gpus", "GPUs a team holds beyond its quota."},
+    };
+    for (int f = 0; f < 3; f++) {
+        tide_prom_family(&p, team_fam[f][0], "gauge", team_fam[f][1]);
+        for (int t = 0; t < tide_engine_teams(e); t++) {
+            tide_team_info_t ti;
+            if (tide_engine_team_info(e, t, &ti) != 0 || !ti.team)
+                continue;
+            if (f == 1 && ti.quota_gpus < 0)
+                continue;
+            double v = f == 0 ? ti.used_gpus : f == 1 ? ti.quota_gpus : ti.borrowed_gpus;
+            const char *l[] = {"team", ti.team};
+            tide_prom_sample(&p, team_fam[f][0], l, 1, v);
+        }
+    }
+    *len = p.n;
+    char *out = p.buf ? p.buf : tide_xstrdup("");
+    return out;
+}

@@ -1,0 +1,96 @@
+/* tide http: JSON request bodies -> validated core specs. Every error is
+ * EINVAL with a message that names the field ("gpus: expected a whole
+ * number, got a string", "unknown field 'gpu'"). Pure (no I/O): the fuzz
+ * target tests/fuzz/fuzz_http_body.c drives these directly. */
+#ifndef TIDE_HTTP_CODEC_H
+#define TIDE_HTTP_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "tide/cluster.h"
+#include "tide/engine.h"
+#include "tide/types.h"
+
+#define TIDE_JSON_MAX_ID 200     /* job ids and service names, bytes */
+#define TIDE_JSON_MAX_TEAM 127   /* team names, bytes */
+#define TIDE_JSON_MAX_COMMAND 65536
+#define TIDE_JSON_DEFAULT_PRIORITY 2
+
+/* Parse body[0..len) as one JSON object (duplicate keys, NUL in strings and
+ * trailing garbage rejected). Returns a new reference or NULL with err. */
+json_t *tide_json_parse_object(const char *body, size_t len, tide_error_t *err);
+
+/* Fail with "unknown field 'x' (expected a, b, ...)" when obj has a key not
+ * in the NULL-terminated list. */
+int tide_json_only(const json_t *obj, const char *const *allowed, tide_error_t *err);
+
+/* A job submission (POST /v1/jobs): the jobs.csv fields plus command and env.
+ * spec strings point into the request (id NULL when absent: the daemon makes
+ * one; team NULL when absent: the token's team). Defaults as in jobs.csv;
+ * priority defaults to 2; submit_s is accepted and ignored. */
+typedef struct tide_job_request {
+    tide_job_spec_t spec;
+    char *id, *team;         /* owned, NULL when absent */
+    char *command;           /* owned, NULL when absent */
+    char *env;               /* owned compact JSON object text, NULL when absent */
+} tide_job_request_t;
+
+/* Parse and validate (types, ranges, gang_gpus divides gpus, dp_min, GPU type
+ * names against cluster c - may be NULL: then gpu_types must be absent or
+ * "any"). Does not check that the gang fits the cluster (tide_job_fits).
+ * On success the caller frees out with tide_job_request_free. */
+int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
+                          tide_job_request_t *out, tide_error_t *err);
+void tide_job_request_free(tide_job_request_t *r); /* NULL ok; safe twice */
+
+/* Could the job ever be placed on c? (The engine's rule: each gang inside one
+ * high-speed domain of an accepted type or made of whole such domains, and
+ * dp_min gangs no more GPUs than the cluster has.) 0 or -1 with EINVAL. */
+int tide_job_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err);
+
+/* A service definition (POST /v1/services): the services.csv fields
+ * ("service" or "name" for the name). name points into out (owned). Checks as
+ * services.csv plus: the replica fits one high-speed domain of c. */
+typedef struct tide_service_request {
+    tide_service_spec_t spec;
+    char *name;
+} tide_service_request_t;
+int tide_json_service_request(const char *body, size_t len, const tide_cluster_t *c,
+                              tide_service_request_t *out, tide_error_t *err);
+void tide_service_request_free(tide_service_request_t *r);
+
+/* PATCH /v1/services/{name}: min_replicas and/or max_replicas (at least one).
+ * *has_min / *has_max say which were given. */
+int tide_json_service_patch(const char *body, size_t len, int *min_replicas, int *has_min,
+                            int *max_replicas, int *has_max, tide_error_t *err);
+
+/* POST /v1/services/{name}/demand: {"rps": x}, x finite and >= 0. */
+int tide_json_demand(const char *body, size_t len, double *rps, tide_error_t *err);
+
+/* POST /v1/jobs/{id}/checkpoints: {"step", "bytes", "shards", "committed",
+ * "progress_s"}, all optional (committed defaults to false); absent numbers
+ * are -1. */
+typedef struct tide_ckpt_request {
+    int64_t step, bytes, shards;
+    int committed;
+    double progress_s;
+} tide_ckpt_request_t;
+int tide_json_ckpt(const char *body, size_t len, tide_ckpt_request_t *out, tide_error_t *err);
+
+/* POST /v1/nodes/{n}/state: {"up": true|false}. */
+int tide_json_node_state(const char *body, size_t len, int *up, tide_error_t *err);
+
+/* GPU types mask -> "H100|A100" ("" for any) into buf. */
+const char *tide_json_types_str(const tide_cluster_t *c, uint32_t mask, char *buf, size_t n);
+
+/* Team spec <-> JSON (for the daemon's event log): {"name", "weight",
+ * "quota": [per type, -1 none], "borrow_limit", "lend_cap"}. from_json fills
+ * t with name pointing into *name_out (owned by the caller). */
+char *tide_json_team_to_string(const tide_team_spec_t *t, int n_types);
+int tide_json_team_from_string(const char *s, tide_team_spec_t *t, char **name_out,
+                               tide_error_t *err);
+
+#endif

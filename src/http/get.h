@@ -1,0 +1,31 @@
+/* tide http: a minimal blocking HTTP/1.0 GET for pulling demand from a
+ * Prometheus query URL (plain http only), and the parser of a Prometheus
+ * instant-query response. libmicrohttpd has no client side. */
+#ifndef TIDE_HTTP_GET_H
+#define TIDE_HTTP_GET_H
+
+#include <stddef.h>
+
+#include "tide/types.h"
+
+/* Split "http://host[:port]/path?query" (no user info, http only). host
+ * without brackets; path includes the query ("/" when empty). Returns 0 or
+ * -1 with EINVAL. */
+int tide_http_url_parse(const char *url, char *host, size_t hostn, char *port, size_t portn,
+                        char *path, size_t pathn, tide_error_t *err);
+
+/* GET url with an overall timeout (connect + send + receive) in ms; at most
+ * max body bytes. On success *body (caller frees, NUL-terminated) and *len
+ * hold the body and *status the HTTP status. Errors: EINVAL bad URL, EIO
+ * network failure or timeout, ERANGE body too large. */
+int tide_http_get(const char *url, int timeout_ms, size_t max, char **body, size_t *len,
+                  int *status, tide_error_t *err);
+
+/* Parse a Prometheus /api/v1/query response: status "success" with a vector
+ * (values of all series summed; *ts = their latest sample time) or a scalar.
+ * Errors: EINVAL malformed or a NaN/negative value, ENOENT an empty vector
+ * (no fresh value), EIO status "error" (message from the server). */
+int tide_prom_query_value(const char *body, size_t len, double *value, double *ts,
+                          tide_error_t *err);
+
+#endif

@@ -1,0 +1,124 @@
+/* tide http: the routes table, request dispatch (auth, matching, handler),
+ * replies, and per-route request counters. Independent of the network: the
+ * server (server.h) and the tests feed tide_router_handle directly. */
+#ifndef TIDE_HTTP_ROUTER_H
+#define TIDE_HTTP_ROUTER_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "http/auth.h"
+#include "tide/types.h"
+
+#define TIDE_HTTP_MAX_BODY (1u << 20) /* request bodies above this get 413 */
+#define TIDE_HTTP_MAX_PARAMS 4
+
+struct tide_route;
+
+/* A request as a handler sees it (everything borrowed for the call). */
+typedef struct tide_http_req {
+    const char *method;
+    const char *path;                          /* raw (still percent-encoded) */
+    const char *params[TIDE_HTTP_MAX_PARAMS];  /* decoded {name} segments, in pattern order */
+    size_t n_params;
+    const char *const *query;                  /* raw key, value, key, value, ... */
+    size_t n_query;
+    const char *body;                          /* NUL-terminated copy, "" when none */
+    size_t body_len;
+    tide_principal_t who;
+    const struct tide_route *route;
+} tide_http_req_t;
+
+/* A reply. body is owned (tide_http_reply_free). */
+typedef struct tide_http_reply {
+    int status;
+    char *body;
+    size_t len;
+    const char *content_type;  /* static string; default application/json */
+    char allow[64];            /* Allow header of a 405 ("" = none) */
+} tide_http_reply_t;
+
+typedef void (*tide_http_handler_fn)(void *app, const tide_http_req_t *req, tide_http_reply_t *rep);
+
+/* One row of a routes table. pattern: '/'-separated literal segments and
+ * {name} segments that match one non-empty segment (percent-decoded into
+ * req->params). */
+typedef struct tide_route {
+    const char *method;
+    const char *pattern;
+    int role;                  /* tide_role_t the caller needs */
+    tide_http_handler_fn fn;
+} tide_route_t;
+
+/* Match method and raw path against routes. Returns the route index, or -1:
+ * *why = 404 (no pattern matches the path) or 405 (a pattern matches with
+ * another method; allow gets those methods, comma-separated). On a match the
+ * params are decoded into buf (NUL-separated, bufn bytes) and params[] point
+ * into it; a segment whose decoding is invalid (bad %XX, NUL) does not
+ * match. */
+int tide_route_match(const tide_route_t *routes, size_t n, const char *method, const char *path,
+                     char *buf, size_t bufn, const char **params, size_t *n_params, int *why,
+                     char *allow, size_t allown);
+
+/* Percent-decode src[0..n) into dst (size dstn); '+' is a space when
+ * plus_space. Returns the length, or -1 for a bad escape, an encoded NUL or
+ * no room. */
+long tide_http_unescape(const char *src, size_t n, char *dst, size_t dstn, int plus_space);
+
+/* Value of query argument key, decoded into buf; NULL when absent or not
+ * decodable. A key given without '=' yields "". */
+const char *tide_http_query(const tide_http_req_t *req, const char *key, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- replies */
+
+void tide_http_reply_free(tide_http_reply_t *r);
+
+/* Set status and a JSON body (j is stolen; compact dump). */
+void tide_http_reply_json(tide_http_reply_t *r, int status, json_t *j);
+
+/* A JSON error {"error": {"code": code, "message": ...}}. */
+void tide_http_reply_error(tide_http_reply_t *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The error of a failed call: HTTP status and code name from tide's error
+ * table (tide_errcode_http / tide_errcode_name). */
+void tide_http_reply_err(tide_http_reply_t *r, const tide_error_t *err);
+
+/* Plain body with a content type (text copied). */
+void tide_http_reply_text(tide_http_reply_t *r, int status, const char *content_type,
+                          const char *text, size_t len);
+
+/* ----------------------------------------------------------------- router */
+
+typedef struct tide_router tide_router_t;
+
+/* A router over a routes table (borrowed; must outlive the router), an
+ * authenticator (borrowed) and the handlers' app pointer. Thread-safe. */
+tide_router_t *tide_router_create(const tide_route_t *routes, size_t n, tide_auth_t *auth,
+                                  void *app);
+void tide_router_destroy(tide_router_t *r); /* NULL is a no-op */
+
+/* A request as the network delivered it. */
+typedef struct tide_http_input {
+    const char *method;
+    const char *path;            /* raw path without the query */
+    const char *const *query;    /* raw key/value pairs (value NULL = no '=') */
+    size_t n_query;
+    const char *authorization;   /* header or NULL */
+    const char *body;            /* may be NULL when body_len = 0 */
+    size_t body_len;
+    int body_too_large;          /* the body passed TIDE_HTTP_MAX_BODY (it was dropped) */
+} tide_http_input_t;
+
+/* Dispatch: 413 for a body too large, 404/405 when no route matches, 401/403
+ * from auth, else the handler (a handler that sets no status answers 500).
+ * Counts the request under its route pattern and status. out must be zeroed
+ * or freed before; the caller frees it. */
+void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http_reply_t *out);
+
+/* Request counts so far: fn(ctx, route pattern or "unmatched", status, count). */
+typedef void (*tide_router_count_fn)(void *ctx, const char *route, int status, unsigned long n);
+void tide_router_counts(tide_router_t *r, tide_router_count_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,1208 @@
+/* tide report: draws the page from the JSON embedded in #tide-data.
+ * Hand-written, no libraries: charts are SVG markup strings. The page loads
+ * nothing. When done it sets on <body>: data-charts-expected (charts that
+ * should have been drawn), data-charts-drawn (charts drawn with data) and
+ * data-errors (script errors, also listed in #errors). With #selftest in the
+ * URL it also renders every policy and a day view of each and records the
+ * result in data-selftest. */
+(function () {
+  'use strict';
+
+  var D = JSON.parse(document.getElementById('tide-data').textContent);
+  var S = D.summary || {};
+  var SP = S.policies || {};
+  var POL = D.policies || [];
+  var HORIZON = S.horizon_s || 0;
+  var DAYS = Math.max(1, Math.ceil(HORIZON / 86400));
+  var state = { policy: null, view: null, metric: 'useful' };
+  var drawn = {};      /* chart id -> 1 when drawn with data */
+  var expected = {};   /* chart id -> 1 when it should be drawn */
+
+  var STATE_COLS = [
+    ['serving', 'serving', '#2f9e44'], ['warming', 'warming', '#a9e34b'],
+    ['training', 'training', '#1c7ed6'], ['checkpointing', 'checkpointing', '#f59f00'],
+    ['restoring', 'restoring', '#9c36b5'], ['lost', 'lost (work thrown away)', '#e03131'],
+    ['idle', 'idle', '#ced4da']];
+  var CLASS_COLS = [
+    ['inference_gpus', 'inference', '#2f9e44'], ['p1_gpus', 'P1 training', '#d9480f'],
+    ['p2_gpus', 'P2 training', '#1c7ed6'], ['p3_gpus', 'P3 training', '#74c0fc'],
+    ['idle', 'idle', '#ced4da']];
+  var POLICY_COLORS = { isolated: '#868e96', 'static': '#a0522d', preempt: '#e03131',
+    elastic: '#2f9e44', timeshare: '#7048e8' };
+  var EXTRA_COLORS = ['#1098ad', '#d6336c', '#5c940d', '#e8590c', '#3b5bdb'];
+
+  /* ----------------------------------------------------------- formatting */
+
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, function (c) {
+      return { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c];
+    });
+  }
+  function ok(v) { return typeof v === 'number' && isFinite(v); }
+  function group(s) { return s.replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
+  function num(v, d) {
+    if (!ok(v)) return '\u2013';
+    var s = v.toFixed(d === undefined ? 0 : d), neg = s.charAt(0) === '-';
+    if (neg) s = s.slice(1);
+    var p = s.split('.');
+    return (neg ? '-' : '') + group(p[0]) + (p.length > 1 ? '.' + p[1] : '');
+  }
+  function pct(v, d) { return ok(v) ? num(100 * v, d === undefined ? 2 : d) + '%' : '\u2013'; }
+  function big(v) {
+    if (!ok(v)) return '\u2013';
+    var a = Math.abs(v);
+    if (a >= 1e9) return num(v / 1e9, 2) + ' G';
+    if (a >= 1e6) return num(v / 1e6, 2) + ' M';
+    if (a >= 1e4) return num(v / 1e3, 1) + ' k';
+    return num(v, a < 10 && v !== Math.round(v) ? 2 : 0);
+  }
+  function dur(s) {
+    if (!ok(s)) return '\u2013';
+    var a = Math.abs(s);
+    if (a < 120) return num(s, 0) + ' s';
+    if (a < 7200) return num(s / 60, 1) + ' min';
+    if (a < 172800) return num(s / 3600, 1) + ' h';
+    return num(s / 86400, 1) + ' d';
+  }
+  function pad2(x) { return (x < 10 ? '0' : '') + x; }
+  function clock(t) {
+    if (!ok(t)) return '\u2013';
+    var d = Math.floor(t / 86400), r = t - d * 86400;
+    var h = Math.floor(r / 3600), m = Math.floor((r - h * 3600) / 60);
+    return 'day ' + (d + 1) + ' ' + pad2(h) + ':' + pad2(m);
+  }
+  function r1(x) { return Math.round(x * 10) / 10; }
+  function $(id) { return document.getElementById(id); }
+  function get(o, path) {
+    var p = path.split('.');
+    for (var i = 0; i < p.length; i++) {
+      if (o === null || typeof o !== 'object') return undefined;
+      o = o[p[i]];
+    }
+    return o;
+  }
+
+  /* ---------------------------------------------------------------- scales */
+
+  function niceStep(span, n) {
+    if (!(span > 0)) span = 1;
+    var raw = span / n, p = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10)), m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10) * p;
+  }
+  /* Ticks covering [lo, hi]: {lo, hi, ticks}. */
+  function niceRange(lo, hi, n) {
+    if (!ok(lo) || !ok(hi)) { lo = 0; hi = 1; }
+    if (hi - lo < 1e-12) { hi = lo + (Math.abs(lo) > 0 ? Math.abs(lo) * 0.01 : 1); }
+    var st = niceStep(hi - lo, n), a = Math.floor(lo / st + 1e-9) * st,
+        b = Math.ceil(hi / st - 1e-9) * st, t = [];
+    for (var x = a; x <= b + st * 1e-6; x += st) t.push(Math.abs(x) < st * 1e-9 ? 0 : x);
+    return { lo: a, hi: b, ticks: t, step: st };
+  }
+  /* r with its top at exactly hi (ticks above dropped). */
+  function clampRange(r, hi) {
+    r.ticks = r.ticks.filter(function (t) { return t <= hi + r.step * 1e-6; });
+    if (r.ticks[r.ticks.length - 1] < hi - 0.45 * r.step) r.ticks.push(hi);
+    r.hi = hi;
+    return r;
+  }
+  function tickText(v, st) {
+    var d = 0;
+    while (d < 6 && Math.abs(st * Math.pow(10, d) - Math.round(st * Math.pow(10, d))) > 1e-6) d++;
+    return num(v, d);
+  }
+  var TSTEPS = [300, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+  function timeTicks(t0, t1, px) {
+    var max = Math.max(2, Math.floor(px / 80)), st = TSTEPS[TSTEPS.length - 1];
+    for (var i = 0; i < TSTEPS.length; i++)
+      if ((t1 - t0) / TSTEPS[i] <= max) { st = TSTEPS[i]; break; }
+    var out = [];
+    for (var t = Math.ceil(t0 / st) * st; t <= t1 + 1e-6; t += st) out.push(t);
+    return { ticks: out, step: st };
+  }
+  function timeLabel(t, st) {
+    var d = Math.floor(t / 86400) + 1, r = t - (d - 1) * 86400;
+    if (st >= 86400) return 'day ' + d;
+    var hh = pad2(Math.floor(r / 3600)) + ':' + pad2(Math.floor((r % 3600) / 60));
+    return r === 0 ? 'day ' + d : hh;
+  }
+
+  /* ---------------------------------------------------------- chart frame */
+
+  function boxWidth(box) { return Math.max(480, Math.floor(box.clientWidth - 22)); }
+  function legendHtml(items) {
+    var h = '<div class="legend">';
+    items.forEach(function (it) {
+      var cls = it.kind === 'line' ? 'line' : it.kind === 'dash' ? 'dash' :
+        it.kind === 'band' ? 'band' : '';
+      var st = it.kind === 'dash' ? 'border-top-color:' + it.color : 'background:' + it.color;
+      h += '<span class="item"><i class="' + cls + '" style="' + st + '"></i>' + esc(it.name) +
+        '</span>';
+    });
+    return h + '</div>';
+  }
+  function frame(box, title, legend, svg, note) {
+    box.innerHTML = '<h3>' + esc(title) + '</h3>' + (legend ? legendHtml(legend) : '') + svg +
+      (note ? '<div class="note">' + note + '</div>' : '');
+  }
+  function emptyBox(box, title, msg) {
+    box.innerHTML = '<h3>' + esc(title) + '</h3><div class="empty">' + msg + '</div>';
+  }
+  function text(x, y, s, anchor, extra) {
+    return '<text x="' + r1(x) + '" y="' + r1(y) + '" font-size="11" fill="#444" text-anchor="' +
+      (anchor || 'middle') + '"' + (extra || '') + '>' + esc(s) + '</text>';
+  }
+  function line(x1, y1, x2, y2, stroke, extra) {
+    return '<line x1="' + r1(x1) + '" y1="' + r1(y1) + '" x2="' + r1(x2) + '" y2="' + r1(y2) +
+      '" stroke="' + stroke + '"' + (extra || '') + '/>';
+  }
+
+  var tip = null;
+  function showTip(e, html) {
+    if (!tip) tip = $('tip');
+    tip.innerHTML = html;
+    tip.hidden = false;
+    var x = e.clientX + 14, y = e.clientY + 14, w = tip.offsetWidth, h = tip.offsetHeight;
+    if (x + w > window.innerWidth - 4) x = e.clientX - w - 14;
+    if (y + h > window.innerHeight - 4) y = e.clientY - h - 14;
+    tip.style.left = x + 'px';
+    tip.style.top = y + 'px';
+  }
+  function hideTip() { if (!tip) tip = $('tip'); tip.hidden = true; }
+
+  /* ------------------------------------------------------------ time view */
+
+  function fullView() { return [0, HORIZON > 0 ? HORIZON : 86400]; }
+  function curView() { return state.view || fullView(); }
+  function setView(v) {
+    if (v) {
+      var f = fullView();
+      v = [Math.max(f[0], v[0]), Math.min(f[1], v[1])];
+      if (v[1] - v[0] < 600) v = null;
+    }
+    state.view = v;
+    renderPolicy();
+  }
+
+  /* index of the last point with t[i] <= x (binary search), -1 if none */
+  function floorIdx(t, x) {
+    var lo = 0, hi = t.length - 1, ans = -1;
+    while (lo <= hi) {
+      var mid = (lo + hi) >> 1;
+      if (t[mid] <= x) { ans = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return ans;
+  }
+
+  /* Interactions shared by time charts: hover read-out, drag to zoom,
+   * double-click to reset. g: {m, pw, ph, v, read(t) -> html}. */
+  function wire(box, g) {
+    var svg = box.querySelector('svg');
+    var ov = box.querySelector('rect.ov'), hl = box.querySelector('line.hl'),
+        sel = box.querySelector('rect.sel');
+    if (!svg || !ov) return;
+    var drag = null;
+    function tAt(x) { return g.v[0] + (x - g.m.l) / g.pw * (g.v[1] - g.v[0]); }
+    function px(e) {
+      var r = svg.getBoundingClientRect();
+      return Math.max(g.m.l, Math.min(g.m.l + g.pw, e.clientX - r.left));
+    }
+    ov.addEventListener('mousemove', function (e) {
+      var x = px(e);
+      if (drag !== null) {
+        sel.setAttribute('x', Math.min(drag, x));
+        sel.setAttribute('width', Math.abs(x - drag));
+        return;
+      }
+      hl.setAttribute('x1', x); hl.setAttribute('x2', x);
+      hl.setAttribute('visibility', 'visible');
+      var h = g.read(tAt(x), e);
+      if (h) showTip(e, h); else hideTip();
+    });
+    ov.addEventListener('mouseleave', function () {
+      hl.setAttribute('visibility', 'hidden');
+      hideTip();
+    });
+    ov.addEventListener('mousedown', function (e) {
+      e.preventDefault();
+      drag = px(e);
+      sel.setAttribute('x', drag); sel.setAttribute('width', 0);
+      sel.setAttribute('visibility', 'visible');
+      hideTip();
+      var up = function (ev) {
+        window.removeEventListener('mouseup', up);
+        var x = px(ev), a = Math.min(drag, x), b = Math.max(drag, x);
+        drag = null;
+        sel.setAttribute('visibility', 'hidden');
+        if (b - a > 5) setView([tAt(a), tAt(b)]);
+      };
+      window.addEventListener('mouseup', up);
+    });
+    ov.addEventListener('dblclick', function () { setView(null); });
+  }
+
+  function interactionLayers(m, pw, ph) {
+    return '<line class="hl" x1="0" x2="0" y1="' + m.t + '" y2="' + (m.t + ph) +
+      '" stroke="#333" stroke-width="1" visibility="hidden" pointer-events="none"/>' +
+      '<rect class="sel" x="0" y="' + m.t + '" width="0" height="' + ph +
+      '" fill="rgba(11,99,197,.15)" stroke="#0b63c5" visibility="hidden" pointer-events="none"/>' +
+      '<rect class="ov" x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph +
+      '" fill="transparent" style="cursor:crosshair"/>';
+  }
+
+  function xAxis(m, pw, ph, v, X) {
+    var tt = timeTicks(v[0], v[1], pw), s = '';
+    tt.ticks.forEach(function (t) {
+      var x = X(t), day = t % 86400 === 0;
+      s += line(x, m.t, x, m.t + ph, day ? '#c8ccd0' : '#eceef0');
+      s += line(x, m.t + ph, x, m.t + ph + 4, '#666');
+      s += text(x, m.t + ph + 16, timeLabel(t, tt.step), 'middle',
+                day && tt.step < 86400 ? ' font-weight="600"' : '');
+    });
+    var span = v[1] - v[0];
+    var title = 'time since start (' + (tt.step >= 86400 ? 'days' : 'hours; bold = day start') +
+      ')' + (span < HORIZON - 1 ? ' \u2014 ' + clock(v[0]) + ' to ' + clock(v[1]) : '');
+    s += text(m.l + pw / 2, m.t + ph + 34, title);
+    return s;
+  }
+  function yAxis(m, pw, ph, yr, Y, label, right) {
+    var s = '', x = right ? m.l + pw : m.l;
+    yr.ticks.forEach(function (v) {
+      var y = Y(v);
+      if (!right) s += line(m.l, y, m.l + pw, y, '#eceef0');
+      s += text(right ? x + 6 : x - 6, y + 4, tickText(v, yr.step), right ? 'start' : 'end');
+    });
+    s += line(x, m.t, x, m.t + ph, '#888');
+    var cx = right ? m.l + pw + 58 : 16, cy = m.t + ph / 2;
+    s += '<text x="' + cx + '" y="' + cy + '" font-size="11" fill="#333" text-anchor="middle" ' +
+      'transform="rotate(-90 ' + cx + ' ' + cy + ')">' + esc(label) + '</text>';
+    return s;
+  }
+
+  /* A time chart. c: {title, tl, stacks: [{name, color, v}], lines: [{name,
+   * color, v, axis (1|2), dash, width}], yLabel, y2Label, bands: [[t0,t1,..]],
+   * bandName, marks: [{t, label, color}], note, height}. Returns 1 when drawn
+   * with data. */
+  function timeChart(id, c) {
+    var box = $(id);
+    if (!box) return 0;
+    var T = c.tl.t, n = T.length;
+    if (!n) { emptyBox(box, c.title, 'no timeline rows for this policy'); return 0; }
+    var W = boxWidth(box), H = c.height || 300;
+    var has2 = c.lines.some(function (l) { return l.axis === 2; });
+    var m = { l: 62, r: has2 ? 74 : 22, t: 10, b: 44 };
+    var pw = W - m.l - m.r, ph = H - m.t - m.b, v = curView();
+    var X = function (t) { return m.l + (t - v[0]) / (v[1] - v[0]) * pw; };
+    var dt = function (i) { return i + 1 < n ? T[i + 1] - T[i] : c.tl.step; };
+    var i0 = Math.max(0, floorIdx(T, v[0])), i1 = n - 1;
+    while (i1 > i0 && T[i1] >= v[1]) i1--;
+    var cum = [], i, k, ymax = 0, y2max = 0, vis = 0;
+    for (i = i0; i <= i1; i++) cum.push(0);
+    var layers = [];
+    c.stacks.forEach(function (s) {
+      if (!s.v) return;
+      var lo = cum.slice(), hi = [];
+      for (i = i0; i <= i1; i++) {
+        var x = ok(s.v[i]) ? s.v[i] : 0;
+        hi.push(lo[i - i0] + x);
+        cum[i - i0] += x;
+        if (cum[i - i0] > ymax) ymax = cum[i - i0];
+        vis++;
+      }
+      layers.push({ s: s, lo: lo, hi: hi });
+    });
+    c.lines.forEach(function (l) {
+      if (!l.v) return;
+      for (i = i0; i <= i1; i++) {
+        if (!ok(l.v[i])) continue;
+        vis++;
+        if (l.axis === 2) { if (l.v[i] > y2max) y2max = l.v[i]; } else if (l.v[i] > ymax) ymax = l.v[i];
+      }
+    });
+    var head = c.stacks.length ? 1 : 1.06; /* lines-only charts: keep the top line off the frame */
+    var yr = niceRange(0, ymax > 0 ? ymax * head : 1, 5);
+    if (ok(c.yMax) && c.yMax > 0 && ymax <= c.yMax * 1.02) yr = clampRange(niceRange(0, c.yMax, 5), c.yMax);
+    var Y = function (x) { return m.t + ph - (x - yr.lo) / (yr.hi - yr.lo) * ph; };
+    var y2r = niceRange(0, y2max > 0 ? y2max * 1.06 : 1, 5);
+    var Y2 = function (x) { return m.t + ph - (x - y2r.lo) / (y2r.hi - y2r.lo) * ph; };
+    var xa = function (j) { return r1(X(Math.max(T[j], v[0]))); };
+    var xb = function (j) { return r1(X(Math.min(T[j] + dt(j), v[1]))); };
+
+    var clip = 'clip-' + id;
+    var s = '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">' +
+      '<defs><clipPath id="' + clip + '"><rect x="' + m.l + '" y="' + m.t + '" width="' + pw +
+      '" height="' + ph + '"/></clipPath></defs>';
+    s += yAxis(m, pw, ph, yr, Y, c.yLabel, false);
+    if (has2) s += yAxis(m, pw, ph, y2r, Y2, c.y2Label, true);
+    s += xAxis(m, pw, ph, v, X);
+    s += '<g clip-path="url(#' + clip + ')">';
+    layers.forEach(function (L) {
+      var d = '';
+      for (k = 0; k < L.hi.length; k++) {
+        var j = i0 + k, yh = r1(Y(L.hi[k]));
+        d += (k ? 'L' : 'M') + xa(j) + ',' + yh + 'L' + xb(j) + ',' + yh;
+      }
+      for (k = L.lo.length - 1; k >= 0; k--) {
+        var jj = i0 + k, yl = r1(Y(L.lo[k]));
+        d += 'L' + xb(jj) + ',' + yl + 'L' + xa(jj) + ',' + yl;
+      }
+      s += '<path d="' + d + 'Z" fill="' + L.s.color + '" stroke="none"/>';
+    });
+    c.lines.forEach(function (l) {
+      if (!l.v) return;
+      var d = '', pen = false, YY = l.axis === 2 ? Y2 : Y;
+      for (i = i0; i <= i1; i++) {
+        if (!ok(l.v[i])) { pen = false; continue; }
+        var y = r1(YY(l.v[i]));
+        d += (pen ? 'L' : 'M') + xa(i) + ',' + y + 'L' + xb(i) + ',' + y;
+        pen = true;
+      }
+      s += '<path d="' + d + '" fill="none" stroke="' + l.color + '" stroke-width="' +
+        (l.width || 1.6) + '"' + (l.dash ? ' stroke-dasharray="' + l.dash + '"' : '') + '/>';
+    });
+    (c.bands || []).forEach(function (b) {
+      if (b[1] <= v[0] || b[0] >= v[1]) return;
+      var a = X(Math.max(b[0], v[0])), e = X(Math.min(b[1], v[1]));
+      s += '<rect x="' + r1(a) + '" y="' + m.t + '" width="' + r1(Math.max(1, e - a)) +
+        '" height="' + ph + '" fill="rgba(224,49,49,.30)"/>';
+    });
+    (c.marks || []).forEach(function (mk) {
+      if (mk.t < v[0] || mk.t > v[1]) return;
+      var x = X(mk.t);
+      s += line(x, m.t, x, m.t + ph, mk.color, ' stroke-dasharray="2,2"');
+      s += '<path d="M' + r1(x - 4) + ',' + m.t + 'L' + r1(x + 4) + ',' + m.t + 'L' + r1(x) +
+        ',' + (m.t + 7) + 'Z" fill="' + mk.color + '"/>';
+    });
+    s += '</g>';
+    s += '<rect x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph +
+      '" fill="none" stroke="#888"/>';
+    s += interactionLayers(m, pw, ph) + '</svg>';
+
+    var leg = [];
+    c.stacks.forEach(function (x) { if (x.v) leg.push({ name: x.name, color: x.color }); });
+    c.lines.forEach(function (x) {
+      if (x.v) leg.push({ name: x.name, color: x.color, kind: x.dash ? 'dash' : 'line' });
+    });
+    if (c.bands && c.bands.length) leg.push({ name: c.bandName || 'SLO miss', color: '', kind: 'band' });
+    if (c.marks && c.marks.length) leg.push({ name: c.markName || 'fault', color: c.marks[0].color, kind: 'dash' });
+    frame(box, c.title, leg, s, c.note);
+    wire(box, {
+      m: m, pw: pw, ph: ph, v: v, read: function (t) {
+        var j = floorIdx(T, t);
+        if (j < 0) return '';
+        var h = '<b>' + esc(clock(T[j])) + '</b> (+' + dur(dt(j)) + ')';
+        for (var q = c.stacks.length - 1; q >= 0; q--) {
+          var st = c.stacks[q];
+          if (st.v) h += '<br><span style="color:' + st.color + '">\u25a0</span> ' + esc(st.name) +
+            ': ' + num(st.v[j], 1) + ' ' + (c.unit || 'GPUs');
+        }
+        c.lines.forEach(function (l) {
+          if (l.v) h += '<br><span style="color:' + l.color + '">\u2014</span> ' + esc(l.name) +
+            ': ' + num(l.v[j], l.digits === undefined ? 1 : l.digits) + (l.unit ? ' ' + l.unit : '');
+        });
+        (c.bands || []).forEach(function (b) {
+          if (t >= b[0] && t < b[1]) h += '<br><b style="color:#c92a2a">SLO miss</b> ' +
+            clock(b[0]) + ' \u2013 ' + clock(b[1]) + (ok(b[2]) ? ', worst ' + num(b[2], 1) + ' req/s short' : '');
+        });
+        (c.marks || []).forEach(function (mk) {
+          if (Math.abs(mk.t - t) <= (v[1] - v[0]) / pw * 4) h += '<br><b style="color:' +
+            mk.color + '">' + esc(mk.label) + '</b>';
+        });
+        return h;
+      }
+    });
+    return vis > 0 ? 1 : 0;
+  }
+
+  /* ---------------------------------------------------------- lease chart */
+
+  function leaseChart(id, pol) {
+    var box = $(id), title = 'Leases and reclaims (events.csv): grant \u2192 notice \u2192 ' +
+      'checkpoint committed \u2192 GPUs returned';
+    if (!box) return 0;
+    var L = D.leases[pol];
+    if (!L) {
+      emptyBox(box, title, D.events_present ? 'no events for this policy in events.csv' :
+        'events.csv was not found next to summary.json: no lease timeline');
+      return 0;
+    }
+    var v = curView(), W = boxWidth(box);
+    var rows = L.rows.filter(function (r) {
+      var end = ok(r[1]) ? r[1] : HORIZON;
+      return r[0] < v[1] && end > v[0];
+    });
+    /* lanes: greedy, in grant order */
+    var lanes = [], lane = [];
+    rows.forEach(function (r, i) {
+      var end = ok(r[1]) ? r[1] : HORIZON, k;
+      for (k = 0; k < lanes.length; k++) if (lanes[k] <= r[0]) break;
+      lanes[k] = end;
+      lane[i] = k;
+    });
+    var nl = Math.max(1, lanes.length);
+    var H = Math.max(200, Math.min(460, 60 + nl * 9));
+    var m = { l: 62, r: 22, t: 10, b: 44 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
+    var X = function (t) { return m.l + (t - v[0]) / (v[1] - v[0]) * pw; };
+    var lh = ph / nl, bh = Math.max(1, Math.min(12, lh * 0.75));
+    var clip = 'clip-' + id;
+    var s = '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">' +
+      '<defs><clipPath id="' + clip + '"><rect x="' + m.l + '" y="' + m.t + '" width="' + pw +
+      '" height="' + ph + '"/></clipPath></defs>';
+    s += xAxis(m, pw, ph, v, X);
+    var lstep = Math.max(1, Math.ceil(niceStep(nl, 4)));
+    var yr = { ticks: [] };
+    for (var q = 0; q <= nl; q += lstep) yr.ticks.push(q);
+    yr.ticks.forEach(function (t) {
+      var y = m.t + t * lh;
+      s += text(m.l - 6, y + 4, num(t, 0), 'end');
+    });
+    var cy = m.t + ph / 2;
+    s += '<text x="16" y="' + cy + '" font-size="11" fill="#333" text-anchor="middle" transform=' +
+      '"rotate(-90 16 ' + cy + ')">leases (one lane each)</text>';
+    s += '<g clip-path="url(#' + clip + ')">';
+    var seg = function (a, b, y, color) {
+      if (!(b > a)) return '';
+      var x0 = X(Math.max(a, v[0])), x1 = X(Math.min(b, v[1]));
+      return '<rect x="' + r1(x0) + '" y="' + r1(y) + '" width="' + r1(Math.max(0.8, x1 - x0)) +
+        '" height="' + r1(bh) + '" fill="' + color + '"/>';
+    };
+    var marks = '';
+    /* row: [grant, return, gpus, deadline, late, job, return reason,
+     *       [[notice, commit, end, how, reason], ...]] */
+    rows.forEach(function (r, i) {
+      var y = m.t + lane[i] * lh + (lh - bh) / 2, end = ok(r[1]) ? r[1] : HORIZON;
+      s += seg(r[0], end, y, '#a5d8ff');
+      (r[7] || []).forEach(function (ep) {
+        var n0 = ep[0], cm = ok(ep[1]) ? ep[1] : null, e0 = ok(ep[2]) ? ep[2] : end;
+        s += seg(n0, cm !== null ? cm : e0, y, '#fd7e14');
+        if (cm !== null) s += seg(cm, e0, y, '#40c057');
+        if (bh < 3) return;
+        var xn = X(n0);
+        marks += '<path d="M' + r1(xn - 3.5) + ',' + r1(y - 1) + 'L' + r1(xn + 3.5) + ',' + r1(y - 1) +
+          'L' + r1(xn) + ',' + r1(y + 5) + 'Z" fill="#d9480f"/>';
+        if (cm !== null) marks += '<circle cx="' + r1(X(cm)) + '" cy="' + r1(y + bh / 2) + '" r="2.6" fill="#1864ab"/>';
+        if (ok(ep[2])) marks += line(X(e0), y - 1, X(e0), y + bh + 1, ep[3] === 'returned' ? '#2b8a3e' : '#0b7285',
+          ' stroke-width="1.5"' + (ep[3] === 'returned' ? '' : ' stroke-dasharray="2,1"'));
+      });
+      if (ok(r[1]) && bh >= 3 && !(r[7] || []).length) marks += line(X(end), y, X(end), y + bh, '#74c0fc');
+      if (r[4]) {
+        var xe = X(end);
+        s += '<rect x="' + r1(X(Math.max(r[0], v[0]))) + '" y="' + r1(y - 0.5) + '" width="' +
+          r1(Math.max(1, X(Math.min(end, v[1])) - X(Math.max(r[0], v[0])))) + '" height="' +
+          r1(bh + 1) + '" fill="none" stroke="#e03131" stroke-width="1.2"/>';
+        marks += line(xe - 4, y - 2, xe + 4, y + bh + 2, '#e03131', ' stroke-width="2"') +
+          line(xe - 4, y + bh + 2, xe + 4, y - 2, '#e03131', ' stroke-width="2"');
+      }
+    });
+    s += marks + '</g>';
+    if (!rows.length) s += text(m.l + pw / 2, m.t + ph / 2, L.total ?
+      'no lease in this time window' : 'no leases: ' + pol + ' lends no GPUs to training');
+    s += '<rect x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph +
+      '" fill="none" stroke="#888"/>';
+    s += interactionLayers(m, pw, ph) + '</svg>';
+    var leg = [{ name: 'lease held (training on lent GPUs)', color: '#a5d8ff' },
+      { name: '\u25bc reclaim notice \u2192 checkpoint committed (\u25cf)', color: '#fd7e14' },
+      { name: 'committed \u2192 GPUs returned (|; dashed: job shrank instead)', color: '#40c057' },
+      { name: 'late return (after the lease deadline)', color: '#e03131', kind: 'line' }];
+    var note = 'Showing ' + num(L.shown) + ' of ' + num(L.total) + ' leases' +
+      (L.shown < L.total ? ' (every reclaimed lease first)' : '') + '; ' + num(L.noticed) + ' got ' +
+      num(L.episodes) + ' notice(s) (reclaim, priority or window), ' + num(L.late) +
+      ' returned late. Drag to zoom, double-click to reset.';
+    frame(box, title, leg, s, note);
+    wire(box, {
+      m: m, pw: pw, ph: ph, v: v, read: function (t, e) {
+        var svg = box.querySelector('svg'), rc = svg.getBoundingClientRect();
+        var k = Math.floor((e.clientY - rc.top - m.t) / lh);
+        for (var i = 0; i < rows.length; i++) {
+          var r = rows[i], end = ok(r[1]) ? r[1] : HORIZON;
+          if (lane[i] !== k || t < r[0] || t > end) continue;
+          var h = '<b>lease of ' + esc(r[5] || '?') + '</b>, ' + r[2] + ' GPUs<br>granted ' +
+            clock(r[0]) + (ok(r[3]) ? ', latest return ' + clock(r[3]) : '');
+          (r[7] || []).forEach(function (ep) {
+            h += '<br>notice ' + clock(ep[0]) + (ep[4] ? ' (' + esc(ep[4]) + ')' : '');
+            if (ok(ep[1])) h += ', committed +' + dur(ep[1] - ep[0]);
+            if (ok(ep[2])) h += ', ' + esc(ep[3]) + ' +' + dur(ep[2] - ep[0]);
+          });
+          if (ok(r[1])) h += '<br>returned ' + clock(r[1]) + (r[6] ? ' (' + esc(r[6]) + ')' : '');
+          else h += '<br>still held at the horizon';
+          if (r[4]) h += '<br><b style="color:#c92a2a">late</b>';
+          return h;
+        }
+        return '';
+      }
+    });
+    return 1;
+  }
+
+  /* ----------------------------------------------------------- bar charts */
+
+  /* Horizontal bars: cats [names], series [{name, color, v: []}] side by side. */
+  function hbarSvg(W, cats, series, unit, digits) {
+    var bandH = Math.max(18, 8 + 12 * series.length), m = { l: 110, r: 70, t: 6, b: 34 };
+    var H = m.t + m.b + cats.length * bandH, pw = W - m.l - m.r;
+    var max = 0;
+    series.forEach(function (s) { s.v.forEach(function (x) { if (ok(x) && x > max) max = x; }); });
+    var xr = niceRange(0, max > 0 ? max : 1, 5);
+    var X = function (x) { return m.l + x / xr.hi * pw; };
+    var s = '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">';
+    xr.ticks.forEach(function (t) {
+      s += line(X(t), m.t, X(t), H - m.b, '#eceef0');
+      s += text(X(t), H - m.b + 14, tickText(t, xr.step));
+    });
+    s += text(m.l + pw / 2, H - 6, unit);
+    cats.forEach(function (c, i) {
+      var y0 = m.t + i * bandH;
+      s += text(m.l - 6, y0 + bandH / 2 + 4, c, 'end');
+      series.forEach(function (se, j) {
+        var x = ok(se.v[i]) ? se.v[i] : 0, bh = (bandH - 6) / series.length;
+        var y = y0 + 3 + j * bh;
+        s += '<rect x="' + m.l + '" y="' + r1(y) + '" width="' + r1(Math.max(0, X(x) - m.l)) +
+          '" height="' + r1(bh - 1) + '" fill="' + se.color + '"><title>' + esc(c + ' \u2014 ' +
+          se.name + ': ' + num(x, digits)) + '</title></rect>';
+        s += text(X(x) + 4, y + bh / 2 + 3, num(x, digits), 'start');
+      });
+    });
+    s += line(m.l, m.t, m.l, H - m.b, '#888') + '</svg>';
+    return s;
+  }
+
+  function teamHours(id, pol) {
+    var box = $(id), p = SP[pol] || {}, teams = p.teams || {}, names = Object.keys(teams);
+    var title = 'GPU-hours and queueing per team';
+    if (!names.length) { emptyBox(box, title, p.error ? 'policy failed: ' + esc(p.error) : 'no teams'); return 0; }
+    var W = boxWidth(box);
+    var a = hbarSvg(W, names, [{ name: 'GPU-hours', color: '#1c7ed6',
+      v: names.map(function (t) { return teams[t].gpu_hours; }) }], 'GPU-hours held by the team\u2019s jobs (all states)', 0);
+    var b = hbarSvg(W, names, [{ name: 'mean queue (h)', color: '#74c0fc',
+      v: names.map(function (t) { return teams[t].mean_queue_s / 3600; }) }], 'mean queue time (hours)', 1);
+    frame(box, title, [{ name: 'GPU-hours', color: '#1c7ed6' }, { name: 'mean queue time', color: '#74c0fc' }], a + b,
+      'Jobs submitted: ' + names.map(function (t) { return esc(t) + ' ' + num(teams[t].jobs); }).join(', ') + '.');
+    return 1;
+  }
+
+  function classHours(id, pol) {
+    var box = $(id), p = SP[pol] || {}, c = p.gpu_hours_by_class, g = p.gpu_hours;
+    var title = 'GPU-hours per class and per state';
+    if (!c || !g) { emptyBox(box, title, 'no figures (policy failed?)'); return 0; }
+    var cats = ['inference', 'p1', 'p2', 'p3'].filter(function (k) { return k in c; });
+    var W = Math.floor((boxWidth(box) - 10) / 2);
+    var s1 = hbarSvg(W, cats.map(function (k) { return k === 'inference' ? 'inference' : k.toUpperCase() + ' training'; }),
+      [{ name: 'GPU-hours', color: '#2f9e44', v: cats.map(function (k) { return c[k]; }) }], 'GPU-hours by class', 0);
+    var st = STATE_COLS.map(function (x) { return x[0]; }).filter(function (k) { return k in g; });
+    var s2 = hbarSvg(W, st, [{ name: 'GPU-hours', color: '#868e96', v: st.map(function (k) { return g[k]; }) }],
+      'GPU-hours by state', 0);
+    frame(box, title, null, '<div style="display:flex;gap:10px">' + s1 + s2 + '</div>', 'Tiers: ' + Object.keys(p.gpu_hours_by_tier || {}).map(function (k) {
+      return k + ' ' + num(p.gpu_hours_by_tier[k], 0);
+    }).join(', ') + ' GPU-hours (A reserve, B inference beyond it, C lent under leases, D training).');
+    return 1;
+  }
+
+  function teamLoss(id, pol) {
+    var box = $(id), p = SP[pol] || {}, teams = p.teams || {}, names = Object.keys(teams);
+    var title = 'Work lost and preemptions per team';
+    if (!names.length) { emptyBox(box, title, 'no teams'); return 0; }
+    var W = boxWidth(box);
+    var a = hbarSvg(W, names, [{ name: 'GPU-hours lost', color: '#e03131',
+      v: names.map(function (t) { return teams[t].gpu_hours_lost; }) }], 'GPU-hours of training thrown away', 1);
+    var b = hbarSvg(W, names, [{ name: 'preemptions', color: '#f59f00',
+      v: names.map(function (t) { return teams[t].preemptions; }) }], 'preemptions (job stops caused by others)', 0);
+    frame(box, title, [{ name: 'GPU-hours lost', color: '#e03131' }, { name: 'preemptions', color: '#f59f00' }],
+      a + b,
+      'Total: ' + num(get(p, 'training.gpu_hours_lost'), 1) + ' GPU-hours lost, ' +
+      num(get(p, 'training.preemptions')) + ' preemptions, ' + num(get(p, 'training.shrinks')) + ' shrinks.');
+    return 1;
+  }
+
+  /* -------------------------------------------------------------- scatter */
+
+  /* pts: [{x, y, label, color, title, front}], both axes "higher is better". */
+  function scatter(box, title, pts, xl, yl, c) {
+    var W = boxWidth(box), H = c.height || 360, m = { l: 70, r: 30, t: 14, b: 46 };
+    var pw = W - m.l - m.r, ph = H - m.t - m.b;
+    var xs = pts.map(function (p) { return p.x; }).filter(ok),
+        ys = pts.map(function (p) { return p.y; }).filter(ok);
+    if (ok(c.hline)) ys.push(c.hline);
+    if (!xs.length) { emptyBox(box, title, 'no data'); return 0; }
+    var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs);
+    var ylo = Math.min.apply(null, ys), yhi = Math.max.apply(null, ys);
+    var padx = Math.max((xhi - xlo) * 0.08, Math.abs(xhi) * 1e-5, 1e-6),
+        pady = Math.max((yhi - ylo) * 0.08, Math.abs(yhi) * 1e-3, 1e-6);
+    var xr = niceRange(xlo - padx, xhi + padx, 6), yr = niceRange(ylo - pady, yhi + pady, 5);
+    if (c.xmax !== undefined && xr.hi > c.xmax && xhi <= c.xmax) xr = clampRange(xr, c.xmax);
+    if (c.ymax !== undefined && yr.hi > c.ymax && yhi <= c.ymax) yr = clampRange(yr, c.ymax);
+    var X = function (x) { return m.l + (x - xr.lo) / (xr.hi - xr.lo) * pw; };
+    var Y = function (y) { return m.t + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
+    var s = '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">';
+    xr.ticks.forEach(function (t) {
+      s += line(X(t), m.t, X(t), m.t + ph, '#eceef0') + text(X(t), m.t + ph + 15, tickText(t, xr.step));
+    });
+    yr.ticks.forEach(function (t) {
+      s += line(m.l, Y(t), m.l + pw, Y(t), '#eceef0') + text(m.l - 6, Y(t) + 4, tickText(t, yr.step), 'end');
+    });
+    s += '<rect x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph + '" fill="none" stroke="#888"/>';
+    s += text(m.l + pw / 2, H - 8, xl);
+    var cy = m.t + ph / 2;
+    s += '<text x="16" y="' + cy + '" font-size="11" fill="#333" text-anchor="middle" transform="rotate(-90 16 ' +
+      cy + ')">' + esc(yl) + '</text>';
+    if (ok(c.hline)) {
+      s += line(m.l, Y(c.hline), m.l + pw, Y(c.hline), '#495057', ' stroke-dasharray="6,4" stroke-width="1.5"');
+      s += text(m.l + pw - 4, Y(c.hline) - 5, c.hlabel, 'end', ' font-weight="600"');
+    }
+    var fr = pts.filter(function (p) { return p.front && ok(p.x) && ok(p.y); })
+      .sort(function (a, b) { return a.x - b.x || b.y - a.y; });
+    if (fr.length > 1) {
+      s += '<path d="' + fr.map(function (p, i) { return (i ? 'L' : 'M') + r1(X(p.x)) + ',' + r1(Y(p.y)); }).join('') +
+        '" fill="none" stroke="#212529" stroke-width="1.2" stroke-dasharray="4,3"/>';
+    }
+    var placed = [];
+    pts.forEach(function (p) {
+      if (!ok(p.x) || !ok(p.y)) return;
+      var x = X(p.x), y = Y(p.y);
+      s += '<circle cx="' + r1(x) + '" cy="' + r1(y) + '" r="' + (p.front ? 6 : c.small ? 3.5 : 5) + '" fill="' +
+        p.color + '" fill-opacity="' + (c.small && !p.front ? 0.55 : 0.9) + '" stroke="' +
+        (p.front ? '#212529' : '#fff') + '" stroke-width="' + (p.front ? 1.6 : 1) + '"><title>' +
+        esc(p.title || p.label) + '</title></circle>';
+      if (p.label && !c.small) {
+        var ly = y - 9;
+        placed.forEach(function (q) { if (Math.abs(q[0] - x) < 70 && Math.abs(q[1] - ly) < 12) ly = q[1] + 13; });
+        placed.push([x, ly]);
+        var lab = p.label + (p.front ? ' \u2605' : ''), left = x + 8 + 7 * lab.length > m.l + pw;
+        s += text(left ? x - 8 : x + 8, ly, lab, left ? 'end' : 'start', ' fill="' + p.color + '" font-weight="600"');
+      }
+    });
+    s += '</svg>';
+    frame(box, title, c.legend, (c.pre || '') + s, c.note);
+    return 1;
+  }
+
+  /* Indexes of points not dominated on (x, y) (both maximised). */
+  function paretoFront(pts) {
+    return pts.map(function (p, i) {
+      if (!ok(p.x) || !ok(p.y)) return false;
+      for (var j = 0; j < pts.length; j++) {
+        var q = pts[j];
+        if (j !== i && ok(q.x) && ok(q.y) && q.x >= p.x && q.y >= p.y && (q.x > p.x || q.y > p.y)) return false;
+      }
+      return true;
+    });
+  }
+
+  var METRICS = {
+    useful: { name: 'useful utilization (%)', get: function (p) { return 100 * p.useful_utilization; }, oracle: true },
+    util: { name: 'utilization (%)', get: function (p) { return 100 * p.utilization; }, oracle: true },
+    train: { name: 'productive training GPU-hours', get: function (p) { return get(p, 'gpu_hours.training'); }, oracle: false }
+  };
+
+  function pareto(id) {
+    var box = $(id), met = METRICS[state.metric];
+    var pts = POL.filter(function (p) { return SP[p] && !SP[p].error; }).map(function (p) {
+      var s = SP[p];
+      return { x: 100 * get(s, 'inference.slo_attainment'), y: met.get(s), label: p,
+        color: POLICY_COLORS[p] || '#495057',
+        title: p + ': SLO ' + pct(get(s, 'inference.slo_attainment'), 3) + ', ' + met.name + ' ' + num(met.get(s), 2) };
+    });
+    var fr = paretoFront(pts);
+    pts.forEach(function (p, i) { p.front = fr[i]; });
+    var oracle = get(S, 'oracle.max_utilization');
+    var sel = '<div>y axis: <select id="metric-select">' + Object.keys(METRICS).map(function (k) {
+      return '<option value="' + k + '"' + (k === state.metric ? ' selected' : '') + '>' + esc(METRICS[k].name) + '</option>';
+    }).join('') + '</select></div>';
+    var r = scatter(box, 'Pareto: training goodput against inference SLO attainment (\u2605 = not dominated)', pts,
+      'inference SLO attainment (% of requests served within capacity)', met.name, {
+        hline: met.oracle && ok(oracle) ? 100 * oracle : undefined, ymax: met.oracle ? 100 : undefined,
+        hlabel: 'oracle bound (perfect foresight): ' + pct(oracle, 1), xmax: 100, pre: sel,
+        legend: pts.map(function (p) { return { name: p.label, color: p.color }; }),
+        note: met.oracle ? 'The dashed line is summary.json oracle.max_utilization: inference need plus all ' +
+          'training work that could have run, over GPUs \u00d7 horizon. Upper right is better.' :
+          'Training GPU-hours spent making progress (gpu_hours.training). Upper right is better.'
+      });
+    var s = $('metric-select');
+    if (s) s.addEventListener('change', function () { state.metric = s.value; drawn[id] = pareto(id); });
+    return r;
+  }
+
+  function sweepChart(id) {
+    var box = $(id), sw = D.sweep;
+    if (!sw || !sw.rows || !sw.rows.length) return 0;
+    var front = {};
+    (sw.front || []).forEach(function (i) { front[i] = true; });
+    var pts = sw.rows.map(function (r, i) {
+      return { x: 100 * r.slo_attainment, y: 100 * r.useful_utilization, color: POLICY_COLORS[r.policy] || '#495057',
+        front: !!front[i], label: r.policy,
+        title: r.policy + ' @ ' + r.label + ': useful ' + pct(r.useful_utilization) + ', SLO ' + pct(r.slo_attainment, 3) +
+          ', queue ' + dur(r.mean_queue_s) + ', lost ' + num(r.gpu_hours_lost, 1) + ' GPU-h' };
+    });
+    var pols = [];
+    sw.rows.forEach(function (r) { if (pols.indexOf(r.policy) < 0) pols.push(r.policy); });
+    return scatter(box, 'Sweep ' + (sw.spec || '') + ': ' + sw.rows.length + ' runs (' + (sw.points || '?') +
+      ' parameter points \u00d7 policies); outlined = Pareto front', pts,
+      'inference SLO attainment (%)', 'useful utilization (%)', {
+        small: true, xmax: 100, height: 420,
+        legend: pols.map(function (p) { return { name: p, color: POLICY_COLORS[p] || '#495057' }; }),
+        note: 'Hover a point for its parameters. The front is over every (point, policy) pair: ' +
+          'none of its members is beaten on both axes by another run.'
+      });
+  }
+
+  function sweepTable() {
+    var sw = D.sweep, box = $('sweep-table');
+    if (!sw || !sw.rows || !box) return;
+    var keys = sw.keys || [];
+    var h = '<h3>Pareto front (' + (sw.front || []).length + ' of ' + sw.rows.length + ' runs)</h3><table><tr><th>policy</th>' +
+      keys.map(function (k) { return '<th>' + esc(k) + '</th>'; }).join('') +
+      '<th>useful %</th><th>SLO</th><th>util %</th><th>mean queue</th><th>lost GPU-h</th><th>preempt</th><th>reclaims (late)</th>' +
+      '<th>runs alike</th></tr>';
+    var sig = function (r) {
+      return [r.policy, r.useful_utilization, r.slo_attainment, r.utilization, r.mean_queue_s, r.gpu_hours_lost,
+        r.preemptions, r.reclaims, r.reclaims_late].join('|');
+    };
+    var groups = [], at = {};
+    (sw.front || []).forEach(function (i) {
+      var r = sw.rows[i], k = sig(r);
+      if (at[k] === undefined) { at[k] = groups.length; groups.push({ r: r, n: 0 }); }
+      groups[at[k]].n++;
+    });
+    groups.forEach(function (gr) {
+      var r = gr.r;
+      h += '<tr><td>' + esc(r.policy) + '</td>' + keys.map(function (k) {
+        return '<td>' + esc(r.params && r.params[k] !== undefined ? r.params[k] : '') + '</td>';
+      }).join('') + '<td>' + num(100 * r.useful_utilization, 2) + '</td><td>' + num(r.slo_attainment, 5) + '</td><td>' +
+        num(100 * r.utilization, 2) + '</td><td>' + dur(r.mean_queue_s) + '</td><td>' + num(r.gpu_hours_lost, 1) +
+        '</td><td>' + num(r.preemptions) + '</td><td>' + num(r.reclaims) + ' (' + num(r.reclaims_late) + ')</td><td>' +
+        (gr.n > 1 ? gr.n + ' (knobs this policy ignores)' : '1') + '</td></tr>';
+    });
+    box.innerHTML = h + '</table>';
+  }
+
+  /* ------------------------------------------------------ summary table */
+
+  var COLS = [
+    ['util %', function (p) { return 100 * p.utilization; }, 2, 1],
+    ['useful %', function (p) { return 100 * p.useful_utilization; }, 2, 1],
+    ['productive %', function (p) { return 100 * p.productive_utilization; }, 2, 1],
+    ['SLO attain\u00adment', function (p) { return get(p, 'inference.slo_attainment'); }, 5, 1],
+    ['unserved req', function (p) { return get(p, 'inference.unserved_requests'); }, 0, -1],
+    ['jobs done', function (p) { return get(p, 'training.jobs_completed'); }, 0, 1],
+    ['mean JCT h', function (p) { return get(p, 'training.jobs_completed') > 0 ? get(p, 'training.mean_jct_s') / 3600 : NaN; }, 2, -1],
+    ['mean queue h', function (p) { return get(p, 'training.mean_queue_s') / 3600; }, 2, -1],
+    ['p95 queue h', function (p) { return get(p, 'training.p95_queue_s') / 3600; }, 1, -1],
+    ['preempt\u00adions', function (p) { return get(p, 'training.preemptions'); }, 0, -1],
+    ['GPU-h lost', function (p) { return get(p, 'training.gpu_hours_lost'); }, 1, -1],
+    ['reclaims', function (p) { return get(p, 'reclaim.count'); }, 0, 0],
+    ['late', function (p) { return get(p, 'reclaim.late'); }, 0, -1],
+    ['P99 lead s (to GPUs back)', function (p) { return get(p, 'reclaim.p99_lead_s'); }, 0, 0],
+    ['P99 to ready s', function (p) { return get(p, 'reclaim.p99_notice_to_ready_s'); }, 0, 0],
+    ['leases', function (p) { return get(p, 'reclaim.leases_granted'); }, 0, 0],
+    ['lent GPU-h', function (p) { return get(p, 'reclaim.borrowed_gpu_hours'); }, 0, 0],
+    ['idle while queued GPU-h', function (p) { return get(p, 'idle_while_queued_gpu_hours'); }, 0, -1]];
+
+  function summaryTable() {
+    var box = $('summary-table');
+    var good = POL.filter(function (p) { return SP[p] && !SP[p].error; });
+    var best = COLS.map(function (c) {
+      if (!c[3] || good.length < 2) return null;
+      var vals = good.map(function (p) { return c[1](SP[p]); }).filter(ok);
+      return vals.length ? (c[3] > 0 ? Math.max.apply(null, vals) : Math.min.apply(null, vals)) : null;
+    });
+    var h = '<table><tr><th>policy</th>' + COLS.map(function (c) { return '<th>' + esc(c[0]) + '</th>'; }).join('') + '</tr>';
+    POL.forEach(function (p) {
+      var s = SP[p];
+      h += '<tr' + (p === state.policy ? ' class="sel"' : '') + '><td><span style="color:' +
+        (POLICY_COLORS[p] || '#495057') + '">\u25cf</span> ' + esc(p) + '</td>';
+      if (!s || s.error) {
+        h += '<td colspan="' + COLS.length + '" style="text-align:left;color:#c92a2a">failed: ' +
+          esc(s ? s.error : 'not in summary.json') + '</td></tr>';
+        return;
+      }
+      COLS.forEach(function (c, i) {
+        var v = c[1](s);
+        var isBest = best[i] !== null && ok(v) && Math.abs(v - best[i]) <= 1e-9 * Math.max(1, Math.abs(v));
+        h += '<td' + (isBest ? ' class="best"' : '') + '>' + num(v, c[2]) + '</td>';
+      });
+      h += '</tr>';
+    });
+    box.innerHTML = h + '</table><div class="note">Green: best among the policies (where higher or lower is ' +
+      'clearly better). Cluster ' + num(S.cluster_gpus) + ' GPUs, horizon ' + dur(S.horizon_s) + ', seed ' +
+      esc(S.seed) + '. Oracle bound on utilization: ' + pct(get(S, 'oracle.max_utilization'), 1) + '.</div>';
+  }
+
+  /* ------------------------------------------------------ five questions */
+
+  function faultsOf(pol) {
+    var f = get(SP[pol], 'faults');
+    return f !== undefined ? f : S.faults;
+  }
+  function flat(o, pre, out) {
+    out = out || [];
+    if (o === null || typeof o !== 'object') { out.push((pre || 'value') + ' = ' + o); return out; }
+    Object.keys(o).forEach(function (k) {
+      var v = o[k], name = pre ? pre + '.' + k : k;
+      if (v !== null && typeof v === 'object' && out.length < 40) flat(v, name, out);
+      else if (out.length < 40) out.push(name + ' = ' + (typeof v === 'number' ? num(v, Math.abs(v) < 100 && v !== Math.round(v) ? 3 : 0) : v));
+    });
+    return out;
+  }
+  function verdict(cls, s) { return '<span class="' + cls + '">' + s + '</span> '; }
+
+  function questions(pol) {
+    var box = $('questions'), p = SP[pol];
+    if (!p || p.error) {
+      box.innerHTML = '<p>Policy <b>' + esc(pol) + '</b> failed: ' + esc(p ? p.error : 'no summary') + '</p>';
+      return;
+    }
+    var iso = SP.isolated && !SP.isolated.error ? SP.isolated : null;
+    var q = [], slo = get(p, 'inference.slo_attainment'), uns = get(p, 'inference.unserved_requests');
+    var dem = get(p, 'inference.demanded_requests'), misses = D.misses[pol] || [];
+    var missT = misses.reduce(function (a, b) { return a + (b[1] - b[0]); }, 0);
+    /* 1 */
+    var a1 = 'SLO attainment <b>' + pct(slo, 3) + '</b>, ' + big(uns) + ' of ' + big(dem) + ' requests unserved';
+    if (iso && pol !== 'isolated') {
+      var d = slo - get(iso, 'inference.slo_attainment');
+      a1 = (d > 1e-4 ? verdict('ok', 'better than isolated.') : d >= -1e-4 ? verdict('ok', 'as good as isolated.') :
+        d >= -1e-3 ? verdict('warn', 'slightly below isolated.') :
+        verdict('badv', 'below isolated.')) + a1 + '; isolated: ' + pct(get(iso, 'inference.slo_attainment'), 3) + ', ' +
+        big(get(iso, 'inference.unserved_requests')) + ' unserved (' + (d >= 0 ? '+' : '') + num(100 * d, 3) + ' pp).';
+    } else if (pol === 'isolated') a1 = verdict('ok', 'this is the baseline.') + a1 + '.';
+    else a1 += '. (No isolated baseline in this run: add it with --policy isolated,...)';
+    a1 += ' The timeline shows ready < demand in ' + misses.length + ' stretch' + (misses.length === 1 ? '' : 'es') +
+      (misses.length ? ' totalling ' + dur(missT) + ' (shaded red in the charts)' : '') + '.';
+    q.push(['Did inference keep its SLO (vs the isolated baseline)?', a1]);
+    /* 2 */
+    var jct = function (x) { return x.jobs_completed > 0 ? dur(x.mean_jct_s) : '\u2013 (no job completed)'; };
+    var t = p.training || {}, a2 = 'Mean time-to-train (JCT) <b>' + jct(t) + '</b> over <b>' + num(t.jobs_completed) +
+      '</b> completed of ' + num(t.jobs_submitted) + ' jobs; mean queue ' + dur(t.mean_queue_s) + '. Work lost: <b>' +
+      num(t.gpu_hours_lost, 1) + ' GPU-hours</b>, <b>' + num(t.preemptions) + '</b> preemptions, ' + num(t.shrinks) + ' shrinks.';
+    if (iso && pol !== 'isolated') {
+      var it = iso.training || {};
+      a2 += ' Isolated: JCT ' + jct(it) + ', ' + num(it.jobs_completed) + ' completed, ' + num(it.gpu_hours_lost, 1) +
+        ' GPU-h lost, ' + num(it.preemptions) + ' preemptions (' + (t.jobs_completed >= it.jobs_completed ? '+' : '') +
+        num(t.jobs_completed - it.jobs_completed) + ' jobs).';
+    }
+    q.push(['How long did training take, and how much work was lost?', a2]);
+    /* 3 */
+    var r = p.reclaim || {}, a3;
+    if (!r.count) {
+      a3 = r.leases_granted ? 'No reclaim was needed: ' + num(r.leases_granted) + ' leases, none recalled.' :
+        'Not applicable: <b>' + esc(pol) + '</b> lends no GPUs under leases, so nothing is reclaimed (inference ' +
+        'capacity comes from its own partition or from preemption).';
+    } else {
+      var L = D.leases[pol], leads = [];
+      if (L) L.rows.forEach(function (x) {
+        (x[7] || []).forEach(function (ep) { if (ok(ep[2]) && ep[4] === 'reclaim') leads.push(ep[2] - ep[0]); });
+      });
+      leads.sort(function (a, b) { return a - b; });
+      a3 = 'P99 reclaim notice \u2192 warm replica taking traffic: <b>' + dur(r.p99_notice_to_ready_s) + '</b>; notice \u2192 GPUs ' +
+        'returned: <b>' + dur(r.p99_lead_s) + '</b> (P99) over ' + num(r.count) + ' reclaims, ' +
+        (r.late ? verdict('badv', num(r.late) + ' late') : verdict('ok', 'none late')) + '(' + num(r.leases_granted) +
+        ' leases, ' + num(r.borrowed_gpu_hours, 0) + ' GPU-hours borrowed).' +
+        (leads.length ? ' From events.csv (' + leads.length + ' reclaim notices): median notice \u2192 GPUs back ' +
+          '(returned, or the job shrank off them) ' + dur(leads[Math.floor(leads.length / 2)]) + ', max ' +
+          dur(leads[leads.length - 1]) + '.' : '');
+    }
+    q.push(['How fast did reclaimed GPUs serve again (P99 notice \u2192 warm replica ready)?', a3]);
+    /* 4 */
+    var st = D.storage[pol], f = faultsOf(pol), fs = f && typeof f === 'object' ? f.storage : undefined, a4;
+    var tl = D.timeline[pol], ck = 0, ckT = 0;
+    if (tl && tl.cols.checkpointing) tl.cols.checkpointing.forEach(function (x, i) {
+      var y = x + ((tl.cols.restoring || [])[i] || 0) + ((tl.cols.warming || [])[i] || 0);
+      if (y > ck) { ck = y; ckT = tl.t[i]; }
+    });
+    if (st || fs !== undefined) {
+      var lim = ok(get(fs, 'gbps')) ? fs.gbps : st && ok(st.limit_gbps) ? st.limit_gbps : null;
+      var sat = get(fs, 'saturated_s'), peakI = get(fs, 'peak_demand_gbps');
+      var hit = (ok(sat) && sat > 0) || (st && st.near_limit_intervals > 0);
+      var spiky = st && st.mean > 0 && st.max > 3 * st.mean;
+      a4 = hit ? verdict('badv', 'Yes: traffic reached the bandwidth limit.') :
+        spiky ? verdict('warn', 'Spiky, but below the limit.') : verdict('ok', 'No marked spikes.');
+      if (st) a4 += 'Storage demand (' + esc(st.column) + ', interval averages): peak <b>' + num(st.max, 2) +
+        ' GB/s</b> at ' + clock(st.peak_t) + (lim ? ' against a ' + num(lim, 1) + ' GB/s limit (' + num(100 * st.max / lim, 0) +
+        '%)' : '') + ', P99 ' + num(st.p99, 2) + ', mean ' + num(st.mean, 3) + ' GB/s' +
+        (st.mean > 0 ? ' (peak/mean ' + num(st.max / st.mean, 1) + '\u00d7)' : '') + '; traffic in ' +
+        num(st.active_intervals) + ' of ' + num(st.intervals) + ' intervals' +
+        (lim ? ', ' + num(st.near_limit_intervals) + ' at \u2265 90% of the limit' : '') + '.';
+      if (fs && typeof fs === 'object') {
+        var known = ['gbps', 'peak_demand_gbps', 'mean_demand_gbps', 'saturated_s', 'transfers', 'moved_gb',
+          'p99_ckpt_s', 'p99_warmup_s'];
+        a4 += ' From summary.json faults.storage: instantaneous peak demand ' + num(peakI, 2) + ' GB/s, saturated for ' +
+          dur(sat) + ', ' + num(fs.transfers) + ' transfers moving ' + (fs.moved_gb >= 1000 ? num(fs.moved_gb / 1000, 1) + ' TB' :
+          num(fs.moved_gb, 0) + ' GB') + '; P99 checkpoint ' +
+          dur(fs.p99_ckpt_s) + ', P99 warm-up ' + dur(fs.p99_warmup_s) + '.';
+        var rest = Object.keys(fs).filter(function (k) { return known.indexOf(k) < 0; });
+        if (rest.length) a4 += ' Also: ' + esc(rest.map(function (k) { return flat(fs[k], k).join(', '); }).join(', ')) + '.';
+      } else if (fs !== undefined) a4 += ' summary.json faults.storage: ' + esc(flat(fs).join(', ')) + '.';
+    } else {
+      a4 = 'Not simulated: this run has no storage model (no storage_gbps column in timeline.csv, no faults.storage in ' +
+        'summary.json), so checkpoint and weight-load traffic cost no bandwidth. To see spikes, re-run with a shared ' +
+        'bandwidth, e.g. <code>tide sim ... --inject storage:50</code> (GB/s), and rebuild this report.';
+    }
+    a4 += ' For reference, GPUs checkpointing + restoring + warming peaked at ' + num(ck, 1) + ' (interval average) at ' +
+      clock(ckT) + '.';
+    q.push(['Did checkpoint and weight-load traffic make bandwidth spikes?', a4]);
+    /* 5 */
+    var bw = D.burst[pol], a5;
+    if (bw && bw.length) {
+      var allHeld = bw.every(function (b) { return b.short_intervals === 0; });
+      var worstSlo = Math.min.apply(null, bw.map(function (b) { return ok(b.slo) ? b.slo : 1; }));
+      a5 = (allHeld ? verdict('ok', 'Tier A held.') : worstSlo >= 0.99 ? verdict('warn', 'Tier A mostly held.') :
+        verdict('badv', 'Tier A did not hold.')) + bw.map(function (b) {
+        return (ok(b.factor) ? num(b.factor, 1) + '\u00d7 burst ' : 'Burst ') + clock(b.start) + ' \u2013 ' + clock(b.end) +
+          (b.end_known ? '' : ' (end not recorded: first hour shown)') + ' (from ' + esc(b.source) + '): SLO \u2248 <b>' +
+          pct(b.slo, 2) + '</b> over the window (from the timeline), ready < demand in ' + num(b.short_intervals) + ' of ' +
+          num(b.intervals) + ' intervals, worst ready/demand ' + (ok(b.min_ready_ratio) ? num(b.min_ready_ratio, 2) : '\u2013') +
+          ', peak demand ' + num(b.peak_demand_rps, 1) + ' req/s' +
+          (b.day_before ? '; the same hours a day earlier: SLO \u2248 ' + pct(b.day_before.slo, 2) + ', peak ' +
+            num(b.day_before.peak_demand_rps, 1) + ' req/s' : '') + '.';
+      }).join(' ');
+      if (iso && pol !== 'isolated' && D.burst.isolated && D.burst.isolated.length)
+        a5 += ' Isolated over the same window' + (D.burst.isolated.length > 1 ? 's' : '') + ': SLO \u2248 ' +
+          D.burst.isolated.map(function (b) { return pct(b.slo, 2); }).join(', ') + '.';
+    } else {
+      a5 = 'Not tested: no demand burst was injected in this run. To check Tier A under a 2\u00d7 mis-forecast, re-run ' +
+        'with e.g. <code>tide sim ... --inject burst:2x@3d+2h</code> (every service\u2019s demand doubled on day 4 from ' +
+        '00:00 to 02:00, unseen by the forecast; <code>burst:SERVICE:2x@T+D</code> for one service) and rebuild this ' +
+        'report: the answer is then read off the timeline over the burst window.';
+    }
+    q.push(['Did Tier A hold under a 2\u00d7 mis-forecast (demand burst)?', a5]);
+    box.innerHTML = '<p>Policy <b style="color:' + (POLICY_COLORS[pol] || '#495057') + '">' + esc(pol) + '</b></p><ol>' +
+      q.map(function (x) { return '<li><span class="q">' + esc(x[0]) + '</span><br>' + x[1] + '</li>'; }).join('') + '</ol>';
+  }
+
+  /* ------------------------------------------------------------- faults */
+
+  function faultMarks(pol) {
+    var f = D.faults[pol];
+    if (!f || !f.rows) return [];
+    return f.rows.map(function (r) {
+      return { t: r[0], color: '#ae3ec9', label: r[1] + (r[2] ? ' (' + r[2] + ')' : '') + (r[3] ? ' job ' + r[3] : '') +
+        (r[4] ? ' ' + r[4] : '') + ' at ' + clock(r[0]) };
+    });
+  }
+  function faultList(pol) {
+    var box = $('fault-list'), f = D.faults[pol];
+    if (!box) return;
+    if (!f || !f.total) { box.innerHTML = ''; return; }
+    var h = '<div class="chart"><h3>Fault events (' + num(f.total) + (f.total > f.rows.length ? ', first ' + f.rows.length + ' listed' : '') +
+      ')</h3><div class="tablebox" style="max-height:240px;overflow-y:auto"><table><tr><th>time</th><th>kind</th><th>reason</th>' +
+      '<th>job</th><th>service</th><th>gpus</th><th>value</th></tr>';
+    f.rows.forEach(function (r) {
+      h += '<tr><td>' + clock(r[0]) + '</td><td class="l">' + esc(r[1]) + '</td><td class="l">' + esc(r[2] || '') +
+        '</td><td class="l">' + esc(r[3] || '') + '</td><td class="l">' + esc(r[4] || '') + '</td><td>' + num(r[5]) + '</td><td>' + num(r[6], 2) + '</td></tr>';
+    });
+    box.innerHTML = h + '</table></div></div>';
+  }
+
+  /* ------------------------------------------------------------ rendering */
+
+  function seriesOf(tl, cols) {
+    return cols.map(function (c) { return { name: c[1], color: c[2], v: tl.cols[c[0]] }; });
+  }
+  function sumCols(tl, names) {
+    var out = null;
+    names.forEach(function (k) {
+      var a = tl.cols[k];
+      if (!a) return;
+      if (!out) out = a.slice(); else for (var i = 0; i < out.length; i++) out[i] += a[i];
+    });
+    return out;
+  }
+
+  function renderPolicy() {
+    var pol = state.policy, tl = D.timeline[pol];
+    var ids = ['chart-gpu-state', 'chart-gpu-class', 'chart-training', 'chart-leases', 'chart-storage',
+      'chart-team-hours', 'chart-class-hours', 'chart-team-loss'];
+    ids.forEach(function (id) { delete drawn[id]; delete expected[id]; });
+    var tabs = document.querySelectorAll('#policy-tabs button');
+    for (var i = 0; i < tabs.length; i++) tabs[i].className = tabs[i].getAttribute('data-policy') === pol ? 'on' : '';
+    dayControls();
+    questions(pol);
+    faultList(pol);
+    var bands = (D.misses[pol] || []);
+    var marks = faultMarks(pol);
+    var demand = [{ name: 'inference demand (req/s, right axis)', color: '#212529', v: tl && tl.cols.demand_rps, axis: 2, unit: 'req/s', width: 1.6 },
+      { name: 'ready capacity (req/s, right axis)', color: '#212529', v: tl && tl.cols.ready_rps, axis: 2, dash: '5,3', unit: 'req/s', width: 1.4 }];
+    var res = tl ? 'Timeline: ' + num(tl.n_raw) + ' intervals of ' + dur(tl.raw_step) +
+      (tl.factor > 1 ? ', drawn as averages over ' + dur(tl.step) : '') + '. ' : '';
+    if (!tl) {
+      ids.slice(0, 3).forEach(function (id) { expected[id] = 1; emptyBox($(id), id, 'no timeline for ' + esc(pol)); });
+    } else {
+      expected['chart-gpu-state'] = 1;
+      drawn['chart-gpu-state'] = timeChart('chart-gpu-state', { tl: tl,
+        title: 'GPUs by state (interval averages) with inference demand and ready capacity',
+        stacks: seriesOf(tl, STATE_COLS), lines: demand, yLabel: 'GPUs (cluster: ' + S.cluster_gpus + ')', yMax: S.cluster_gpus,
+        y2Label: 'requests/s', bands: bands,
+        bandName: 'SLO miss: ready < demand', marks: marks, markName: 'fault event',
+        note: res + 'Red bands: ready capacity below demand (at full timeline resolution). Drag to zoom, double-click to reset.' });
+      expected['chart-gpu-class'] = 1;
+      drawn['chart-gpu-class'] = timeChart('chart-gpu-class', { tl: tl,
+        title: 'GPUs by class: inference and training priorities',
+        stacks: seriesOf(tl, CLASS_COLS),
+        lines: [{ name: 'Tier A reserve (GPUs)', color: '#0b7285', v: tl.cols.tier_a_gpus, dash: '6,3', axis: 1, unit: 'GPUs' },
+          { name: 'lent under leases (GPUs)', color: '#e8590c', v: tl.cols.leased_gpus, axis: 1, unit: 'GPUs', width: 1.2 }].concat(demand),
+        yLabel: 'GPUs (cluster: ' + S.cluster_gpus + ')', yMax: S.cluster_gpus, y2Label: 'requests/s', bands: bands,
+        bandName: 'SLO miss: ready < demand',
+        note: 'Training GPUs include every state (training, checkpointing, restoring, lost).' });
+      expected['chart-training'] = 1;
+      drawn['chart-training'] = timeChart('chart-training', { tl: tl, height: 260,
+        title: 'Training: queue depth and running work',
+        stacks: [],
+        lines: [{ name: 'GPUs held by training jobs', color: '#1c7ed6', v: sumCols(tl, ['p1_gpus', 'p2_gpus', 'p3_gpus']), axis: 1, unit: 'GPUs', width: 2 },
+          { name: 'GPUs asked by queued jobs', color: '#e8590c', v: tl.cols.queue_gpus, axis: 1, unit: 'GPUs', width: 2 },
+          { name: 'jobs queued (right axis)', color: '#e8590c', v: tl.cols.queue_jobs, axis: 2, dash: '4,3', unit: 'jobs' },
+          { name: 'jobs running (right axis)', color: '#1c7ed6', v: tl.cols.running_jobs, axis: 2, dash: '4,3', unit: 'jobs' }],
+        yLabel: 'GPUs', y2Label: 'jobs' });
+    }
+    expected['chart-leases'] = 1;
+    drawn['chart-leases'] = leaseChart('chart-leases', pol);
+    var st = D.storage[pol], sbox = $('chart-storage');
+    if (tl && st) {
+      expected['chart-storage'] = 1;
+      sbox.style.display = '';
+      var extra = (D.extra_columns || []).map(function (k, i) {
+        return { name: k + (k === st.column ? ' (GB/s demanded, bucket max)' : ''), color: EXTRA_COLORS[i % EXTRA_COLORS.length],
+          v: tl.cols[k], axis: 1, unit: k === st.column ? 'GB/s' : '', digits: 2, width: 1.8 };
+      });
+      drawn['chart-storage'] = timeChart('chart-storage', { tl: tl, height: 240,
+        title: 'Storage bandwidth (checkpoint and weight-load traffic)', stacks: [],
+        lines: [{ name: 'GPUs checkpointing + restoring (right axis)', color: 'rgba(245,159,0,.75)', axis: 2, unit: 'GPUs',
+          v: sumCols(tl, ['checkpointing', 'restoring']), width: 1 }].concat(extra), yLabel: 'GB/s', y2Label: 'GPUs',
+        note: 'Extra timeline columns, drawn as bucket maxima so that spikes survive downsampling.' });
+    } else {
+      sbox.style.display = 'none';
+      sbox.innerHTML = '';
+    }
+    expected['chart-team-hours'] = 1;
+    drawn['chart-team-hours'] = teamHours('chart-team-hours', pol);
+    expected['chart-class-hours'] = 1;
+    drawn['chart-class-hours'] = classHours('chart-class-hours', pol);
+    expected['chart-team-loss'] = 1;
+    drawn['chart-team-loss'] = teamLoss('chart-team-loss', pol);
+    summaryTable();
+    report();
+  }
+
+  function dayControls() {
+    var box = $('day-controls'), v = curView(), cur = -1;
+    for (var d = 0; d < DAYS; d++) if (state.view && v[0] === d * 86400 && v[1] === Math.min(HORIZON, (d + 1) * 86400)) cur = d;
+    var h = 'Time window: <select id="day-select"><option value="-1">all ' + DAYS + ' day' + (DAYS > 1 ? 's' : '') + '</option>';
+    for (d = 0; d < DAYS; d++) h += '<option value="' + d + '"' + (d === cur ? ' selected' : '') + '>day ' + (d + 1) + '</option>';
+    if (state.view && cur < 0) h += '<option value="-2" selected>' + esc(clock(v[0]) + ' \u2013 ' + clock(v[1])) + '</option>';
+    h += '</select> <button id="day-prev" title="previous day">\u25c0 day</button><button id="day-next" title="next day">day \u25b6</button>' +
+      '<button id="zoom-in">zoom in</button><button id="zoom-out">zoom out</button><button id="zoom-reset">all</button>' +
+      '<span class="hint">or drag across a chart to zoom, double-click to reset</span>';
+    box.innerHTML = h;
+    $('day-select').addEventListener('change', function () {
+      var k = +this.value;
+      if (k >= 0) setView([k * 86400, Math.min(HORIZON, (k + 1) * 86400)]);
+      else if (k === -1) setView(null);
+    });
+    var shift = function (dir) {
+      var w = curView(), d0 = Math.floor(w[0] / 86400) + dir;
+      if (!state.view) d0 = dir > 0 ? 0 : DAYS - 1;
+      d0 = Math.max(0, Math.min(DAYS - 1, d0));
+      setView([d0 * 86400, Math.min(HORIZON, (d0 + 1) * 86400)]);
+    };
+    $('day-prev').addEventListener('click', function () { shift(-1); });
+    $('day-next').addEventListener('click', function () { shift(1); });
+    $('zoom-in').addEventListener('click', function () {
+      var w = curView(), c = (w[0] + w[1]) / 2, h2 = (w[1] - w[0]) / 4;
+      setView([c - h2, c + h2]);
+    });
+    $('zoom-out').addEventListener('click', function () {
+      var w = curView(), c = (w[0] + w[1]) / 2, h2 = (w[1] - w[0]);
+      var f = fullView();
+      if (h2 * 2 >= f[1] - f[0]) setView(null); else setView([Math.max(f[0], c - h2), Math.min(f[1], c + h2)]);
+    });
+    $('zoom-reset').addEventListener('click', function () { setView(null); });
+  }
+
+  function report() {
+    var e = 0, n = 0, missing = [];
+    Object.keys(expected).forEach(function (k) { e++; if (drawn[k]) n++; else missing.push(k); });
+    var b = document.body;
+    b.setAttribute('data-charts-expected', String(e));
+    b.setAttribute('data-charts-drawn', String(n));
+    b.setAttribute('data-charts-missing', missing.join(' '));
+    b.setAttribute('data-errors', String((window.__errors || []).length));
+    b.setAttribute('data-policy', state.policy || '');
+  }
+
+  function meta() {
+    var m = $('meta');
+    m.innerHTML = esc(D.dir) + ' \u2014 ' + num(S.cluster_gpus) + ' GPUs, ' + dur(S.horizon_s) + ', ' +
+      POL.length + ' polic' + (POL.length === 1 ? 'y' : 'ies') + ', seed ' + esc(S.seed);
+    var notes = $('notes-body');
+    notes.innerHTML = '<ul><li>GPU columns of timeline.csv are interval averages; demand, ready capacity and queues are ' +
+      'instantaneous at the start of each interval. SLO-miss bands and the burst-window figures use every timeline row; ' +
+      'the drawn series are downsampled to at most 2000 points per policy.</li>' +
+      '<li>summary.json figures (SLO attainment, JCT, P99s) are exact; figures marked \u2248 are read off the timeline.</li>' +
+      '<li>Extra timeline columns in this run: ' + ((D.extra_columns || []).length ? esc(D.extra_columns.join(', ')) : 'none') +
+      '. Fault rows in events.csv: ' + POL.map(function (p) { return esc(p) + ' ' + num(get(D.faults, p + '.total') || 0); }).join(', ') +
+      '.</li><li>Event rows per kind: ' + POL.map(function (p) {
+        var k = D.kinds[p] || {};
+        return '<b>' + esc(p) + '</b> ' + Object.keys(k).map(function (x) { return esc(x) + ' ' + num(k[x]); }).join(', ');
+      }).join('; ') + '.</li></ul>';
+  }
+
+  function tabsInit() {
+    var box = $('policy-tabs');
+    box.innerHTML = 'Policy: ' + POL.map(function (p) {
+      return '<button role="tab" data-policy="' + esc(p) + '">' + esc(p) + '</button>';
+    }).join('');
+    box.addEventListener('click', function (e) {
+      var p = e.target && e.target.getAttribute && e.target.getAttribute('data-policy');
+      if (p) { state.policy = p; renderPolicy(); }
+    });
+  }
+
+  function renderAll() {
+    meta();
+    expected['chart-pareto'] = 1;
+    drawn['chart-pareto'] = pareto('chart-pareto');
+    var sw = $('sweep');
+    if (D.sweep && D.sweep.rows && D.sweep.rows.length) {
+      sw.className = '';
+      expected['chart-sweep'] = 1;
+      drawn['chart-sweep'] = sweepChart('chart-sweep');
+      sweepTable();
+    } else {
+      sw.className = 'off';
+    }
+    renderPolicy();
+  }
+
+  function selftest() {
+    var bad = [], runs = 0;
+    POL.forEach(function (p) {
+      state.policy = p;
+      [null, [86400, Math.min(HORIZON, 2 * 86400)]].forEach(function (v) {
+        state.view = v && v[1] > v[0] ? v : null;
+        renderPolicy();
+        runs++;
+        Object.keys(expected).forEach(function (k) { if (!drawn[k]) bad.push(p + ':' + k); });
+      });
+    });
+    Object.keys(METRICS).forEach(function (k) {
+      state.metric = k;
+      if (!pareto('chart-pareto')) bad.push('pareto:' + k);
+    });
+    state.metric = 'useful';
+    pareto('chart-pareto');
+    state.policy = POL.indexOf('elastic') >= 0 ? 'elastic' : POL[0];
+    state.view = null;
+    renderPolicy();
+    document.body.setAttribute('data-selftest', (bad.length ? 'fail ' + bad.join(',') : 'ok') + ' renders=' + runs);
+  }
+
+  state.policy = POL.indexOf('elastic') >= 0 ? 'elastic' : POL[0];
+  /* #policy=NAME&day=N opens that policy and day (links, screenshots) */
+  var hp = /policy=([^&]+)/.exec(location.hash), hd = /day=(\d+)/.exec(location.hash);
+  if (hp && POL.indexOf(decodeURIComponent(hp[1])) >= 0) state.policy = decodeURIComponent(hp[1]);
+  if (hd && +hd[1] >= 1 && +hd[1] <= DAYS) state.view = [(+hd[1] - 1) * 86400, Math.min(HORIZON, +hd[1] * 86400)];
+  tabsInit();
+  renderAll();
+  if (location.hash === '#selftest') selftest();
+  var rt = null;
+  window.addEventListener('resize', function () {
+    clearTimeout(rt);
+    rt = setTimeout(function () { renderAll(); }, 150);
+  });
+})();

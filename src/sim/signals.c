@@ -1,0 +1,505 @@
+/* Capacity signals: rules over summary.json, timeline.csv, events.csv and
+ * sweep.csv (signals.h). */
+#include "sim/signals.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/csv.h"
+#include "util/util.h"
+
+#define DAY_S 86400.0
+
+void tide_signals_opts_default(tide_signals_opts_t *o)
+{
+    o->preempt_per_day_per_100 = 5.0;
+    o->queue_p95_h = 24.0;
+    o->queue_gpus_frac = 0.25;
+    o->util_low = 0.60;
+    o->idle_high = 0.30;
+    o->slo_target = 0.999;
+}
+
+static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
+static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
+
+static double num(const json_t *o, const char *k)
+{
+    const json_t *v = o ? json_object_get(o, k) : NULL;
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static json_t *load_json(const char *dir, const char *name, int required, tide_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (required)
+            tide_errf(err, errno == ENOENT ? TIDE_ENOENT : TIDE_EIO, "%s: cannot open: %s", path,
+                      strerror(errno));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *j = json_loadf(f, 0, &je);
+    fclose(f);
+    if (!j)
+        tide_errf(err, TIDE_EINVAL, "%s:%d: invalid JSON: %s", path, je.line, je.text);
+    return j;
+}
+
+static void finding(json_t *arr, const char *signal, const char *level, double value,
+                    double threshold, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void finding(json_t *arr, const char *signal, const char *level, double value,
+                    double threshold, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *x = json_object();
+    jset(x, "signal", json_string(signal));
+    jset(x, "level", json_string(level));
+    jset(x, "value", jreal(value));
+    jset(x, "threshold", jreal(threshold));
+    jset(x, "message", json_string(msg));
+    json_array_append_new(arr, x);
+}
+
+/* Timeline means for one policy. */
+typedef struct tlstat {
+    int rows;
+    double queue_gpus, queue_jobs, idle;
+    double max_queue_gpus;
+} tlstat_t;
+
+static void timeline_stats(const char *dir, const char *policy, tlstat_t *s)
+{
+    memset(s, 0, sizeof *s);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/timeline.csv", dir);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    if (!c)
+        return;
+    int cp = tide_csv_col(c, "policy"), cq = tide_csv_col(c, "queue_gpus"),
+        cj = tide_csv_col(c, "queue_jobs"), ci = tide_csv_col(c, "idle");
+    int r;
+    while (cp >= 0 && cq >= 0 && (r = tide_csv_next(c, NULL)) != 0) {
+        if (r < 0) {
+            if (tide_csv_recoverable(c))
+                continue;
+            break;
+        }
+        if (strcmp(tide_csv_field(c, cp), policy) != 0)
+            continue;
+        double q = 0, j = 0, i = 0;
+        tide_parse_double(tide_csv_field(c, cq), &q);
+        if (cj >= 0)
+            tide_parse_double(tide_csv_field(c, cj), &j);
+        if (ci >= 0)
+            tide_parse_double(tide_csv_field(c, ci), &i);
+        s->rows++;
+        s->queue_gpus += q;
+        s->queue_jobs += j;
+        s->idle += i;
+        s->max_queue_gpus = TIDE_MAX(s->max_queue_gpus, q);
+    }
+    tide_csv_close(c);
+    if (s->rows) {
+        s->queue_gpus /= s->rows;
+        s->queue_jobs /= s->rows;
+        s->idle /= s->rows;
+    }
+}
+
+/* Job stops by cause from events.csv. Returns 1 when the file was read. */
+typedef struct stops {
+    int inference, contention, failure;
+} stops_t;
+
+static int event_stops(const char *dir, const char *policy, stops_t *s)
+{
+    memset(s, 0, sizeof *s);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/events.csv", dir);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    if (!c)
+        return 0;
+    int cp = tide_csv_col(c, "policy"), ck = tide_csv_col(c, "kind"),
+        cr = tide_csv_col(c, "reason");
+    if (cp < 0 || ck < 0 || cr < 0) {
+        tide_csv_close(c);
+        return 0;
+    }
+    int r;
+    while ((r = tide_csv_next(c, NULL)) != 0) {
+        if (r < 0) {
+            if (tide_csv_recoverable(c))
+                continue;
+            break;
+        }
+        if (strcmp(tide_csv_field(c, ck), "job_stop") != 0 ||
+            strcmp(tide_csv_field(c, cp), policy) != 0)
+            continue;
+        const char *why = tide_csv_field(c, cr);
+        if (!strcmp(why, "reclaim") || !strcmp(why, "preempt") || !strcmp(why, "deadline") ||
+            !strcmp(why, "window"))
+            s->inference++;
+        else if (!strcmp(why, "priority") || !strcmp(why, "quota"))
+            s->contention++;
+        else if (!strcmp(why, "failure"))
+            s->failure++;
+    }
+    tide_csv_close(c);
+    return 1;
+}
+
+static json_t *policy_signals(const char *dir, const char *name, const json_t *p, double gpus,
+                              double horizon, const tide_signals_opts_t *o)
+{
+    json_t *out = json_object(), *m = json_object(), *fs = json_array();
+    const json_t *tr = json_object_get(p, "training");
+    const json_t *gh = json_object_get(p, "gpu_hours");
+    double days = horizon / DAY_S, total_h = gpus * horizon / 3600.0;
+    stops_t st;
+    int have_ev = event_stops(dir, name, &st);
+    double preempt = have_ev ? st.inference : num(tr, "preemptions");
+    double rate = days > 0 && gpus > 0 ? preempt / days / (gpus / 100.0) : 0;
+    tlstat_t tl;
+    timeline_stats(dir, name, &tl);
+    double util = num(p, "utilization"), idle_h = num(gh, "idle");
+    double idle_frac = total_h > 0 ? idle_h / total_h : 0;
+    double p95_h = num(tr, "p95_queue_s") / 3600.0;
+    double qfrac = gpus > 0 ? tl.queue_gpus / gpus : 0;
+    double slo = num(json_object_get(p, "inference"), "slo_attainment");
+
+    jset(m, "preemptions", json_integer((json_int_t)num(tr, "preemptions")));
+    if (have_ev) {
+        jset(m, "stops_by_inference", json_integer(st.inference));
+        jset(m, "stops_by_contention", json_integer(st.contention));
+        jset(m, "stops_by_failure", json_integer(st.failure));
+    }
+    jset(m, "preemptions_per_day_per_100_gpus", jreal(rate));
+    jset(m, "p95_queue_h", jreal(p95_h));
+    jset(m, "mean_queue_h", jreal(num(tr, "mean_queue_s") / 3600.0));
+    jset(m, "mean_queue_gpus", jreal(tl.queue_gpus));
+    jset(m, "mean_queue_jobs", jreal(tl.queue_jobs));
+    jset(m, "utilization", jreal(util));
+    jset(m, "useful_utilization", jreal(num(p, "useful_utilization")));
+    jset(m, "idle_fraction", jreal(idle_frac));
+    jset(m, "idle_gpu_hours", jreal(idle_h));
+    jset(m, "idle_while_queued_gpu_hours", jreal(num(p, "idle_while_queued_gpu_hours")));
+    jset(m, "slo_attainment", jreal(slo));
+    jset(m, "gpu_hours_lost", jreal(num(tr, "gpu_hours_lost")));
+
+    int warned = 0;
+    if (rate > o->preempt_per_day_per_100) {
+        finding(fs, "preemptions", "warn", rate, o->preempt_per_day_per_100,
+                "preemptions too frequent: %.1f per day per 100 GPUs (%.0f %s in %.1f days, "
+                "threshold %.1f), %.1f GPU-hours lost: the inference floor (Tier A reserve) is "
+                "too small - raise --reserve or the services' min_replicas",
+                rate, preempt, have_ev ? "stops by inference" : "preemptions", days,
+                o->preempt_per_day_per_100, num(tr, "gpu_hours_lost"));
+        warned++;
+    }
+    if (have_ev && st.contention > 0)
+        finding(fs, "contention", "info", st.contention, 0,
+                "%d job stops came from training itself (priority or quota reclaims), not "
+                "from inference",
+                st.contention);
+    int q_p95 = p95_h > o->queue_p95_h, q_mean = qfrac > o->queue_gpus_frac;
+    if (q_p95 || q_mean) {
+        finding(fs, "queue", "warn", q_p95 ? p95_h : qfrac,
+                q_p95 ? o->queue_p95_h : o->queue_gpus_frac,
+                "deep training queue: p95 queue time %.1f h (threshold %.0f h), queued jobs "
+                "asking for %.0f GPUs on average = %.0f%% of the cluster (threshold %.0f%%): "
+                "training is undersized",
+                p95_h, o->queue_p95_h, tl.queue_gpus, 100 * qfrac, 100 * o->queue_gpus_frac);
+        warned++;
+    }
+    if (util < o->util_low || idle_frac > o->idle_high) {
+        finding(fs, "waste", "warn", util < o->util_low ? util : idle_frac,
+                util < o->util_low ? o->util_low : o->idle_high,
+                "low watermark: utilization %.1f%% (threshold %.0f%%), %.0f GPU-hours idle = "
+                "%.1f%% of the total (threshold %.0f%%), %.0f of them while jobs waited: "
+                "capacity is wasted - shrink the cluster or the reserve, or admit more work",
+                100 * util, 100 * o->util_low, idle_h, 100 * idle_frac, 100 * o->idle_high,
+                num(p, "idle_while_queued_gpu_hours"));
+        warned++;
+    }
+    if (!warned)
+        finding(fs, "ok", "ok", 0, 0,
+                "no capacity signal: %.1f preemptions per day per 100 GPUs, p95 queue %.1f h, "
+                "utilization %.1f%%, SLO attainment %.4f",
+                rate, p95_h, 100 * util, slo);
+    jset(out, "metrics", m);
+    jset(out, "findings", fs);
+    return out;
+}
+
+/* ------------------------------------------------------------------ sweep */
+
+/* Columns that are results, not parameters, of a sweep row. */
+static int is_metric(const char *name)
+{
+    static const char *const words[] = {"util", "slo", "hour", "gpuh", "queue", "preempt",
+                                        "jobs", "reclaim", "lost", "wall", "cost", "lead",
+                                        "error", "status", "dir", "out", "jct", "rps",
+                                        "events", "steps", "shrink", "lease", "late", "served",
+                                        "oracle", "seed_"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(name, words[i]))
+            return 1;
+    return 0;
+}
+
+typedef struct srow {
+    char key[512];      /* policy + other parameters */
+    char policy[64];
+    double reserve, slo, train_h, lost_h, useful;
+    int has_slo, has_train, has_lost, has_useful;
+} srow_t;
+
+static int srow_cmp(const void *a, const void *b)
+{
+    const srow_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (c)
+        return c;
+    return x->reserve < y->reserve ? -1 : x->reserve > y->reserve;
+}
+
+static json_t *sweep_signals(const char *dir, const char *policy, double gpus, double horizon,
+                             const tide_signals_opts_t *o)
+{
+    json_t *out = json_object();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    jset(out, "available", json_false());
+    if (!c)
+        return out;
+    int cres = tide_csv_col(c, "reserve");
+    if (cres < 0)
+        cres = tide_csv_col(c, "reserve_gpus");
+    int cpol = tide_csv_col(c, "policy"), cslo = tide_csv_col(c, "slo_attainment");
+    if (cslo < 0)
+        cslo = tide_csv_col(c, "slo");
+    int ctrain = -1, clost = tide_csv_col(c, "gpu_hours_lost"),
+        cuse = tide_csv_col(c, "useful_utilization");
+    for (int i = 0; i < tide_csv_ncols(c); i++) {
+        const char *n = tide_csv_colname(c, i);
+        if (ctrain < 0 && strstr(n, "train") && (strstr(n, "hour") || strstr(n, "gpuh")))
+            ctrain = i;
+    }
+    char train_col[128] = "";
+    if (ctrain >= 0)
+        snprintf(train_col, sizeof train_col, "%s", tide_csv_colname(c, ctrain));
+    if (cres < 0 || cslo < 0) {
+        tide_csv_close(c);
+        jset(out, "note", json_string("sweep.csv has no reserve or slo_attainment column"));
+        return out;
+    }
+    srow_t *rows = NULL;
+    size_t n = 0, cap = 0;
+    int r;
+    while ((r = tide_csv_next(c, NULL)) != 0) {
+        if (r < 0) {
+            if (tide_csv_recoverable(c))
+                continue;
+            break;
+        }
+        srow_t x;
+        memset(&x, 0, sizeof x);
+        const char *pol = cpol >= 0 ? tide_csv_field(c, cpol) : "";
+        if (policy && cpol >= 0 && strcmp(pol, policy) != 0)
+            continue;
+        snprintf(x.policy, sizeof x.policy, "%s", pol);
+        if (tide_parse_double(tide_csv_field(c, cres), &x.reserve) < 0)
+            continue;
+        x.has_slo = tide_parse_double(tide_csv_field(c, cslo), &x.slo) == 0;
+        x.has_train = ctrain >= 0 && tide_parse_double(tide_csv_field(c, ctrain), &x.train_h) == 0;
+        x.has_lost = clost >= 0 && tide_parse_double(tide_csv_field(c, clost), &x.lost_h) == 0;
+        x.has_useful = cuse >= 0 && tide_parse_double(tide_csv_field(c, cuse), &x.useful) == 0;
+        size_t len = (size_t)snprintf(x.key, sizeof x.key, "%s", pol);
+        for (int i = 0; i < tide_csv_ncols(c) && len < sizeof x.key; i++) {
+            const char *cn = tide_csv_colname(c, i);
+            if (i == cres || i == cpol || is_metric(cn))
+                continue;
+            len += (size_t)snprintf(x.key + len, sizeof x.key - len, "|%s=%s", cn,
+                                    tide_csv_field(c, i));
+        }
+        if (x.has_slo)
+            TIDE_PUSH(rows, n, cap, x);
+    }
+    tide_csv_close(c);
+    if (n)
+        qsort(rows, n, sizeof *rows, srow_cmp);
+    json_t *steps = json_array(), *rec = json_array();
+    jset(out, "available", json_true());
+    jset(out, "source", json_string("sweep.csv"));
+    jset(out, "training_column", train_col[0] ? json_string(train_col) : json_null());
+    for (size_t i = 0; i < n; i++) {
+        int last_of_group = i + 1 == n || strcmp(rows[i].key, rows[i + 1].key) != 0;
+        if (!last_of_group) {
+            const srow_t *a = &rows[i], *b = &rows[i + 1];
+            double dres = b->reserve - a->reserve;
+            if (dres <= 0)
+                continue;
+            double dtrain = a->has_train && b->has_train ? a->train_h - b->train_h : NAN;
+            double duse = a->has_useful && b->has_useful && gpus > 0 && horizon > 0
+                              ? (a->useful - b->useful) * gpus * horizon / 3600.0
+                              : NAN;
+            char cost[256];
+            if (isfinite(dtrain))
+                snprintf(cost, sizeof cost, "cost %.1f training GPU-hours", dtrain);
+            else if (isfinite(duse))
+                snprintf(cost, sizeof cost,
+                         "cost %.1f useful GPU-hours (no training GPU-hours column)", duse);
+            else
+                snprintf(cost, sizeof cost, "at a training cost sweep.csv does not show");
+            char msg[768];
+            snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
+                     "attainment from %.4f to %.4f and %s",
+                     a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
+                     b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
+            json_t *x = json_object();
+            jset(x, "policy", json_string(a->policy));
+            jset(x, "group", json_string(a->key));
+            jset(x, "reserve_from", jreal(a->reserve));
+            jset(x, "reserve_to", jreal(b->reserve));
+            jset(x, "slo_from", jreal(a->slo));
+            jset(x, "slo_to", jreal(b->slo));
+            jset(x, "training_gpu_hours_cost", isfinite(dtrain) ? jreal(dtrain) : json_null());
+            jset(x, "useful_gpu_hours_cost", isfinite(duse) ? jreal(duse) : json_null());
+            if (a->has_lost && b->has_lost)
+                jset(x, "gpu_hours_lost_delta", jreal(b->lost_h - a->lost_h));
+            jset(x, "message", json_string(msg));
+            json_array_append_new(steps, x);
+        }
+        /* recommendation: the smallest reserve of the group reaching the target */
+        int first_of_group = i == 0 || strcmp(rows[i].key, rows[i - 1].key) != 0;
+        if (first_of_group) {
+            size_t j = i;
+            const srow_t *hit = NULL;
+            for (; j < n && !strcmp(rows[j].key, rows[i].key); j++)
+                if (!hit && rows[j].slo >= o->slo_target)
+                    hit = &rows[j];
+            const srow_t *best = &rows[j - 1];
+            char msg[512];
+            if (hit)
+                snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
+                         "(SLO %.4f)",
+                         rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
+                         hit->reserve, hit->slo);
+            else
+                snprintf(msg, sizeof msg, "%s%sno reserve in the sweep reaches SLO %.4f (best "
+                         "%.4f at reserve %.0f)",
+                         rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target, best->slo,
+                         best->reserve);
+            json_t *x = json_object();
+            jset(x, "group", json_string(rows[i].key));
+            jset(x, "reserve", hit ? jreal(hit->reserve) : json_null());
+            jset(x, "message", json_string(msg));
+            json_array_append_new(rec, x);
+        }
+    }
+    free(rows);
+    jset(out, "steps", steps);
+    jset(out, "recommend", rec);
+    return out;
+}
+
+json_t *tide_signals_compute(const char *dir, const char *policy, const tide_signals_opts_t *o,
+                             tide_error_t *err)
+{
+    tide_signals_opts_t def;
+    tide_signals_opts_default(&def);
+    if (!o)
+        o = &def;
+    if (!(o->preempt_per_day_per_100 >= 0) || !(o->queue_p95_h >= 0) ||
+        !(o->queue_gpus_frac >= 0) || !(o->util_low >= 0 && o->util_low <= 1) ||
+        !(o->idle_high >= 0 && o->idle_high <= 1) || !(o->slo_target >= 0 && o->slo_target <= 1)) {
+        tide_errf(err, TIDE_EINVAL, "capacity thresholds out of range");
+        return NULL;
+    }
+    if (!dir) {
+        tide_errf(err, TIDE_EINVAL, "no directory given");
+        return NULL;
+    }
+    json_t *sum = load_json(dir, "summary.json", 1, err);
+    if (!sum)
+        return NULL;
+    json_t *pols = json_object_get(sum, "policies");
+    if (!json_is_object(pols)) {
+        tide_errf(err, TIDE_EINVAL, "%s/summary.json: no 'policies' object", dir);
+        json_decref(sum);
+        return NULL;
+    }
+    if (policy && !json_object_get(pols, policy)) {
+        tide_errf(err, TIDE_EINVAL, "policy '%s' is not in %s/summary.json", policy, dir);
+        json_decref(sum);
+        return NULL;
+    }
+    double gpus = num(sum, "cluster_gpus"), horizon = num(sum, "horizon_s");
+    json_t *out = json_object(), *th = json_object(), *po = json_object();
+    jset(th, "preempt_per_day_per_100_gpus", jreal(o->preempt_per_day_per_100));
+    jset(th, "queue_p95_h", jreal(o->queue_p95_h));
+    jset(th, "queue_gpus_fraction", jreal(o->queue_gpus_frac));
+    jset(th, "utilization_low", jreal(o->util_low));
+    jset(th, "idle_high", jreal(o->idle_high));
+    jset(th, "slo_target", jreal(o->slo_target));
+    jset(out, "thresholds", th);
+    const char *name;
+    json_t *p;
+    json_object_foreach(pols, name, p)
+    {
+        if (policy && strcmp(name, policy) != 0)
+            continue;
+        if (json_object_get(p, "error")) {
+            json_t *x = json_object(), *fs = json_array();
+            finding(fs, "error", "info", 0, 0, "the policy failed: %s",
+                    json_string_value(json_object_get(p, "error")));
+            jset(x, "findings", fs);
+            jset(po, name, x);
+            continue;
+        }
+        jset(po, name, policy_signals(dir, name, p, gpus, horizon, o));
+    }
+    jset(out, "policies", po);
+    jset(out, "sweep", sweep_signals(dir, policy, gpus, horizon, o));
+    json_decref(sum);
+    return out;
+}
+
+int tide_signals_print(FILE *f, const json_t *sig)
+{
+    const char *name;
+    json_t *p;
+    json_object_foreach(json_object_get(sig, "policies"), name, p)
+    {
+        fprintf(f, "%s:\n", name);
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(p, "findings"), i, x)
+            fprintf(f, "  [%s] %s: %s\n", json_string_value(json_object_get(x, "level")),
+                    json_string_value(json_object_get(x, "signal")),
+                    json_string_value(json_object_get(x, "message")));
+    }
+    json_t *sw = json_object_get(sig, "sweep");
+    if (json_is_true(json_object_get(sw, "available"))) {
+        fprintf(f, "sweep (sweep.csv):\n");
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(sw, "steps"), i, x)
+            fprintf(f, "  %s\n", json_string_value(json_object_get(x, "message")));
+        json_array_foreach(json_object_get(sw, "recommend"), i, x)
+            fprintf(f, "  => %s\n", json_string_value(json_object_get(x, "message")));
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,801 @@
+/* Usage accounting over time: the writer (tide_usage_sample at each timeline
+ * boundary) and the aggregation behind `tide usage`. */
+#include "sim/usage.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/csv.h"
+#include "sim/usage_priv.h"
+#include "util/util.h"
+
+#define NCELL (TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT)
+#define SVC_NCELL (TIDE_S_COUNT * TIDE_T_COUNT)
+#define EPS_GPU_S 0.0005 /* rows below this (GPU-seconds) are not written */
+
+/* ================================================================= writer */
+
+/* What was written so far for one policy (cumulative, as rounded). */
+typedef struct pstate {
+    char *policy;
+    const tide_engine_t *e;
+    tide_time_t t;            /* the previous sample */
+    int n_types;
+    int n_teams;
+    double *team;             /* [team][class][state][tier][type] */
+    int n_svcs;
+    double *svc;              /* [service][state][tier][type] */
+    double idle[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+    int meta_written;
+} pstate_t;
+
+struct tide_usage {
+    const tide_governance_t *g;
+    FILE *f, *ft, *fs;
+    char path[4096], tpath[4096], spath[4096];
+    pstate_t *ps;
+    size_t n_ps, cap_ps;
+    int failed;
+};
+
+static FILE *open_w(const char *dir, const char *name, char *path, size_t n, tide_error_t *err)
+{
+    snprintf(path, n, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        tide_errf(err, TIDE_EIO, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+tide_usage_t *tide_usage_open(const char *dir, const tide_governance_t *g, tide_error_t *err)
+{
+    if (!dir || !*dir) {
+        tide_errf(err, TIDE_EINVAL, "usage: no output directory given");
+        return NULL;
+    }
+    tide_usage_t *u = tide_xcalloc(1, sizeof *u);
+    u->g = g;
+    u->f = open_w(dir, TIDE_USAGE_CSV, u->path, sizeof u->path, err);
+    if (u->f)
+        u->ft = open_w(dir, TIDE_USAGE_TEAMS_CSV, u->tpath, sizeof u->tpath, err);
+    if (u->ft)
+        u->fs = open_w(dir, TIDE_USAGE_SERVICES_CSV, u->spath, sizeof u->spath, err);
+    if (!u->fs) {
+        if (u->f)
+            fclose(u->f);
+        if (u->ft)
+            fclose(u->ft);
+        free(u);
+        return NULL;
+    }
+    fputs("policy,time_s,owner,kind,class,state,tier,gpu_type,gpu_s,cost\n", u->f);
+    fputs("policy,time_s,team,weight,quota_gpus,used_gpus,borrowed_gpus,usage_gpu_s\n", u->ft);
+    fputs("policy,service,gpus_per_replica,min_replicas,max_replicas\n", u->fs);
+    return u;
+}
+
+static void ps_reset(pstate_t *p, const tide_engine_t *e, tide_time_t t0)
+{
+    free(p->team);
+    free(p->svc);
+    p->team = p->svc = NULL;
+    p->n_teams = p->n_svcs = 0;
+    memset(p->idle, 0, sizeof p->idle);
+    p->e = e;
+    p->t = t0;
+    p->meta_written = 0;
+}
+
+static pstate_t *ps_get(tide_usage_t *u, const char *policy)
+{
+    for (size_t i = 0; i < u->n_ps; i++)
+        if (!strcmp(u->ps[i].policy, policy))
+            return &u->ps[i];
+    tide_grow((void **)&u->ps, &u->cap_ps, u->n_ps + 1, sizeof *u->ps);
+    pstate_t *p = &u->ps[u->n_ps++];
+    memset(p, 0, sizeof *p);
+    p->policy = tide_xstrdup(policy);
+    p->t = -1;
+    return p;
+}
+
+static double round3(double x) { return round(x * 1000.0) / 1000.0; }
+
+/* Write one row for cumulative value `cum` whose written part is *w. */
+static void emit(tide_usage_t *u, const pstate_t *p, const char *owner, int kind, int cls,
+                 int state, int tier, int type, double cum, double *w)
+{
+    double d = cum - *w;
+    if (fabs(d) < EPS_GPU_S)
+        return;
+    d = round3(d);
+    if (d == 0)
+        return;
+    *w += d;
+    char tname[TIDE_MAX_TYPE_NAME + 16];
+    tide_governance_type_name(u->g, type, tname, sizeof tname);
+    double price = tide_governance_price(u->g, type, tide_cost_category(kind, state, tier));
+    double cost = d / 3600.0 * price;
+    FILE *f = u->f;
+    tide_csv_write_field(f, p->policy);
+    fprintf(f, ",%lld,", (long long)p->t);
+    tide_csv_write_field(f, owner);
+    fprintf(f, ",%s,%s,%s,%s,", tide_owner_kind_name(kind), tide_class_name(cls),
+            tide_state_name(state), tide_tier_name(tier));
+    tide_csv_write_field(f, tname);
+    fprintf(f, ",%.3f,%.4f\n", d, cost == 0 ? 0.0 : cost);
+}
+
+static int count_types(const tide_engine_t *e)
+{
+    int n = 0;
+    while (n < TIDE_MAX_GPU_TYPES && tide_engine_type_gpus(e, n, NULL) > 0)
+        n++;
+    return n;
+}
+
+static void write_meta(tide_usage_t *u, pstate_t *p, const tide_engine_t *e)
+{
+    int ns = tide_engine_services(e);
+    for (int s = 0; s < ns; s++) {
+        const tide_service_spec_t *sp = tide_engine_service(e, s);
+        if (!sp)
+            continue;
+        tide_csv_write_field(u->fs, p->policy);
+        fputc(',', u->fs);
+        tide_csv_write_field(u->fs, sp->name);
+        fprintf(u->fs, ",%d,%d,%d\n", sp->gpus_per_replica, sp->min_replicas, sp->max_replicas);
+    }
+    p->meta_written = 1;
+}
+
+int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
+                      const tide_engine_t *e)
+{
+    if (!u || !e || !policy)
+        return -1;
+    tide_stats_t st;
+    tide_engine_stats(e, &st);
+    pstate_t *p = ps_get(u, policy);
+    if (p->e != e || t < p->t)
+        ps_reset(p, e, st.start);
+    int nt = count_types(e);
+    p->n_types = nt;
+    if (!p->meta_written)
+        write_meta(u, p, e);
+
+    /* teams */
+    double alloc_type[TIDE_MAX_GPU_TYPES] = {0};
+    int teams = tide_engine_teams(e);
+    if (teams > p->n_teams) {
+        size_t per = (size_t)NCELL * (size_t)nt;
+        p->team = tide_xrealloc(p->team, (size_t)teams * per * sizeof *p->team);
+        memset(p->team + (size_t)p->n_teams * per, 0,
+               (size_t)(teams - p->n_teams) * per * sizeof *p->team);
+        p->n_teams = teams;
+    }
+    for (int i = 0; i < teams; i++) {
+        tide_team_stats_t ts;
+        if (tide_engine_team(e, i, &ts) != 0 || !ts.team)
+            continue;
+        double *w = p->team + (size_t)i * NCELL * (size_t)nt;
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            for (int s = 0; s < TIDE_S_COUNT; s++)
+                for (int r = 0; r < TIDE_T_COUNT; r++)
+                    for (int k = 0; k < nt; k++) {
+                        double v = tide_engine_team_gpu_s(e, i, c, s, r, k);
+                        alloc_type[k] += v;
+                        size_t cell = ((size_t)(c * TIDE_S_COUNT + s) * TIDE_T_COUNT + r) * nt + k;
+                        emit(u, p, ts.team, TIDE_OWNER_TEAM, c, s, r, k, v, &w[cell]);
+                    }
+    }
+
+    /* services */
+    int ns = tide_engine_services(e);
+    if (ns > p->n_svcs) {
+        size_t per = (size_t)SVC_NCELL * (size_t)nt;
+        p->svc = tide_xrealloc(p->svc, (size_t)ns * per * sizeof *p->svc);
+        memset(p->svc + (size_t)p->n_svcs * per, 0,
+               (size_t)(ns - p->n_svcs) * per * sizeof *p->svc);
+        p->n_svcs = ns;
+    }
+    double svc_a[TIDE_MAX_GPU_TYPES] = {0}; /* replica GPU-seconds on Tier A per type */
+    for (int i = 0; i < ns; i++) {
+        const tide_service_spec_t *sp = tide_engine_service(e, i);
+        if (!sp)
+            continue;
+        double *w = p->svc + (size_t)i * SVC_NCELL * (size_t)nt;
+        for (int s = 0; s < TIDE_S_COUNT; s++)
+            for (int r = 0; r < TIDE_T_COUNT; r++)
+                for (int k = 0; k < nt; k++) {
+                    double v = tide_engine_service_gpu_s(e, i, s, r, k);
+                    alloc_type[k] += v;
+                    if (r == TIDE_T_A)
+                        svc_a[k] += v;
+                    size_t cell = (size_t)(s * TIDE_T_COUNT + r) * nt + k;
+                    emit(u, p, sp->name, TIDE_OWNER_SERVICE, TIDE_C_INFERENCE, s, r, k, v,
+                         &w[cell]);
+                }
+    }
+
+    /* idle: exact per tier (engine cells) and per type (total - allocated) */
+    double elapsed = (double)(st.now - st.start);
+    double idle_tier[TIDE_T_COUNT] = {0};
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int r = 0; r < TIDE_T_COUNT; r++)
+            idle_tier[r] += st.gpu_s[c][TIDE_S_IDLE][r];
+    double idle_type[TIDE_MAX_GPU_TYPES] = {0}, cell[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+    memset(cell, 0, sizeof cell);
+    if (nt == 1) {
+        for (int r = 0; r < TIDE_T_COUNT; r++)
+            cell[r][0] = idle_tier[r];
+    } else if (nt > 1) {
+        double a_sum = 0, rem_sum = 0, rem[TIDE_MAX_GPU_TYPES];
+        for (int k = 0; k < nt; k++) {
+            int reserve = 0;
+            int gpus = tide_engine_type_gpus(e, k, &reserve);
+            idle_type[k] = TIDE_MAX((double)gpus * elapsed - alloc_type[k], 0.0);
+            double a = (double)reserve * elapsed - svc_a[k];
+            cell[TIDE_T_A][k] = TIDE_MIN(TIDE_MAX(a, 0.0), idle_type[k]);
+            a_sum += cell[TIDE_T_A][k];
+        }
+        double scale = a_sum > 0 ? idle_tier[TIDE_T_A] / a_sum : 0;
+        for (int k = 0; k < nt; k++) {
+            cell[TIDE_T_A][k] *= scale;
+            rem[k] = TIDE_MAX(idle_type[k] - cell[TIDE_T_A][k], 0.0);
+            rem_sum += rem[k];
+        }
+        for (int r = 0; r < TIDE_T_COUNT; r++) {
+            if (r == TIDE_T_A)
+                continue;
+            for (int k = 0; k < nt; k++)
+                cell[r][k] = rem_sum > 0 ? idle_tier[r] * rem[k] / rem_sum
+                                         : (k == 0 ? idle_tier[r] : 0);
+        }
+    }
+    for (int r = 0; r < TIDE_T_COUNT; r++)
+        for (int k = 0; k < nt; k++)
+            emit(u, p, "-", TIDE_OWNER_IDLE, TIDE_C_NONE, TIDE_S_IDLE, r, k, cell[r][k],
+                 &p->idle[r][k]);
+
+    /* the teams' governance state now */
+    for (int i = 0; i < teams; i++) {
+        tide_team_info_t ti;
+        if (tide_engine_team_info(e, i, &ti) != 0 || !ti.team)
+            continue;
+        tide_csv_write_field(u->ft, p->policy);
+        fprintf(u->ft, ",%lld,", (long long)t);
+        tide_csv_write_field(u->ft, ti.team);
+        fprintf(u->ft, ",%g,%d,%d,%d,%.1f\n", ti.weight, ti.quota_gpus, ti.used_gpus,
+                ti.borrowed_gpus, ti.usage);
+    }
+    p->t = t;
+    if (ferror(u->f) || ferror(u->ft) || ferror(u->fs))
+        u->failed = 1;
+    return u->failed ? -1 : 0;
+}
+
+static int close_one(FILE *f, const char *path, int failed, tide_error_t *err)
+{
+    if (!f)
+        return 0;
+    int bad = ferror(f) || failed;
+    if (fclose(f) != 0 || bad)
+        return tide_errf(err, TIDE_EIO, "cannot write %s", path);
+    return 0;
+}
+
+int tide_usage_close(tide_usage_t *u, tide_error_t *err)
+{
+    if (!u)
+        return 0;
+    int rc = 0;
+    if (close_one(u->f, u->path, u->failed, err) < 0)
+        rc = -1;
+    if (close_one(u->ft, u->tpath, 0, rc ? NULL : err) < 0)
+        rc = -1;
+    if (close_one(u->fs, u->spath, 0, rc ? NULL : err) < 0)
+        rc = -1;
+    for (size_t i = 0; i < u->n_ps; i++) {
+        free(u->ps[i].policy);
+        free(u->ps[i].team);
+        free(u->ps[i].svc);
+    }
+    free(u->ps);
+    free(u);
+    return rc;
+}
+
+/* ============================================================ strings */
+
+static void strtab_rehash(strtab_t *s, size_t cap)
+{
+    free(s->slots);
+    s->slots = tide_xcalloc(cap, sizeof *s->slots);
+    s->scap = cap;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t h = tide_hash_str(s->v[i]) & (cap - 1);
+        while (s->slots[h])
+            h = (h + 1) & (cap - 1);
+        s->slots[h] = (int)i + 1;
+    }
+}
+
+int strtab_find(const strtab_t *s, const char *str)
+{
+    if (!s->scap)
+        return -1;
+    size_t h = tide_hash_str(str) & (s->scap - 1);
+    while (s->slots[h]) {
+        int id = s->slots[h] - 1;
+        if (!strcmp(s->v[id], str))
+            return id;
+        h = (h + 1) & (s->scap - 1);
+    }
+    return -1;
+}
+
+int strtab_intern(strtab_t *s, const char *str)
+{
+    int id = strtab_find(s, str);
+    if (id >= 0)
+        return id;
+    if ((s->n + 1) * 2 > s->scap)
+        strtab_rehash(s, s->scap ? s->scap * 2 : 64);
+    TIDE_PUSH(s->v, s->n, s->cap, tide_xstrdup(str));
+    size_t h = tide_hash_str(str) & (s->scap - 1);
+    while (s->slots[h])
+        h = (h + 1) & (s->scap - 1);
+    s->slots[h] = (int)s->n;
+    return (int)s->n - 1;
+}
+
+void strtab_free(strtab_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    free(s->slots);
+    memset(s, 0, sizeof *s);
+}
+
+/* ============================================================ loading */
+
+json_t *usage_load_json(const char *dir, const char *name, tide_error_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tide_errf(err, errno == ENOENT ? TIDE_ENOENT : TIDE_EIO, "%s: cannot open: %s", path,
+                  strerror(errno));
+        return NULL;
+    }
+    json_error_t je;
+    json_t *j = json_loadf(f, 0, &je);
+    fclose(f);
+    if (!j)
+        tide_errf(err, TIDE_EINVAL, "%s:%d: invalid JSON: %s", path, je.line, je.text);
+    return j;
+}
+
+static int name_index(const char *s, const char *(*fn)(int), int count)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(fn(i), s))
+            return i;
+    return -1;
+}
+
+const char *urec_owner(const udata_t *d, const urec_t *r)
+{
+    return r->state == TIDE_S_LOST ? TIDE_USAGE_LOST_OWNER : d->str.v[r->owner];
+}
+
+void udata_free(udata_t *d)
+{
+    strtab_free(&d->str);
+    free(d->v);
+    memset(d, 0, sizeof *d);
+}
+
+int udata_load(const char *dir, const char *policy, udata_t *d, tide_error_t *err)
+{
+    memset(d, 0, sizeof *d);
+    if (!dir)
+        return tide_errf(err, TIDE_EINVAL, "no directory given");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_CSV);
+    tide_csv_t *c = tide_csv_open_file(path, err);
+    if (!c)
+        return -1;
+    static const char *const cols[] = {"policy", "time_s", "owner", "kind", "class",
+                                       "state",  "tier",   "gpu_type", "gpu_s", "cost"};
+    enum { C_POLICY, C_TIME, C_OWNER, C_KIND, C_CLASS, C_STATE, C_TIER, C_TYPE, C_GPU_S,
+           C_COST, C_N };
+    int col[C_N];
+    for (int i = 0; i < C_N; i++) {
+        col[i] = tide_csv_col(c, cols[i]);
+        if (col[i] < 0) {
+            tide_errf(err, TIDE_EINVAL, "%s:1: missing column '%s'", path, cols[i]);
+            tide_csv_close(c);
+            return -1;
+        }
+    }
+    int rc = 0, seen_policy = policy == NULL;
+    tide_time_t last_t = -1, prev_t = -1;
+    int last_policy = -1;
+    tide_time_t last_dt = 0;
+    strtab_t all = {0}; /* every policy in the file, for the message */
+    for (;;) {
+        int r = tide_csv_next(c, err);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            rc = -1;
+            break;
+        }
+        const char *pol = tide_csv_field(c, col[C_POLICY]);
+        strtab_intern(&all, pol);
+        if (policy && strcmp(pol, policy) != 0)
+            continue;
+        seen_policy = 1;
+        urec_t x;
+        memset(&x, 0, sizeof x);
+        long long t;
+        if (tide_parse_int(tide_csv_field(c, col[C_TIME]), &t) < 0 || t < 0) {
+            rc = tide_csv_fail(c, err, col[C_TIME], TIDE_EINVAL, "not a time in seconds: '%s'",
+                               tide_csv_field(c, col[C_TIME]));
+            break;
+        }
+        x.t = t;
+        int k = tide_owner_kind_find(tide_csv_field(c, col[C_KIND]));
+        int cls = name_index(tide_csv_field(c, col[C_CLASS]), tide_class_name, TIDE_C_COUNT);
+        int st = name_index(tide_csv_field(c, col[C_STATE]), tide_state_name, TIDE_S_COUNT);
+        int tier = name_index(tide_csv_field(c, col[C_TIER]), tide_tier_name, TIDE_T_COUNT);
+        int bad = k < 0 ? C_KIND : cls < 0 ? C_CLASS : st < 0 ? C_STATE : tier < 0 ? C_TIER : -1;
+        if (bad >= 0) {
+            rc = tide_csv_fail(c, err, col[bad], TIDE_EINVAL, "unknown %s '%s'", cols[bad],
+                               tide_csv_field(c, col[bad]));
+            break;
+        }
+        if (tide_parse_double(tide_csv_field(c, col[C_GPU_S]), &x.gpu_s) < 0) {
+            rc = tide_csv_fail(c, err, col[C_GPU_S], TIDE_EINVAL, "not a number: '%s'",
+                               tide_csv_field(c, col[C_GPU_S]));
+            break;
+        }
+        const char *cs = tide_csv_field(c, col[C_COST]);
+        if (*cs && tide_parse_double(cs, &x.cost) < 0) {
+            rc = tide_csv_fail(c, err, col[C_COST], TIDE_EINVAL, "not a number: '%s'", cs);
+            break;
+        }
+        x.kind = (signed char)k;
+        x.cls = (signed char)cls;
+        x.state = (signed char)st;
+        x.tier = (signed char)tier;
+        x.policy = strtab_intern(&d->str, pol);
+        x.owner = strtab_intern(&d->str, tide_csv_field(c, col[C_OWNER]));
+        x.type = strtab_intern(&d->str, tide_csv_field(c, col[C_TYPE]));
+        int known = 0;
+        for (int i = 0; i < d->n_policies; i++)
+            known |= d->policies[i] == x.policy;
+        if (!known) {
+            if (d->n_policies == (int)(sizeof d->policies / sizeof d->policies[0])) {
+                rc = tide_csv_fail(c, err, col[C_POLICY], TIDE_EINVAL, "too many policies");
+                break;
+            }
+            d->policies[d->n_policies++] = x.policy;
+        }
+        if (x.policy != last_policy) {
+            last_policy = x.policy;
+            prev_t = last_t = -1;
+        }
+        if (x.t != last_t) {
+            prev_t = last_t;
+            last_t = x.t;
+            if (prev_t >= 0 && last_t > prev_t)
+                last_dt = last_t - prev_t;
+        }
+        TIDE_PUSH(d->v, d->n, d->cap, x);
+    }
+    tide_csv_close(c);
+    if (rc == 0 && !seen_policy) {
+        char list[512] = "";
+        for (size_t i = 0; i < all.n; i++) {
+            if (i)
+                strncat(list, ", ", sizeof list - strlen(list) - 1);
+            strncat(list, all.v[i], sizeof list - strlen(list) - 1);
+        }
+        rc = tide_errf(err, TIDE_EINVAL, "policy '%s' is not in %s (it has: %s)", policy, path,
+                       all.n ? list : "no rows");
+    }
+    strtab_free(&all);
+    if (rc < 0) {
+        udata_free(d);
+        return -1;
+    }
+    /* the run's end: summary.json's horizon, else the last interval's end */
+    json_t *sum = usage_load_json(dir, "summary.json", NULL);
+    json_t *h = sum ? json_object_get(sum, "horizon_s") : NULL;
+    d->have_summary = sum != NULL;
+    if (h && json_is_integer(h)) {
+        d->end = (tide_time_t)json_integer_value(h);
+        d->horizon_known = 1;
+    } else {
+        tide_time_t mx = 0;
+        for (size_t i = 0; i < d->n; i++)
+            mx = TIDE_MAX(mx, d->v[i].t);
+        d->end = mx + last_dt;
+    }
+    json_decref(sum);
+    return 0;
+}
+
+/* ========================================================== aggregation */
+
+static const char *const key_names[TIDE_UK_COUNT] = {
+    "policy", "owner", "kind", "class", "state", "tier", "gpu_type", "category"};
+
+const char *tide_usage_key_name(int k)
+{
+    return k >= 0 && k < TIDE_UK_COUNT ? key_names[k] : "unknown";
+}
+
+int tide_usage_parse_by(const char *list, int *keys, tide_error_t *err)
+{
+    if (!list)
+        return 0;
+    char *buf = tide_xstrdup(list), *save = NULL;
+    int n = 0, rc = 0;
+    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        while (*p == ' ')
+            p++;
+        size_t l = strlen(p);
+        while (l && p[l - 1] == ' ')
+            p[--l] = '\0';
+        int k = -1;
+        if (!strcmp(p, "team"))
+            k = TIDE_UK_OWNER;
+        else if (!strcmp(p, "type"))
+            k = TIDE_UK_GPU_TYPE;
+        else if (!strcmp(p, "cost") || !strcmp(p, "cost_category"))
+            k = TIDE_UK_CATEGORY;
+        else
+            for (int i = 0; i < TIDE_UK_COUNT; i++)
+                if (!strcmp(p, key_names[i]))
+                    k = i;
+        if (k < 0) {
+            rc = tide_errf(err, TIDE_EINVAL,
+                           "--by: unknown key '%s' (known: policy, owner (or team), kind, class, "
+                           "state, tier, gpu_type, category)",
+                           p);
+            break;
+        }
+        for (int i = 0; i < n; i++)
+            if (keys[i] == k) {
+                rc = tide_errf(err, TIDE_EINVAL, "--by: '%s' given twice", key_names[k]);
+                break;
+            }
+        if (rc < 0)
+            break;
+        keys[n++] = k;
+    }
+    free(buf);
+    if (rc == 0 && n == 0)
+        rc = tide_errf(err, TIDE_EINVAL, "--by: empty list");
+    return rc < 0 ? -1 : n;
+}
+
+static const char *rec_key(const udata_t *d, const urec_t *r, int k)
+{
+    switch (k) {
+    case TIDE_UK_POLICY: return d->str.v[r->policy];
+    case TIDE_UK_OWNER: return urec_owner(d, r);
+    case TIDE_UK_KIND: return tide_owner_kind_name(r->kind);
+    case TIDE_UK_CLASS: return tide_class_name(r->cls);
+    case TIDE_UK_STATE: return tide_state_name(r->state);
+    case TIDE_UK_TIER: return tide_tier_name(r->tier);
+    case TIDE_UK_GPU_TYPE: return d->str.v[r->type];
+    case TIDE_UK_CATEGORY: return tide_cost_name(tide_cost_category(r->kind, r->state, r->tier));
+    default: return "";
+    }
+}
+
+typedef struct upriv {
+    strtab_t keys;  /* composite keys -> row index */
+    strtab_t parts; /* key components (the rows' strings) */
+} upriv_t;
+
+/* qsort without a context pointer: rows are sorted by an index array. */
+typedef struct rowref {
+    const tide_usage_row_t *r;
+    const int *keys;
+    int n_keys;
+} rowref_t;
+
+static int rowref_cmp(const void *a, const void *b)
+{
+    const rowref_t *x = a, *y = b;
+    if (x->r->gpu_s != y->r->gpu_s)
+        return x->r->gpu_s > y->r->gpu_s ? -1 : 1;
+    for (int i = 0; i < x->n_keys; i++) {
+        int k = x->keys[i];
+        int c = strcmp(x->r->key[k] ? x->r->key[k] : "", y->r->key[k] ? y->r->key[k] : "");
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+int tide_usage_aggregate(const char *dir, const tide_usage_query_t *q, tide_usage_table_t *out,
+                         tide_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    udata_t d;
+    if (udata_load(dir, q->policy, &d, err) < 0)
+        return -1;
+    out->n_keys = q->n_keys;
+    memcpy(out->keys, q->keys, sizeof out->keys);
+    out->to_s = d.end;
+    out->from_s = q->since_s > 0 && d.end > q->since_s ? d.end - q->since_s : 0;
+    upriv_t *pv = tide_xcalloc(1, sizeof *pv);
+    out->priv = pv;
+    size_t cap = 0;
+    char comp[4096];
+    for (size_t i = 0; i < d.n; i++) {
+        const urec_t *r = &d.v[i];
+        if (r->t < out->from_s || r->t >= out->to_s)
+            continue;
+        out->rows_read++;
+        size_t len = 0;
+        comp[0] = '\0';
+        for (int j = 0; j < q->n_keys; j++) {
+            const char *s = rec_key(&d, r, q->keys[j]);
+            int w = snprintf(comp + len, sizeof comp - len, "%s\x1f", s);
+            if (w > 0)
+                len = TIDE_MIN(len + (size_t)w, sizeof comp - 1);
+        }
+        int id = strtab_intern(&pv->keys, comp);
+        if ((size_t)id == out->n) {
+            tide_grow((void **)&out->rows, &cap, out->n + 1, sizeof *out->rows);
+            tide_usage_row_t *row = &out->rows[out->n++];
+            memset(row, 0, sizeof *row);
+            for (int j = 0; j < q->n_keys; j++) {
+                int k = q->keys[j];
+                int part = strtab_intern(&pv->parts, rec_key(&d, r, k));
+                row->key[k] = pv->parts.v[part];
+            }
+        }
+        out->rows[id].gpu_s += r->gpu_s;
+        out->rows[id].cost += r->cost;
+        out->gpu_s += r->gpu_s;
+        out->cost += r->cost;
+    }
+    /* parts' pointers are stable (each string allocated on its own) */
+    rowref_t *refs = tide_xmalloc((out->n ? out->n : 1) * sizeof *refs);
+    for (size_t i = 0; i < out->n; i++)
+        refs[i] = (rowref_t){&out->rows[i], out->keys, out->n_keys};
+    qsort(refs, out->n, sizeof *refs, rowref_cmp);
+    tide_usage_row_t *sorted = tide_xmalloc((out->n ? out->n : 1) * sizeof *sorted);
+    for (size_t i = 0; i < out->n; i++)
+        sorted[i] = *refs[i].r;
+    free(refs);
+    free(out->rows);
+    out->rows = sorted;
+    udata_free(&d);
+    return 0;
+}
+
+void tide_usage_table_free(tide_usage_table_t *t)
+{
+    if (!t)
+        return;
+    upriv_t *pv = t->priv;
+    if (pv) {
+        strtab_free(&pv->keys);
+        strtab_free(&pv->parts);
+        free(pv);
+    }
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+int tide_usage_format_find(const char *name)
+{
+    if (!name)
+        return -1;
+    if (!strcmp(name, "table"))
+        return TIDE_UFMT_TABLE;
+    if (!strcmp(name, "csv"))
+        return TIDE_UFMT_CSV;
+    if (!strcmp(name, "json"))
+        return TIDE_UFMT_JSON;
+    return -1;
+}
+
+json_t *tide_usage_table_json(const tide_usage_table_t *t)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "from_s", json_integer(t->from_s));
+    json_object_set_new(o, "to_s", json_integer(t->to_s));
+    json_t *keys = json_array();
+    for (int i = 0; i < t->n_keys; i++)
+        json_array_append_new(keys, json_string(key_names[t->keys[i]]));
+    json_object_set_new(o, "keys", keys);
+    json_t *rows = json_array();
+    for (size_t i = 0; i < t->n; i++) {
+        json_t *r = json_object();
+        for (int j = 0; j < t->n_keys; j++) {
+            int k = t->keys[j];
+            json_object_set_new(r, key_names[k], json_string(t->rows[i].key[k]));
+        }
+        json_object_set_new(r, "gpu_hours", json_real(t->rows[i].gpu_s / 3600.0));
+        json_object_set_new(r, "cost", json_real(t->rows[i].cost));
+        json_array_append_new(rows, r);
+    }
+    json_object_set_new(o, "rows", rows);
+    json_t *tot = json_object();
+    json_object_set_new(tot, "gpu_hours", json_real(t->gpu_s / 3600.0));
+    json_object_set_new(tot, "cost", json_real(t->cost));
+    json_object_set_new(o, "total", tot);
+    return o;
+}
+
+int tide_usage_table_print(FILE *f, const tide_usage_table_t *t, int format)
+{
+    if (format == TIDE_UFMT_JSON) {
+        json_t *o = tide_usage_table_json(t);
+        int rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+        fputc('\n', f);
+        json_decref(o);
+        return rc == 0 && !ferror(f) ? 0 : -1;
+    }
+    if (format == TIDE_UFMT_CSV) {
+        for (int j = 0; j < t->n_keys; j++)
+            fprintf(f, "%s,", key_names[t->keys[j]]);
+        fputs("gpu_hours,cost\n", f);
+        for (size_t i = 0; i < t->n; i++) {
+            for (int j = 0; j < t->n_keys; j++) {
+                tide_csv_write_field(f, t->rows[i].key[t->keys[j]]);
+                fputc(',', f);
+            }
+            fprintf(f, "%.4f,%.4f\n", t->rows[i].gpu_s / 3600.0, t->rows[i].cost);
+        }
+        return ferror(f) ? -1 : 0;
+    }
+    /* table */
+    int w[TIDE_UK_COUNT];
+    for (int j = 0; j < t->n_keys; j++) {
+        w[j] = (int)strlen(key_names[t->keys[j]]);
+        if (j == 0 && w[j] < 5)
+            w[j] = 5; /* "total" */
+        for (size_t i = 0; i < t->n; i++) {
+            int l = (int)strlen(t->rows[i].key[t->keys[j]]);
+            if (l > w[j])
+                w[j] = l;
+        }
+    }
+    char tf[64], tt[64];
+    fprintf(f, "usage from %s to %s (%.1f h)\n", tide_fmt_duration(t->from_s, tf, sizeof tf),
+            tide_fmt_duration(t->to_s, tt, sizeof tt), (double)(t->to_s - t->from_s) / 3600.0);
+    for (int j = 0; j < t->n_keys; j++)
+        fprintf(f, "%-*s  ", w[j], key_names[t->keys[j]]);
+    fprintf(f, "%12s %12s %7s\n", "gpu_hours", "cost", "share%");
+    for (size_t i = 0; i < t->n; i++) {
+        for (int j = 0; j < t->n_keys; j++)
+            fprintf(f, "%-*s  ", w[j], t->rows[i].key[t->keys[j]]);
+        fprintf(f, "%12.2f %12.2f %7.2f\n", t->rows[i].gpu_s / 3600.0, t->rows[i].cost,
+                t->gpu_s != 0 ? 100.0 * t->rows[i].gpu_s / t->gpu_s : 0.0);
+    }
+    if (t->n_keys > 0) {
+        fprintf(f, "%-*s  ", w[0], "total");
+        for (int j = 1; j < t->n_keys; j++)
+            fprintf(f, "%-*s  ", w[j], "");
+    } else {
+        fputs("total  ", f);
+    }
+    fprintf(f, "%12.2f %12.2f %7.2f\n", t->gpu_s / 3600.0, t->cost, t->gpu_s != 0 ? 100.0 : 0.0);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,686 @@
+/* `tide usage DIR --report`: the governance questions answered from
+ * usage.csv, usage_teams.csv, usage_services.csv, timeline.csv and
+ * summary.json (docs/governance.md, "The report"). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/csv.h"
+#include "sim/usage.h"
+#include "sim/usage_priv.h"
+#include "util/util.h"
+
+#define DAY_S 86400
+
+void tide_usage_report_opts_default(tide_usage_report_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->peak_quantile = 0.9;
+    o->phase_cv = 0.5;
+}
+
+static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
+static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
+
+static json_t *hours_cost(double gpu_s, double cost)
+{
+    json_t *o = json_object();
+    jset(o, "gpu_hours", jreal(gpu_s / 3600.0));
+    jset(o, "cost", jreal(cost));
+    return o;
+}
+
+/* Per-team accumulators, indexed by strtab id of the team name. */
+typedef struct tacc {
+    double gpu_s, cost;          /* everything its jobs held in the range */
+    double peak_gpu_s;
+    double tier_c_gpu_s;
+    double lost_gpu_s, lost_cost;
+    double above_quota_gpu_s;
+    int quota_gpus;              /* last seen, -1 none */
+    double *daily;               /* GPU-seconds per full day */
+    int seen;
+} tacc_t;
+
+typedef struct times {
+    tide_time_t *v;
+    size_t n, cap;
+} times_t;
+
+static int cmp_time(const void *a, const void *b)
+{
+    tide_time_t x = *(const tide_time_t *)a, y = *(const tide_time_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long find_time(const times_t *t, tide_time_t x)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->n && t->v[lo] == x ? (long)lo : -1;
+}
+
+/* Sorted distinct values of v. */
+static void uniq(times_t *t)
+{
+    if (t->n == 0)
+        return;
+    qsort(t->v, t->n, sizeof *t->v, cmp_time);
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (k == 0 || t->v[i] != t->v[k - 1])
+            t->v[k++] = t->v[i];
+    t->n = k;
+}
+
+/* Inference demand per interval of `policy` from timeline.csv: fills the
+ * peak set (times whose demand is at or above the quantile). Returns 1 when
+ * the timeline was read, 0 when it is missing or has no such policy. */
+static int peak_times(const char *dir, const char *policy, tide_time_t from, tide_time_t to,
+                      double q, times_t *peak, double *threshold, double *max_rps,
+                      double *hours)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/timeline.csv", dir);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    if (!c)
+        return 0;
+    int cp = tide_csv_col(c, "policy"), ct = tide_csv_col(c, "time_s"),
+        cd = tide_csv_col(c, "demand_rps");
+    if (cp < 0 || ct < 0 || cd < 0) {
+        tide_csv_close(c);
+        return 0;
+    }
+    times_t all = {0};
+    double *dem = NULL;
+    size_t nd = 0, capd = 0;
+    int r;
+    while ((r = tide_csv_next(c, NULL)) != 0) {
+        if (r < 0) {
+            if (tide_csv_recoverable(c))
+                continue;
+            break;
+        }
+        if (strcmp(tide_csv_field(c, cp), policy) != 0)
+            continue;
+        long long t;
+        double d;
+        if (tide_parse_int(tide_csv_field(c, ct), &t) < 0 ||
+            tide_parse_double(tide_csv_field(c, cd), &d) < 0 || t < from || t >= to)
+            continue;
+        TIDE_PUSH(all.v, all.n, all.cap, (tide_time_t)t);
+        TIDE_PUSH(dem, nd, capd, d);
+    }
+    tide_csv_close(c);
+    int ok = nd > 0;
+    *max_rps = 0;
+    for (size_t i = 0; i < nd; i++)
+        *max_rps = TIDE_MAX(*max_rps, dem[i]);
+    *threshold = ok ? tide_quantile(dem, nd, q) : 0;
+    *hours = 0;
+    for (size_t i = 0; i < nd; i++)
+        if (dem[i] > 0 && dem[i] >= *threshold) {
+            TIDE_PUSH(peak->v, peak->n, peak->cap, all.v[i]);
+            /* the row holds until the next row of the policy (rows are in time order) */
+            tide_time_t end = i + 1 < nd && all.v[i + 1] > all.v[i] ? all.v[i + 1] : to;
+            *hours += (double)(end - all.v[i]) / 3600.0;
+        }
+    uniq(peak);
+    free(all.v);
+    free(dem);
+    return ok;
+}
+
+typedef struct svcmeta {
+    int id;                 /* strtab id of the name */
+    int gpr, min_rep;
+    double gpu_s, cost;
+    double *per;            /* GPU-seconds per interval */
+} svcmeta_t;
+
+static void read_services(const char *dir, const char *policy, strtab_t *st, svcmeta_t **out,
+                          size_t *n, int *available)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_SERVICES_CSV);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    *available = 0;
+    if (!c)
+        return;
+    int cp = tide_csv_col(c, "policy"), cs = tide_csv_col(c, "service"),
+        cg = tide_csv_col(c, "gpus_per_replica"), cm = tide_csv_col(c, "min_replicas");
+    size_t cap = 0;
+    if (cp >= 0 && cs >= 0 && cg >= 0 && cm >= 0) {
+        *available = 1;
+        int r;
+        while ((r = tide_csv_next(c, NULL)) != 0) {
+            if (r < 0) {
+                if (tide_csv_recoverable(c))
+                    continue;
+                break;
+            }
+            if (strcmp(tide_csv_field(c, cp), policy) != 0)
+                continue;
+            long long g, m;
+            if (tide_parse_int(tide_csv_field(c, cg), &g) < 0 || g < 1 ||
+                tide_parse_int(tide_csv_field(c, cm), &m) < 0 || m < 0)
+                continue;
+            svcmeta_t x = {strtab_intern(st, tide_csv_field(c, cs)), (int)g, (int)m, 0, 0, NULL};
+            TIDE_PUSH(*out, *n, cap, x);
+        }
+    }
+    tide_csv_close(c);
+}
+
+/* usage_teams.csv: GPU-seconds above quota per team over [from, to), and the
+ * last quota seen. Returns 1 if the file was read. */
+static int read_team_states(const char *dir, const char *policy, tide_time_t from, tide_time_t to,
+                            strtab_t *st, tacc_t **acc, size_t *nacc)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_TEAMS_CSV);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    if (!c)
+        return 0;
+    int cp = tide_csv_col(c, "policy"), ct = tide_csv_col(c, "time_s"),
+        cn = tide_csv_col(c, "team"), cb = tide_csv_col(c, "borrowed_gpus"),
+        cq = tide_csv_col(c, "quota_gpus");
+    if (cp < 0 || ct < 0 || cn < 0 || cb < 0 || cq < 0) {
+        tide_csv_close(c);
+        return 0;
+    }
+    /* rows come grouped by sample time; remember each team's last sample */
+    typedef struct last {
+        tide_time_t t;
+        long long borrowed;
+    } last_t;
+    last_t *lv = NULL;
+    size_t nl = 0;
+    int r;
+    while ((r = tide_csv_next(c, NULL)) != 0) {
+        if (r < 0) {
+            if (tide_csv_recoverable(c))
+                continue;
+            break;
+        }
+        if (strcmp(tide_csv_field(c, cp), policy) != 0)
+            continue;
+        long long t, b, q;
+        if (tide_parse_int(tide_csv_field(c, ct), &t) < 0 ||
+            tide_parse_int(tide_csv_field(c, cb), &b) < 0 ||
+            tide_parse_int(tide_csv_field(c, cq), &q) < 0)
+            continue;
+        int id = strtab_intern(st, tide_csv_field(c, cn));
+        if ((size_t)id >= *nacc) {
+            *acc = tide_xrealloc(*acc, (size_t)(id + 1) * sizeof **acc);
+            memset(*acc + *nacc, 0, (size_t)(id + 1 - (int)*nacc) * sizeof **acc);
+            for (size_t i = *nacc; i <= (size_t)id; i++)
+                (*acc)[i].quota_gpus = -1;
+            *nacc = (size_t)id + 1;
+        }
+        if ((size_t)id >= nl) {
+            lv = tide_xrealloc(lv, (size_t)(id + 1) * sizeof *lv);
+            for (size_t i = nl; i <= (size_t)id; i++)
+                lv[i].t = -1;
+            nl = (size_t)id + 1;
+        }
+        tacc_t *a = &(*acc)[id];
+        a->seen = 1;
+        a->quota_gpus = (int)q;
+        if (lv[id].t >= 0) {
+            tide_time_t s = TIDE_MAX(lv[id].t, from), e = TIDE_MIN((tide_time_t)t, to);
+            if (e > s)
+                a->above_quota_gpu_s += (double)lv[id].borrowed * (double)(e - s);
+        }
+        lv[id].t = t;
+        lv[id].borrowed = b;
+    }
+    tide_csv_close(c);
+    free(lv);
+    return 1;
+}
+
+static tacc_t *team_acc(tacc_t **acc, size_t *n, int id)
+{
+    if ((size_t)id >= *n) {
+        *acc = tide_xrealloc(*acc, (size_t)(id + 1) * sizeof **acc);
+        memset(*acc + *n, 0, (size_t)(id + 1 - (int)*n) * sizeof **acc);
+        for (size_t i = *n; i <= (size_t)id; i++)
+            (*acc)[i].quota_gpus = -1;
+        *n = (size_t)id + 1;
+    }
+    return &(*acc)[id];
+}
+
+typedef struct order {
+    int id;
+    double key;
+} order_t;
+
+static int cmp_order(const void *a, const void *b)
+{
+    const order_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key > y->key ? -1 : 1;
+    return x->id - y->id;
+}
+
+/* Team ids sorted by key (descending); only teams with seen. */
+static order_t *sorted_teams(const tacc_t *acc, size_t n, int which, size_t *out_n)
+{
+    order_t *o = tide_xmalloc((n ? n : 1) * sizeof *o);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!acc[i].seen)
+            continue;
+        double key = which == 0 ? acc[i].gpu_s : which == 1 ? acc[i].peak_gpu_s
+                                                            : acc[i].tier_c_gpu_s;
+        o[k++] = (order_t){(int)i, key};
+    }
+    qsort(o, k, sizeof *o, cmp_order);
+    *out_n = k;
+    return o;
+}
+
+static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summary,
+                             const tide_usage_report_opts_t *o)
+{
+    const char *policy = d->str.v[pid];
+    tide_time_t to = d->end;
+    tide_time_t from = o->since_s > 0 && to > o->since_s ? to - o->since_s : 0;
+    json_t *rep = json_object();
+    jset(rep, "from_s", json_integer(from));
+    jset(rep, "to_s", json_integer(to));
+
+    /* the intervals of this policy (distinct sample times in range) */
+    times_t iv = {0};
+    for (size_t i = 0; i < d->n; i++)
+        if (d->v[i].policy == pid && d->v[i].t >= from && d->v[i].t < to)
+            TIDE_PUSH(iv.v, iv.n, iv.cap, d->v[i].t);
+    uniq(&iv);
+
+    double cls_s[TIDE_C_COUNT] = {0}, cls_c[TIDE_C_COUNT] = {0}, tot_s = 0, tot_c = 0;
+    double lost_s = 0, lost_c = 0;
+    tacc_t *acc = NULL;
+    size_t nacc = 0;
+    times_t peak = {0};
+    double thr = 0, max_rps = 0;
+    double peak_hours = 0;
+    int have_tl = peak_times(dir, policy, from, to, o->peak_quantile, &peak, &thr, &max_rps,
+                             &peak_hours);
+    double peak_total = 0;
+    /* full days in range for the phase rule */
+    tide_time_t d0 = (from + DAY_S - 1) / DAY_S, d1 = to / DAY_S;
+    int ndays = d1 > d0 ? (int)(d1 - d0) : 0;
+    svcmeta_t *svc = NULL;
+    size_t nsvc = 0;
+    int have_svc = 0;
+    read_services(dir, policy, &d->str, &svc, &nsvc, &have_svc);
+    for (size_t s = 0; s < nsvc; s++)
+        svc[s].per = tide_xcalloc(iv.n ? iv.n : 1, sizeof *svc[s].per);
+
+    for (size_t i = 0; i < d->n; i++) {
+        const urec_t *r = &d->v[i];
+        if (r->policy != pid || r->t < from || r->t >= to)
+            continue;
+        cls_s[r->cls] += r->gpu_s;
+        cls_c[r->cls] += r->cost;
+        tot_s += r->gpu_s;
+        tot_c += r->cost;
+        if (r->state == TIDE_S_LOST) {
+            lost_s += r->gpu_s;
+            lost_c += r->cost;
+        }
+        if (r->kind == TIDE_OWNER_TEAM) {
+            tacc_t *a = team_acc(&acc, &nacc, r->owner);
+            a->seen = 1;
+            a->gpu_s += r->gpu_s;
+            a->cost += r->state == TIDE_S_LOST ? 0 : r->cost;
+            if (r->tier == TIDE_T_C)
+                a->tier_c_gpu_s += r->gpu_s;
+            if (r->state == TIDE_S_LOST) {
+                a->lost_gpu_s += r->gpu_s;
+                a->lost_cost += r->cost;
+            }
+            if (find_time(&peak, r->t) >= 0) {
+                a->peak_gpu_s += r->gpu_s;
+                peak_total += r->gpu_s;
+            }
+            if (ndays > 0) {
+                tide_time_t day = r->t / DAY_S;
+                if (day >= d0 && day < d1) {
+                    if (!a->daily)
+                        a->daily = tide_xcalloc((size_t)ndays, sizeof *a->daily);
+                    a->daily[day - d0] += r->gpu_s;
+                }
+            }
+        } else if (r->kind == TIDE_OWNER_SERVICE) {
+            for (size_t s = 0; s < nsvc; s++)
+                if (svc[s].id == r->owner) {
+                    svc[s].gpu_s += r->gpu_s;
+                    svc[s].cost += r->cost;
+                    long k = find_time(&iv, r->t);
+                    if (k >= 0)
+                        svc[s].per[k] += r->gpu_s;
+                }
+        }
+    }
+
+    /* 1. GPU-hours by task type */
+    json_t *bc = json_object();
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        jset(bc, c == TIDE_C_NONE ? "idle" : tide_class_name(c), hours_cost(cls_s[c], cls_c[c]));
+    jset(rep, "by_class", bc);
+    jset(rep, "lost", hours_cost(lost_s, lost_c));
+    jset(rep, "total", hours_cost(tot_s, tot_c));
+
+    /* 2. peak */
+    json_t *pk = json_object();
+    jset(pk, "available", json_boolean(have_tl));
+    jset(pk, "quantile", jreal(o->peak_quantile));
+    jset(pk, "threshold_rps", jreal(thr));
+    jset(pk, "max_rps", jreal(max_rps));
+    jset(pk, "intervals", json_integer((json_int_t)peak.n));
+    jset(pk, "hours", jreal(peak_hours));
+    json_t *pt = json_array();
+    size_t no;
+    order_t *ord = sorted_teams(acc, nacc, 1, &no);
+    for (size_t i = 0; i < no; i++) {
+        const tacc_t *a = &acc[ord[i].id];
+        json_t *x = json_object();
+        jset(x, "team", json_string(d->str.v[ord[i].id]));
+        jset(x, "gpu_hours", jreal(a->peak_gpu_s / 3600.0));
+        jset(x, "share", jreal(peak_total > 0 ? a->peak_gpu_s / peak_total : 0));
+        json_array_append_new(pt, x);
+    }
+    jset(pk, "top_team", no > 0 && acc[ord[0].id].peak_gpu_s > 0
+                             ? json_string(d->str.v[ord[0].id])
+                             : json_null());
+    free(ord);
+    jset(pk, "teams", pt);
+    jset(rep, "peak", pk);
+
+    /* 3. long-lived inference replicas */
+    double range_h = (double)(to - from) / 3600.0;
+    json_t *sv = json_object();
+    jset(sv, "available", json_boolean(have_svc));
+    json_t *sa = json_array();
+    order_t *so = tide_xmalloc((nsvc ? nsvc : 1) * sizeof *so);
+    for (size_t s = 0; s < nsvc; s++)
+        so[s] = (order_t){(int)s, svc[s].gpu_s / svc[s].gpr};
+    qsort(so, nsvc, sizeof *so, cmp_order);
+    for (size_t i = 0; i < nsvc; i++) {
+        const svcmeta_t *s = &svc[so[i].id];
+        double always = iv.n ? INFINITY : 0;
+        for (size_t k = 0; k < iv.n; k++) {
+            tide_time_t end = k + 1 < iv.n ? iv.v[k + 1] : to;
+            double dt = (double)(end - iv.v[k]);
+            if (dt > 0)
+                always = TIDE_MIN(always, s->per[k] / dt / s->gpr);
+        }
+        if (!isfinite(always))
+            always = 0;
+        always = floor(always + 1e-6);
+        double per_gpu_h = s->gpu_s > 0 ? s->cost / (s->gpu_s / 3600.0) : 0;
+        json_t *x = json_object();
+        jset(x, "service", json_string(d->str.v[s->id]));
+        jset(x, "gpus_per_replica", json_integer(s->gpr));
+        jset(x, "min_replicas", json_integer(s->min_rep));
+        jset(x, "gpu_hours", jreal(s->gpu_s / 3600.0));
+        jset(x, "replica_hours", jreal(s->gpu_s / 3600.0 / s->gpr));
+        jset(x, "mean_replicas", jreal(range_h > 0 ? s->gpu_s / 3600.0 / s->gpr / range_h : 0));
+        jset(x, "always_on_replicas", jreal(always));
+        jset(x, "floor_gpu_hours", jreal((double)s->min_rep * s->gpr * range_h));
+        jset(x, "cost", jreal(s->cost));
+        jset(x, "always_on_cost", jreal(always * s->gpr * range_h * per_gpu_h));
+        json_array_append_new(sa, x);
+    }
+    free(so);
+    jset(sv, "services", sa);
+    jset(rep, "services", sv);
+
+    /* 4. phase-like training demand */
+    json_t *ph = json_object();
+    jset(ph, "rule", json_string("a team is phase-like when its daily training GPU-hours over "
+                                 "the full days of the range have a coefficient of variation "
+                                 "(population std / mean) above cv_threshold"));
+    jset(ph, "cv_threshold", jreal(o->phase_cv));
+    jset(ph, "days", json_integer(ndays));
+    json_t *pa = json_array();
+    ord = sorted_teams(acc, nacc, 0, &no);
+    for (size_t i = 0; i < no && ndays >= 2; i++) {
+        const tacc_t *a = &acc[ord[i].id];
+        double mean = 0, var = 0;
+        for (int k = 0; k < ndays; k++)
+            mean += (a->daily ? a->daily[k] : 0) / 3600.0;
+        mean /= ndays;
+        for (int k = 0; k < ndays; k++) {
+            double x = (a->daily ? a->daily[k] : 0) / 3600.0 - mean;
+            var += x * x;
+        }
+        var /= ndays;
+        double cv = mean > 0 ? sqrt(var) / mean : 0;
+        json_t *x = json_object();
+        jset(x, "team", json_string(d->str.v[ord[i].id]));
+        jset(x, "mean_daily_gpu_hours", jreal(mean));
+        jset(x, "cv", jreal(cv));
+        jset(x, "phase_like", json_boolean(mean > 0 && cv > o->phase_cv));
+        json_array_append_new(pa, x);
+    }
+    jset(ph, "teams", pa);
+    jset(rep, "phases", ph);
+
+    /* 5. preemptions and lost work */
+    json_t *pr = json_object();
+    json_t *pteams = summary ? json_object_get(json_object_get(json_object_get(summary, "policies"),
+                                                               policy),
+                                               "teams")
+                             : NULL;
+    json_t *hz = summary ? json_object_get(summary, "horizon_s") : NULL;
+    double days = hz && json_is_integer(hz) ? (double)json_integer_value(hz) / DAY_S : 0;
+    jset(pr, "available", json_boolean(json_is_object(pteams)));
+    jset(pr, "run_days", jreal(days));
+    json_t *pra = json_array();
+    for (size_t i = 0; i < no; i++) {
+        const tacc_t *a = &acc[ord[i].id];
+        const char *name = d->str.v[ord[i].id];
+        json_t *st = json_is_object(pteams) ? json_object_get(pteams, name) : NULL;
+        json_int_t np = st ? json_integer_value(json_object_get(st, "preemptions")) : 0;
+        json_t *x = json_object();
+        jset(x, "team", json_string(name));
+        jset(x, "preemptions", json_integer(np));
+        jset(x, "per_day", jreal(days > 0 ? (double)np / days : 0));
+        jset(x, "gpu_hours_lost", jreal(a->lost_gpu_s / 3600.0));
+        jset(x, "lost_cost", jreal(a->lost_cost));
+        if (st && json_object_get(st, "mean_queue_s"))
+            jset(x, "mean_queue_s", json_incref(json_object_get(st, "mean_queue_s")));
+        json_array_append_new(pra, x);
+    }
+    jset(pr, "teams", pra);
+    jset(pr, "charged_to", json_string(TIDE_USAGE_LOST_OWNER));
+    jset(pr, "policy_lost_gpu_hours", jreal(lost_s / 3600.0));
+    jset(pr, "policy_lost_cost", jreal(lost_c));
+    jset(rep, "preemptions", pr);
+    free(ord);
+
+    /* 6. borrowing */
+    int have_states = read_team_states(dir, policy, from, to, &d->str, &acc, &nacc);
+    json_t *bo = json_object();
+    jset(bo, "above_quota_available", json_boolean(have_states));
+    json_t *ba = json_array();
+    ord = sorted_teams(acc, nacc, 0, &no);
+    for (size_t i = 0; i < no; i++) {
+        const tacc_t *a = &acc[ord[i].id];
+        json_t *x = json_object();
+        jset(x, "team", json_string(d->str.v[ord[i].id]));
+        jset(x, "quota_gpus", json_integer(a->quota_gpus));
+        jset(x, "gpu_hours", jreal(a->gpu_s / 3600.0));
+        jset(x, "cost", jreal(a->cost));
+        jset(x, "tier_c_gpu_hours", jreal(a->tier_c_gpu_s / 3600.0));
+        jset(x, "above_quota_gpu_hours", jreal(a->above_quota_gpu_s / 3600.0));
+        json_array_append_new(ba, x);
+    }
+    free(ord);
+    jset(bo, "teams", ba);
+    jset(rep, "borrowing", bo);
+
+    for (size_t i = 0; i < nacc; i++)
+        free(acc[i].daily);
+    free(acc);
+    for (size_t s = 0; s < nsvc; s++)
+        free(svc[s].per);
+    free(svc);
+    free(iv.v);
+    free(peak.v);
+    return rep;
+}
+
+json_t *tide_usage_report(const char *dir, const char *policy, const tide_usage_report_opts_t *o,
+                          tide_error_t *err)
+{
+    tide_usage_report_opts_t def;
+    tide_usage_report_opts_default(&def);
+    if (!o)
+        o = &def;
+    if (!(o->peak_quantile >= 0 && o->peak_quantile <= 1)) {
+        tide_errf(err, TIDE_EINVAL, "peak quantile must be in 0..1");
+        return NULL;
+    }
+    udata_t d;
+    if (udata_load(dir, policy, &d, err) < 0)
+        return NULL;
+    json_t *summary = usage_load_json(dir, "summary.json", NULL);
+    json_t *top = json_object();
+    json_t *pols = json_object();
+    for (int i = 0; i < d.n_policies; i++)
+        jset(pols, d.str.v[d.policies[i]], report_policy(dir, &d, d.policies[i], summary, o));
+    jset(top, "policies", pols);
+    json_decref(summary);
+    udata_free(&d);
+    return top;
+}
+
+/* ------------------------------------------------------------ printing */
+
+static double num(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+int tide_usage_report_print(FILE *f, const json_t *report)
+{
+    const char *pname;
+    json_t *p;
+    json_object_foreach(json_object_get(report, "policies"), pname, p)
+    {
+        char a[32], b[32];
+        fprintf(f, "== policy %s: %s .. %s\n", pname,
+                tide_fmt_duration((int64_t)num(p, "from_s"), a, sizeof a),
+                tide_fmt_duration((int64_t)num(p, "to_s"), b, sizeof b));
+
+        fprintf(f, "\nGPU-hours by task type\n  %-12s %12s %12s\n", "class", "gpu_hours", "cost");
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(p, "by_class"), k, v)
+            fprintf(f, "  %-12s %12.2f %12.2f\n", k, num(v, "gpu_hours"), num(v, "cost"));
+        json_t *lost = json_object_get(p, "lost"), *tot = json_object_get(p, "total");
+        fprintf(f, "  %-12s %12.2f %12.2f   (of the training classes; charged to %s)\n",
+                "lost", num(lost, "gpu_hours"), num(lost, "cost"), TIDE_USAGE_LOST_OWNER);
+        fprintf(f, "  %-12s %12.2f %12.2f\n", "total", num(tot, "gpu_hours"), num(tot, "cost"));
+
+        json_t *pk = json_object_get(p, "peak");
+        fprintf(f, "\nAt peak inference demand (intervals at or above the %.0fth percentile)\n",
+                100 * num(pk, "quantile"));
+        if (!json_is_true(json_object_get(pk, "available")))
+            fprintf(f, "  unavailable (no timeline.csv rows for this policy)\n");
+        else if (json_is_null(json_object_get(pk, "top_team")))
+            fprintf(f, "  %d intervals (%.1f h) from %.1f rps: no team used GPUs then\n",
+                    (int)num(pk, "intervals"), num(pk, "hours"), num(pk, "threshold_rps"));
+        else {
+            fprintf(f, "  %d intervals (%.1f h) with demand >= %.1f rps (max %.1f): top team %s\n",
+                    (int)num(pk, "intervals"), num(pk, "hours"), num(pk, "threshold_rps"),
+                    num(pk, "max_rps"), str(pk, "top_team"));
+            size_t i;
+            json_array_foreach(json_object_get(pk, "teams"), i, v)
+            {
+                if (i >= 10)
+                    break;
+                fprintf(f, "  %-20s %10.2f GPU-h %6.1f%%\n", str(v, "team"), num(v, "gpu_hours"),
+                        100 * num(v, "share"));
+            }
+        }
+
+        json_t *sv = json_object_get(p, "services");
+        fprintf(f, "\nLong-lived inference replicas\n");
+        if (!json_is_true(json_object_get(sv, "available")))
+            fprintf(f, "  unavailable (no usage_services.csv)\n");
+        else {
+            fprintf(f, "  %-20s %5s %5s %12s %10s %9s %10s %12s\n", "service", "gpus", "floor",
+                    "replica_h", "mean_rep", "always_on", "cost", "always_cost");
+            size_t i;
+            json_array_foreach(json_object_get(sv, "services"), i, v)
+                fprintf(f, "  %-20s %5d %5d %12.2f %10.2f %9.0f %10.2f %12.2f\n",
+                        str(v, "service"), (int)num(v, "gpus_per_replica"),
+                        (int)num(v, "min_replicas"), num(v, "replica_hours"),
+                        num(v, "mean_replicas"), num(v, "always_on_replicas"), num(v, "cost"),
+                        num(v, "always_on_cost"));
+        }
+
+        json_t *ph = json_object_get(p, "phases");
+        fprintf(f, "\nPhase-like training demand (daily GPU-hours CV > %.2f over %d full days)\n",
+                num(ph, "cv_threshold"), (int)num(ph, "days"));
+        if (num(ph, "days") < 2)
+            fprintf(f, "  needs at least two full days in the range\n");
+        size_t i;
+        json_array_foreach(json_object_get(ph, "teams"), i, v)
+            fprintf(f, "  %-20s mean %10.2f GPU-h/day  cv %5.2f  %s\n", str(v, "team"),
+                    num(v, "mean_daily_gpu_hours"), num(v, "cv"),
+                    json_is_true(json_object_get(v, "phase_like")) ? "phase-like" : "steady");
+
+        json_t *pr = json_object_get(p, "preemptions");
+        fprintf(f, "\nPreemptions and lost work (lost work is charged to %s)\n",
+                TIDE_USAGE_LOST_OWNER);
+        if (!json_is_true(json_object_get(pr, "available")))
+            fprintf(f, "  preemption counts unavailable (no summary.json teams)\n");
+        fprintf(f, "  %-20s %8s %8s %10s %10s\n", "team", "preempt", "per_day", "lost_gpuh",
+                "lost_cost");
+        json_array_foreach(json_object_get(pr, "teams"), i, v)
+            fprintf(f, "  %-20s %8d %8.2f %10.2f %10.2f\n", str(v, "team"),
+                    (int)num(v, "preemptions"), num(v, "per_day"), num(v, "gpu_hours_lost"),
+                    num(v, "lost_cost"));
+        fprintf(f, "  %-20s %8s %8s %10.2f %10.2f\n", TIDE_USAGE_LOST_OWNER, "", "",
+                num(pr, "policy_lost_gpu_hours"), num(pr, "policy_lost_cost"));
+
+        json_t *bo = json_object_get(p, "borrowing");
+        fprintf(f, "\nBorrowing per team\n  %-20s %6s %10s %10s %10s %12s\n", "team", "quota",
+                "gpu_hours", "cost", "tierC_gpuh",
+                json_is_true(json_object_get(bo, "above_quota_available")) ? "above_quota"
+                                                                           : "above_quota?");
+        json_array_foreach(json_object_get(bo, "teams"), i, v)
+        {
+            char q[16];
+            if (num(v, "quota_gpus") < 0)
+                snprintf(q, sizeof q, "-");
+            else
+                snprintf(q, sizeof q, "%d", (int)num(v, "quota_gpus"));
+            fprintf(f, "  %-20s %6s %10.2f %10.2f %10.2f %12.2f\n", str(v, "team"), q,
+                    num(v, "gpu_hours"), num(v, "cost"), num(v, "tier_c_gpu_hours"),
+                    num(v, "above_quota_gpu_hours"));
+        }
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,125 @@
+-- tide's SQLite schema (src/store/store.c embeds this file at build time).
+--
+-- Each line "-- migration N: title" starts migration N (N = 1, 2, ... in
+-- order, never renumbered, never edited once released: add a new one). A
+-- database at version V gets every migration above V, each in its own
+-- transaction together with its row in schema_version, so a crash leaves the
+-- database at some whole version. Statements end with ';' at the end of a line.
+
+-- migration 1: initial schema
+-- Key/value settings fixed when the database is created (cluster, policy
+-- knobs) and a few running values (epoch).
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- Inference services of the current epoch, in engine index order.
+CREATE TABLE services (
+  idx              INTEGER PRIMARY KEY,
+  name             TEXT NOT NULL UNIQUE,
+  gpus_per_replica INTEGER NOT NULL,
+  replica_rps      REAL NOT NULL,
+  min_replicas     INTEGER NOT NULL,
+  max_replicas     INTEGER NOT NULL,
+  warmup_s         INTEGER NOT NULL,
+  gpu_types        INTEGER NOT NULL DEFAULT 0, -- bitmask of the cluster's GPU types, 0 = any
+  fixed_replicas   INTEGER NOT NULL DEFAULT 0
+);
+
+-- Training jobs as submitted, plus their last known state (for queries; the
+-- engine rebuilt from events_in is the authority).
+CREATE TABLE jobs (
+  id              TEXT PRIMARY KEY,
+  seq             INTEGER NOT NULL UNIQUE,     -- submission order (list cursor)
+  team            TEXT NOT NULL,
+  priority        INTEGER NOT NULL,
+  gpus            INTEGER NOT NULL,
+  gang_gpus       INTEGER NOT NULL,
+  dp_min          INTEGER NOT NULL,
+  duration_s      INTEGER NOT NULL,
+  ckpt_interval_s INTEGER NOT NULL,
+  ckpt_s          INTEGER NOT NULL,
+  restore_s       INTEGER NOT NULL,
+  gpu_types       INTEGER NOT NULL DEFAULT 0,
+  command         TEXT,
+  env             TEXT,                         -- JSON object of strings
+  state           TEXT NOT NULL DEFAULT 'queued',
+  submitted_s     INTEGER NOT NULL,
+  updated_s       INTEGER NOT NULL
+);
+CREATE INDEX jobs_team_seq ON jobs(team, seq);
+CREATE INDEX jobs_state_seq ON jobs(state, seq);
+
+-- Every engine step: its time and the epoch (service set) it belongs to.
+CREATE TABLE steps (
+  step   INTEGER PRIMARY KEY,
+  time_s INTEGER NOT NULL,
+  epoch  INTEGER NOT NULL
+);
+
+-- Every event fed to the engine, in the order fed. step is NULL while the
+-- event is accepted but not yet fed (it goes into the next step).
+CREATE TABLE events_in (
+  seq          INTEGER PRIMARY KEY,
+  step         INTEGER,
+  time_s       INTEGER NOT NULL,
+  kind         TEXT NOT NULL,                   -- tide_event_name(), or team_set
+  job_id       TEXT,
+  job          INTEGER,
+  service      INTEGER,
+  service_name TEXT,
+  replica      INTEGER,
+  node         INTEGER,
+  phase        INTEGER,
+  value        REAL,
+  source       TEXT,                            -- api, backend, demand, recovery, daemon
+  payload      TEXT                             -- JSON (team_set)
+);
+CREATE INDEX events_in_step ON events_in(step);
+
+-- Every action the engine returned, persisted before it is enacted.
+CREATE TABLE actions (
+  seq          INTEGER PRIMARY KEY,             -- shares one sequence with events_in
+  step         INTEGER NOT NULL,
+  time_s       INTEGER NOT NULL,
+  kind         TEXT NOT NULL,                   -- tide_action_name()
+  reason       TEXT,
+  job_id       TEXT,
+  job          INTEGER,
+  service      INTEGER,
+  service_name TEXT,
+  replica      INTEGER,
+  lease        INTEGER,
+  width        INTEGER,
+  gpus         INTEGER,
+  deadline_s   INTEGER,
+  value        REAL,
+  gpu_ids      TEXT                             -- "0,1,2,3" for START / RESIZE / REPLICA_START
+);
+CREATE INDEX actions_step ON actions(step);
+
+-- Checkpoint manifests reported by jobs (committed or not).
+CREATE TABLE checkpoints (
+  id         INTEGER PRIMARY KEY,
+  job_id     TEXT NOT NULL,
+  time_s     INTEGER NOT NULL,
+  step       INTEGER,
+  bytes      INTEGER,
+  shards     INTEGER,
+  committed  INTEGER NOT NULL,
+  progress_s REAL
+);
+CREATE INDEX checkpoints_job ON checkpoints(job_id, id);
+
+-- Cumulative GPU-seconds snapshots (for /v1/usage windows).
+CREATE TABLE usage (
+  time_s     INTEGER NOT NULL,
+  owner_kind TEXT NOT NULL,                     -- team, service, idle
+  owner      TEXT NOT NULL,
+  class      TEXT NOT NULL,
+  state      TEXT NOT NULL,
+  tier       TEXT NOT NULL,
+  gpu_s      REAL NOT NULL,
+  PRIMARY KEY (time_s, owner_kind, owner, class, state, tier)
+) WITHOUT ROWID;

@@ -1,0 +1,243 @@
+/* tide store: the daemon's durable state in SQLite (WAL mode, synchronous
+ * FULL). Schema and numbered migrations: src/store/schema.sql (embedded).
+ *
+ * What is kept: settings (meta), the services of the current epoch, the jobs
+ * as submitted (plus their last known state), every engine step with every
+ * event fed to it (events_in) and every action it returned (actions), the
+ * checkpoint manifests jobs reported, and cumulative usage snapshots.
+ * Replaying the steps of an epoch through a fresh engine rebuilds it.
+ *
+ * Uses core types only (no HTTP, no daemon). Not thread-safe: the caller
+ * serialises access (the daemon holds its mutex). Every function that
+ * touches the database returns 0 (or a value >= 0) on success and -1 with
+ * err on failure (EIO for SQLite errors, ENOENT for a missing row, EEXIST for
+ * a duplicate key); writes inside tide_store_begin .. tide_store_commit are
+ * durable only once commit returned 0. */
+#ifndef TIDE_STORE_STORE_H
+#define TIDE_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tide/engine.h"
+#include "tide/types.h"
+
+typedef struct tide_store tide_store_t;
+
+/* Schema version this build creates and understands. */
+int tide_store_schema_latest(void);
+
+/* Open (creating if missing) the database at path and bring its schema up to
+ * date (every pending migration, each in its own transaction). ":memory:"
+ * works for tests. Caller owns the store (tide_store_close).
+ * Errors: EIO (cannot open, not a database, a migration failed), ESTATE (the
+ * database is newer than this build). */
+tide_store_t *tide_store_open(const char *path, tide_error_t *err);
+
+/* Close; an open transaction is rolled back (uncommitted writes vanish, as in
+ * a crash). NULL is a no-op. */
+void tide_store_close(tide_store_t *s);
+
+/* Schema version of the open database (after migrations). */
+int tide_store_version(tide_store_t *s, tide_error_t *err);
+
+/* Fault injection for tests: the n-th store call from now on (n >= 1) fails
+ * with EIO "injected fault" without touching the database; 0 disarms. Every
+ * public function below except tide_store_rollback counts as one call. */
+void tide_store_fail_at(tide_store_t *s, long n);
+
+/* Transactions (not nested). begin takes the write lock (BEGIN IMMEDIATE).
+ * commit makes everything since begin durable, or fails and rolls back.
+ * rollback discards (no-op without a transaction; never fails). */
+int tide_store_begin(tide_store_t *s, tide_error_t *err);
+int tide_store_commit(tide_store_t *s, tide_error_t *err);
+void tide_store_rollback(tide_store_t *s);
+int tide_store_in_tx(const tide_store_t *s);
+
+/* A cheap liveness query (SELECT 1). */
+int tide_store_ping(tide_store_t *s, tide_error_t *err);
+
+/* ------------------------------------------------------------------ meta */
+
+/* Value of key as a new string the caller frees, or NULL with err (ENOENT:
+ * no such key; EIO). */
+char *tide_store_meta_get(tide_store_t *s, const char *key, tide_error_t *err);
+int tide_store_meta_set(tide_store_t *s, const char *key, const char *value, tide_error_t *err);
+
+/* -------------------------------------------------------------- services */
+
+/* Services of the current epoch in index order. On success *out (caller
+ * frees with tide_store_services_free) holds *n specs with owned names. */
+int tide_store_services_load(tide_store_t *s, tide_service_spec_t **out, size_t *n,
+                             tide_error_t *err);
+void tide_store_services_free(tide_service_spec_t *v, size_t n);
+
+/* Replace the whole service list (index i = v[i]). */
+int tide_store_services_replace(tide_store_t *s, const tide_service_spec_t *v, size_t n,
+                                tide_error_t *err);
+
+/* ------------------------------------------------------------------ jobs */
+
+/* A job row. On reads every string is owned by the row (tide_store_job_free);
+ * on writes they are borrowed. */
+typedef struct tide_store_job {
+    tide_job_spec_t spec;   /* id, team, priority, sizes, times, gpu_types mask */
+    char *command;          /* NULL = none */
+    char *env;              /* JSON object text, NULL = none */
+    char *state;            /* tide_job_state_name() */
+    int64_t seq;            /* submission order (set by insert) */
+    tide_time_t submitted_s, updated_s;
+} tide_store_job_t;
+void tide_store_job_free(tide_store_job_t *j); /* frees the strings; NULL ok */
+
+/* Insert a new job (state from j->state, "queued" when NULL); j->seq is set.
+ * Errors: EEXIST when the id is taken. */
+int tide_store_job_insert(tide_store_t *s, tide_store_job_t *j, tide_error_t *err);
+
+/* Read one job (ENOENT when unknown). */
+int tide_store_job_get(tide_store_t *s, const char *id, tide_store_job_t *out, tide_error_t *err);
+
+/* Update a job's state (ENOENT when unknown). */
+int tide_store_job_set_state(tide_store_t *s, const char *id, const char *state, tide_time_t t,
+                             tide_error_t *err);
+
+/* Number of jobs ever submitted. */
+int64_t tide_store_jobs_count(tide_store_t *s, tide_error_t *err);
+
+/* List jobs in submission order with seq > after_seq, optionally filtered
+ * (NULL / 0 = any), at most limit rows. fn gets each row (borrowed for the
+ * call) and may stop the walk by returning non-zero. Returns the number of
+ * rows visited or -1. */
+typedef struct tide_store_job_filter {
+    const char *team, *state;
+    int priority;
+    int64_t after_seq;
+    int limit;
+} tide_store_job_filter_t;
+typedef int (*tide_store_job_fn)(void *ctx, const tide_store_job_t *j);
+int tide_store_jobs_list(tide_store_t *s, const tide_store_job_filter_t *f, tide_store_job_fn fn,
+                         void *ctx, tide_error_t *err);
+
+/* ---------------------------------------------------------------- events */
+
+/* Pseudo-event kind stored in events_in for a team definition applied to the
+ * engine before the step it belongs to (payload = team spec JSON). */
+#define TIDE_STORE_KIND_TEAM_SET TIDE_EV_KIND_COUNT
+
+/* An event row. On writes strings are borrowed; in replay callbacks they are
+ * borrowed for the call. For JOB_SUBMIT rows read back, spec is filled from
+ * the jobs table (strings borrowed likewise) and ev.job_spec points to it. */
+typedef struct tide_store_event {
+    int64_t seq;            /* set by append */
+    int64_t step;           /* 0 = pending (not yet fed) */
+    tide_time_t time_s;     /* when it was accepted / fed */
+    tide_event_t ev;        /* kind (or TIDE_STORE_KIND_TEAM_SET), handles, value */
+    const char *job_id;     /* events about a job: its id (authoritative over ev.job) */
+    const char *service_name;
+    const char *source;     /* "api", "backend", "demand", "recovery", "daemon" */
+    const char *payload;    /* JSON text or NULL */
+    tide_job_spec_t spec;   /* replay of JOB_SUBMIT */
+} tide_store_event_t;
+
+/* Name stored for an event kind (tide_event_name, or "team_set"), and back
+ * (-1 when unknown). */
+const char *tide_store_event_kind_name(int kind);
+int tide_store_event_kind_find(const char *name);
+
+/* Append an event (step 0 = pending); sets e->seq. */
+int tide_store_event_append(tide_store_t *s, tide_store_event_t *e, tide_error_t *err);
+
+/* Attach every pending event to step (they were fed in it). Returns how many. */
+int tide_store_events_claim(tide_store_t *s, int64_t step, tide_error_t *err);
+
+/* Attach the pending events with seq <= upto to step. Returns how many. */
+int tide_store_events_claim_upto(tide_store_t *s, int64_t step, int64_t upto, tide_error_t *err);
+
+/* Record a step. */
+int tide_store_step_append(tide_store_t *s, int64_t step, tide_time_t t, int64_t epoch,
+                           tide_error_t *err);
+
+/* Last step (0 and time 0 when none) and its time. */
+int tide_store_last_step(tide_store_t *s, int64_t *step, tide_time_t *t, tide_error_t *err);
+
+/* Record an action of step (gpus = the action's GPU ids, NULL when none). */
+int tide_store_action_append(tide_store_t *s, int64_t step, tide_time_t t, const tide_action_t *a,
+                             const int32_t *gpus, const char *job_id, const char *service_name,
+                             tide_error_t *err);
+
+/* Summary of a recorded action (replay verification). */
+typedef struct tide_store_action_rec {
+    int kind, reason;
+    int32_t job, replica, lease;
+    int width, n_gpus;
+} tide_store_action_rec_t;
+
+/* Replay: for each step of `epoch` in order, fn(ctx, step, time, events in
+ * seq order, recorded actions in seq order). A non-zero return from fn stops
+ * the walk and is returned. Returns 0, or -1 with err. */
+typedef int (*tide_store_step_fn)(void *ctx, int64_t step, tide_time_t t,
+                                  const tide_store_event_t *ev, size_t n,
+                                  const tide_store_action_rec_t *acts, size_t n_acts);
+int tide_store_replay(tide_store_t *s, int64_t epoch, tide_store_step_fn fn, void *ctx,
+                      tide_error_t *err);
+
+/* Pending events (step NULL) in seq order, as one batch (step = 0, time = 0
+ * passed to fn; no actions). Not called when there are none. */
+int tide_store_pending(tide_store_t *s, tide_store_step_fn fn, void *ctx, tide_error_t *err);
+
+/* ------------------------------------------------------------ event feed */
+
+/* One row of the merged feed of events_in and actions (TICK rows left out).
+ * NULL strings / has_* = 0 for absent fields. Borrowed for the callback. */
+typedef struct tide_store_feed_row {
+    int64_t seq;
+    int64_t step;          /* 0 = pending */
+    tide_time_t time_s;
+    int is_action;
+    const char *kind, *reason, *job_id, *service_name, *source;
+    int has_replica, has_lease, has_width, has_gpus, has_deadline, has_value, has_node;
+    int64_t replica, lease, width, gpus, deadline_s, node;
+    double value;
+} tide_store_feed_row_t;
+typedef int (*tide_store_feed_fn)(void *ctx, const tide_store_feed_row_t *r);
+
+/* Rows with seq > after, in seq order, at most limit. Returns the number of
+ * rows or -1. */
+int tide_store_feed(tide_store_t *s, int64_t after, int limit, tide_store_feed_fn fn, void *ctx,
+                    tide_error_t *err);
+
+/* ----------------------------------------------------------- checkpoints */
+
+/* Record a checkpoint manifest. step/bytes/shards < 0 and progress_s < 0 are
+ * stored as NULL. */
+int tide_store_checkpoint_add(tide_store_t *s, const char *job_id, tide_time_t t, int64_t step,
+                              int64_t bytes, int64_t shards, int committed, double progress_s,
+                              tide_error_t *err);
+
+/* Number of checkpoint manifests recorded for a job. */
+int64_t tide_store_checkpoints_count(tide_store_t *s, const char *job_id, tide_error_t *err);
+
+/* ----------------------------------------------------------------- usage */
+
+/* One cumulative GPU-seconds figure. Strings borrowed. */
+typedef struct tide_store_usage {
+    const char *owner_kind; /* "team", "service", "idle" */
+    const char *owner;      /* team or service name, "" for idle */
+    const char *cls, *state, *tier;
+    double gpu_s;
+} tide_store_usage_t;
+
+/* Store a snapshot taken at t (rows with gpu_s == 0 may be left out). */
+int tide_store_usage_put(tide_store_t *s, tide_time_t t, const tide_store_usage_t *rows, size_t n,
+                         tide_error_t *err);
+
+/* Walk the latest snapshot taken at or before t. *at gets its time (-1 when
+ * there is none; fn is then not called). */
+typedef int (*tide_store_usage_fn)(void *ctx, const tide_store_usage_t *r);
+int tide_store_usage_at(tide_store_t *s, tide_time_t t, tide_time_t *at, tide_store_usage_fn fn,
+                        void *ctx, tide_error_t *err);
+
+/* Time of the latest snapshot (-1 when none). */
+int tide_store_usage_last(tide_store_t *s, tide_time_t *at, tide_error_t *err);
+
+#endif

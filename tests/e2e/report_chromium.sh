@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# End-to-end: the HTML report in a real browser. Generates a short seed32 run
+# with `tide sim --report`, opens the page in headless Chromium and checks,
+# from the DOM the page's own script leaves behind, that every chart was drawn
+# with data, the self-test (#selftest: every policy, full and day views)
+# passed and no script error happened; saves a screenshot.
+#
+# Environment: TIDE_BIN (the tide binary). TIDE_REPORT_SHOT: where to save the
+# screenshot (default ${TMPDIR:-/tmp}/tide-report-screenshot.png).
+# Chromium: Debian's `chromium`; installed with apt-get when missing and
+# running as root, else the test is skipped. Exit 77 = skip.
+set -u
+
+if [ -z "${TIDE_BIN:-}" ] || [ ! -x "$TIDE_BIN" ]; then
+    echo "skip: TIDE_BIN is not set or not executable" >&2
+    exit 77
+fi
+
+find_browser() {
+    for b in chromium chromium-browser google-chrome; do
+        if command -v "$b" >/dev/null 2>&1; then
+            command -v "$b"
+            return 0
+        fi
+    done
+    return 1
+}
+
+browser=$(find_browser)
+if [ -z "$browser" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "report_chromium: installing Debian's chromium (apt-get)..." >&2
+        export DEBIAN_FRONTEND=noninteractive
+        if ! apt-get install -y -qq chromium >/dev/null 2>&1; then
+            apt-get update -qq >/dev/null 2>&1
+            apt-get install -y -qq chromium >/dev/null 2>&1
+        fi
+        browser=$(find_browser)
+    fi
+    if [ -z "$browser" ]; then
+        echo "skip: chromium is not installed and cannot be installed here (needs root and" \
+            "a working apt-get: apt-get install chromium)" >&2
+        exit 77
+    fi
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+shot=${TIDE_REPORT_SHOT:-${TMPDIR:-/tmp}/tide-report-screenshot.png}
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# --- a short seed32 run (2 days, every policy), a 2-point sweep and the report
+"$TIDE_BIN" gen --scenario seed32 --days 2 --seed 1 --out "$tmp/g" >/dev/null || {
+    echo "FAIL: tide gen" >&2
+    exit 1
+}
+extra=()
+if "$TIDE_BIN" sim --help 2>/dev/null | grep -q -- '--inject'; then
+    # with fault injection built in: a storage limit and a 2x burst on day 2
+    extra=(--inject 'storage:20,burst:2x@30h+2h')
+fi
+if ! "$TIDE_BIN" sim --cluster 4x8:H100 --services "$tmp/g/services.csv" \
+    --demand "$tmp/g/demand.csv" --jobs "$tmp/g/jobs.csv" --horizon 2d --seed 1 \
+    "${extra[@]}" --sweep reserve=8:16:8 --out "$tmp/sim" --report "$tmp/report.html" \
+    >"$tmp/out" 2>"$tmp/err"; then
+    cat "$tmp/err" >&2
+    fail "tide sim --report failed"
+fi
+[ -s "$tmp/report.html" ] || { echo "FAIL: no report written" >&2; exit 1; }
+grep -q "report.html" "$tmp/out" || fail "tide sim did not print the report's path"
+grep -q "Pareto front" "$tmp/out" || fail "tide sim --sweep printed no front"
+[ "$(wc -l <"$tmp/sim/sweep.csv")" -eq 11 ] || fail "sweep.csv: expected 1 + 2 x 5 lines"
+[ -s "$tmp/sim/sweep/reserve=16/summary.json" ] || fail "no run directory for reserve=16"
+
+# --- self-contained: no network references, no external scripts
+grep -Eq 'https?://' "$tmp/report.html" && fail "the page references http(s)://"
+grep -Eiq '<script[^>]+src=' "$tmp/report.html" && fail "the page loads an external script"
+grep -Eiq '<link[^>]+href=' "$tmp/report.html" && fail "the page links an external resource"
+grep -q '<script type="application/json" id="tide-data">' "$tmp/report.html" ||
+    fail "no embedded data"
+
+# --- `tide report DIR --out FILE` gives the same page
+"$TIDE_BIN" report "$tmp/sim" --out "$tmp/report2.html" >/dev/null || fail "tide report failed"
+cmp -s "$tmp/report.html" "$tmp/report2.html" || fail "tide report and sim --report differ"
+"$TIDE_BIN" report "$tmp/nonexistent" >/dev/null 2>"$tmp/e" && fail "bad dir accepted"
+grep -q nonexistent "$tmp/e" || fail "bad dir: message does not name it"
+
+# --- open it headless
+flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+    --disable-background-networking --disable-component-update --disable-sync
+    --disable-dev-shm-usage --hide-scrollbars)
+url="file://$tmp/report.html"
+run_browser() { # run_browser PROFILE_DIR args...
+    local prof=$1
+    shift
+    timeout 180 "$browser" "${flags[@]}" --user-data-dir="$prof" "$@" 2>"$tmp/browser.err"
+}
+if ! run_browser "$(mktemp -d -p "$tmp")" --window-size=1400,2400 --dump-dom "$url#selftest" \
+    >"$tmp/dom.html"; then
+    tail -20 "$tmp/browser.err" >&2
+    fail "chromium --dump-dom failed"
+fi
+body=$(grep -o '<body[^>]*>' "$tmp/dom.html" | head -1)
+echo "report_chromium: $body"
+attr() { printf '%s' "$body" | sed -n "s/.* $1=\"\\([^\"]*\\)\".*/\\1/p"; }
+drawn=$(attr data-charts-drawn)
+expected=$(attr data-charts-expected)
+errors=$(attr data-errors)
+selftest=$(attr data-selftest)
+[ -n "$drawn" ] || fail "the page script did not run (no data-charts-drawn)"
+[ -n "$expected" ] && [ "$expected" -ge 9 ] 2>/dev/null || fail "expected charts: '$expected'"
+[ "$drawn" = "$expected" ] || fail "charts drawn $drawn of $expected (missing: $(attr data-charts-missing))"
+[ "$errors" = "0" ] || fail "script errors: $errors: $(sed -n '/id="errors"/,/<\/pre>/p' "$tmp/dom.html")"
+case $selftest in
+ok*) ;;
+*) fail "self-test: '$selftest'" ;;
+esac
+# every chart container holds an SVG
+for id in chart-pareto chart-sweep chart-gpu-state chart-gpu-class chart-training chart-leases \
+    chart-team-hours chart-class-hours chart-team-loss; do
+    grep -q "id=\"$id\"><h3>[^<]*</h3>.*<svg" "$tmp/dom.html" || fail "chart $id has no SVG"
+done
+grep -q '<ol><li><span class="q">' "$tmp/dom.html" || fail "the five questions are missing"
+
+# --- screenshot
+rm -f "$shot"
+run_browser "$(mktemp -d -p "$tmp")" --window-size=1400,2400 --screenshot="$shot" "$url" \
+    >/dev/null || fail "chromium --screenshot failed"
+if [ -s "$shot" ] && [ "$(stat -c %s "$shot")" -gt 20000 ]; then
+    echo "report_chromium: screenshot $shot"
+else
+    fail "no (or an empty) screenshot at $shot"
+fi
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails check(s) failed" >&2
+    exit 1
+fi
+echo "report_chromium: ok"

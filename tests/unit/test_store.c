@@ -1,0 +1,478 @@
+/* The SQLite store (src/store): migrations from an empty database and on
+ * re-open, the event log (append, claim, replay, pending, feed), job
+ * uniqueness and listing, usage snapshots, and fault injection: whichever
+ * store call fails, a transaction leaves nothing half-written. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+typedef struct fx {
+    char dir[64];
+    char path[128];
+} fx_t;
+
+static int setup(void **state)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/tide-store-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/t.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    free(f);
+    return 0;
+}
+
+static tide_store_t *open_ok(const char *path)
+{
+    tide_error_t err = {0};
+    tide_store_t *s = tide_store_open(path, &err);
+    if (!s)
+        fail_msg("open %s: %s", path, err.msg);
+    return s;
+}
+
+static tide_job_spec_t spec(const char *id, const char *team)
+{
+    return (tide_job_spec_t){.id = id, .team = team, .priority = 2, .gpus = 8, .gang_gpus = 8,
+                             .dp_min = 1, .duration_s = 3600, .ckpt_interval_s = 1800,
+                             .ckpt_s = 60, .restore_s = 120};
+}
+
+static int insert_job(tide_store_t *s, const char *id, const char *team, tide_error_t *err)
+{
+    tide_store_job_t j = {.spec = spec(id, team), .submitted_s = 5, .updated_s = 5};
+    return tide_store_job_insert(s, &j, err);
+}
+
+/* --------------------------------------------------------------- schema */
+
+static void test_migrations(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    int latest = tide_store_schema_latest();
+    assert_true(latest >= 1);
+    tide_store_t *s = open_ok(f->path);
+    assert_int_equal(tide_store_version(s, &err), latest);
+    assert_int_equal(tide_store_meta_set(s, "k", "v1", &err), 0);
+    char *v = tide_store_meta_get(s, "missing", &err);
+    assert_null(v);
+    assert_int_equal(err.code, TIDE_ENOENT);
+    tide_store_close(s);
+    /* re-open: nothing to migrate, data kept */
+    s = open_ok(f->path);
+    assert_int_equal(tide_store_version(s, &err), latest);
+    v = tide_store_meta_get(s, "k", &err);
+    assert_string_equal(v, "v1");
+    free(v);
+    assert_int_equal(tide_store_meta_set(s, "k", "v2", &err), 0);
+    v = tide_store_meta_get(s, "k", &err);
+    assert_string_equal(v, "v2");
+    free(v);
+    tide_store_close(s);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+    fx_t *f = *state;
+    tide_store_t *s = open_ok(f->path);
+    tide_store_close(s);
+    /* pretend a newer tide wrote it */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_version VALUES (999, 'later')", NULL,
+                                  NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    tide_error_t err = {0};
+    assert_null(tide_store_open(f->path, &err));
+    assert_int_equal(err.code, TIDE_ESTATE);
+    assert_non_null(strstr(err.msg, "newer"));
+}
+
+static void test_not_a_database(void **state)
+{
+    fx_t *f = *state;
+    FILE *fp = fopen(f->path, "w");
+    assert_non_null(fp);
+    fputs("this is not a database, just text that is long enough to be a header....\n", fp);
+    fclose(fp);
+    tide_error_t err = {0};
+    assert_null(tide_store_open(f->path, &err));
+    assert_int_equal(err.code, TIDE_EIO);
+}
+
+/* ----------------------------------------------------------------- jobs */
+
+typedef struct list_ctx {
+    char ids[16][32];
+    int n;
+} list_ctx_t;
+
+static int collect(void *ctx, const tide_store_job_t *j)
+{
+    list_ctx_t *c = ctx;
+    if (c->n < 16)
+        snprintf(c->ids[c->n++], 32, "%s", j->spec.id);
+    return 0;
+}
+
+static void test_jobs_unique(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_store_t *s = open_ok(f->path);
+    assert_int_equal(insert_job(s, "a", "t1", &err), 0);
+    assert_int_equal(insert_job(s, "b", "t2", &err), 0);
+    assert_int_equal(insert_job(s, "a", "t2", &err), -1);
+    assert_int_equal(err.code, TIDE_EEXIST);
+    assert_int_equal(tide_store_jobs_count(s, &err), 2);
+    tide_store_job_t j;
+    assert_int_equal(tide_store_job_get(s, "a", &j, &err), 0);
+    assert_string_equal(j.spec.team, "t1");
+    assert_string_equal(j.state, "queued");
+    assert_int_equal(j.spec.gpus, 8);
+    tide_store_job_free(&j);
+    assert_int_equal(tide_store_job_get(s, "zz", &j, &err), -1);
+    assert_int_equal(err.code, TIDE_ENOENT);
+    assert_int_equal(tide_store_job_set_state(s, "b", "running", 9, &err), 0);
+    assert_int_equal(tide_store_job_set_state(s, "zz", "running", 9, &err), -1);
+    /* filters and cursor */
+    assert_int_equal(insert_job(s, "c", "t1", &err), 0);
+    list_ctx_t c = {0};
+    tide_store_job_filter_t fl = {.team = "t1"};
+    assert_int_equal(tide_store_jobs_list(s, &fl, collect, &c, &err), 2);
+    assert_string_equal(c.ids[0], "a");
+    assert_string_equal(c.ids[1], "c");
+    memset(&c, 0, sizeof c);
+    fl = (tide_store_job_filter_t){.state = "running"};
+    assert_int_equal(tide_store_jobs_list(s, &fl, collect, &c, &err), 1);
+    assert_string_equal(c.ids[0], "b");
+    memset(&c, 0, sizeof c);
+    tide_store_job_get(s, "a", &j, &err);
+    fl = (tide_store_job_filter_t){.after_seq = j.seq, .limit = 1};
+    tide_store_job_free(&j);
+    assert_int_equal(tide_store_jobs_list(s, &fl, collect, &c, &err), 1);
+    assert_string_equal(c.ids[0], "b");
+    tide_store_close(s);
+    /* uniqueness survives a re-open (the sequence continues) */
+    s = open_ok(f->path);
+    assert_int_equal(insert_job(s, "a", "t1", &err), -1);
+    assert_int_equal(err.code, TIDE_EEXIST);
+    assert_int_equal(insert_job(s, "d", "t1", &err), 0);
+    tide_store_close(s);
+}
+
+/* --------------------------------------------------------------- events */
+
+typedef struct rec {
+    int64_t step[8];
+    tide_time_t t[8];
+    int nev[8], nact[8];
+    int kinds[8][4];
+    char job0[8][32];
+    int gpus0[8];
+    int n;
+} rec_t;
+
+static int on_step(void *ctx, int64_t step, tide_time_t t, const tide_store_event_t *ev, size_t n,
+                   const tide_store_action_rec_t *a, size_t na)
+{
+    rec_t *r = ctx;
+    assert_true(r->n < 8);
+    r->step[r->n] = step;
+    r->t[r->n] = t;
+    r->nev[r->n] = (int)n;
+    r->nact[r->n] = (int)na;
+    for (size_t i = 0; i < n && i < 4; i++)
+        r->kinds[r->n][i] = ev[i].ev.kind;
+    if (n && ev[0].job_id)
+        snprintf(r->job0[r->n], 32, "%s", ev[0].job_id);
+    if (n && ev[0].ev.kind == TIDE_EV_JOB_SUBMIT) {
+        assert_non_null(ev[0].ev.job_spec);
+        r->gpus0[r->n] = ev[0].ev.job_spec->gpus;
+        assert_non_null(ev[0].ev.job_spec->team);
+    }
+    if (na) {
+        assert_int_equal(a[0].kind, TIDE_ACT_JOB_START);
+        assert_int_equal(a[0].width, 1);
+        assert_int_equal(a[0].n_gpus, 8);
+    }
+    r->n++;
+    return 0;
+}
+
+static void test_event_log(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_store_t *s = open_ok(f->path);
+    /* an accepted submit (pending), then a step that feeds it */
+    assert_int_equal(tide_store_begin(s, &err), 0);
+    assert_int_equal(insert_job(s, "j1", "t1", &err), 0);
+    tide_store_event_t e1 = {.time_s = 10,
+                             .ev = {.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1,
+                                    .replica = -1, .node = -1},
+                             .job_id = "j1", .source = "api"};
+    assert_int_equal(tide_store_event_append(s, &e1, &err), 0);
+    assert_int_equal(tide_store_commit(s, &err), 0);
+    assert_true(e1.seq > 0);
+    rec_t r = {0};
+    assert_int_equal(tide_store_pending(s, on_step, &r, &err), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.nev[0], 1);
+    assert_int_equal(r.gpus0[0], 8);
+
+    assert_int_equal(tide_store_begin(s, &err), 0);
+    assert_int_equal(tide_store_step_append(s, 1, 10, 1, &err), 0);
+    assert_int_equal(tide_store_events_claim(s, 1, &err), 1);
+    tide_action_t a = {.kind = TIDE_ACT_JOB_START, .job = 0, .service = -1, .replica = -1,
+                       .lease = -1, .width = 1, .n_gpus = 8};
+    int32_t gpus[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    assert_int_equal(tide_store_action_append(s, 1, 10, &a, gpus, "j1", NULL, &err), 0);
+    assert_int_equal(tide_store_commit(s, &err), 0);
+    /* an empty step (tick) and a step of another epoch */
+    assert_int_equal(tide_store_begin(s, &err), 0);
+    assert_int_equal(tide_store_step_append(s, 2, 70, 1, &err), 0);
+    tide_store_event_t e2 = {.step = 2, .time_s = 70,
+                             .ev = {.kind = TIDE_EV_JOB_PHASE, .job = 0, .service = -1,
+                                    .replica = -1, .node = -1, .phase = TIDE_PHASE_TRAINING,
+                                    .value = 12.5},
+                             .job_id = "j1", .source = "backend"};
+    assert_int_equal(tide_store_event_append(s, &e2, &err), 0);
+    assert_int_equal(tide_store_step_append(s, 3, 80, 2, &err), 0);
+    assert_int_equal(tide_store_commit(s, &err), 0);
+    tide_store_close(s);
+
+    s = open_ok(f->path);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_store_replay(s, 1, on_step, &r, &err), 0);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.step[0], 1);
+    assert_int_equal(r.t[0], 10);
+    assert_int_equal(r.nev[0], 1);
+    assert_int_equal(r.kinds[0][0], TIDE_EV_JOB_SUBMIT);
+    assert_string_equal(r.job0[0], "j1");
+    assert_int_equal(r.nact[0], 1);
+    assert_int_equal(r.nev[1], 1);
+    assert_int_equal(r.kinds[1][0], TIDE_EV_JOB_PHASE);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_store_replay(s, 2, on_step, &r, &err), 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.nev[0], 0);
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_store_pending(s, on_step, &r, &err), 0);
+    assert_int_equal(r.n, 0); /* nothing pending any more */
+    int64_t last;
+    tide_time_t lt;
+    assert_int_equal(tide_store_last_step(s, &last, &lt, &err), 0);
+    assert_int_equal(last, 3);
+    assert_int_equal(lt, 80);
+    /* the sequence shared by events and actions continues after a re-open */
+    tide_store_event_t e3 = {.time_s = 90, .ev = {.kind = TIDE_EV_TICK, .job = -1, .service = -1,
+                                                   .replica = -1, .node = -1}};
+    assert_int_equal(tide_store_event_append(s, &e3, &err), 0);
+    assert_int_equal(e3.seq, e2.seq + 1);
+    tide_store_close(s);
+}
+
+typedef struct feed {
+    int n, actions;
+    int64_t last;
+    char kinds[8][24];
+} feed_t;
+
+static int on_feed(void *ctx, const tide_store_feed_row_t *r)
+{
+    feed_t *f = ctx;
+    assert_true(r->seq > f->last);
+    f->last = r->seq;
+    if (f->n < 8)
+        snprintf(f->kinds[f->n], 24, "%s", r->kind);
+    f->n++;
+    f->actions += r->is_action;
+    return 0;
+}
+
+static void test_feed(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_store_t *s = open_ok(f->path);
+    tide_store_event_t t = {.time_s = 1, .ev = {.kind = TIDE_EV_TICK, .job = -1, .service = -1,
+                                                 .replica = -1, .node = -1}};
+    tide_store_event_t d = {.time_s = 1, .ev = {.kind = TIDE_EV_DEMAND, .job = -1, .service = 0,
+                                                 .replica = -1, .node = -1, .value = 3},
+                            .service_name = "chat"};
+    assert_int_equal(tide_store_event_append(s, &t, &err), 0);
+    assert_int_equal(tide_store_event_append(s, &d, &err), 0);
+    tide_action_t a = {.kind = TIDE_ACT_REPLICA_START, .reason = TIDE_R_SCALE, .job = -1,
+                       .service = 0, .replica = 0, .lease = -1, .n_gpus = 8};
+    assert_int_equal(tide_store_action_append(s, 1, 1, &a, NULL, NULL, "chat", &err), 0);
+    feed_t fd = {0};
+    assert_int_equal(tide_store_feed(s, 0, 100, on_feed, &fd, &err), 2);
+    assert_int_equal(fd.actions, 1);
+    assert_string_equal(fd.kinds[0], "demand");
+    assert_string_equal(fd.kinds[1], "replica_start");
+    feed_t fd2 = {.last = fd.last};
+    assert_int_equal(tide_store_feed(s, fd.last, 100, on_feed, &fd2, &err), 0);
+    tide_store_close(s);
+}
+
+/* ----------------------------------------------------------------- usage */
+
+typedef struct usum {
+    double sum;
+    int n;
+} usum_t;
+
+static int on_usage(void *ctx, const tide_store_usage_t *r)
+{
+    usum_t *u = ctx;
+    u->sum += r->gpu_s;
+    u->n++;
+    return 0;
+}
+
+static void test_usage(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_store_t *s = open_ok(f->path);
+    tide_store_usage_t rows[2] = {{"team", "t1", "p2", "training", "D", 100},
+                                  {"idle", "", "none", "idle", "B", 50}};
+    assert_int_equal(tide_store_usage_put(s, 3600, rows, 2, &err), 0);
+    rows[0].gpu_s = 300;
+    assert_int_equal(tide_store_usage_put(s, 7200, rows, 1, &err), 0);
+    usum_t u = {0};
+    tide_time_t at;
+    assert_int_equal(tide_store_usage_at(s, 100, &at, on_usage, &u, &err), 0);
+    assert_int_equal(at, -1);
+    assert_int_equal(tide_store_usage_at(s, 5000, &at, on_usage, &u, &err), 0);
+    assert_int_equal(at, 3600);
+    assert_int_equal(u.n, 2);
+    assert_true(u.sum == 150);
+    u = (usum_t){0};
+    assert_int_equal(tide_store_usage_at(s, 9999, &at, on_usage, &u, &err), 0);
+    assert_int_equal(at, 7200);
+    assert_true(u.sum == 300);
+    assert_int_equal(tide_store_usage_last(s, &at, &err), 0);
+    assert_int_equal(at, 7200);
+    tide_store_close(s);
+}
+
+/* --------------------------------------------------------------- faults */
+
+/* Rows of a table, read with a separate connection (what a new process sees). */
+static int count_rows(const char *path, const char *table)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return -1;
+    }
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* The daemon's submit transaction: job row + pending event; then a step
+ * transaction: step row + claim + action. The n-th call fails: either all of
+ * a transaction is there or none of it. */
+static void test_fault_injection(void **state)
+{
+    fx_t *f = *state;
+    int failures = 0;
+    for (long n = 1; n <= 12; n++) {
+        unlink(f->path);
+        char wal[160];
+        snprintf(wal, sizeof wal, "%s-wal", f->path);
+        unlink(wal);
+        tide_store_t *s = open_ok(f->path);
+        tide_error_t err = {0};
+        tide_store_fail_at(s, n);
+        int ok1 = tide_store_begin(s, &err) == 0;
+        tide_store_job_t j = {.spec = spec("j", "t"), .submitted_s = 1, .updated_s = 1};
+        tide_store_event_t e = {.time_s = 1, .ev = {.kind = TIDE_EV_JOB_SUBMIT, .job = -1,
+                                                    .service = -1, .replica = -1, .node = -1},
+                                .job_id = "j", .source = "api"};
+        ok1 = ok1 && tide_store_job_insert(s, &j, &err) == 0;
+        ok1 = ok1 && tide_store_event_append(s, &e, &err) == 0;
+        ok1 = ok1 && tide_store_commit(s, &err) == 0;
+        if (!ok1) {
+            tide_store_rollback(s);
+            assert_non_null(strstr(err.msg, "injected"));
+        }
+        int ok2 = 0;
+        if (ok1) {
+            tide_action_t a = {.kind = TIDE_ACT_JOB_START, .job = 0, .service = -1,
+                               .replica = -1, .lease = -1, .width = 1, .n_gpus = 8};
+            ok2 = tide_store_begin(s, &err) == 0;
+            ok2 = ok2 && tide_store_step_append(s, 1, 1, 1, &err) == 0;
+            ok2 = ok2 && tide_store_events_claim(s, 1, &err) >= 0;
+            ok2 = ok2 && tide_store_action_append(s, 1, 1, &a, NULL, "j", NULL, &err) == 0;
+            ok2 = ok2 && tide_store_commit(s, &err) == 0;
+            if (!ok2)
+                tide_store_rollback(s);
+        }
+        failures += !ok1 || !ok2;
+        tide_store_close(s);
+        int jobs = count_rows(f->path, "jobs"), evs = count_rows(f->path, "events_in");
+        int steps = count_rows(f->path, "steps"), acts = count_rows(f->path, "actions");
+        assert_true(jobs >= 0 && evs >= 0 && steps >= 0 && acts >= 0);
+        /* first transaction: all or nothing */
+        assert_int_equal(jobs, ok1 ? 1 : 0);
+        assert_int_equal(evs, ok1 ? 1 : 0);
+        /* second: all or nothing */
+        assert_int_equal(steps, ok2 ? 1 : 0);
+        assert_int_equal(acts, ok2 ? 1 : 0);
+        /* the pending event is claimed exactly when the step is there */
+        s = open_ok(f->path);
+        rec_t r = {0};
+        assert_int_equal(tide_store_pending(s, on_step, &r, &err), 0);
+        assert_int_equal(r.n, ok1 && !ok2 ? 1 : 0);
+        tide_store_close(s);
+    }
+    assert_true(failures >= 8); /* each of the 9 calls failed once */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jobs_unique, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_feed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_usage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
