@@ -44,6 +44,7 @@ static void sim_usage(FILE *f)
             "                          point or submission rounded up to a whole day)\n"
             "      --interval D        timeline period (default 5m)\n"
             "      --out DIR           output directory, created if missing (required)\n"
+            "      --fairshare on|off  fair share (default on, or the cluster file's)\n"
             "      --check             check the engine's invariants after every step (slow)\n"
             "      --progress          progress lines on stderr (default only on a terminal)\n"
             "      --inject LIST       inject faults (comma-separated, repeatable): burst:2x@36h+2h,\n"
@@ -91,6 +92,7 @@ typedef struct cmdline {
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
+    int fairshare; /* -1 not given */
     tide_inject_t inject; /* --inject (owned) */
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
 } cmdline_t;
@@ -197,6 +199,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         {"interval", required_argument, NULL, O_INTERVAL},
         {"out", required_argument, NULL, O_OUT},
         {"check", no_argument, NULL, O_CHECK},
+        {"fairshare", required_argument, NULL, 1999},
         {"progress", no_argument, NULL, O_PROGRESS},
         {"inject", required_argument, NULL, O_INJECT},
         {"report", required_argument, NULL, O_REPORT},
@@ -259,6 +262,11 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
                 return bad("--interval: '%s' is not a positive duration (90s, 15m, 36h, 14d)",
                            optarg);
             break;
+        case 1999:
+            if (!strcmp(optarg, "on")) c->fairshare = 1;
+            else if (!strcmp(optarg, "off")) c->fairshare = 0;
+            else return bad("--fairshare: '%s' is not on or off", optarg);
+            break;
         case 'h': sim_usage(stdout); return 0;
         case ':': return bad("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -290,6 +298,7 @@ typedef struct inputs {
     tide_services_t *svcs;
     tide_demand_t *dem;
     tide_jobs_t *jobs;
+    tide_governance_t gov;
 } inputs_t;
 
 static void inputs_free(inputs_t *in)
@@ -298,12 +307,13 @@ static void inputs_free(inputs_t *in)
     tide_demand_free(in->dem);
     tide_services_free(in->svcs);
     tide_cluster_destroy(in->cluster);
+    tide_governance_free(&in->gov);
 }
 
 static int load_inputs(const cmdline_t *c, inputs_t *in, tide_error_t *err)
 {
-    in->cluster = c->cluster ? tide_cluster_file_from_arg(c->cluster, err)
-                             : tide_cluster_file_load(c->cluster_file, err);
+    in->cluster = c->cluster ? tide_cluster_file_from_arg_ex(c->cluster, &in->gov, err)
+                             : tide_cluster_file_load_ex(c->cluster_file, &in->gov, err);
     if (!in->cluster)
         return tide_err_prefix(err, "%s: ", c->cluster ? "--cluster" : "--cluster-file");
     tide_read_opts_t ro = {.cluster = in->cluster};
@@ -346,7 +356,7 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
 
 int tide_cmd_sim(int argc, char **argv)
 {
-    cmdline_t c = {.reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
+    cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
                    .margin = -1};
     inputs_t in = {0};
     tide_error_t err = {0};
@@ -378,6 +388,10 @@ int tide_cmd_sim(int argc, char **argv)
     o.table = stdout;
     o.progress = c.progress;
     o.check = c.check;
+    tide_governance_apply(&in.gov, NULL, &o.cfg, NULL);
+    if (c.fairshare >= 0)
+        o.cfg.fairshare = c.fairshare;
+    o.governance = &in.gov;
     o.inject = &c.inject;
     o.job_ckpt_gb = in.jobs->ckpt_gb;
     o.service_weights_gb = in.svcs->weights_gb;

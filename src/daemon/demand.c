@@ -49,6 +49,7 @@ void dmn_demand_apply(tide_daemon_t *d, const dfetch_t *f, tide_time_t now)
             if (!s->up)
                 dmn_log(d, "demand source for %s is up (%.3f rps)", s->service, f[i].value);
             s->up = 1;
+            s->down_reported = 0;
             s->last_err[0] = '\0';
             if (s->fed_t < 0 || f[i].value != s->fed_value || now - s->fed_t >= REFEED_S) {
                 tide_event_t ev = {.kind = TIDE_EV_DEMAND, .job = -1, .service = s->svc,
@@ -71,11 +72,13 @@ void dmn_demand_apply(tide_daemon_t *d, const dfetch_t *f, tide_time_t now)
         else
             snprintf(s->last_err, sizeof s->last_err, "no fresh value for %d ticks", s->misses);
         int down = (!f[i].ok && !f[i].empty) || s->misses >= STALE_TICKS;
-        if (down && (s->up || s->misses == 1 || s->misses == STALE_TICKS))
+        if (down && !s->down_reported) {
+            s->down_reported = 1;
             dmn_log(d,
                     "demand source for %s is down (%s): feeding nothing, the engine keeps its "
                     "forecast and margin",
                     s->service, s->last_err);
+        }
         if (down)
             s->up = 0;
     }

@@ -63,6 +63,7 @@ typedef struct dsrc {
     int have;
     int misses;          /* ticks without a fresh value */
     int up;              /* tide_demand_source_up */
+    int down_reported;   /* the outage was logged */
     double fed_value;    /* last value fed to the engine */
     tide_time_t fed_t;   /* when (-1 never) */
     char last_err[sizeof(((tide_error_t *)0)->msg)];

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sim/csv.h"
+#include "sim/usage.h"
 #include "sim/world.h"
 #include "util/util.h"
 
@@ -315,6 +316,7 @@ typedef struct run {
     snap_t *pending;             /* timeline boundaries passed while down */
     size_t npending, cappending;
     fault_stats_t fs;
+    tide_usage_t *usage;         /* usage.csv writer */
 } run_t;
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
@@ -790,8 +792,10 @@ static int replay(run_t *r, tide_error_t *err)
         if (t == boundary) {
             if (r->down)
                 defer_row(r, t);
-            else
+            else {
                 timeline_row(r, t);
+                tide_usage_sample(r->usage, r->policy, t, r->e);
+            }
             boundary = TIDE_MIN(t + r->interval, r->horizon);
         }
         if (t >= r->horizon)
@@ -1129,7 +1133,8 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
         memset(r->node_up, 1, (size_t)(nodes > 0 ? nodes : 1));
     }
     json_t *res = NULL;
-    if (add_services(r, err) == 0 && replay(r, err) == 0) {
+    if (tide_governance_apply(o->governance, r->e, NULL, err) == 0 && add_services(r, err) == 0 &&
+        replay(r, err) == 0) {
         tide_stats_t st;
         tide_engine_stats(r->e, &st);
         if (*oracle < 0)
@@ -1280,6 +1285,12 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
         fclose(out.tl);
         return -1;
     }
+    tide_usage_t *usage = tide_usage_open(o->out_dir, o->governance, err);
+    if (!usage) {
+        fclose(out.tl);
+        fclose(out.ev);
+        return -1;
+    }
     fputs(TIMELINE_HEADER, out.tl);
     fputs(EVENTS_HEADER, out.ev);
 
@@ -1300,7 +1311,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
         run_t r = {.o = o, .policy = names[i], .horizon = horizon, .interval = interval,
                    .job_order = job_order, .dem_order = dem_order, .tl = out.tl,
                    .evf = out.ev, .show_progress = show,
-                   .sched = o->inject && o->inject->n > 0 ? &sched : NULL};
+                   .sched = o->inject && o->inject->n > 0 ? &sched : NULL, .usage = usage};
         tab[i].policy = names[i];
         tide_error_t perr = {0};
         json_t *pj = run_policy(&r, &tab[i], &oracle, &perr);
@@ -1317,6 +1328,8 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     if (close_out(out.tl, out.tl_path, err) != 0)
         rc = -1;
     if (close_out(out.ev, out.ev_path, rc ? NULL : err) != 0)
+        rc = -1;
+    if (tide_usage_close(usage, rc ? NULL : err) != 0)
         rc = -1;
     if (rc == 0 && write_summary(o, &out, horizon, oracle, pols, err) != 0)
         rc = -1;

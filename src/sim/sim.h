@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sim/governance.h"
 #include "sim/inject.h"
 #include "sim/workload_io.h"
 #include "sim/world.h"
@@ -54,6 +55,7 @@ typedef struct tide_sim_opts {
     int progress;                        /* 1: progress lines on stderr even if not a TTY */
     int check;                           /* 1: tide_engine_check after every step */
     const tide_inject_t *inject;         /* faults to inject (NULL = none; docs/sim.md) */
+    const tide_governance_t *governance; /* teams, prices (NULL = none; docs/governance.md) */
     const double *job_ckpt_gb;           /* parallel to jobs: GB per checkpoint (NULL =
                                             TIDE_IO_CKPT_GB_PER_GPU x gpus) */
     const double *service_weights_gb;    /* parallel to services: GB of weights per replica

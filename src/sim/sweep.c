@@ -92,6 +92,8 @@ static int parse_item(const char *item, size_t n, tide_sweep_grid_t *g, tide_err
         return tide_errf(err, TIDE_EINVAL, "--sweep: item too long ('%.40s...')", item);
     memcpy(buf, item, n);
     buf[n] = '\0';
+    char orig[256]; /* buf is split in place below; messages quote the item */
+    memcpy(orig, buf, n + 1);
     char *eq = strchr(buf, '=');
     if (!eq)
         return tide_errf(err, TIDE_EINVAL, "--sweep: '%s' is not KEY=VALUE or KEY=LO:HI:STEP",
@@ -115,7 +117,7 @@ static int parse_item(const char *item, size_t n, tide_sweep_grid_t *g, tide_err
         if (*s == ':' || *s == '\0') {
             int end = *s == '\0';
             if (np == 3)
-                return tide_errf(err, TIDE_EINVAL, "--sweep: '%s': a range is LO:HI:STEP", buf);
+                return tide_errf(err, TIDE_EINVAL, "--sweep: '%s': a range is LO:HI:STEP", orig);
             parts[np++] = rest;
             *s = '\0';
             rest = s + 1;
@@ -125,7 +127,7 @@ static int parse_item(const char *item, size_t n, tide_sweep_grid_t *g, tide_err
     }
     if (np == 2)
         return tide_errf(err, TIDE_EINVAL, "--sweep: '%s': a range is LO:HI:STEP (the step is "
-                         "required)", buf);
+                         "required)", orig);
     double lo = 0, hi = 0, step = 0;
     const char *what = k->duration ? "a duration (300, 5m, 1h)" :
                        k->integer  ? "a whole number" : "a number";

@@ -43,7 +43,8 @@ kill -TERM "$xpid" 2>/dev/null # start no more requests; those in flight finish
 wait "$xpid"
 # xargs' children (sh + curl, named by the burst file in their arguments) may still be
 # writing their last lines
-poll_until 15 sh -c "! pgrep -f '$tmp/burst.txt'" || fail "burst requests still running 15 s after the kill"
+burst_done() { ! pgrep -f "$tmp/burst.txt" >/dev/null; }
+poll_until 15 burst_done || fail "burst requests still running 15 s after the kill"
 ok201=$(grep -c ' 201$' "$tmp/burst.txt")
 other=$(grep -vc ' 201$' "$tmp/burst.txt")
 echo "burst: $ok201 answered 201, $other not (killed in flight or refused)" >&2

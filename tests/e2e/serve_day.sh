@@ -44,7 +44,7 @@ rps_at() { # rps_at ENGINE_SECONDS
         if [ "$r" != "$last" ]; then
             curl -s -o /dev/null --max-time 5 -X POST -H 'Content-Type: application/json' \
                 --data-binary "{\"rps\": $r}" "$SERVE_URL/v1/services/chat/demand" || break
-            echo "$n $r" >>"$tmp/demand.log"
+            echo "$n $r" >>"$tmp/demand.txt"
             last=$r
         fi
         [ "$n" -ge $((day0 + 86400 + 2 * 3600)) ] && break
