@@ -111,12 +111,14 @@ typedef enum tide_event_kind {
     TIDE_EV_JOB_PHASE,       /* job, phase (tide_phase_t), value = progress */
     TIDE_EV_CKPT_COMMITTED,  /* job, value = progress saved (manifest committed) */
     TIDE_EV_JOB_FINISHED,    /* job completed its work */
-    TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts */
+    TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts (value: progress
+                                reached, when known; 0 = the engine's estimate) */
     TIDE_EV_NODE_FAILED,     /* node */
     TIDE_EV_NODE_RECOVERED,  /* node */
     TIDE_EV_JOB_EXPIRED,     /* job: the backend ended it at its lease deadline
                                 (e.g. while tide was down); work since the last
-                                commit is lost, the job is requeued */
+                                commit is lost, the job is requeued (value:
+                                progress reached, when known) */
     TIDE_EV_KIND_COUNT
 } tide_event_kind_t;
 

@@ -455,6 +455,21 @@ static void node_set(tide_engine_t *e, int n, int up)
     e->sched_dirty = e->infer_dirty = 1;
 }
 
+/* A failure or expiry may carry the progress the job had reached when it
+ * ended (value > 0): more exact than the engine's extrapolation when the
+ * report comes late (e.g. after tide was down). */
+static void report_progress(tide_engine_t *e, job_t *j, const tide_event_t *ev)
+{
+    if (!(ev->value > 0) || !isfinite(ev->value))
+        return;
+    acct_job_set(e, j, 0);
+    j->progress = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
+    if (j->progress < j->committed)
+        j->progress = j->committed;
+    j->progress_at = e->now;
+    acct_job_set(e, j, 1);
+}
+
 static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 {
     job_t *j;
@@ -490,11 +505,13 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
     case TIDE_EV_RANK_FAILED:
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
+        report_progress(e, j, ev);
         job_stop(e, ev->job, TIDE_R_FAILURE, 1);
         return 0;
     case TIDE_EV_JOB_EXPIRED:
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
+        report_progress(e, j, ev);
         job_stop(e, ev->job, TIDE_R_DEADLINE, 1);
         return 0;
     case TIDE_EV_NODE_FAILED:

@@ -262,6 +262,11 @@ void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
     double lost = 0;
     if (reason != TIDE_R_COMPLETE)
         lost = job_progress_now(j, e->now) - j->committed;
+    if (reason == TIDE_R_DEADLINE && j->state == TIDE_JOB_RECLAIMING && j->notice_at >= 0)
+        /* a checkpoint that missed its deadline took at least this long: a
+         * censored sample that still pushes the measured P99 (and the next
+         * deadlines and lead times) up */
+        samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
     acct_job_set(e, j, 0);
     acct_lost(e, j, lost);
     for (int k = 0; k < j->alloc.n; k++)

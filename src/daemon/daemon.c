@@ -108,7 +108,10 @@ static void devq_drop_front(devq_t *q, size_t k)
 {
     for (size_t i = 0; i < k; i++)
         dev_free(&q->v[i]);
-    memmove(q->v, q->v + k, (q->n - k) * sizeof *q->v);
+    if (k == 0)
+        return;
+    if (q->n > k)
+        memmove(q->v, q->v + k, (q->n - k) * sizeof *q->v);
     q->n -= k;
     /* submits point their job_spec at their own spec: re-link after moving */
     for (size_t i = 0; i < q->n; i++)
@@ -1371,8 +1374,13 @@ tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err)
         d->svcs = svcs_copy(o->services, o->n_services);
         d->n_svcs = o->n_services;
     }
+    d->wall0 = wall(d);
     if (rebuild(d, err) < 0)
         goto fail;
+    /* the engine clock resumes at the last recorded time */
+    d->t0 = d->now;
+    d->last_clock = d->now;
+    d->wall0 = wall(d);
     /* teams of the cluster file that the engine does not have yet */
     int changed = 0;
     if (o->gov && teams_accept(d, o->gov, &changed, err) < 0)
@@ -1396,9 +1404,6 @@ tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err)
         size_t cap = d->n_src;
         TIDE_PUSH(d->src, d->n_src, cap, src);
     }
-    d->t0 = d->now;
-    d->last_clock = d->now;
-    d->wall0 = wall(d);
     d->next_usage = 0;
     tide_time_t ut;
     if (tide_store_usage_last(d->st, &ut, err) < 0)

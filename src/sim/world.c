@@ -706,13 +706,14 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         break;
     case W_LEASE_EXPIRE: {
         /* the last phase report now, EV_JOB_EXPIRED right after it */
-        double lost = job_loss(j, x->t);
+        (void)job_loss(j, x->t); /* brings progress up to now */
+        double reached = j->progress;
         ev->kind = TIDE_EV_JOB_PHASE;
         ev->phase = j->phase;
         ev->value = j->progress;
         job_end(w, x->t, j);
         heap_push(w, (wentry_t){.t = x->t, .kind = W_NOTE_EXPIRED, .id = x->id, .gen = j->run,
-                                .value = lost});
+                                .value = reached});
         break;
     }
     case W_NOTE_LAST:
@@ -854,12 +855,13 @@ int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *
     wjob_t *j = active_job(w, job);
     if (!j)
         return -1;
-    double l = job_loss(j, now);
+    double l = job_loss(j, now), reached = j->progress;
     if (w->ctl_down)
         note_last(w, now, job, j);
     job_end(w, now, j);
+    /* the event carries the progress the job had reached (docs: engine.h) */
     heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
-                            .value = l});
+                            .value = reached});
     if (lost)
         *lost = l;
     return 0;

@@ -34,12 +34,11 @@ check() {
     fi
     [ "$want" -lt 400 ] && return
     local msg
-    msg=$(jq_ 'd["error"]["message"]' 2>/dev/null) || {
+    msg=$(jq_ 'd["error"]["message"] if isinstance(d["error"]["code"], str) else None' 2>/dev/null) || {
         fail "$what: error body is not {\"error\": {\"code\", \"message\"}}: $API_BODY"
         return
     }
-    jq_ 'd["error"]["code"]' >/dev/null 2>&1 || fail "$what: no error.code in $API_BODY"
-    [ -n "$msg" ] || fail "$what: empty error message"
+    [ -n "$msg" ] && [ "$msg" != None ] || fail "$what: empty error message or code: $API_BODY"
     if [ -n "$pat" ] && ! grep -Eqi -- "$pat" <<<"$msg"; then
         fail "$what: message '$msg' does not name /$pat/"
     fi

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -300,11 +301,17 @@ static void run_case(const simcase_t *sc, result_t *r)
 
 static void free_result(result_t *r)
 {
-    static const char *const files[] = {"events.csv", "timeline.csv", "summary.json"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char path[128];
-        snprintf(path, sizeof path, "%s/%s", r->dir, files[i]);
-        unlink(path);
+    DIR *d = opendir(r->dir); /* every output file (the driver may write more than three) */
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", r->dir, de->d_name);
+            unlink(path);
+        }
+        closedir(d);
     }
     rmdir(r->dir);
     json_decref(r->summary);
@@ -649,7 +656,7 @@ static void ctl_down_backend_expires_leases(void **state)
         assert_non_null(x);
         assert_int_equal(x->t, deadline);
         assert_int_equal(x->deadline, deadline);
-        assert_true(x->value > 0 && x->value <= 1800);
+        assert_true(x->value > 0); /* the progress the job had reached */
         /* reported when tide came back: the engine stops and requeues it (the
          * loss counted), then starts it again */
         const evrow_t *ex = find_ev(&r, "job_expired", leased[k], 0);
@@ -660,8 +667,9 @@ static void ctl_down_backend_expires_leases(void **state)
         assert_non_null(stop);
         assert_int_equal(stop->t, up);
         assert_string_equal(stop->reason, "deadline");
-        assert_float_equal(stop->value, x->value, 1e-6); /* the engine counts what the world lost */
-        lost += x->value * 8;
+        /* the engine counts what the world lost: work since the last commit */
+        assert_true(stop->value > 0 && stop->value <= 1800 && stop->value <= x->value);
+        lost += stop->value * 8;
         const evrow_t *st = find_ev(&r, "job_start", leased[k], down);
         assert_non_null(st);
         assert_int_equal(st->t, up);

@@ -73,17 +73,33 @@ typedef struct workload {
 
 static int type_ok(uint32_t mask, int type) { return !mask || (mask & (1u << type)); }
 
-/* The engine's submit rule: some accepted domain holds the gang, or the gang
- * is a multiple of it; dp_min gangs fit in the cluster. */
+/* Gangs that fit the empty cluster on accepted GPU types: inside one domain,
+ * or (larger than every domain) on whole domains of one size. */
+static int cap_empty(const workload_t *w, int gang, uint32_t types)
+{
+    int cap = 0;
+    if (gang <= w->max_dom) {
+        for (int d = 0; d < w->n_dom; d++)
+            if (type_ok(types, w->dom_type[d]) && gang <= w->dom_gpus[d])
+                cap += w->dom_gpus[d] / gang;
+        return cap;
+    }
+    for (int size = 1; size <= w->max_dom; size++) {
+        if (gang % size)
+            continue;
+        int n = 0;
+        for (int d = 0; d < w->n_dom; d++)
+            n += type_ok(types, w->dom_type[d]) && w->dom_gpus[d] == size;
+        cap += n / (gang / size);
+    }
+    return cap;
+}
+
+/* The submit contract: a job is accepted when dp_min of its gangs could be
+ * placed on the empty cluster (engine.c ev_submit). */
 static int gang_ok(const workload_t *w, int gang, int dp_min, uint32_t types)
 {
-    if (dp_min * gang > w->n_gpus)
-        return 0;
-    for (int d = 0; d < w->n_dom; d++)
-        if (type_ok(types, w->dom_type[d]) &&
-            (gang <= w->dom_gpus[d] || gang % w->dom_gpus[d] == 0))
-            return 1;
-    return 0;
+    return cap_empty(w, gang, types) >= dp_min;
 }
 
 static void make_cluster(workload_t *w, rng_t *r)
