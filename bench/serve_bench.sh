@@ -12,7 +12,8 @@
 #   - the same through the CLI, one process per call in a loop: `tide submit`, `tide job`.
 # Slurm: scripts/slurm-local.sh up (munge, slurmctld, 4 slurmd x 8 fake GPUs):
 #   - `sbatch --wrap=true -H` (held: nothing runs) in $CONNS parallel loops and in one loop;
-#   - `squeue -j ID` and `squeue` (the whole queue, first 50 lines kept) likewise.
+#   - `squeue -j ID` (random among the held jobs) and `squeue` (the whole queue: it has no
+#     server-side limit) likewise.
 # Each figure is requests completed / elapsed wall time over $SECS s. Results go to
 # bench/serve_results.md and stdout. When Slurm cannot come up, tide's figures are
 # still reported with the reason.
@@ -86,6 +87,8 @@ wrk_run() {
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else printf "-" }'; }
+# rate X: "1234/s" (one decimal below 10)
+rate() { awk -v x="$1" 'BEGIN { if (x == "") print "n/a"; else if (x < 10) printf "%.1f/s", x; else printf "%.0f/s", x }'; }
 
 # --------------------------------------------------------------------- tide
 
@@ -112,7 +115,7 @@ echo "bench-serve: wrk GET /v1/jobs?limit=50 for ${SECS}s" >&2
 read -r t_list t_list_bad t_list_p50 t_list_p99 < <(wrk_run list "$SERVE_URL/v1/jobs?limit=50" /dev/null)
 
 tide_submit_one() { "$TIDE_BIN" submit --id "cli-$1-$2" --team bench -p 3 -g 1 -d 1h; }
-tide_get_one() { "$TIDE_BIN" job "r-$((($2 * 7919) % 1000 + 1))"; }
+tide_get_one() { "$TIDE_BIN" job "r-$((($2 * 7919 + $1 * 104729) % 1000 + 1))"; }
 echo "bench-serve: tide submit loop for ${SECS}s" >&2
 read -r t_csub t_csub_bad < <(rate_loop "$SECS" 1 tide_submit_one)
 echo "bench-serve: tide job loop for ${SECS}s" >&2
@@ -140,11 +143,11 @@ else
     read -r s_sub s_sub_bad < <(rate_loop "$SECS" "$CONNS" sbatch_one)
     echo "bench-serve: sbatch loop for ${SECS}s" >&2
     read -r s_csub s_csub_bad < <(rate_loop "$SECS" 1 sbatch_one)
-    ids=$(squeue -h -o %i | head -1000)
-    nids=$(echo "$ids" | wc -l)
-    first=$(echo "$ids" | head -1)
-    squeue_one() { squeue -h -j "$((first + ($2 * 7919) % nids))"; }
-    squeue_all() { squeue -h | head -50; }
+    squeue -h -o %i | sort -n >"$tmp/slurm_ids"
+    nids=$(wc -l <"$tmp/slurm_ids")
+    mapfile -t sids <"$tmp/slurm_ids"
+    squeue_one() { squeue -h -j "${sids[$((($2 * 7919 + $1 * 104729) % nids))]}"; }
+    squeue_all() { squeue -h >/dev/null; }
     echo "bench-serve: squeue -j x$CONNS loops for ${SECS}s" >&2
     read -r s_get s_get_bad < <(rate_loop "$SECS" "$CONNS" squeue_one)
     echo "bench-serve: squeue -j loop for ${SECS}s" >&2
@@ -158,7 +161,7 @@ fi
 
 # ------------------------------------------------------------------- report
 
-sl() { [ -n "$s_sub" ] && echo "$1" || echo "n/a"; }
+sl() { [ -n "$s_sub" ] && rate "$1" || echo "n/a"; }
 rt() { [ -n "$s_sub" ] && ratio "$1" "$2" || echo "-"; }
 {
     echo "## tide serve vs Slurm 22.05 (\`make bench-serve\`)"
@@ -172,11 +175,11 @@ rt() { [ -n "$s_sub" ] && ratio "$1" "$2" || echo "-"; }
     echo
     echo "| operation | tide | Slurm | tide/Slurm |"
     echo "|---|---:|---:|---:|"
-    echo "| submit, durable: POST /v1/jobs (wrk) vs \`sbatch --wrap=true -H\` (${CONNS} loops) | $t_sub/s | $(sl "$s_sub/s") | $(rt "$t_sub" "${s_sub:-0}") |"
-    echo "| submit, one CLI process per job: \`tide submit\` vs \`sbatch --wrap=true -H\` (1 loop) | $t_csub/s | $(sl "${s_csub:-}/s") | $(rt "$t_csub" "${s_csub:-0}") |"
-    echo "| read one job: GET /v1/jobs/ID (wrk) vs \`squeue -j ID\` (${CONNS} loops) | $t_get/s | $(sl "${s_get:-}/s") | $(rt "$t_get" "${s_get:-0}") |"
-    echo "| read one job, CLI: \`tide job ID\` vs \`squeue -j ID\` (1 loop) | $t_cget/s | $(sl "${s_cget:-}/s") | $(rt "$t_cget" "${s_cget:-0}") |"
-    echo "| list: GET /v1/jobs?limit=50 (wrk) vs \`squeue\` (whole queue${s_jobs:+, $s_jobs jobs}; ${CONNS} loops) | $t_list/s | $(sl "${s_list:-}/s") | $(rt "$t_list" "${s_list:-0}") |"
+    echo "| submit, durable: POST /v1/jobs (wrk) vs \`sbatch --wrap=true -H\` (${CONNS} loops) | $(rate "$t_sub") | $(sl "$s_sub") | $(rt "$t_sub" "${s_sub:-0}") |"
+    echo "| submit, one CLI process per job: \`tide submit\` vs \`sbatch --wrap=true -H\` (1 loop) | $(rate "$t_csub") | $(sl "${s_csub:-}") | $(rt "$t_csub" "${s_csub:-0}") |"
+    echo "| read one job: GET /v1/jobs/ID (wrk) vs \`squeue -j ID\` (${CONNS} loops) | $(rate "$t_get") | $(sl "${s_get:-}") | $(rt "$t_get" "${s_get:-0}") |"
+    echo "| read one job, CLI: \`tide job ID\` vs \`squeue -j ID\` (1 loop) | $(rate "$t_cget") | $(sl "${s_cget:-}") | $(rt "$t_cget" "${s_cget:-0}") |"
+    echo "| list: GET /v1/jobs?limit=50 (wrk) vs \`squeue\` (whole queue${s_jobs:+, $s_jobs jobs}; ${CONNS} loops) | $(rate "$t_list") | $(sl "${s_list:-}") | $(rt "$t_list" "${s_list:-0}") |"
     echo
     echo "tide latency (wrk): submit p50 $t_sub_p50 p99 $t_sub_p99; get p50 $t_get_p50 p99 $t_get_p99;" \
         "list p50 $t_list_p50 p99 $t_list_p99. Non-2xx answers: submit $t_sub_bad, get $t_get_bad, list $t_list_bad;" \

@@ -35,8 +35,9 @@ static void events_usage(FILE *f)
 
 #define BAD(...) tide_remote_bad("events", __VA_ARGS__)
 
+/* Columns of their own, and "type" (event or action: the kind tells). */
 static const char *const known_keys[] = {"seq", "time_s", "kind", "job", "service", "gpus",
-                                         "reason", NULL};
+                                         "reason", "type", NULL};
 
 static void print_header(void)
 {

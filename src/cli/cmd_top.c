@@ -131,10 +131,23 @@ static void print_stats(FILE *o, const json_t *stats)
         if (!json_is_object(v))
             continue;
         fprintf(o, "%s:", key);
-        const char *k2;
-        const json_t *v2;
-        json_object_foreach((json_t *)v, k2, v2) fprintf(o, " %s %s", k2,
-                                                         tide_remote_fmt(v2, 1, buf, sizeof buf));
+        const char *k2, *k3;
+        const json_t *v2, *v3;
+        json_object_foreach((json_t *)v, k2, v2) {
+            if (!json_is_object(v2)) {
+                fprintf(o, " %s %s", k2, tide_remote_fmt(v2, 1, buf, sizeof buf));
+                continue;
+            }
+            if (json_object_size(v2) == 0)
+                continue; /* nested and empty: nothing to say */
+            fprintf(o, " %s(", k2);
+            int first = 1;
+            json_object_foreach((json_t *)v2, k3, v3) {
+                fprintf(o, "%s%s %s", first ? "" : ", ", k3, tide_remote_fmt(v3, 1, buf, sizeof buf));
+                first = 0;
+            }
+            fputc(')', o);
+        }
         fputc('\n', o);
     }
 }

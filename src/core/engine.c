@@ -322,7 +322,7 @@ static int running_job(tide_engine_t *e, int32_t h, tide_error_t *err, job_t **o
 
 static int ev_phase(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 {
-    job_t *j;
+    job_t *j = NULL;
     if (running_job(e, ev->job, err, &j) < 0)
         return -1;
     if (ev->phase < 0 || ev->phase >= TIDE_PHASE_COUNT || !isfinite(ev->value) || ev->value < 0)
@@ -354,7 +354,7 @@ static int claimed_by_service(const tide_engine_t *e, const job_t *j)
 
 static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 {
-    job_t *j;
+    job_t *j = NULL;
     if (running_job(e, ev->job, err, &j) < 0)
         return -1;
     if (!isfinite(ev->value) || ev->value < 0)
@@ -472,7 +472,7 @@ static void report_progress(tide_engine_t *e, job_t *j, const tide_event_t *ev)
 
 static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 {
-    job_t *j;
+    job_t *j = NULL;
     switch (ev->kind) {
     case TIDE_EV_TICK:
         return 0;

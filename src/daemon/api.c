@@ -100,6 +100,7 @@ static json_t *notice_json(const notice_t *n)
     set(o, "issued_s", json_integer(n->at));
     set(o, "width", json_integer(n->width));
     set(o, "acked", json_boolean(n->acked));
+    set(o, "active", json_boolean(n->active));
     return o;
 }
 
@@ -141,7 +142,7 @@ static json_t *job_json(tide_daemon_t *d, const tide_store_job_t *row, int32_t h
         set(o, "env", env ? env : json_null());
     }
     const notice_t *n = live && (size_t)h < d->n_jobs ? &d->jobs[h].notice : NULL;
-    set(o, "notice", n && n->id && !n->acked ? notice_json(n) : json_null());
+    set(o, "notice", n && n->id && n->active && !n->acked ? notice_json(n) : json_null());
     return o;
 }
 
@@ -432,7 +433,8 @@ static void h_service_create(void *app, const tide_http_req_t *req, tide_http_re
         tide_errf(&err, TIDE_EEXIST, "service %s: already defined", sr.name);
     } else {
         tide_service_spec_t *v = tide_xmalloc((d->n_svcs + 1) * sizeof *v);
-        memcpy(v, d->svcs, d->n_svcs * sizeof *v);
+        if (d->n_svcs)
+            memcpy(v, d->svcs, d->n_svcs * sizeof *v);
         v[d->n_svcs] = sr.spec;
         rc = dmn_services_set(d, v, d->n_svcs + 1, &err);
         free(v);
@@ -462,7 +464,8 @@ static void h_service_patch(void *app, const tide_http_req_t *req, tide_http_rep
         return;
     }
     tide_service_spec_t *v = tide_xmalloc(d->n_svcs * sizeof *v);
-    memcpy(v, d->svcs, d->n_svcs * sizeof *v);
+    if (d->n_svcs)
+        memcpy(v, d->svcs, d->n_svcs * sizeof *v);
     if (hmn)
         v[s].min_replicas = mn;
     if (hmx)
@@ -834,7 +837,7 @@ static void h_notice(void *app, const tide_http_req_t *req, tide_http_reply_t *r
         goto out;
     uint64_t seen = h >= 0 ? dmn_job(d, h)->notice.id : 0;
     const notice_t *hit = NULL;
-    if (h >= 0 && seen && !dmn_job(d, h)->notice.acked)
+    if (h >= 0 && seen && dmn_job(d, h)->notice.active && !dmn_job(d, h)->notice.acked)
         hit = &dmn_job(d, h)->notice;
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -879,7 +882,7 @@ static void h_notice_ack(void *app, const tide_http_req_t *req, tide_http_reply_
         goto out;
     notice_t *n = h >= 0 ? &dmn_job(d, h)->notice : NULL;
     if (!n || !n->id || n->acked) {
-        tide_http_reply_error(rep, 409, "ESTATE", "job %s: no pending notice", row.spec.id);
+        tide_http_reply_error(rep, 409, "ESTATE", "job %s: no notice to acknowledge", row.spec.id);
         goto out;
     }
     n->acked = 1;

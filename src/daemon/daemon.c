@@ -281,13 +281,14 @@ static void notice_set(tide_daemon_t *d, const tide_action_t *a, tide_time_t t)
     n->deadline = a->kind == TIDE_ACT_JOB_CKPT ? a->deadline : t;
     n->prev_width = j->width;
     n->width = a->kind == TIDE_ACT_JOB_RESIZE ? a->width : j->width;
+    n->active = 1;
     n->acked = 0;
 }
 
 static void notice_clear(tide_daemon_t *d, int32_t h)
 {
     djob_t *j = dmn_job(d, h);
-    j->notice.acked = 1; /* keep the id: pollers compare it */
+    j->notice.active = 0; /* keep the id: pollers compare it */
 }
 
 /* Update what the daemon derives from the stream (live and replay alike). */
@@ -1035,6 +1036,30 @@ static int svcs_equal(const tide_service_spec_t *a, size_t na, const tide_servic
     return 1;
 }
 
+/* Would an engine with this configuration and these services start? (Some
+ * problems, like a reserve the services do not fit, only show at the first
+ * step.) 0 or -1 with err. */
+static int probe(const tide_cluster_t *c, const tide_config_t *cfg, const tide_service_spec_t *v,
+                 size_t n, tide_error_t *err)
+{
+    tide_engine_t *e = tide_engine_create(c, cfg, err);
+    if (!e)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (tide_engine_add_service(e, &v[i], err) < 0)
+            rc = -1;
+    if (rc == 0) {
+        tide_actions_t a;
+        tide_actions_init(&a);
+        if (tide_engine_step(e, 0, NULL, 0, &a, err) < 0)
+            rc = -1;
+        tide_actions_free(&a);
+    }
+    tide_engine_destroy(e);
+    return rc;
+}
+
 int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, tide_error_t *err)
 {
     int64_t jobs = tide_store_jobs_count(d->st, err);
@@ -1046,15 +1071,8 @@ int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, t
                          "start a new database to change them",
                          (long long)jobs);
     /* check the new set against a scratch engine before touching anything */
-    tide_engine_t *probe = tide_engine_create(d->cluster, &d->cfg, err);
-    if (!probe)
+    if (probe(d->cluster, &d->cfg, v, n, err) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (tide_engine_add_service(probe, &v[i], err) < 0) {
-            tide_engine_destroy(probe);
-            return -1;
-        }
-    tide_engine_destroy(probe);
     int64_t epoch = d->started ? d->epoch + 1 : d->epoch;
     char eb[32];
     snprintf(eb, sizeof eb, "%lld", (long long)epoch);
@@ -1207,10 +1225,8 @@ static int settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t 
         if (o->gov && tide_governance_apply(o->gov, NULL, &d->cfg, err) < 0)
             return -1;
         /* validate by building an engine before writing anything */
-        tide_engine_t *probe = tide_engine_create(d->cluster, &d->cfg, err);
-        if (!probe)
-            return -1;
-        tide_engine_destroy(probe);
+        if (probe(d->cluster, &d->cfg, o->services, o->services ? o->n_services : 0, err) < 0)
+            return tide_err_prefix(err, "cannot start the engine: ");
         char *cs = cluster_json(d->cluster);
         int ok = tide_store_begin(d->st, err) == 0 &&
                  tide_store_meta_set(d->st, "cluster", cs, err) == 0 &&
@@ -1350,12 +1366,7 @@ tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err)
                       o->db_path);
             goto fail;
         }
-        tide_engine_t *probe = tide_engine_create(d->cluster, &d->cfg, err);
-        int ok = probe != NULL;
-        for (size_t i = 0; ok && i < o->n_services; i++)
-            ok = tide_engine_add_service(probe, &o->services[i], err) >= 0;
-        tide_engine_destroy(probe);
-        if (!ok) {
+        if (probe(d->cluster, &d->cfg, o->services, o->n_services, err) < 0) {
             tide_err_prefix(err, "--services: ");
             goto fail;
         }

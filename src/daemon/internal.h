@@ -43,7 +43,8 @@ typedef struct notice {
     int reason;
     tide_time_t at, deadline;
     int width, prev_width;
-    int acked;
+    int active;          /* not yet satisfied (commit, stop or restart clear it) */
+    int acked;           /* the job acknowledged it */
 } notice_t;
 
 /* Per job handle. */

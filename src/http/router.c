@@ -130,8 +130,11 @@ const char *tide_http_query(const tide_http_req_t *req, const char *key, char *b
                 buf[0] = '\0';
             return buf;
         }
-        if (tide_http_unescape(v, strlen(v), buf, n, 1) < 0)
-            return NULL;
+        if (tide_http_unescape(v, strlen(v), buf, n, 1) < 0 && n) {
+            /* undecodable or too long: hand back the raw text, which the
+             * caller's validation then rejects (or matches nothing) */
+            snprintf(buf, n, "%s", v);
+        }
         return buf;
     }
     return NULL;

@@ -66,8 +66,10 @@ int tide_route_match(const tide_route_t *routes, size_t n, const char *method, c
  * no room. */
 long tide_http_unescape(const char *src, size_t n, char *dst, size_t dstn, int plus_space);
 
-/* Value of query argument key, decoded into buf; NULL when absent or not
- * decodable. A key given without '=' yields "". */
+/* Value of query argument key, decoded into buf (NULL when absent). A key
+ * given without '=' yields ""; a value that cannot be decoded (bad %XX,
+ * encoded NUL, longer than buf) is returned raw (truncated) so that the
+ * caller's validation rejects it rather than ignoring it. */
 const char *tide_http_query(const tide_http_req_t *req, const char *key, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- replies */

@@ -1,6 +1,7 @@
 /* The HTML report: read a `tide sim` output directory, reduce it to what the
  * page draws (downsampled timeline, SLO-miss intervals, lease lifecycles,
- * fault rows, storage and burst figures), embed that as JSON next to the
+ * fault rows, storage and burst figures, per-team usage from usage.csv in
+ * report_teams.c, the capacity signals of signals.c), embed that as JSON next to the
  * inline CSS and script (src/sim/report.css, src/sim/report.js, compiled in
  * by cmake/embed.cmake) and write one self-contained HTML file. */
 #include "sim/report.h"
@@ -16,6 +17,8 @@
 
 #include "report_assets.h" /* generated: tide_report_css[], tide_report_js[] */
 #include "sim/csv.h"
+#include "sim/report_priv.h"
+#include "sim/signals.h"
 #include "util/util.h"
 
 #define PATH_N 4096
@@ -939,7 +942,8 @@ static void write_json_script(FILE *f, const char *js)
 static const char PAGE_BODY[] =
     "<header><h1>tide report</h1><div id=\"meta\" class=\"meta\"></div>"
     "<nav><a href=\"#compare\">Policies compared</a><a href=\"#questions-sec\">Five questions</a>"
-    "<a href=\"#per-policy\">Per policy</a><a href=\"#sweep\">Sweep</a>"
+    "<a href=\"#per-policy\">Per policy</a><a href=\"#teams\">Teams</a>"
+    "<a href=\"#signals\">Capacity signals</a><a href=\"#sweep\">Sweep</a>"
     "<a href=\"#notes\">Notes</a></nav></header>\n"
     "<main>\n"
     "<section id=\"compare\"><h2>Policies compared</h2>"
@@ -961,6 +965,21 @@ static const char PAGE_BODY[] =
     "<div class=\"grid2\"><div class=\"chart\" id=\"chart-team-hours\"></div>"
     "<div class=\"chart\" id=\"chart-team-loss\"></div></div>\n"
     "<div id=\"fault-list\"></div>\n"
+    "</section>\n"
+    "<section id=\"teams\"><h2>Teams</h2>"
+    "<div class=\"controls\"><div id=\"team-policy-tabs\" class=\"tabs\" role=\"tablist\"></div>"
+    "<div id=\"team-tabs\" class=\"tabs\" role=\"tablist\"></div></div>\n"
+    "<div id=\"teams-note\" class=\"note\"></div>\n"
+    "<div id=\"team-card\"><div id=\"team-figures\" class=\"card\"></div>\n"
+    "<div class=\"chart\" id=\"chart-team-class-time\"></div>\n"
+    "<div class=\"chart\" id=\"chart-team-state-time\"></div>\n"
+    "<div class=\"chart\" id=\"chart-team-chargeback\"></div></div>\n"
+    "<h3 class=\"sub\">All teams</h3>"
+    "<div class=\"chart\" id=\"chart-teams-compare\"></div>\n"
+    "<div id=\"teams-table\" class=\"tablebox\"></div>\n"
+    "<h3 class=\"sub\">Services</h3><div id=\"services-table\" class=\"tablebox\"></div>\n"
+    "</section>\n"
+    "<section id=\"signals\"><h2>Capacity signals</h2><div id=\"signals-body\"></div>"
     "</section>\n"
     "<section id=\"notes\"><h2>Notes</h2><div id=\"notes-body\"></div></section>\n"
     "</main>\n"
@@ -1143,6 +1162,33 @@ int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
     jset(root, "storage", js);
     jset(root, "burst", jb);
     jset(root, "sweep", sweep ? json_incref(sweep) : json_null());
+
+    /* teams from usage.csv, bucketed on each policy's timeline intervals */
+    tide_report_grid_t *grid = tide_xcalloc(tl.npol ? tl.npol : 1, sizeof *grid);
+    for (size_t j = 0; j < tl.npol; j++) {
+        const tpol_t *tp = &tl.pol[j];
+        grid[j].policy = tp->name;
+        grid[j].n = tp->n;
+        grid[j].t = tide_xmalloc((tp->n ? tp->n : 1) * sizeof *grid[j].t);
+        for (size_t r = 0; r < tp->n; r++)
+            grid[j].t[r] = tval(&tl, tp, r, 0);
+        double last = tp->n ? tval(&tl, tp, tp->n - 1, 0) : 0;
+        grid[j].end = horizon > last ? horizon : last + (tp->n ? row_dt(&tl, tp, tp->n - 1) : 0);
+    }
+    jset(root, "teams", tide_report_teams(dir, summary, order, grid, tl.npol));
+    for (size_t j = 0; j < tl.npol; j++)
+        free(grid[j].t);
+    free(grid);
+
+    /* capacity signals (default thresholds), every policy; a failure only
+     * loses the section */
+    tide_error_t serr = {0};
+    json_t *sig = tide_signals_compute(dir, NULL, NULL, &serr);
+    if (!sig) {
+        sig = json_object();
+        jset(sig, "error", json_string(serr.msg[0] ? serr.msg : "capacity signals failed"));
+    }
+    jset(root, "signals", sig);
 
     char *text = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_PRESERVE_ORDER |
                                       JSON_REAL_PRECISION(10));

@@ -14,7 +14,7 @@
   var POL = D.policies || [];
   var HORIZON = S.horizon_s || 0;
   var DAYS = Math.max(1, Math.ceil(HORIZON / 86400));
-  var state = { policy: null, view: null, metric: 'useful' };
+  var state = { policy: null, view: null, metric: 'useful', team: null };
   var drawn = {};      /* chart id -> 1 when drawn with data */
   var expected = {};   /* chart id -> 1 when it should be drawn */
 
@@ -536,7 +536,7 @@
   /* ----------------------------------------------------------- bar charts */
 
   /* Horizontal bars: cats [names], series [{name, color, v: []}] side by side. */
-  function hbarSvg(W, cats, series, unit, digits) {
+  function hbarSvg(W, cats, series, unit, digits, fmt) {
     var bandH = Math.max(18, 8 + 12 * series.length), m = { l: 110, r: 70, t: 6, b: 34 };
     var H = m.t + m.b + cats.length * bandH, pw = W - m.l - m.r;
     var max = 0;
@@ -557,8 +557,8 @@
         var y = y0 + 3 + j * bh;
         s += '<rect x="' + m.l + '" y="' + r1(y) + '" width="' + r1(Math.max(0, X(x) - m.l)) +
           '" height="' + r1(bh - 1) + '" fill="' + se.color + '"><title>' + esc(c + ' \u2014 ' +
-          se.name + ': ' + num(x, digits)) + '</title></rect>';
-        s += text(X(x) + 4, y + bh / 2 + 3, num(x, digits), 'start');
+          se.name + ': ' + (fmt ? fmt(x) : num(x, digits))) + '</title></rect>';
+        s += text(X(x) + 4, y + bh / 2 + 3, fmt ? fmt(x) : num(x, digits), 'start');
       });
     });
     s += line(m.l, m.t, m.l, H - m.b, '#888') + '</svg>';
@@ -610,6 +610,386 @@
       'Total: ' + num(get(p, 'training.gpu_hours_lost'), 1) + ' GPU-hours lost, ' +
       num(get(p, 'training.preemptions')) + ' preemptions, ' + num(get(p, 'training.shrinks')) + ' shrinks.');
     return 1;
+  }
+
+  /* ---------------------------------------------------------------- teams */
+
+  var TEAM_CLASS = [['p1', 'P1 training', '#d9480f'], ['p2', 'P2 training', '#1c7ed6'],
+    ['p3', 'P3 training', '#74c0fc']];
+  var TEAM_STATE = [['training', 'training (incl. work later lost)', '#1c7ed6'],
+    ['checkpointing', 'checkpointing', '#f59f00'], ['restoring', 'restoring', '#9c36b5'],
+    ['other', 'other states', '#868e96']];
+  var TEAM_IDS = ['chart-team-class-time', 'chart-team-state-time', 'chart-team-chargeback',
+    'chart-teams-compare'];
+
+  function money(v) {
+    if (!ok(v)) return '\u2013';
+    return (v < 0 ? '-$' : '$') + num(Math.abs(v), 2);
+  }
+  function teamsOf(pol) {
+    var T = D.teams;
+    return T && T.available && T.policies ? T.policies[pol] : null;
+  }
+  function priced(P) { return !!(P && P.total && P.total[1] !== 0); }
+  function teamByName(P, name) {
+    for (var i = 0; P && i < P.teams.length; i++) if (P.teams[i].name === name) return P.teams[i];
+    return null;
+  }
+  function govSpec(name) {
+    var g = get(D.teams, 'governance_summary.teams');
+    if (!g) return null;
+    if (Array.isArray(g)) {
+      for (var i = 0; i < g.length; i++) if (g[i] && g[i].name === name) return g[i];
+      return null;
+    }
+    return typeof g === 'object' ? g[name] || null : null;
+  }
+  /* "weight 2, quota 32 GPUs, borrow limit 8, lend cap 4" (governance runs only) */
+  function govText(tm) {
+    if (!D.teams || !D.teams.governance) return '';
+    var sp = govSpec(tm.name) || {}, parts = [];
+    var w = ok(sp.weight) ? sp.weight : tm.weight, q = sp.quota !== undefined ? sp.quota : tm.quota_gpus;
+    if (ok(w)) parts.push('weight ' + num(w, w === Math.round(w) ? 0 : 2));
+    if (ok(q)) parts.push('quota ' + num(q) + ' GPUs');
+    else if (q && typeof q === 'object') parts.push('quota ' + Object.keys(q).map(function (k) {
+      return esc(k) + ' ' + num(q[k]); }).join(', ') + ' GPUs');
+    else parts.push('no quota');
+    if (ok(sp.borrow_limit) && sp.borrow_limit >= 0) parts.push('borrow limit ' + num(sp.borrow_limit) + ' GPUs');
+    if (ok(sp.lend_cap) && sp.lend_cap >= 0) parts.push('lend cap ' + num(sp.lend_cap) + ' GPUs');
+    return parts.join(', ');
+  }
+
+  function teamTabs(P) {
+    var box = $('team-tabs');
+    if (!P || !P.teams.length) { box.innerHTML = ''; return; }
+    var names = P.teams.map(function (t) { return t.name; });
+    if (names.length > 16) {
+      box.innerHTML = 'Team: <select id="team-select">' + names.map(function (n) {
+        return '<option' + (n === state.team ? ' selected' : '') + '>' + esc(n) + '</option>';
+      }).join('') + '</select>';
+      $('team-select').addEventListener('change', function () { state.team = this.value; renderTeams(); report(); });
+      return;
+    }
+    box.innerHTML = 'Team: ' + names.map(function (n) {
+      return '<button role="tab" data-team="' + esc(n) + '"' + (n === state.team ? ' class="on"' : '') + '>' + esc(n) +
+        '</button>';
+    }).join('');
+  }
+
+  function teamFigures(P, tm) {
+    var box = $('team-figures'), lostOwner = P.lost_owner || '(policy: lost work)';
+    var kv = [
+      ['GPU-hours', num(tm.gpu_hours, 1) + ' <small>(' + pct(tm.share, 1) + ' of the teams\u2019)</small>'],
+      ['cost (chargeback)', money(tm.cost) + (priced(P) ? '' : ' <small>(no prices in this run)</small>')],
+      ['jobs', num(tm.jobs)],
+      ['mean queue time', dur(tm.mean_queue_s)],
+      ['preemptions', num(tm.preemptions)],
+      ['GPU-hours lost', num(ok(tm.gpu_hours_lost) ? tm.gpu_hours_lost : tm.lost_gpu_hours, 2) +
+        ' <small>charged to ' + esc(lostOwner) + ': ' + money(tm.lost_cost) + '</small>'],
+      ['borrowed: on lent GPUs (tier C)', num(tm.tier_c_gpu_hours, 1) + ' GPU-h'],
+      ['borrowed: above quota', ok(tm.above_quota_gpu_hours) ? num(tm.above_quota_gpu_hours, 1) + ' GPU-h' :
+        '\u2013 <small>(no usage_teams.csv)</small>']];
+    var g = govText(tm);
+    if (g) kv.push(['governance', g]);
+    box.innerHTML = '<h3>Team <b>' + esc(tm.name) + '</b> under <b style="color:' + (POLICY_COLORS[state.policy] || '#495057') +
+      '">' + esc(state.policy) + '</b></h3><dl class="kv">' + kv.map(function (x) {
+        return '<div><dt>' + esc(x[0]) + '</dt><dd>' + x[1] + '</dd></div>';
+      }).join('') + '</dl>';
+  }
+
+  function teamTimeCharts(P, tm) {
+    var s = tm.series;
+    if (!s || !P.t) {
+      var why = !P.t ? 'no timeline rows for this policy, so no time axis' : 'only the ' + num(D.teams.max_series) +
+        ' largest teams of a policy get time series (to keep the page small); this team\u2019s totals are above';
+      emptyBox($('chart-team-class-time'), 'GPUs held over time by class', why);
+      emptyBox($('chart-team-state-time'), 'GPUs held over time by state', why);
+      return;
+    }
+    var tl = { t: P.t, step: P.step };
+    var res = 'usage.csv: ' + num(P.n_raw) + ' intervals of ' + dur(P.raw_step) +
+      (P.factor > 1 ? ', drawn as averages over ' + dur(P.step) : '') + '. ';
+    var lines = [];
+    if (s.tier_c) lines.push({ name: 'on lent GPUs (tier C)', color: '#e8590c', v: s.tier_c, dash: '5,3', axis: 1, unit: 'GPUs', width: 1.4 });
+    if (D.teams.governance && ok(tm.quota_gpus))
+      lines.push({ name: 'quota (' + num(tm.quota_gpus) + ' GPUs)', color: '#0b7285', dash: '7,3', axis: 1, unit: 'GPUs',
+        v: P.t.map(function () { return tm.quota_gpus; }) });
+    var cls = TEAM_CLASS.filter(function (c) { return s[c[0]]; });
+    expected['chart-team-class-time'] = 1;
+    drawn['chart-team-class-time'] = timeChart('chart-team-class-time', { tl: tl, height: 260,
+      title: 'GPUs held over time by class: ' + tm.name,
+      stacks: cls.map(function (c) { return { name: c[1], color: c[2], v: s[c[0]] }; }),
+      lines: lines, yLabel: 'GPUs (= GPU-hours per hour)',
+      note: res + 'Every state counted (training, checkpointing, restoring, work later lost). Drag to zoom, double-click to reset.' });
+    /* training held = classes minus the other states (not embedded, to keep the page small) */
+    var n = P.t.length, tr = [], i;
+    for (i = 0; i < n; i++) {
+      var x = 0;
+      TEAM_CLASS.forEach(function (c) { if (s[c[0]] && ok(s[c[0]][i])) x += s[c[0]][i]; });
+      ['checkpointing', 'restoring', 'other'].forEach(function (k) { if (s[k] && ok(s[k][i])) x -= s[k][i]; });
+      tr.push(Math.max(0, Math.round(x * 10) / 10));
+    }
+    var sv = { training: tr, checkpointing: s.checkpointing, restoring: s.restoring, other: s.other };
+    var slines = s.lost_h ? [{ name: 'work lost: GPU-hours thrown away, booked at the stop (right axis)', color: '#e03131',
+      v: s.lost_h, axis: 2, unit: 'GPU-h', digits: 2, width: 1.6 }] : [];
+    expected['chart-team-state-time'] = 1;
+    drawn['chart-team-state-time'] = timeChart('chart-team-state-time', { tl: tl, height: 260,
+      title: 'GPUs held over time by state: ' + tm.name,
+      stacks: TEAM_STATE.filter(function (c) { return sv[c[0]]; }).map(function (c) { return { name: c[1], color: c[2], v: sv[c[0]] }; }),
+      lines: slines, yLabel: 'GPUs (= GPU-hours per hour)', y2Label: 'GPU-hours lost',
+      note: 'Lost work is booked when a job stops (as in timeline.csv); the training layer is what the jobs held, ' +
+        'including the work later thrown away' + (s.lost_h ? '' : ' (none for this team)') + '.' });
+  }
+
+  function teamChargeback(P, tm) {
+    var box = $('chart-team-chargeback'), title = 'Chargeback of ' + tm.name + ': GPU-hours and cost by state';
+    var bs = tm.by_state || {}, st = Object.keys(bs);
+    if (!st.length) { emptyBox(box, title, 'no GPU-hours for this team in usage.csv'); return 0; }
+    var order = ['training', 'checkpointing', 'restoring', 'lost'];
+    st.sort(function (a, b) { return (order.indexOf(a) + 99 * (order.indexOf(a) < 0)) - (order.indexOf(b) + 99 * (order.indexOf(b) < 0)); });
+    var lostOwner = P.lost_owner || '(policy: lost work)';
+    var cats = st.map(function (k) { return k === 'lost' ? 'lost ' + lostOwner : k; });
+    var pr = priced(P), W = pr ? Math.floor((boxWidth(box) - 10) / 2) : boxWidth(box);
+    var a = hbarSvg(W, st, [{ name: 'GPU-hours', color: '#1c7ed6', v: st.map(function (k) { return bs[k][0]; }) }],
+      'GPU-hours by state', 1);
+    var b = pr ? hbarSvg(W, st, [{ name: 'cost', color: '#2b8a3e', v: st.map(function (k) { return bs[k][1]; }) }],
+      'cost by state ($)', 2, money) : '';
+    var tot = 0, totc = 0, rows = '';
+    st.forEach(function (k, i) {
+      var lost = k === 'lost';
+      if (!lost) { tot += bs[k][0]; totc += bs[k][1]; }
+      rows += '<tr' + (lost ? ' class="lostrow"' : '') + '><td>' + esc(cats[i]) + '</td><td>' + num(bs[k][0], 2) + '</td><td>' +
+        money(bs[k][1]) + '</td><td class="l">' + (lost ? 'the policy (shown separately, not billed to ' + esc(tm.name) + ')' :
+          esc(tm.name)) + '</td></tr>';
+    });
+    var cb = Object.keys(tm.by_class || {}).map(function (k) {
+      return esc(k.toUpperCase()) + ' ' + num(tm.by_class[k][0], 1) + ' GPU-h / ' + money(tm.by_class[k][1]);
+    }).join(', ');
+    var table = '<table><tr><th>state</th><th>GPU-hours</th><th>cost</th><th class="l">charged to</th></tr>' + rows +
+      '<tr class="tot"><td>billed to ' + esc(tm.name) + '</td><td>' + num(tot, 2) + '</td><td>' + money(totc) +
+      '</td><td class="l">lost work excluded</td></tr></table>';
+    frame(box, title, [{ name: 'GPU-hours', color: '#1c7ed6' }].concat(pr ? [{ name: 'cost ($)', color: '#2b8a3e' }] : []),
+      '<div style="display:flex;gap:10px">' + a + b + '</div><div class="tablebox">' + table + '</div>',
+      'By class: ' + cb + '. Costs are usage.csv\u2019s (GPU-hours \u00d7 the price of the GPU type and cost category)' +
+      (priced(P) ? '.' : '; this run has no prices (cluster file <code>prices:</code>, docs/governance.md), so every cost is $0.'));
+    return 1;
+  }
+
+  function teamsCompare(P) {
+    var box = $('chart-teams-compare'), title = 'GPU-hours and cost per team (' + state.policy + ')';
+    var tms = P.teams.slice(0, 40);
+    if (!tms.length) { emptyBox(box, title, 'no team used GPUs under this policy'); return 0; }
+    var names = tms.map(function (t) { return t.name; }), pr = priced(P);
+    var W = pr ? Math.floor((boxWidth(box) - 10) / 2) : boxWidth(box);
+    var hs = [{ name: 'GPU-hours', color: '#1c7ed6', v: tms.map(function (t) { return t.gpu_hours; }) }];
+    if (tms.some(function (t) { return t.tier_c_gpu_hours > 0; }))
+      hs.push({ name: 'of which on lent GPUs (tier C)', color: '#ffa94d', v: tms.map(function (t) { return t.tier_c_gpu_hours; }) });
+    var a = hbarSvg(W, names, hs, 'GPU-hours held (all states)', 0);
+    var cs = [{ name: 'cost billed to the team ($)', color: '#2b8a3e', v: tms.map(function (t) { return t.cost; }) }];
+    if (tms.some(function (t) { return t.lost_cost > 0; }))
+      cs.push({ name: 'lost work, charged to the policy ($)', color: '#f783ac', v: tms.map(function (t) { return t.lost_cost; }) });
+    var b = pr ? hbarSvg(W, names, cs, 'cost ($)', 2, money) : '';
+    frame(box, title, hs.concat(pr ? cs : []).map(function (x) { return { name: x.name, color: x.color }; }),
+      '<div style="display:flex;gap:10px">' + a + b + '</div>',
+      (P.teams.length > tms.length ? 'The ' + tms.length + ' largest of ' + P.teams.length + ' teams. ' : '') +
+      (pr ? '' : 'No prices in this run: every cost is $0, so only GPU-hours are drawn.'));
+    return 1;
+  }
+
+  function teamsTable(P, fallback) {
+    var box = $('teams-table'), pol = state.policy, gov = D.teams && D.teams.governance;
+    if (fallback) {
+      var st = (SP[pol] || {}).teams || {}, nm = Object.keys(st), tot = 0;
+      nm.sort(function (a, b) { return (st[b].gpu_hours || 0) - (st[a].gpu_hours || 0) || (a < b ? -1 : 1); });
+      nm.forEach(function (t) { tot += st[t].gpu_hours || 0; });
+      box.innerHTML = nm.length ? '<table><tr><th>team</th><th>GPU-hours</th><th>share</th><th>preemptions</th><th>GPU-h lost</th>' +
+        '<th>mean queue</th><th>jobs</th></tr>' + nm.map(function (t) {
+          var x = st[t];
+          return '<tr><td>' + esc(t) + '</td><td>' + num(x.gpu_hours, 1) + '</td><td>' + pct(tot > 0 ? x.gpu_hours / tot : NaN, 1) +
+            '</td><td>' + num(x.preemptions) + '</td><td>' + num(x.gpu_hours_lost, 2) + '</td><td>' + dur(x.mean_queue_s) +
+            '</td><td>' + num(x.jobs) + '</td></tr>';
+        }).join('') + '</table><div class="note">From summary.json only (no cost, no state or time breakdown without usage.csv).</div>' : '';
+      return;
+    }
+    var h = '<table><tr><th>team</th><th>GPU-hours</th><th>share</th><th>cost billed</th><th>preemptions</th>' +
+      '<th>GPU-h lost</th><th>lost cost (policy)</th><th>mean queue</th><th>tier C GPU-h</th><th>above quota GPU-h</th>' +
+      (gov ? '<th>weight</th><th>quota GPUs</th>' : '') + '</tr>';
+    P.teams.forEach(function (t) {
+      h += '<tr' + (t.name === state.team ? ' class="sel"' : '') + '><td><a href="#teams" data-team="' + esc(t.name) + '">' +
+        esc(t.name) + '</a></td><td>' + num(t.gpu_hours, 1) + '</td><td>' + pct(t.share, 1) + '</td><td>' + money(t.cost) +
+        '</td><td>' + num(t.preemptions) + '</td><td>' + num(t.lost_gpu_hours, 2) + '</td><td>' + money(t.lost_cost) +
+        '</td><td>' + dur(t.mean_queue_s) + '</td><td>' + num(t.tier_c_gpu_hours, 1) + '</td><td>' +
+        (ok(t.above_quota_gpu_hours) ? num(t.above_quota_gpu_hours, 1) : '\u2013') + '</td>' +
+        (gov ? '<td>' + num(t.weight, 2) + '</td><td>' + (ok(t.quota_gpus) ? num(t.quota_gpus) : 'none') + '</td>' : '') + '</tr>';
+    });
+    var span = gov ? 12 : 10;
+    if (P.teams_count > P.teams.length)
+      h += '<tr><td>(' + num(P.teams_count - P.teams.length) + ' more teams)</td><td>' + num(P.teams_not_listed[0], 1) +
+        '</td><td></td><td>' + money(P.teams_not_listed[1]) + '</td><td colspan="' + (span - 4) + '"></td></tr>';
+    h += '<tr class="lostrow"><td>' + esc(P.lost_owner) + '</td><td>' + num(P.lost[0], 2) + '</td><td></td><td>' +
+      money(P.lost[1]) + '</td><td colspan="' + (span - 4) + '" class="l">work thrown away by preemptions and failures: ' +
+      'charged to the policy, not to the teams (already inside the teams\u2019 GPU-hours above)</td></tr>';
+    var c = P.categories || {};
+    h += '</table><div class="note">Share: of all teams\u2019 GPU-hours. GPU-hours include every state (lost work too); ' +
+      '\u201ccost billed\u201d excludes lost work. Whole cluster under ' + esc(pol) + ': ' + num(P.total[0], 1) + ' GPU-hours, ' +
+      money(P.total[1]) + ' = teams ' + num(P.teams_total[0], 1) + ' GPU-h (' + money(P.teams_total[1]) + ') + services ' +
+      num(P.services_total[0], 1) + ' GPU-h (' + money(P.services_total[1]) + ') + idle ' + num(P.idle_total[0], 1) +
+      ' GPU-h (' + money(P.idle_total[1]) + '; reserved ' + num(get(c, 'reserved.0'), 1) + ') + lost work ' +
+      num(P.lost[0], 2) + ' GPU-h (' + money(P.lost[1]) + ').</div>';
+    box.innerHTML = h;
+  }
+
+  function servicesTable(P) {
+    var box = $('services-table');
+    if (!P) {
+      box.innerHTML = '<div class="note">' + (D.teams && D.teams.available ? 'No usage.csv rows for this policy.' :
+        'No per-service replica-hours and cost without usage.csv.') + '</div>';
+      return;
+    }
+    if (!P.services.length) { box.innerHTML = '<div class="note">No service held GPUs under this policy.</div>'; return; }
+    var h = '<table><tr><th>service</th><th>GPUs / replica</th><th>replica-hours</th><th>mean replicas</th><th>floor (min replicas)</th>' +
+      '<th>GPU-hours</th><th>of which warming</th><th>cost</th></tr>';
+    P.services.forEach(function (s) {
+      h += '<tr><td>' + esc(s.name) + '</td><td>' + num(s.gpus_per_replica) + '</td><td>' + num(s.replica_hours, 1) + '</td><td>' +
+        num(s.mean_replicas, 2) + '</td><td>' + num(s.min_replicas) + '</td><td>' + num(s.gpu_hours, 1) + '</td><td>' +
+        num(s.warming_gpu_hours, 1) + '</td><td>' + money(s.cost) + '</td></tr>';
+    });
+    box.innerHTML = h + '</table><div class="note">usage.csv rows of owner kind <code>service</code> (serving and warming ' +
+      'replicas, any tier)' + (P.services_meta ? '' : '; usage_services.csv is missing, so no replica sizes') +
+      (P.services_count > P.services.length ? '; the ' + P.services.length + ' largest of ' + P.services_count + ' services' : '') +
+      '.</div>';
+  }
+
+  function renderTeams() {
+    var pol = state.policy, T = D.teams, P = teamsOf(pol);
+    TEAM_IDS.forEach(function (id) { delete drawn[id]; delete expected[id]; });
+    var tabs = document.querySelectorAll('#team-policy-tabs button');
+    for (var i = 0; i < tabs.length; i++) tabs[i].className = tabs[i].getAttribute('data-policy') === pol ? 'on' : '';
+    var note = $('teams-note'), card = $('team-card');
+    var cmp = $('chart-teams-compare');
+    if (!P) {
+      card.style.display = 'none';
+      cmp.style.display = 'none';
+      cmp.innerHTML = '';
+      $('team-tabs').innerHTML = '';
+      note.innerHTML = !T || !T.available ? '<b>No team pages:</b> ' + esc((T && T.error) || 'no usage data') +
+        '. The table below comes from summary.json.' : 'usage.csv has no rows for <b>' + esc(pol) + '</b> (did it fail?).';
+      teamsTable(null, true);
+      servicesTable(null);
+      return;
+    }
+    card.style.display = '';
+    cmp.style.display = '';
+    if (!teamByName(P, state.team)) state.team = P.teams.length ? P.teams[0].name : null;
+    note.innerHTML = 'Per team, from usage.csv (GPU-seconds per interval \u00d7 owner \u00d7 class \u00d7 state \u00d7 tier \u00d7 ' +
+      'GPU type, priced per cost category) and summary.json (preemptions, queue times). ' + num(P.teams_count) +
+      ' team' + (P.teams_count === 1 ? '' : 's') + ' under <b>' + esc(pol) + '</b>' +
+      (D.teams.governance ? '; this run has a governance section (weights, quotas)' : '; no governance section (all weights 1, no quotas)') + '.';
+    teamTabs(P);
+    var tm = teamByName(P, state.team);
+    if (tm) {
+      teamFigures(P, tm);
+      teamTimeCharts(P, tm);
+      if (Object.keys(tm.by_state || {}).length) expected['chart-team-chargeback'] = 1;
+      drawn['chart-team-chargeback'] = teamChargeback(P, tm);
+    } else {
+      card.style.display = 'none';
+    }
+    expected['chart-teams-compare'] = 1;
+    drawn['chart-teams-compare'] = teamsCompare(P);
+    teamsTable(P, false);
+    servicesTable(P);
+  }
+
+  function teamsInit() {
+    var box = $('team-policy-tabs');
+    box.innerHTML = 'Policy: ' + POL.map(function (p) {
+      return '<button role="tab" data-policy="' + esc(p) + '">' + esc(p) + '</button>';
+    }).join('');
+    box.addEventListener('click', function (e) {
+      var p = e.target && e.target.getAttribute && e.target.getAttribute('data-policy');
+      if (p) { state.policy = p; renderPolicy(); }
+    });
+    var pick = function (e) {
+      var t = e.target && e.target.getAttribute && e.target.getAttribute('data-team');
+      if (t) { e.preventDefault(); state.team = t; renderTeams(); report(); }
+    };
+    $('team-tabs').addEventListener('click', pick);
+    $('teams-table').addEventListener('click', pick);
+  }
+
+  /* ------------------------------------------------------ capacity signals */
+
+  var SIG_METRICS = [
+    ['preemptions per day per 100 GPUs', 'preemptions_per_day_per_100_gpus', function (v) { return num(v, 2); }],
+    ['stops by inference', 'stops_by_inference', function (v) { return num(v); }],
+    ['stops by training (priority, quota)', 'stops_by_contention', function (v) { return num(v); }],
+    ['p95 queue', 'p95_queue_h', function (v) { return num(v, 1) + ' h'; }],
+    ['mean queued GPUs', 'mean_queue_gpus', function (v) { return num(v, 1); }],
+    ['utilization', 'utilization', function (v) { return pct(v, 1); }],
+    ['idle fraction', 'idle_fraction', function (v) { return pct(v, 1); }],
+    ['idle while jobs waited', 'idle_while_queued_gpu_hours', function (v) { return num(v, 0) + ' GPU-h'; }],
+    ['GPU-hours lost', 'gpu_hours_lost', function (v) { return num(v, 1); }],
+    ['SLO attainment', 'slo_attainment', function (v) { return num(v, 5); }]];
+
+  function sigValue(f, th) {
+    var v = f.value, t = f.threshold;
+    switch (f.signal) {
+    case 'preemptions': return [num(v, 1) + ' /day/100 GPUs', '> ' + num(t, 1)];
+    case 'queue': return t === th.queue_p95_h ? [num(v, 1) + ' h p95 queue', '> ' + num(t, 0) + ' h'] :
+      [pct(v, 0) + ' of the cluster queued', '> ' + pct(t, 0)];
+    case 'waste': return [pct(v, 1), t === th.utilization_low ? 'utilization < ' + pct(t, 0) : 'idle > ' + pct(t, 0)];
+    case 'contention': return [num(v) + ' stops', ''];
+    default: return ['', ''];
+    }
+  }
+
+  function renderSignals() {
+    var box = $('signals-body'), G = D.signals;
+    if (!box) return;
+    if (!G || G.error || !G.policies) {
+      box.innerHTML = '<div class="empty">Capacity signals unavailable: ' + esc((G && G.error) || 'not computed') + '</div>';
+      return;
+    }
+    var th = G.thresholds || {};
+    var h = '<p class="note">The rules of <code>tide capacity DIR</code> (docs/governance.md) with the default thresholds: ' +
+      'preemptions by inference &gt; ' + num(th.preempt_per_day_per_100_gpus, 1) + ' per day per 100 GPUs; p95 queue &gt; ' +
+      num(th.queue_p95_h, 0) + ' h or mean queued GPUs &gt; ' + pct(th.queue_gpus_fraction, 0) + ' of the cluster; utilization &lt; ' +
+      pct(th.utilization_low, 0) + ' or idle &gt; ' + pct(th.idle_high, 0) + '.</p>';
+    h += '<table class="findings"><tr><th>policy</th><th class="l">level</th><th class="l">signal</th><th>value</th><th>threshold</th>' +
+      '<th class="l">finding</th></tr>';
+    POL.forEach(function (p) {
+      var x = G.policies[p];
+      if (!x) return;
+      (x.findings || []).forEach(function (f, i) {
+        var vt = sigValue(f, th);
+        h += '<tr' + (p === state.policy ? ' class="sel"' : '') + '><td>' + (i ? '' : '<span style="color:' +
+          (POLICY_COLORS[p] || '#495057') + '">\u25cf</span> ' + esc(p)) + '</td><td class="l"><span class="lvl ' +
+          esc(f.level) + '">' + esc(f.level) + '</span></td><td class="l">' + esc(f.signal) + '</td><td>' + vt[0] +
+          '</td><td>' + vt[1] + '</td><td class="l msg">' + esc(f.message) + '</td></tr>';
+      });
+    });
+    h += '</table>';
+    h += '<h3 class="sub">The numbers behind them</h3><table><tr><th>policy</th>' + SIG_METRICS.map(function (m) {
+      return '<th>' + esc(m[0]) + '</th>'; }).join('') + '</tr>';
+    POL.forEach(function (p) {
+      var m = get(G, 'policies.' + p + '.metrics');
+      if (!m) return;
+      h += '<tr' + (p === state.policy ? ' class="sel"' : '') + '><td>' + esc(p) + '</td>' + SIG_METRICS.map(function (c) {
+        return '<td>' + (ok(m[c[1]]) ? c[2](m[c[1]]) : '\u2013') + '</td>'; }).join('') + '</tr>';
+    });
+    h += '</table>';
+    var sw = G.sweep || {};
+    if (sw.available) {
+      h += '<h3 class="sub">From the sweep (' + esc(sw.source || 'sweep.csv') + ')</h3><ul>' +
+        (sw.steps || []).slice(0, 60).map(function (x) { return '<li>' + esc(x.message) + '</li>'; }).join('') +
+        (sw.recommend || []).slice(0, 30).map(function (x) { return '<li><b>\u21d2 ' + esc(x.message) + '</b></li>'; }).join('') +
+        '</ul>' + (sw.note ? '<p class="note">' + esc(sw.note) + '</p>' : '');
+    } else {
+      h += '<p class="note">No sweep over <code>reserve</code> in this directory (sweep.csv): run <code>tide sim ... --sweep ' +
+        'reserve=8:64:8</code> to see what more Tier A GPUs buy in SLO and cost in training GPU-hours.</p>';
+    }
+    box.innerHTML = h;
   }
 
   /* -------------------------------------------------------------- scatter */
@@ -1076,6 +1456,8 @@
     expected['chart-team-loss'] = 1;
     drawn['chart-team-loss'] = teamLoss('chart-team-loss', pol);
     summaryTable();
+    renderTeams();
+    renderSignals();
     report();
   }
 
@@ -1179,6 +1561,14 @@
         runs++;
         Object.keys(expected).forEach(function (k) { if (!drawn[k]) bad.push(p + ':' + k); });
       });
+      var P = teamsOf(p);
+      (P ? P.teams : []).forEach(function (t) {
+        state.team = t.name;
+        renderTeams();
+        runs++;
+        Object.keys(expected).forEach(function (k) { if (!drawn[k]) bad.push(p + ':' + t.name + ':' + k); });
+      });
+      state.team = null;
     });
     Object.keys(METRICS).forEach(function (k) {
       state.metric = k;
@@ -1197,9 +1587,23 @@
   var hp = /policy=([^&]+)/.exec(location.hash), hd = /day=(\d+)/.exec(location.hash);
   if (hp && POL.indexOf(decodeURIComponent(hp[1])) >= 0) state.policy = decodeURIComponent(hp[1]);
   if (hd && +hd[1] >= 1 && +hd[1] <= DAYS) state.view = [(+hd[1] - 1) * 86400, Math.min(HORIZON, +hd[1] * 86400)];
+  /* #team=NAME opens that team's page; #teams, #signals (alone or with the
+   * above, e.g. #teams&policy=preempt&team=research) scroll to that section */
+  var ht = /team=([^&]+)/.exec(location.hash);
+  if (ht) state.team = decodeURIComponent(ht[1]);
+  /* #only=teams,signals shows just those sections (screenshots: headless
+   * Chromium captures the top of the page whatever the fragment) */
+  var ho = /only=([a-z,-]+)/.exec(location.hash);
+  if (ho) {
+    var keep = ho[1].split(','), secs = document.querySelectorAll('main > section');
+    for (var si = 0; si < secs.length; si++) if (keep.indexOf(secs[si].id) < 0) secs[si].style.display = 'none';
+  }
   tabsInit();
+  teamsInit();
   renderAll();
   if (location.hash === '#selftest') selftest();
+  var hs = /^#(teams|signals|per-policy|compare|sweep|notes)(&|$)/.exec(location.hash);
+  if (hs && $(hs[1])) $(hs[1]).scrollIntoView();
   var rt = null;
   window.addEventListener('resize', function () {
     clearTimeout(rt);

@@ -255,6 +255,12 @@ static int is_metric(const char *name)
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strstr(name, words[i]))
             return 1;
+    /* bookkeeping columns of tide's own sweep.csv (docs/report.md): one value
+     * per row, not a parameter */
+    static const char *const rows[] = {"point", "label", "on_front"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (!strcmp(name, rows[i]))
+            return 1;
     return 0;
 }
 

@@ -2,11 +2,16 @@
 # End-to-end: the HTML report in a real browser. Generates a short seed32 run
 # with `tide sim --report`, opens the page in headless Chromium and checks,
 # from the DOM the page's own script leaves behind, that every chart was drawn
-# with data, the self-test (#selftest: every policy, full and day views)
-# passed and no script error happened; saves a screenshot.
+# with data, the self-test (#selftest: every policy, full and day views, and
+# every team page) passed and no script error happened; checks the Teams and
+# Capacity signals sections (and that a run without usage.csv still gives a
+# page that says so); saves two screenshots: the top of the page and the
+# Teams + Capacity signals sections (#only=teams,signals).
 #
 # Environment: TIDE_BIN (the tide binary). TIDE_REPORT_SHOT: where to save the
-# screenshot (default ${TMPDIR:-/tmp}/tide-report-screenshot.png).
+# screenshot (default ${TMPDIR:-/tmp}/tide-report-screenshot.png);
+# TIDE_REPORT_TEAMS_SHOT: the Teams one (default
+# ${TMPDIR:-/tmp}/tide-report-teams.png).
 # Chromium: Debian's `chromium`; installed with apt-get when missing and
 # running as root, else the test is skipped. Exit 77 = skip.
 set -u
@@ -47,6 +52,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 shot=${TIDE_REPORT_SHOT:-${TMPDIR:-/tmp}/tide-report-screenshot.png}
+teams_shot=${TIDE_REPORT_TEAMS_SHOT:-${TMPDIR:-/tmp}/tide-report-teams.png}
 fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
@@ -72,6 +78,7 @@ grep -q "report.html" "$tmp/out" || fail "tide sim did not print the report's pa
 grep -q "Pareto front" "$tmp/out" || fail "tide sim --sweep printed no front"
 [ "$(wc -l <"$tmp/sim/sweep.csv")" -eq 11 ] || fail "sweep.csv: expected 1 + 2 x 5 lines"
 [ -s "$tmp/sim/sweep/reserve=16/summary.json" ] || fail "no run directory for reserve=16"
+[ -s "$tmp/sim/usage.csv" ] || fail "tide sim wrote no usage.csv"
 
 # --- self-contained: no network references, no external scripts
 grep -Eq 'https?://' "$tmp/report.html" && fail "the page references http(s)://"
@@ -109,7 +116,7 @@ expected=$(attr data-charts-expected)
 errors=$(attr data-errors)
 selftest=$(attr data-selftest)
 [ -n "$drawn" ] || fail "the page script did not run (no data-charts-drawn)"
-[ -n "$expected" ] && [ "$expected" -ge 9 ] 2>/dev/null || fail "expected charts: '$expected'"
+[ -n "$expected" ] && [ "$expected" -ge 13 ] 2>/dev/null || fail "expected charts: '$expected'"
 [ "$drawn" = "$expected" ] || fail "charts drawn $drawn of $expected (missing: $(attr data-charts-missing))"
 [ "$errors" = "0" ] || fail "script errors: $errors: $(sed -n '/id="errors"/,/<\/pre>/p' "$tmp/dom.html")"
 case $selftest in
@@ -118,10 +125,34 @@ ok*) ;;
 esac
 # every chart container holds an SVG
 for id in chart-pareto chart-sweep chart-gpu-state chart-gpu-class chart-training chart-leases \
-    chart-team-hours chart-class-hours chart-team-loss; do
+    chart-team-hours chart-class-hours chart-team-loss chart-team-class-time chart-team-state-time \
+    chart-team-chargeback chart-teams-compare; do
     grep -q "id=\"$id\"><h3>[^<]*</h3>.*<svg" "$tmp/dom.html" || fail "chart $id has no SVG"
+    case " $(attr data-charts-missing) " in
+    *" $id "*) fail "chart $id was expected but not drawn" ;;
+    esac
 done
 grep -q '<ol><li><span class="q">' "$tmp/dom.html" || fail "the five questions are missing"
+# Teams: a tab per team of the run, the chargeback table with the policy's
+# lost-work line; Capacity signals: the findings table
+for team in $(tail -n +2 "$tmp/g/jobs.csv" | cut -d, -f3 | sort -u); do
+    grep -q "data-team=\"$team\"" "$tmp/dom.html" || fail "no team page for $team"
+done
+grep -q '(policy: lost work)' "$tmp/dom.html" || fail "no (policy: lost work) line in the Teams section"
+grep -q '<table class="findings">' "$tmp/dom.html" || fail "no capacity findings table"
+
+# --- a run without usage.csv (older tide): the page says so, no script error
+mkdir -p "$tmp/old"
+cp "$tmp/sim/summary.json" "$tmp/sim/timeline.csv" "$tmp/sim/events.csv" "$tmp/old/"
+"$TIDE_BIN" report "$tmp/old" >/dev/null || fail "tide report without usage.csv failed"
+if run_browser "$(mktemp -d -p "$tmp")" --window-size=1400,2400 --dump-dom \
+    "file://$tmp/old/report.html#selftest" >"$tmp/dom_old.html"; then
+    ob=$(grep -o '<body[^>]*>' "$tmp/dom_old.html" | head -1)
+    case $ob in *'data-errors="0"'*'data-selftest="ok'*) ;; *) fail "no usage.csv: $ob" ;; esac
+    grep -q 'usage.csv was not found' "$tmp/dom_old.html" || fail "no usage.csv: the page does not say so"
+else
+    fail "chromium --dump-dom (no usage.csv) failed"
+fi
 
 # --- screenshot
 rm -f "$shot"
@@ -131,6 +162,14 @@ if [ -s "$shot" ] && [ "$(stat -c %s "$shot")" -gt 20000 ]; then
     echo "report_chromium: screenshot $shot"
 else
     fail "no (or an empty) screenshot at $shot"
+fi
+rm -f "$teams_shot"
+run_browser "$(mktemp -d -p "$tmp")" --window-size=1400,3000 --screenshot="$teams_shot" \
+    "$url#only=teams,signals&policy=preempt" >/dev/null || fail "chromium --screenshot (teams) failed"
+if [ -s "$teams_shot" ] && [ "$(stat -c %s "$teams_shot")" -gt 20000 ]; then
+    echo "report_chromium: teams screenshot $teams_shot"
+else
+    fail "no (or an empty) teams screenshot at $teams_shot"
 fi
 
 if [ "$fails" -ne 0 ]; then

@@ -567,6 +567,37 @@ static void test_jobs_paging(void **state)
     json_decref(o);
 }
 
+static void test_start_without_services(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    f->d = try_open(f, f->cluster, NULL, 0, &err);
+    if (!f->d)
+        fail_msg("open: %s", err.msg);
+    size_t n;
+    const tide_route_t *r = tide_daemon_routes(&n);
+    f->rt = tide_router_create(r, n, f->auth, f->d);
+    advance(f, 30);
+    json_t *o = NULL;
+    assert_int_equal(call(f, "GET", "/v1/services", NULL, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "services")), 0);
+    json_decref(o);
+    assert_int_equal(call(f, "POST", "/v1/services",
+                          "{\"name\": \"chat\", \"gpus_per_replica\": 8, \"replica_rps\": 10, "
+                          "\"min_replicas\": 1, \"warmup_s\": 60}",
+                          NULL),
+                     201);
+    advance(f, 0); /* the new epoch starts at once (the loop is woken) */
+    advance(f, 61);
+    assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(o, "ready")), 1);
+    json_decref(o);
+    crash(f);
+    open_daemon(f, 0);
+    check_engine(f);
+    assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, NULL), 200);
+}
+
 static void test_options_conflict(void **state)
 {
     fx_t *f = *state;
@@ -609,6 +640,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_submit_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_flows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_paging, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_start_without_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_conflict, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,7 @@
  * agrees on who runs, and GPU-seconds add up (no negative cell).
  * Also: the same inputs give the same actions (determinism).
  *
- * TIDE_PROPERTY_SEEDS=N overrides the number of seeds (default 160). */
+ * TIDE_PROPERTY_SEEDS=N overrides the number of seeds (default 300). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -39,7 +39,7 @@ static int rchance(rng_t *r, double p) { return runit(r) < p; }
 /* ------------------------------------------------------------ workload */
 
 #define MAXJ 32
-#define MAXINJ 16
+#define MAXINJ 20
 #define MAXDOM 16
 
 enum { INJ_NODE_FAIL, INJ_NODE_BACK, INJ_RANK, INJ_CANCEL, INJ_REPLICA };
@@ -273,11 +273,11 @@ static void make_injections(workload_t *w, rng_t *r)
         if (!rchance(r, 0.1))
             w->inj[w->n_inj++] = (inj_t){t + rint_(r, 300, 7200), INJ_NODE_BACK, node};
     }
-    int nk = rint_(r, 0, 8);
+    int nk = rint_(r, 0, 10);
     for (int k = 0; k < nk && w->n_inj < MAXINJ; k++) {
-        static const int kinds[] = {INJ_RANK, INJ_CANCEL, INJ_REPLICA};
+        static const int kinds[] = {INJ_RANK, INJ_RANK, INJ_CANCEL, INJ_REPLICA};
         w->inj[w->n_inj++] = (inj_t){(tide_time_t)(runit(r) * (double)w->horizon),
-                                     kinds[rint_(r, 0, 2)], -1};
+                                     kinds[rint_(r, 0, 3)], -1};
     }
     /* by time (stable) */
     for (int i = 1; i < w->n_inj; i++)
@@ -299,7 +299,7 @@ static void make_workload(workload_t *w, uint64_t seed)
     make_demand(w, &r);
     make_jobs(w, &r);
     make_injections(w, &r);
-    w->hang = rchance(&r, 0.3) ? 0.5 : 0;
+    w->hang = rchance(&r, 0.4) ? 0.5 : 0;
     ef_in_sort(w->in, w->n_in);
 }
 
@@ -609,6 +609,24 @@ static void end_checks(ef_t *f, const workload_t *w, const run_ctx_t *ctx)
                 if (st.gpu_s[c][s][k] < -1e-6 * (want + 1))
                     fail_msg("%s: negative GPU-seconds %.3f in %s/%s/%s", tag, st.gpu_s[c][s][k],
                              tide_class_name(c), tide_state_name(s), tide_tier_name(k));
+    /* tiers: C is exactly what training held under leases, A exactly the
+     * reserve (it never changes hands) */
+    double tier_c = 0, tier_a = 0;
+    int reserve = 0;
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int s = 0; s < TIDE_S_COUNT; s++) {
+            tier_c += st.gpu_s[c][s][TIDE_T_C];
+            tier_a += st.gpu_s[c][s][TIDE_T_A];
+        }
+    for (int g = 0; g < f->ngpus; g++)
+        reserve += tide_engine_gpu_zone(f->e, g) == 'A';
+    double el = (double)(st.now - st.start), tol = 1e-6 * (want + 1) + 1e-3;
+    if (fabs(tier_c - st.borrowed_gpu_s) > tol)
+        fail_msg("%s: Tier C cells hold %.3f GPU-s, training borrowed %.3f under leases", tag,
+                 tier_c, st.borrowed_gpu_s);
+    if (fabs(tier_a - reserve * el) > tol)
+        fail_msg("%s: Tier A cells hold %.3f GPU-s, the reserve is %d GPUs x %.0f s", tag, tier_a,
+                 reserve, el);
     if (st.now != w->horizon)
         fail_msg("%s: ended at %lld, horizon %lld", tag, (long long)st.now, (long long)w->horizon);
 }
@@ -671,7 +689,7 @@ static int n_seeds(void)
 {
     const char *s = getenv("TIDE_PROPERTY_SEEDS");
     int n = s ? atoi(s) : 0;
-    return n > 0 ? n : 160;
+    return n > 0 ? n : 300;
 }
 
 static void test_random_workloads(void **state)
