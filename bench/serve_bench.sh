@@ -169,7 +169,7 @@ rt() { [ -n "$s_sub" ] && ratio "$1" "$2" || echo "-"; }
     echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
         "$(date -u +%Y-%m-%d). Each figure: operations completed / wall seconds over ${SECS} s, one run," \
         "daemon and load generator on the same machine (loopback)."
-    echo "tide: \`tide serve\` (sim backend, 16x8 GPUs, elastic, open mode, SQLite WAL, a fresh database);"
+    echo "tide: \`tide serve\` (sim backend, 16x8 GPUs, elastic, open mode, SQLite WAL, a fresh database on $(df -T "$tmp" | awk 'NR == 2 {print $2}'));"
     echo "wrk ${THREADS} threads, ${CONNS} connections, keep-alive. Slurm: slurmctld + 4 slurmd (scripts/slurm-local.sh),"
     echo "no accounting database; the client commands run as separate processes, ${CONNS} loops in parallel or 1 loop."
     echo

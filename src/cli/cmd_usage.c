@@ -1,9 +1,8 @@
 /* `tide usage`: GPU-hours accounting from a running daemon (GET /v1/usage).
  *
- * Structure: parse_args fills a cmdline_t; usage_daemon() does the daemon
- * mode. A positional argument is refused today; a mode reading a simulation
- * output folder (`tide usage DIR`) would go into its own function, chosen in
- * tide_cmd_usage when cmdline_t.dir is set. */
+ * Two modes share the command: a first argument that is not an option is a
+ * simulation output folder (`tide usage DIR`, cmd_usage_dir.c); otherwise
+ * parse_args fills a cmdline_t and usage_daemon() asks the daemon. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

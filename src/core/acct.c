@@ -104,6 +104,12 @@ void acct_job_set(tide_engine_t *e, job_t *j, int on)
     if (on) {
         j->acct_state = job_state_of(j);
         j->acct_tier_own = TIDE_T_D;
+        j->tr_at = e->now;
+    } else if (j->acct_state == TIDE_S_TRAINING && e->now > j->tr_at) {
+        double dt = (double)(e->now - j->tr_at);
+        j->tr_c += dt * j->n_leased;
+        j->tr_d += dt * (j->alloc.n - j->n_leased);
+        j->tr_at = e->now;
     }
     e->cnt[j->cls][j->acct_state][TIDE_T_C] += sign * j->n_leased;
     e->cnt[j->cls][j->acct_state][j->acct_tier_own] += sign * (j->alloc.n - j->n_leased);
@@ -133,19 +139,32 @@ void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
 }
 
 /* Work thrown away moves from training to lost, in each tier in proportion
- * to the job's GPUs there (a job may hold lent and unlent GPUs). */
+ * to the training GPU-seconds the job spent there since its last commit (a
+ * job may hold lent and unlent GPUs, and change width meanwhile). */
 void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
 {
     if (lost_progress <= 0)
         return;
     double x = lost_progress * j->spec.gpus;
     double part[TIDE_T_COUNT] = {0};
-    if (j->alloc.n > 0) {
+    double tr = j->tr_c + j->tr_d;
+    if (tr > 0)
+        part[TIDE_T_C] = x * j->tr_c / tr;
+    else if (j->alloc.n > 0)
         part[TIDE_T_C] = x * j->n_leased / j->alloc.n;
-        part[TIDE_T_D] = x - part[TIDE_T_C];
-    } else {
-        part[TIDE_T_D] = x;
+    part[TIDE_T_D] = x - part[TIDE_T_C];
+    /* never more than the training the books hold: the work thrown away was
+     * counted as training first (reports that arrive late, e.g. after tide
+     * was down, can claim more than the engine saw) */
+    x = 0;
+    for (int tier = 0; tier < TIDE_T_COUNT; tier++) {
+        double have = e->st.gpu_s[j->cls][TIDE_S_TRAINING][tier];
+        if (part[tier] > have)
+            part[tier] = have > 0 ? have : 0;
+        x += part[tier];
     }
+    if (x <= 0)
+        return;
     int type = j->alloc.n ? e->doms[dom_of_gpu(e, j->alloc.gpus[0])].type : 0;
     team_t *t = &e->teams[j->team];
     for (int tier = 0; tier < TIDE_T_COUNT; tier++) {

@@ -361,8 +361,15 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         return tide_errf(err, TIDE_EINVAL, "job %s: bad checkpoint progress", j->spec.id);
     acct_job_set(e, j, 0);
     double v = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
-    if (v > j->committed)
+    if (v > j->committed) {
+        /* what was trained up to v can no longer be lost: keep the share of
+         * the training GPU-seconds that produced the work after v */
+        double now_p = job_progress_now(j, e->now);
+        double keep = now_p > j->committed && now_p > v ? (now_p - v) / (now_p - j->committed) : 0;
+        j->tr_c *= keep;
+        j->tr_d *= keep;
         j->committed = v;
+    }
     if (j->phase == TIDE_PHASE_CHECKPOINTING) {
         /* nothing progresses while a checkpoint is written */
         j->progress = j->progress > j->committed ? j->progress : j->committed;

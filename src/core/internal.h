@@ -66,6 +66,9 @@ typedef struct job {
     int n_leased;            /* GPUs of alloc under the lease (tier C) */
     int acct_state;          /* state its GPUs are counted in */
     int acct_tier_own;       /* tier of its unleased GPUs */
+    double tr_c, tr_d;       /* training GPU-seconds on lent / unlent GPUs since the
+                                last commit (how lost work splits by tier) */
+    tide_time_t tr_at;
     int32_t run_idx;         /* index in e->running or -1 */
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;

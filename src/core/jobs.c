@@ -241,6 +241,7 @@ void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
     if (j->first_start < 0)
         j->first_start = e->now;
     j->n_leased = count_leased(e, &j->alloc);
+    j->tr_c = j->tr_d = 0;
     acct_job_set(e, j, 1);
     running_add(e, h);
     if ((double)j->spec.ckpt_s > e->declared_ckpt_max)

@@ -147,8 +147,9 @@ expect_json top_json 'len(d["nodes"]) == 4 and d["services"][0]["name"] == "chat
 
 # --- server and token from flags and environment; unreachable daemon
 expect_ok env_server 'chat' env -u TIDE_SERVER "$T" services --server "$SERVE_URL"
-expect_fail refused 6 'http://127\.0\.0\.1:1.*refused' "$T" jobs --server http://127.0.0.1:1
-expect_fail refused_env 6 'http://127\.0\.0\.1:1' env TIDE_SERVER=http://127.0.0.1:1 "$T" services
+dead=$(free_port)
+expect_fail refused 6 "http://127\\.0\\.0\\.1:$dead.*refused" "$T" jobs --server "http://127.0.0.1:$dead"
+expect_fail refused_env 6 "http://127\\.0\\.0\\.1:$dead" env TIDE_SERVER="http://127.0.0.1:$dead" "$T" services
 expect_fail https 2 'https' "$T" jobs --server https://127.0.0.1:1
 expect_fail badopt 2 'bogus' "$T" jobs --bogus
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: one day of diurnal demand through `tide serve` on the sim
-# backend at --speed 1800 (a day in 48 s of wall time). The demand is pushed
+# backend at --speed 1800 (a day in 48 s of wall time), one service from a
+# services.csv (--services). The demand is pushed
 # through the API (POST /v1/services/chat/demand) at the engine times
 # /healthz reports, following a day/night curve. Checks:
 #  - at night training borrows the shared pool: a lease for the job appears
@@ -20,9 +21,14 @@ serve_require
 T=$TIDE_BIN
 SPEED=1800
 
-serve_start day --db "$tmp/tide.db" --cluster 4x8:H100 --policy elastic --speed "$SPEED" || exit 1
-api POST /v1/services '{"service":"chat","gpus_per_replica":8,"replica_rps":100,"min_replicas":1,"warmup_s":300}'
-[ "$API_STATUS" = 201 ] || fail "POST /v1/services: $API_STATUS $API_BODY"
+cat >"$tmp/services.csv" <<'CSV'
+service,gpus_per_replica,replica_rps,min_replicas,warmup_s
+chat,8,100,1,300
+CSV
+serve_start day --db "$tmp/tide.db" --cluster 4x8:H100 --services "$tmp/services.csv" \
+    --policy elastic --speed "$SPEED" || exit 1
+api GET /v1/services
+[ "$(jq_ '[s["name"] for s in d["services"]]')" = '["chat"]' ] || fail "services from services.csv: $API_BODY"
 t0=$(now_s)
 day0=$((t0 - t0 % 86400)) # midnight of the engine day we start in
 

@@ -55,7 +55,6 @@ assert abs(tot - 32) < 1e-6, tot
 EOF
 
 # --- a real Prometheus scraping the daemon every second
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pport=$(free_port)
 target=${SERVE_URL#http://}
 cat >"$tmp/prometheus.yml" <<EOF

@@ -158,7 +158,7 @@ static int layout_gpus(const workload_t *w, int use_fixed)
 static void make_services(workload_t *w, rng_t *r)
 {
     for (int tries = 0;; tries++) {
-        w->n_svc = rint_(r, 0, 2);
+        w->n_svc = rchance(r, 0.15) ? 0 : rint_(r, 1, 2);
         for (int s = 0; s < w->n_svc; s++) {
             snprintf(w->svc_names[s], sizeof w->svc_names[s], "svc%d", s);
             static const int tps[] = {1, 2, 4, 8};

@@ -11,7 +11,9 @@
 #   api METHOD PATH [BODY] [TOKEN]
 #                            curl the daemon; sets API_STATUS, API_BODY (also in $tmp/api.out)
 #   jq_ EXPR                 python3 expression over the last API_BODY (`d` = parsed JSON)
-#   poll_until SECONDS CMD.. run CMD every 0.1 s until it succeeds; 1 if it never did
+#   free_port                a loopback port nothing listens on (for "connection refused")
+#   poll_until SECONDS CMD.. run CMD every 0.1 s until it succeeds; 1 if it did not within
+#                            SECONDS of wall time
 # Nothing here sleeps on wall time except the 0.1 s polling steps, each bounded.
 
 serve_require() {
@@ -69,13 +71,14 @@ serve_cleanup() {
 }
 
 poll_until() {
-    local secs=$1 i
+    local secs=$1 end
     shift
-    for ((i = 0; i < secs * 10; i++)); do
+    end=$((${EPOCHREALTIME/./} + secs * 1000000))
+    while :; do
         "$@" >/dev/null 2>&1 && return 0
+        ((${EPOCHREALTIME/./} < end)) || return 1
         sleep 0.1
     done
-    return 1
 }
 
 _listening() { head -1 "$1" 2>/dev/null | grep -q '^listening on http://'; }
@@ -141,6 +144,9 @@ d = json.loads(sys.stdin.read() or "null")
 r = eval(sys.argv[1])
 print(json.dumps(r) if isinstance(r, (dict, list)) else r)' "$1" <<<"$API_BODY"
 }
+
+# free_port: a loopback port nothing listens on right now
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # now_s: the engine clock from /healthz
 now_s() { curl -s "$SERVE_URL/healthz" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["now_s"]))'; }
