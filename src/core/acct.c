@@ -22,23 +22,24 @@ void acct_advance(tide_engine_t *e, tide_time_t now)
     if (dt <= 0)
         return;
     tide_stats_t *st = &e->st;
-    for (int c = 0; c < TIDE_C_COUNT; c++)
-        for (int s = 0; s < TIDE_S_COUNT; s++)
-            for (int t = 0; t < TIDE_T_COUNT; t++)
-                if (e->cnt[c][s][t])
-                    st->gpu_s[c][s][t] += e->cnt[c][s][t] * dt;
-    int zone_total[Z_COUNT] = {0};
-    for (int i = 0; i < e->n_doms; i++)
-        zone_total[e->doms[i].zone] += e->doms[i].gpus;
+    /* the counters as one flat array: most cells are zero */
+    const int *cnt = &e->cnt[0][0][0];
+    double *acc = &st->gpu_s[0][0][0];
+    int borrowed = 0;
+    for (int k = 0; k < TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT; k++)
+        if (cnt[k]) {
+            acc[k] += cnt[k] * dt;
+            if (k % TIDE_T_COUNT == TIDE_T_C)
+                borrowed += cnt[k];
+        }
+    st->borrowed_gpu_s += borrowed * dt;
     for (int z = 0; z < Z_COUNT; z++) {
-        int idle = e->zone_free[z] + (zone_total[z] - e->zone_gpus[z]);
-        st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][idle_tier[z]] += idle * dt;
+        int idle = e->zone_free[z] + (e->zone_total[z] - e->zone_gpus[z]);
+        if (idle)
+            st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][idle_tier[z]] += idle * dt;
     }
     for (int t = 0; t < e->n_teams; t++)
         e->teams[t].gpu_s += e->teams[t].gpus_now * dt;
-    for (int c = 0; c < TIDE_C_COUNT; c++)
-        for (int s = 0; s < TIDE_S_COUNT; s++)
-            st->borrowed_gpu_s += e->cnt[c][s][TIDE_T_C] * dt;
 
     int need_inf = 0;
     for (int i = 0; i < e->n_svcs; i++) {

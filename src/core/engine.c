@@ -109,6 +109,10 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->vict_v = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_v);
     e->vict_best = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_best);
     e->vict_used = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_used);
+    e->gpu_dom = tide_xmalloc((size_t)e->n_gpus * sizeof *e->gpu_dom);
+    for (int d = 0; d < e->n_doms; d++)
+        for (int g = e->doms[d].first_gpu; g < e->doms[d].first_gpu + e->doms[d].gpus; g++)
+            e->gpu_dom[g] = d;
     e->own_kind = tide_xcalloc((size_t)e->n_gpus, 1);
     e->own_id = tide_xmalloc((size_t)e->n_gpus * sizeof *e->own_id);
     for (int g = 0; g < e->n_gpus; g++)
@@ -169,6 +173,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->scratch_a);
     free(e->scratch_b);
     free(e->scratch_c);
+    free(e->gpu_dom);
     free(e->own_kind);
     free(e->own_id);
     free(e->nodes);
@@ -282,6 +287,8 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     queue_insert(e, h);
     e->st.jobs_submitted++;
     e->teams[j->team].jobs++;
+    e->teams[j->team].waiting++;
+    e->teams[j->team].waiting_submit_sum += (double)j->submitted;
     e->oracle_backlog += (double)sp.duration_s * sp.gpus;
     return 0;
 }
@@ -543,6 +550,7 @@ static int first_step(tide_engine_t *e, tide_time_t now, tide_error_t *err)
     for (int d = 0; d < e->n_doms; d++) {
         e->zone_gpus[e->doms[d].zone] += e->doms[d].up_gpus;
         e->zone_free[e->doms[d].zone] += e->doms[d].free;
+        e->zone_total[e->doms[d].zone] += e->doms[d].gpus;
     }
     e->start = e->now = now;
     e->st.start = now;
@@ -911,15 +919,7 @@ int tide_engine_team(const tide_engine_t *e, int t, tide_team_stats_t *out)
     out->lost_gpu_s = tm->lost_gpu_s;
     out->preemptions = tm->preemptions;
     out->jobs = tm->jobs;
-    double q = 0;
-    for (size_t h = 0; h < e->n_jobs; h++) {
-        const job_t *j = e->jobs[h];
-        if (j->team != t)
-            continue;
-        tide_time_t s = j->first_start >= 0 ? j->first_start : e->now;
-        q += (double)(s - j->submitted);
-    }
-    out->queue_s_sum = q;
+    out->queue_s_sum = tm->queue_started_s + (double)tm->waiting * (double)e->now - tm->waiting_submit_sum;
     return 0;
 }
 

@@ -61,15 +61,7 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
 
 static int dom_of(const tide_engine_t *e, int gpu)
 {
-    int lo = 0, hi = e->n_doms - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (e->doms[mid].first_gpu <= gpu)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
+    return e->gpu_dom[gpu];
 }
 
 static int start_replica(tide_engine_t *e, int si, tide_time_t now)

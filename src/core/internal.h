@@ -155,6 +155,9 @@ typedef struct team {
     double gpu_s, lost_gpu_s;
     int preemptions, jobs;
     int gpus_now;
+    double queue_started_s;  /* sum of first_start - submitted of started jobs */
+    int waiting;             /* jobs never started */
+    double waiting_submit_sum; /* sum of their submission times */
     /* governance */
     double weight;
     int *quota;              /* per GPU type, -1 = none */
@@ -188,10 +191,12 @@ struct tide_engine {
     int n_doms;
     int n_gpus;
     int max_dom_gpus;
+    int32_t *gpu_dom;        /* per GPU: its domain */
     uint8_t *own_kind;       /* per GPU */
     int32_t *own_id;         /* per GPU */
     int zone_gpus[Z_COUNT];  /* up GPUs per zone */
     int zone_free[Z_COUNT];  /* free up GPUs per zone */
+    int zone_total[Z_COUNT]; /* all GPUs per zone (up or down) */
 
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */

@@ -80,15 +80,7 @@ void team_usage_update(tide_engine_t *e, team_t *t)
 
 int dom_of_gpu(const tide_engine_t *e, int gpu)
 {
-    int lo = 0, hi = e->n_doms - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (e->doms[mid].first_gpu <= gpu)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
+    return e->gpu_dom[gpu];
 }
 
 /* ------------------------------------------------------------------ queue */
@@ -238,8 +230,13 @@ void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
     j->progress_at = e->now;
     j->run_start = e->now;
     j->stop_pending = 0;
-    if (j->first_start < 0)
+    if (j->first_start < 0) {
         j->first_start = e->now;
+        team_t *t = &e->teams[j->team];
+        t->waiting--;
+        t->waiting_submit_sum -= (double)j->submitted;
+        t->queue_started_s += (double)(j->first_start - j->submitted);
+    }
     j->n_leased = count_leased(e, &j->alloc);
     j->tr_c = j->tr_d = 0;
     acct_job_set(e, j, 1);

@@ -18,19 +18,7 @@ void alloc_push(alloc_t *a, int32_t gpu)
     a->gpus[a->n++] = gpu;
 }
 
-static int gpu_domain(const tide_engine_t *e, int gpu)
-{
-    /* nodes are consecutive; a binary search over domains by first_gpu */
-    int lo = 0, hi = e->n_doms - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (e->doms[mid].first_gpu <= gpu)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
+static int gpu_domain(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
 
 static int gpu_node_up(const tide_engine_t *e, const domain_t *d, int gpu)
 {

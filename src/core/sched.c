@@ -17,15 +17,7 @@ unsigned train_zones_now(const tide_engine_t *e, tide_time_t now)
 
 static int dom_of(const tide_engine_t *e, int gpu)
 {
-    int lo = 0, hi = e->n_doms - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (e->doms[mid].first_gpu <= gpu)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
+    return e->gpu_dom[gpu];
 }
 
 static int contrib(int avail, int gang) { return avail / gang; }
@@ -405,6 +397,10 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
                 memcpy(cands, e->q[p], n * sizeof *cands);
         }
         for (size_t i = 0; i < n; i++) {
+            /* nothing more can start: only a P1 head (preemption) or quota
+             * reclaims still need looking at */
+            if (free_gpus <= 0 && !e->quotas_on && (p > TIDE_P1 || head_seen))
+                break;
             int32_t h = cands[i];
             job_t *j = e->jobs[h];
             examined++;
