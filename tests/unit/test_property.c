@@ -10,7 +10,8 @@
  * agrees on who runs, and GPU-seconds add up (no negative cell).
  * Also: the same inputs give the same actions (determinism).
  *
- * TIDE_PROPERTY_SEEDS=N overrides the number of seeds (default 300). */
+ * TIDE_PROPERTY_SEEDS=N overrides the number of seeds (default 300, 120 under
+ * AddressSanitizer). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -42,7 +43,7 @@ static int rchance(rng_t *r, double p) { return runit(r) < p; }
 #define MAXINJ 20
 #define MAXDOM 16
 
-enum { INJ_NODE_FAIL, INJ_NODE_BACK, INJ_RANK, INJ_CANCEL, INJ_REPLICA };
+enum { INJ_NODE_FAIL, INJ_NODE_BACK, INJ_RANK, INJ_CANCEL, INJ_REPLICA, INJ_EXPIRE };
 
 typedef struct inj {
     tide_time_t t;
@@ -69,6 +70,8 @@ typedef struct workload {
     int n_inj;
     tide_time_t horizon;
     double hang;         /* chance that a requested checkpoint never commits */
+    int use_teams;       /* team specs (weights, quotas, borrow/lend limits) are set */
+    tide_team_spec_t team_spec[3];
 } workload_t;
 
 static int type_ok(uint32_t mask, int type) { return !mask || (mask & (1u << type)); }
@@ -275,9 +278,9 @@ static void make_injections(workload_t *w, rng_t *r)
     }
     int nk = rint_(r, 0, 10);
     for (int k = 0; k < nk && w->n_inj < MAXINJ; k++) {
-        static const int kinds[] = {INJ_RANK, INJ_RANK, INJ_CANCEL, INJ_REPLICA};
+        static const int kinds[] = {INJ_RANK, INJ_RANK, INJ_CANCEL, INJ_REPLICA, INJ_EXPIRE};
         w->inj[w->n_inj++] = (inj_t){(tide_time_t)(runit(r) * (double)w->horizon),
-                                     kinds[rint_(r, 0, 3)], -1};
+                                     kinds[rint_(r, 0, 4)], -1};
     }
     /* by time (stable) */
     for (int i = 1; i < w->n_inj; i++)
@@ -286,6 +289,26 @@ static void make_injections(workload_t *w, rng_t *r)
             w->inj[k] = w->inj[k - 1];
             w->inj[k - 1] = x;
         }
+}
+
+static void make_teams(workload_t *w, rng_t *r)
+{
+    w->use_teams = rchance(r, 0.35);
+    for (int t = 0; t < 3; t++) {
+        tide_team_spec_t *ts = &w->team_spec[t];
+        tide_team_spec_default(ts);
+        ts->name = w->teams[t];
+        ts->weight = 0.5 + 2.5 * runit(r);
+        if (rchance(r, 0.6))
+            for (int k = 0; k < w->n_types; k++) {
+                int type_gpus = 0;
+                for (int d = 0; d < w->n_dom; d++)
+                    type_gpus += w->dom_type[d] == k ? w->dom_gpus[d] : 0;
+                ts->quota[k] = rint_(r, 0, type_gpus / 2);
+            }
+        ts->borrow_limit = rchance(r, 0.5) ? -1 : rint_(r, 0, w->n_gpus / 2);
+        ts->lend_cap = rchance(r, 0.5) ? -1 : rint_(r, 0, 8);
+    }
 }
 
 static void make_workload(workload_t *w, uint64_t seed)
@@ -299,6 +322,7 @@ static void make_workload(workload_t *w, uint64_t seed)
     make_demand(w, &r);
     make_jobs(w, &r);
     make_injections(w, &r);
+    make_teams(w, &r);
     w->hang = rchance(&r, 0.4) ? 0.5 : 0;
     ef_in_sort(w->in, w->n_in);
 }
@@ -386,6 +410,25 @@ static void live_checks(ef_t *f, tide_time_t t, run_ctx_t *ctx)
                          f->tag, (long long)t, ji.spec->id, ji.lease, (long long)li.latest_return);
         }
     }
+    /* teams: GPUs used are what their jobs hold; borrowing within limits */
+    for (int k = 0; k < tide_engine_teams(f->e); k++) {
+        tide_team_info_t ti;
+        assert_int_equal(tide_engine_team_info(f->e, k, &ti), 0);
+        int held = 0;
+        for (int g = 0; g < f->ngpus; g++) {
+            int32_t own;
+            tide_job_info_t ji;
+            if (tide_engine_gpu_owner(f->e, g, &own) == 1 && tide_engine_job(f->e, own, &ji) == 0 &&
+                !strcmp(ji.spec->team, ti.team))
+                held++;
+        }
+        if (ti.used_gpus != held)
+            fail_msg("%s t=%lld: team %s uses %d GPUs, its jobs hold %d", f->tag, (long long)t,
+                     ti.team, ti.used_gpus, held);
+        if (ti.quota_gpus >= 0 && ti.borrow_limit >= 0 && ti.borrowed_gpus > ti.borrow_limit)
+            fail_msg("%s t=%lld: team %s borrows %d GPUs beyond its quota %d, limit %d", f->tag,
+                     (long long)t, ti.team, ti.borrowed_gpus, ti.quota_gpus, ti.borrow_limit);
+    }
     if (!lz && tide_engine_leases(f->e) != 0)
         fail_msg("%s: %d leases under a policy that lends nothing", f->tag,
                  tide_engine_leases(f->e));
@@ -419,6 +462,7 @@ static void inject_hook(ef_t *f, tide_time_t t, void *vctx)
             ev.node = x->node;
             break;
         case INJ_RANK:
+        case INJ_EXPIRE:
         case INJ_CANCEL: {
             int32_t cand[MAXJ];
             int nc = 0;
@@ -431,7 +475,9 @@ static void inject_hook(ef_t *f, tide_time_t t, void *vctx)
             }
             if (!nc)
                 continue;
-            ev = ef_ev(x->kind == INJ_RANK ? TIDE_EV_RANK_FAILED : TIDE_EV_JOB_CANCEL);
+            ev = ef_ev(x->kind == INJ_RANK     ? TIDE_EV_RANK_FAILED
+                       : x->kind == INJ_EXPIRE ? TIDE_EV_JOB_EXPIRED
+                                               : TIDE_EV_JOB_CANCEL);
             ev.job = cand[rint_(&ctx->r, 0, nc - 1)];
             if (x->kind == INJ_CANCEL) {
                 int i = job_index(w, ev.job, f);
@@ -633,7 +679,7 @@ static void end_checks(ef_t *f, const workload_t *w, const run_ctx_t *ctx)
 
 typedef struct totals {
     long runs, steps, actions, injected, starts, stops, ckpts, done;
-    long prio_notices, deadline_stops, dropped, live;
+    long prio_notices, quota_notices, deadline_stops, dropped, live;
 } totals_t;
 
 static uint64_t run_one(const workload_t *w, const char *policy, totals_t *tot)
@@ -654,6 +700,9 @@ static uint64_t run_one(const workload_t *w, const char *policy, totals_t *tot)
     for (int s = 0; s < w->n_svc; s++)
         if (tide_engine_add_service(f->e, &w->svc[s], &err) < 0)
             fail_msg("%s service: %s", f->tag, err.msg);
+    for (int t = 0; w->use_teams && t < 3; t++)
+        if (tide_engine_set_team(f->e, &w->team_spec[t], &err) < 0)
+            fail_msg("%s team: %s", f->tag, err.msg);
     run_ctx_t ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.w = w;
@@ -674,6 +723,7 @@ static uint64_t run_one(const workload_t *w, const char *policy, totals_t *tot)
         tot->stops += (long)ef_count(f, 0, TIDE_ACT_JOB_STOP, -1, -1);
         tot->ckpts += (long)ef_count(f, 0, TIDE_ACT_JOB_CKPT, -1, -1);
         tot->prio_notices += (long)ef_count(f, 0, TIDE_ACT_JOB_CKPT, TIDE_R_PRIORITY, -1);
+        tot->quota_notices += (long)ef_count(f, 0, TIDE_ACT_JOB_CKPT, TIDE_R_QUOTA, -1);
         tot->deadline_stops += (long)ef_count(f, 0, TIDE_ACT_JOB_STOP, TIDE_R_DEADLINE, -1);
         tot->dropped += f->dropped;
         tot->live += ctx.live_checks;
@@ -685,11 +735,23 @@ static uint64_t run_one(const workload_t *w, const char *policy, totals_t *tot)
     return h;
 }
 
+/* Fewer seeds under AddressSanitizer (about 8x slower), same coverage kinds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DEFAULT_SEEDS 120
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DEFAULT_SEEDS 120
+#endif
+#endif
+#ifndef DEFAULT_SEEDS
+#define DEFAULT_SEEDS 300
+#endif
+
 static int n_seeds(void)
 {
     const char *s = getenv("TIDE_PROPERTY_SEEDS");
     int n = s ? atoi(s) : 0;
-    return n > 0 ? n : 300;
+    return n > 0 ? n : DEFAULT_SEEDS;
 }
 
 static void test_random_workloads(void **state)
@@ -706,10 +768,10 @@ static void test_random_workloads(void **state)
         free(w);
     }
     printf("property: %ld runs, %ld steps, %ld actions (%ld starts, %ld stops, %ld notices "
-           "of which %ld priority, %ld deadline stops), %ld injected events, %ld commits "
+           "of which %ld priority, %ld quota; %ld deadline stops), %ld injected events, %ld commits "
            "swallowed, %ld jobs done, %ld live checks\n",
            tot.runs, tot.steps, tot.actions, tot.starts, tot.stops, tot.ckpts, tot.prio_notices,
-           tot.deadline_stops, tot.injected, tot.dropped, tot.done, tot.live);
+           tot.quota_notices, tot.deadline_stops, tot.injected, tot.dropped, tot.done, tot.live);
     /* the workloads exercise every path checked */
     assert_true(tot.starts > tot.runs);
     assert_true(tot.stops > 0 && tot.ckpts > 0 && tot.injected > 0 && tot.done > 0);
