@@ -7,6 +7,12 @@
  * subcommand answers --help / -h with its usage on stdout and status 0. */
 typedef int (*tide_cmd_fn)(int argc, char **argv);
 
+struct tide_error;
+/* Print "tide CMD: <message> (see tide CMD --help)" on stderr; returns 2. */
+int tide_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "tide CMD: <err->msg>" on stderr; returns the exit status of err's code. */
+int tide_cli_fail(const char *cmd, const struct tide_error *err);
+
 int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_gen(int argc, char **argv);
 int tide_cmd_report(int argc, char **argv);

@@ -37,17 +37,7 @@ static void capacity_usage(FILE *f)
             d.idle_high, d.slo_target);
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide capacity: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide capacity --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("capacity", __VA_ARGS__)
 
 static int frac(const char *opt, const char *arg, double *out)
 {

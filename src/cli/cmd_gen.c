@@ -39,17 +39,7 @@ static void gen_usage(FILE *f)
 }
 
 /* Print "tide gen: <message> (see tide gen --help)" and return the usage status. */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide gen: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide gen --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("gen", __VA_ARGS__)
 
 /* "14", "14d", "2w", "336h": a positive whole number of days. */
 static int parse_days(const char *s, int *out)
@@ -69,18 +59,7 @@ static int parse_days(const char *s, int *out)
     return 0;
 }
 
-static int parse_seed(const char *s, uint64_t *out)
-{
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
+#define parse_seed tide_parse_u64
 
 int tide_cmd_gen(int argc, char **argv)
 {

@@ -29,17 +29,7 @@ static void report_usage(FILE *f)
             "Open the file in any browser. Details: docs/report.md.\n");
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide report: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide report --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("report", __VA_ARGS__)
 
 int tide_cmd_report(int argc, char **argv)
 {

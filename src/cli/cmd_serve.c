@@ -60,23 +60,9 @@ static void serve_usage(FILE *f)
             "Details: docs/serve.md.\n");
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide serve: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide serve --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("serve", __VA_ARGS__)
 
-static int fail(const tide_error_t *err)
-{
-    fprintf(stderr, "tide serve: %s\n", err->msg);
-    return tide_errcode_exit(err->code ? err->code : TIDE_EINVAL);
-}
+#define fail(err) tide_cli_fail("serve", (err))
 
 /* "1s", "500ms", "0.5", "2m" -> seconds (> 0). */
 static int parse_tick(const char *s, double *out)

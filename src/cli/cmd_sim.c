@@ -60,24 +60,10 @@ static void sim_usage(FILE *f)
 }
 
 /* Print "tide sim: <message> (see tide sim --help)" and return the usage status. */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide sim: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide sim --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("sim", __VA_ARGS__)
 
 /* Print an error from a library call and return its exit status. */
-static int fail(const tide_error_t *err)
-{
-    fprintf(stderr, "tide sim: %s\n", err->msg);
-    return tide_errcode_exit(err->code ? err->code : TIDE_EINVAL);
-}
+#define fail(err) tide_cli_fail("sim", (err))
 
 /* Parsed command line (strings borrowed from argv). */
 typedef struct cmdline {
@@ -161,18 +147,7 @@ static int parse_night(cmdline_t *c, const char *arg)
     return 0;
 }
 
-static int parse_seed(const char *s, uint64_t *out)
-{
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
+#define parse_seed tide_parse_u64
 
 /* Parse argv into c. Returns -1 to go on, else the exit status. */
 static int parse_args(cmdline_t *c, int argc, char **argv)

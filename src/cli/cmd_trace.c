@@ -83,17 +83,7 @@ static void import_usage(FILE *f)
 }
 
 /* Print "tide trace import: <message> (see tide trace import --help)"; return 2. */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide trace import: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide trace import --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("trace import", __VA_ARGS__)
 
 /* Formats an option applies to (bits: 1 << index in tide_trace_format_names). */
 enum { F_PHILLY = 1, F_SERVEGEN = 2, F_AZURE = 4, F_MOONCAKE = 8 };
@@ -178,18 +168,7 @@ static int parse_days(tide_trace_philly_opts_t *p, const char *s)
     return 0;
 }
 
-static int parse_seed(const char *s, uint64_t *out)
-{
-    if (!*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
+#define parse_seed tide_parse_u64
 
 /* Hours: a number ("5", "-3.5") or a duration with a unit ("90m"). */
 static int parse_hours(const char *s, double *h)

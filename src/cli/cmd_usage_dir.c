@@ -40,23 +40,9 @@ static void usage_usage(FILE *f)
             "'(policy: lost work)'. Details: docs/governance.md.\n");
 }
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide usage: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide usage --help)\n");
-    va_end(ap);
-    return 2;
-}
+#define bad(...) tide_cli_usage_error("usage", __VA_ARGS__)
 
-static int fail(const tide_error_t *err)
-{
-    fprintf(stderr, "tide usage: %s\n", err->msg);
-    return tide_errcode_exit(err->code ? err->code : TIDE_EINVAL);
-}
+#define fail(err) tide_cli_fail("usage", (err))
 
 int tide_cmd_usage_dir(int argc, char **argv)
 {

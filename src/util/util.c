@@ -81,6 +81,19 @@ int tide_parse_double(const char *s, double *out)
     return 0;
 }
 
+int tide_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int tide_parse_duration(const char *s, int64_t *out)
 {
     if (!s || !*s)

@@ -17,6 +17,7 @@
 
 #include "sim/gen.h"
 
+#include "cli/cli_util.c"
 #include "cli/cmd_gen.c"
 
 /* ------------------------------------------------------------- helpers */
