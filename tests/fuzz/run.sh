@@ -41,6 +41,8 @@ seed fuzz_http_body '{"job_id": "j1", "team": "t", "priority": "P2", "gpus": 16,
 seed fuzz_cluster_spec '16x8:H100,8x4:A100,18x4:GB200/18\nH100|GB200'
 seed fuzz_sweep_spec 'reserve=24:64:8,margin=0.05:0.3:0.05,lead=5m,hold=60:600:60,split=80'
 seed fuzz_inject 'burst:2x@36h+2h,burst:chat:0.5x@1d+90m,node-fail:3@50h+4h\nrank-fail:j1@1h,rank-fail-rate:2/day,ctl-down@80h+1h,storage:20GBps'
+seed fuzz_tokens '# TOKEN TEAM ROLE\nadm1n-secret ops admin\nsub-a research submitter\nview-1 research viewer\n'
+seed fuzz_prom_query '{"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"router"},"value":[1700000000.5,"123.4"]}]}}'
 
 status=0
 found=0

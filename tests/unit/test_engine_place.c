@@ -246,8 +246,8 @@ static void expect_rejected(ef_t *f, tide_time_t t, const tide_job_spec_t *spec)
     tide_error_t err = {0};
     int rc = ef_step_rc(f, t, &ev, 1, &err);
     if (rc == 0)
-        fail_msg("job %s (gpus %d, gang %d, dp_min %d) was accepted", spec->id, spec->gpus,
-                 spec->gang_gpus, spec->dp_min);
+        fail_msg("job %s (gpus %d, gang %d, dp_min %d; 0 = all gangs) was accepted", spec->id,
+                 spec->gpus, spec->gang_gpus, spec->dp_min);
     assert_int_equal(err.code, TIDE_EINVAL);
     assert_true(strlen(err.msg) > 0);
     assert_int_equal(tide_engine_job_find(f->e, spec->id), -1);

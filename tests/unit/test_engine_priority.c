@@ -220,6 +220,52 @@ static void test_p1_takes_p2_only_when_p3_not_enough(void **state)
     ef_free(f);
 }
 
+/* A priority victim (no lease: `static` training part) that never commits is
+ * stopped by the engine itself at its checkpoint deadline; its work since
+ * the last commit is lost and counted; the P1 job then starts. */
+static void test_priority_notice_deadline_without_lease(void **state)
+{
+    (void)state;
+    full4_t c = full_cluster();
+    ef_t *f = c.f;
+    ef_ticks(f, 1200, 60);
+    assert_int_equal(tide_engine_leases(f->e), 0);
+    tide_job_spec_t p1 = ef_job("p1", 1, 8, 8, 0, 7200);
+    size_t mark = f->nlog;
+    int32_t h = ef_submit(f, 1230, &p1);
+    const ef_act_t *ck = ef_find(f, mark, TIDE_ACT_JOB_CKPT, TIDE_R_PRIORITY, -1);
+    assert_non_null(ck);
+    int32_t v = ck->a.job;
+    tide_time_t dl = ck->a.deadline;
+    assert_true(dl > 1230);
+    tide_time_t t = 1230;
+    while (t < dl) {
+        tide_time_t next = f->acts.next_wake;
+        assert_true(next > t && next <= dl); /* woken by the deadline at the latest */
+        t = next;
+        ef_tick(f, t);
+        if (t < dl) {
+            assert_int_equal(ef_info(f, v).state, TIDE_JOB_RECLAIMING);
+            assert_int_equal(ef_count(f, mark, TIDE_ACT_JOB_START, -1, h), 0);
+        }
+    }
+    const ef_act_t *stop = ef_find(f, mark, TIDE_ACT_JOB_STOP, -1, v);
+    if (!stop)
+        fail_msg("victim still %s at its checkpoint deadline %lld",
+                 tide_job_state_name(ef_info(f, v).state), (long long)dl);
+    assert_int_equal(stop->t, dl);
+    assert_int_equal(stop->a.reason, TIDE_R_DEADLINE);
+    double lost = (double)dl; /* the victims started at t = 0..3 and never committed */
+    assert_true(stop->a.value > lost - 4 && stop->a.value <= lost);
+    tide_job_info_t ji = ef_info(f, v);
+    assert_int_equal(ji.state, TIDE_JOB_QUEUED);
+    assert_true(ji.lost_gpu_s > 0);
+    const ef_act_t *st = ef_find(f, mark, TIDE_ACT_JOB_START, -1, h);
+    assert_non_null(st);
+    assert_int_equal(st->t, dl);
+    ef_free(f);
+}
+
 /* Between two P3 jobs the cheaper one (GPUs x (ckpt + restore)) goes,
  * whichever was submitted first. */
 static void test_least_work_lost(void **state)
@@ -373,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_p1_preempts_p3_then_starts),
         cmocka_unit_test(test_p1_two_gangs_takes_both_p3),
         cmocka_unit_test(test_p1_takes_p2_only_when_p3_not_enough),
+        cmocka_unit_test(test_priority_notice_deadline_without_lease),
         cmocka_unit_test(test_least_work_lost),
         cmocka_unit_test(test_victims_are_whole_jobs),
         cmocka_unit_test(test_p1_dp_shrink_then_starts),
