@@ -310,10 +310,10 @@ void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
     e->infer_dirty = 1;
 }
 
-static void resize_action(tide_engine_t *e, int32_t h)
+static void resize_action(tide_engine_t *e, int32_t h, int reason)
 {
     job_t *j = e->jobs[h];
-    tide_action_t *act = act_push(e, TIDE_ACT_JOB_RESIZE, TIDE_R_RECLAIM);
+    tide_action_t *act = act_push(e, TIDE_ACT_JOB_RESIZE, reason);
     act->job = h;
     act->width = j->width;
     act_gpus(e, act, &j->alloc);
@@ -349,7 +349,7 @@ void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
         lease_update(e, h);
     e->st.shrinks++;
     end_index_set(e, h, job_expected_end(j, e->now));
-    resize_action(e, h);
+    resize_action(e, h, TIDE_R_RECLAIM);
     e->infer_dirty = 1;
     e->sched_dirty = 1;
 }
@@ -371,7 +371,7 @@ void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
     else if (j->n_leased)
         lease_grant(e, h);
     end_index_set(e, h, job_expected_end(j, e->now));
-    resize_action(e, h);
+    resize_action(e, h, TIDE_R_SCALE);
 }
 
 void job_notice(tide_engine_t *e, int32_t h, int reason, int stop)

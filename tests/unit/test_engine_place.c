@@ -143,6 +143,67 @@ static void test_job_that_cannot_fit_holds_nothing(void **state)
     ef_free(f);
 }
 
+/* Fragmented free GPUs: 20 free in total (4 on each of nodes 0-2, node 3
+ * whole) but only one 8-GPU gang fits; a job needing two gangs must get
+ * nothing (the gang placed on node 3 is given back), and stays queued. */
+static void test_fragmented_free_gpus_no_partial_job(void **state)
+{
+    (void)state;
+    ef_t *f = train_only("4x8");
+    /* six 4-GPU jobs fill nodes 0-2 (two per node) */
+    static const char *ids[6] = {"q0", "q1", "q2", "q3", "q4", "q5"};
+    tide_job_spec_t q[6];
+    tide_event_t ev[6];
+    for (int i = 0; i < 6; i++) {
+        q[i] = ef_job(ids[i], 2, 4, 4, 0, 36000);
+        ev[i] = ef_ev(TIDE_EV_JOB_SUBMIT);
+        ev[i].job_spec = &q[i];
+    }
+    ef_step(f, 0, ev, 6);
+    int per_node[4] = {0};
+    int32_t first_on[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 6; i++) {
+        int32_t h = tide_engine_job_find(f->e, ids[i]), g[64];
+        assert_int_equal(ef_job_gpus(f, h, g), 4);
+        int n = g[0] / 8;
+        per_node[n]++;
+        if (first_on[n] < 0)
+            first_on[n] = h;
+    }
+    assert_int_equal(per_node[3], 0);
+    /* one job per busy node finishes: 4 GPUs free on each, node 3 whole */
+    tide_event_t fin[3];
+    int nf = 0;
+    for (int n = 0; n < 4; n++)
+        if (per_node[n] == 2) {
+            fin[nf] = ef_ev(TIDE_EV_JOB_FINISHED);
+            fin[nf++].job = first_on[n];
+        }
+    assert_int_equal(nf, 3);
+    ef_step(f, 5, fin, 3);
+    tide_stats_t st;
+    tide_engine_stats(f->e, &st);
+    assert_int_equal(st.gpus_now[TIDE_C_NONE][TIDE_S_IDLE], 20);
+
+    tide_job_spec_t two = ef_job("two-gangs", 2, 16, 8, 0, 3600);
+    int32_t h = ef_submit(f, 10, &two);
+    ef_ticks(f, 600, 60);
+    assert_int_equal(ef_count(f, 0, TIDE_ACT_JOB_START, -1, h), 0);
+    assert_int_equal(ef_info(f, h).state, TIDE_JOB_QUEUED);
+    int32_t held[64];
+    assert_int_equal(ef_job_gpus(f, h, held), 0);
+    tide_engine_stats(f->e, &st);
+    assert_int_equal(st.gpus_now[TIDE_C_NONE][TIDE_S_IDLE], 20);
+    /* an elastic job of the same shape starts on the one gang that fits */
+    tide_job_spec_t el = ef_job("elastic", 2, 16, 8, 1, 3600);
+    int32_t he = ef_submit(f, 700, &el);
+    const ef_act_t *a = ef_find(f, 0, TIDE_ACT_JOB_START, -1, he);
+    assert_non_null(a);
+    assert_int_equal(a->a.width, 1);
+    assert_int_equal(ef_gpus(f, a)[0] / 8, 3);
+    ef_free(f);
+}
+
 static void test_elastic_job_starts_at_reduced_width(void **state)
 {
     (void)state;
@@ -331,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_each_gang_on_one_node),
         cmocka_unit_test(test_gang_of_16_takes_two_whole_free_nodes),
         cmocka_unit_test(test_job_that_cannot_fit_holds_nothing),
+        cmocka_unit_test(test_fragmented_free_gpus_no_partial_job),
         cmocka_unit_test(test_elastic_job_starts_at_reduced_width),
         cmocka_unit_test(test_elastic_job_below_dp_min_waits),
         cmocka_unit_test(test_gpu_types),
