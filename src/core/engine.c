@@ -345,17 +345,9 @@ static int ev_phase(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 
 static int claimed_by_service(const tide_engine_t *e, const job_t *j)
 {
-    for (int k = 0; k < j->alloc.n; k++) {
-        int g = j->alloc.gpus[k];
-        for (int d = 0; d < e->n_doms; d++) {
-            const domain_t *dm = &e->doms[d];
-            if (g >= dm->first_gpu && g < dm->first_gpu + dm->gpus) {
-                if (dm->claim_kind == CLAIM_SERVICE)
-                    return 1;
-                break;
-            }
-        }
-    }
+    for (int k = 0; k < j->alloc.n; k++)
+        if (e->doms[e->gpu_dom[j->alloc.gpus[k]]].claim_kind == CLAIM_SERVICE)
+            return 1;
     return 0;
 }
 
@@ -638,10 +630,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
 
 static int dom_index(const tide_engine_t *e, int g)
 {
-    for (int d = 0; d < e->n_doms; d++)
-        if (g >= e->doms[d].first_gpu && g < e->doms[d].first_gpu + e->doms[d].gpus)
-            return d;
-    return -1;
+    return g >= 0 && g < e->n_gpus ? e->gpu_dom[g] : -1;
 }
 
 static int check_gang(const tide_engine_t *e, const int32_t *gpus, int g, tide_error_t *err,
@@ -654,15 +643,11 @@ static int check_gang(const tide_engine_t *e, const int32_t *gpus, int g, tide_e
                 return tide_errf(err, TIDE_ESTATE, "%s: gang split across domains", who);
         return 0;
     }
-    /* whole domains */
+    /* whole domains of one size, each taken completely, one after another */
     int n = 0;
-    for (int x = 0; x < g; x++) {
-        int d = dom_index(e, gpus[x]);
-        if (x == 0 || d != dom_index(e, gpus[x - 1])) {
+    for (int x = 0; x < g; x++)
+        if (x == 0 || dom_index(e, gpus[x]) != dom_index(e, gpus[x - 1]))
             n++;
-        }
-        (void)d;
-    }
     if (n * e->doms[d0].gpus != g)
         return tide_errf(err, TIDE_ESTATE, "%s: large gang not on whole domains", who);
     return 0;
@@ -781,9 +766,6 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
     if (qg != e->queue_gpus)
         return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
                          e->queue_gpus);
-    for (size_t r = 0; r < e->n_reps; r++) {
-        (void)r;
-    }
     return 0;
 }
 

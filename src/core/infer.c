@@ -59,10 +59,6 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         *down = *up;
 }
 
-static int dom_of(const tide_engine_t *e, int gpu)
-{
-    return e->gpu_dom[gpu];
-}
 
 static int start_replica(tide_engine_t *e, int si, tide_time_t now)
 {
@@ -85,7 +81,7 @@ static int start_replica(tide_engine_t *e, int si, tide_time_t now)
     /* the placement recorded the service index as owner; use the replica id */
     for (int k = 0; k < a.n; k++)
         e->own_id[a.gpus[k]] = id;
-    domain_t *d = &e->doms[dom_of(e, a.gpus[0])];
+    domain_t *d = &e->doms[dom_of_gpu(e, a.gpus[0])];
     r->tier = d->zone == Z_RESERVE ? TIDE_T_A : TIDE_T_B;
     if (d->claim_kind == CLAIM_SERVICE && d->claim_id == si) {
         r->notice_at = d->claim_since;

@@ -329,7 +329,8 @@ void queue_remove(tide_engine_t *e, int32_t h);
 int team_intern(tide_engine_t *e, const char *name);
 double team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
 void team_usage_update(tide_engine_t *e, team_t *t);
-int dom_of_gpu(const tide_engine_t *e, int gpu);
+/* The domain of a GPU (a table lookup). */
+static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
 
 /* actions */
 tide_action_t *act_push(tide_engine_t *e, int kind, int reason);
@@ -340,7 +341,6 @@ void lease_grant(tide_engine_t *e, int32_t h);
 void lease_update(tide_engine_t *e, int32_t h);
 void lease_return(tide_engine_t *e, int32_t h, int reason, int late);
 void lease_tick(tide_engine_t *e, tide_time_t now);
-tide_time_t lease_next_deadline(const tide_engine_t *e);
 tide_time_t reclaim_lead(tide_engine_t *e, int service);
 
 /* infer.c */

@@ -78,10 +78,7 @@ void team_usage_update(tide_engine_t *e, team_t *t)
     t->dusage_at = e->now;
 }
 
-int dom_of_gpu(const tide_engine_t *e, int gpu)
-{
-    return e->gpu_dom[gpu];
-}
+
 
 /* ------------------------------------------------------------------ queue */
 

@@ -119,5 +119,3 @@ void lease_tick(tide_engine_t *e, tide_time_t now)
         i++;
     }
 }
-
-tide_time_t lease_next_deadline(const tide_engine_t *e) { return e->next_deadline; }

@@ -18,8 +18,6 @@ void alloc_push(alloc_t *a, int32_t gpu)
     a->gpus[a->n++] = gpu;
 }
 
-static int gpu_domain(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
-
 static int gpu_node_up(const tide_engine_t *e, const domain_t *d, int gpu)
 {
     for (int n = d->first_node; n < d->first_node + d->n_nodes; n++)
@@ -30,7 +28,7 @@ static int gpu_node_up(const tide_engine_t *e, const domain_t *d, int gpu)
 
 void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
 {
-    domain_t *d = &e->doms[gpu_domain(e, gpu)];
+    domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     e->own_kind[gpu] = (uint8_t)kind;
     e->own_id[gpu] = id;
     d->free--;
@@ -39,7 +37,7 @@ void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
 
 void dom_release(tide_engine_t *e, int gpu)
 {
-    domain_t *d = &e->doms[gpu_domain(e, gpu)];
+    domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
     if (gpu_node_up(e, d, gpu)) {

@@ -15,10 +15,6 @@ unsigned train_zones_now(const tide_engine_t *e, tide_time_t now)
     return e->pol->train_zones(e, now);
 }
 
-static int dom_of(const tide_engine_t *e, int gpu)
-{
-    return e->gpu_dom[gpu];
-}
 
 static int contrib(int avail, int gang) { return avail / gang; }
 
@@ -51,7 +47,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
         int xg = x->spec.gang_gpus;
         int step = xg <= e->max_dom_gpus ? xg : 1;
         for (int k = 0; k < x->alloc.n; k += step) {
-            int d = dom_of(e, x->alloc.gpus[k]);
+            int d = dom_of_gpu(e, x->alloc.gpus[k]);
             if (!domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
                 continue;
             int before = contrib(avail[d], g);
@@ -70,7 +66,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
                 job_t *y = e->jobs[e->by_end[++i]];
                 int ys = y->spec.gang_gpus <= e->max_dom_gpus ? y->spec.gang_gpus : 1;
                 for (int k = 0; k < y->alloc.n; k += ys) {
-                    int d = dom_of(e, y->alloc.gpus[k]);
+                    int d = dom_of_gpu(e, y->alloc.gpus[k]);
                     if (domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
                         avail[d] = TIDE_MIN(avail[d] + ys, e->doms[d].gpus);
                 }
@@ -126,14 +122,14 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
         /* per-domain usage must fit in the surplus at shadow time */
         int *used = e->scratch_b, ok = 1;
         for (int x = 0; x < a->n; x++)
-            used[dom_of(e, a->gpus[x])]++;
+            used[dom_of_gpu(e, a->gpus[x])]++;
         for (int x = 0; x < a->n; x++) {
-            int d = dom_of(e, a->gpus[x]);
+            int d = dom_of_gpu(e, a->gpus[x]);
             if (used[d] > r->avail[d] - r->res[d])
                 ok = 0;
         }
         for (int x = 0; x < a->n; x++)
-            used[dom_of(e, a->gpus[x])] = 0;
+            used[dom_of_gpu(e, a->gpus[x])] = 0;
         if (!ok)
             return 0;
     }
