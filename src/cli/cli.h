@@ -12,6 +12,9 @@ struct tide_error;
 int tide_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "tide CMD: <err->msg>" on stderr; returns the exit status of err's code. */
 int tide_cli_fail(const char *cmd, const struct tide_error *err);
+/* getopt_long returned ':' (missing value) or '?' (unknown option): print the
+ * usage error for it and return 2. */
+int tide_cli_getopt_error(const char *cmd, int o, char **argv);
 
 int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_gen(int argc, char **argv);

@@ -39,10 +39,10 @@ int tide_cmd_cancel(int argc, char **argv)
             cancel_usage(stdout);
             return 0;
         }
-        return tide_remote_getopt_error("cancel", o, argv);
+        return tide_cli_getopt_error("cancel", o, argv);
     }
     if (optind >= argc)
-        return tide_remote_bad("cancel", "a job id is required");
+        return tide_cli_usage_error("cancel", "a job id is required");
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;

@@ -106,11 +106,7 @@ int tide_cmd_capacity(int argc, char **argv)
                 return rc;
             break;
         case 'h': capacity_usage(stdout); return 0;
-        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: return tide_cli_getopt_error("capacity", o, argv);
         }
     }
     if (optind >= argc)

@@ -33,7 +33,7 @@ static void events_usage(FILE *f)
             TIDE_REMOTE_EXIT_HELP);
 }
 
-#define BAD(...) tide_remote_bad("events", __VA_ARGS__)
+#define BAD(...) tide_cli_usage_error("events", __VA_ARGS__)
 
 /* Columns of their own, and "type" (event or action: the kind tells). */
 static const char *const known_keys[] = {"seq", "time_s", "kind", "job", "service", "gpus",
@@ -122,7 +122,7 @@ int tide_cmd_events(int argc, char **argv)
             break;
         }
         case 'h': events_usage(stdout); return 0;
-        default: return tide_remote_getopt_error("events", o, argv);
+        default: return tide_cli_getopt_error("events", o, argv);
         }
     }
     if (optind < argc)

@@ -100,11 +100,7 @@ int tide_cmd_gen(int argc, char **argv)
             o.jobs = (long)v;
             break;
         case 'h': gen_usage(stdout); return 0;
-        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: return tide_cli_getopt_error("gen", c, argv);
         }
     }
     if (optind < argc)

@@ -75,12 +75,12 @@ int tide_cmd_job(int argc, char **argv)
             job_usage(stdout);
             return 0;
         }
-        return tide_remote_getopt_error("job", o, argv);
+        return tide_cli_getopt_error("job", o, argv);
     }
     if (optind >= argc)
-        return tide_remote_bad("job", "a job id is required");
+        return tide_cli_usage_error("job", "a job id is required");
     if (optind + 1 < argc)
-        return tide_remote_bad("job", "unexpected argument '%s'", argv[optind + 1]);
+        return tide_cli_usage_error("job", "unexpected argument '%s'", argv[optind + 1]);
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;

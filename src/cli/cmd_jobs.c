@@ -30,7 +30,7 @@ static void jobs_usage(FILE *f)
             TIDE_REMOTE_EXIT_HELP);
 }
 
-#define BAD(...) tide_remote_bad("jobs", __VA_ARGS__)
+#define BAD(...) tide_cli_usage_error("jobs", __VA_ARGS__)
 
 static void print_table(const json_t *jobs)
 {
@@ -95,7 +95,7 @@ int tide_cmd_jobs(int argc, char **argv)
                 return BAD("--limit: '%s' is not a whole number >= 1", optarg);
             break;
         case 'h': jobs_usage(stdout); return 0;
-        default: return tide_remote_getopt_error("jobs", o, argv);
+        default: return tide_cli_getopt_error("jobs", o, argv);
         }
     }
     if (optind < argc)

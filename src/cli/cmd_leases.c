@@ -69,11 +69,11 @@ int tide_cmd_leases(int argc, char **argv)
         switch (o) {
         case 'a': active = 1; break;
         case 'h': leases_usage(stdout); return 0;
-        default: return tide_remote_getopt_error("leases", o, argv);
+        default: return tide_cli_getopt_error("leases", o, argv);
         }
     }
     if (optind < argc)
-        return tide_remote_bad("leases", "unexpected argument '%s'", argv[optind]);
+        return tide_cli_usage_error("leases", "unexpected argument '%s'", argv[optind]);
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;

@@ -46,11 +46,7 @@ int tide_cmd_report(int argc, char **argv)
         switch (c) {
         case 'o': out = optarg; break;
         case 'h': report_usage(stdout); return 0;
-        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: return tide_cli_getopt_error("report", c, argv);
         }
     }
     if (optind >= argc)

@@ -189,11 +189,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             break;
         }
         case 'h': serve_usage(stdout); return 0;
-        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: return tide_cli_getopt_error("serve", o, argv);
         }
     }
     if (optind < argc)

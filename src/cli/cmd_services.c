@@ -76,10 +76,10 @@ int tide_cmd_services(int argc, char **argv)
             services_usage(stdout);
             return 0;
         }
-        return tide_remote_getopt_error("services", o, argv);
+        return tide_cli_getopt_error("services", o, argv);
     }
     if (optind < argc)
-        return tide_remote_bad("services", "unexpected argument '%s'", argv[optind]);
+        return tide_cli_usage_error("services", "unexpected argument '%s'", argv[optind]);
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;

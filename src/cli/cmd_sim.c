@@ -243,11 +243,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             else return bad("--fairshare: '%s' is not on or off", optarg);
             break;
         case 'h': sim_usage(stdout); return 0;
-        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: return tide_cli_getopt_error("sim", o, argv);
         }
     }
     if (optind < argc)

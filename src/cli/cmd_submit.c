@@ -40,7 +40,7 @@ static void submit_usage(FILE *f)
             "connection:\n" TIDE_REMOTE_HELP TIDE_REMOTE_EXIT_HELP);
 }
 
-#define BAD(...) tide_remote_bad("submit", __VA_ARGS__)
+#define BAD(...) tide_cli_usage_error("submit", __VA_ARGS__)
 
 /* Set body[key] to a whole number parsed from arg (>= min). Returns 0 or the
  * exit status. */
@@ -164,7 +164,7 @@ int tide_cmd_submit(int argc, char **argv)
             break;
         }
         case 'h': submit_usage(stdout); rc = -1; break;
-        default: rc = tide_remote_getopt_error("submit", o, argv); break;
+        default: rc = tide_cli_getopt_error("submit", o, argv); break;
         }
     }
     if (rc == 0 && optind < argc)

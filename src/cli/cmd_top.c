@@ -299,16 +299,16 @@ int tide_cmd_top(int argc, char **argv)
         case 'i': {
             int64_t s;
             if (tide_parse_duration(optarg, &s) < 0 || s < 1)
-                return tide_remote_bad("top", "--interval: '%s' is not a duration >= 1s", optarg);
+                return tide_cli_usage_error("top", "--interval: '%s' is not a duration >= 1s", optarg);
             interval = (double)s;
             break;
         }
         case 'h': top_usage(stdout); return 0;
-        default: return tide_remote_getopt_error("top", o, argv);
+        default: return tide_cli_getopt_error("top", o, argv);
         }
     }
     if (optind < argc)
-        return tide_remote_bad("top", "unexpected argument '%s'", argv[optind]);
+        return tide_cli_usage_error("top", "unexpected argument '%s'", argv[optind]);
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;

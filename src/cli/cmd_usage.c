@@ -33,7 +33,7 @@ static void usage_usage(FILE *f)
             TIDE_REMOTE_EXIT_HELP);
 }
 
-#define BAD(...) tide_remote_bad("usage", __VA_ARGS__)
+#define BAD(...) tide_cli_usage_error("usage", __VA_ARGS__)
 
 typedef struct cmdline {
     tide_remote_opts_t ro;
@@ -98,7 +98,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
                 return BAD("--until: '%s' is not a duration (1d, 2h, 0)", optarg);
             break;
         case 'h': usage_usage(stdout); return 0;
-        default: return tide_remote_getopt_error("usage", o, argv);
+        default: return tide_cli_getopt_error("usage", o, argv);
         }
     }
     if (optind < argc)

@@ -91,11 +91,7 @@ int tide_cmd_usage_dir(int argc, char **argv)
                 return bad("--phase-cv: '%s' is not a number >= 0", optarg);
             break;
         case 'h': usage_usage(stdout); return 0;
-        case ':': return bad("option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return bad("unknown option '-%c'", optopt);
-            return bad("unknown option '%s'", argv[optind - 1]);
+        default: return tide_cli_getopt_error("usage", o, argv);
         }
     }
     if (optind >= argc)

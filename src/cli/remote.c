@@ -32,26 +32,6 @@ int tide_remote_fail(const tide_error_t *err)
     return tide_errcode_exit(err->code ? err->code : TIDE_EIO);
 }
 
-int tide_remote_bad(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tide %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see tide %s --help)\n", cmd);
-    va_end(ap);
-    return 2;
-}
-
-int tide_remote_getopt_error(const char *cmd, int o, char **argv)
-{
-    if (o == ':')
-        return tide_remote_bad(cmd, "option '%s' needs a value", argv[optind - 1]);
-    if (optopt)
-        return tide_remote_bad(cmd, "unknown option '-%c'", optopt);
-    return tide_remote_bad(cmd, "unknown option '%s'", argv[optind - 1]);
-}
-
 void tide_remote_print_json(const json_t *j)
 {
     json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);

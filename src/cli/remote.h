@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "cli/cli.h"
 #include "cli/client.h"
 
 /* The options every client command takes (strings borrowed from argv). */
@@ -49,11 +50,6 @@ int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c);
  * code (tide_errcode_exit). */
 int tide_remote_fail(const tide_error_t *err);
 
-/* Print "tide CMD: <message> (see tide CMD --help)" and return 2. */
-int tide_remote_bad(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Standard getopt error handling for o ('?' / ':'): prints, returns 2. */
-int tide_remote_getopt_error(const char *cmd, int o, char **argv);
 
 /* Pretty-print j on stdout followed by a newline. */
 void tide_remote_print_json(const json_t *j);
