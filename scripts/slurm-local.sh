@@ -4,7 +4,10 @@
 #
 #   scripts/slurm-local.sh up      start munged, slurmctld and N slurmd ("gpu1".."gpuN"),
 #                                  each advertising G fake GPUs through GRES; wait until
-#                                  every node is idle
+#                                  every node is idle. Partitions: train (default; Slurm
+#                                  preempts it: REQUEUE, GraceTime 15 s), infer (a higher
+#                                  tier), tide (PreemptMode=OFF: for `tide serve --backend
+#                                  slurm --slurm-partition tide`)
 #   scripts/slurm-local.sh env     print `export SLURM_CONF=...` (eval "$(... env)")
 #   scripts/slurm-local.sh status  sinfo of the running cluster (exit 1 when down)
 #   scripts/slurm-local.sh down    stop every daemon by the PID in its pid file, remove
@@ -150,6 +153,9 @@ EOF
     done
     cat >>"$DIR/etc/slurm.conf" <<EOF
 # train: preemptible (requeue) with a 15 s grace; infer: a higher tier that preempts it
+# (Slurm's own preemption, the baseline); tide: where tide runs its gangs and replicas,
+# never preempted by Slurm itself (tide decides)
+PartitionName=tide Nodes=gpu[1-$NNODES] MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF OverSubscribe=NO
 PartitionName=train Nodes=gpu[1-$NNODES] Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=15 OverSubscribe=NO
 PartitionName=infer Nodes=gpu[1-$NNODES] MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF OverSubscribe=NO
 EOF

@@ -262,6 +262,9 @@ typedef struct tide_job_info {
     int32_t lease;              /* current lease or -1 */
 } tide_job_info_t;
 
+/* The engine's copy of its cluster (borrowed: valid while the engine lives). */
+const tide_cluster_t *tide_engine_cluster(const tide_engine_t *e);
+
 int tide_engine_jobs(const tide_engine_t *e);
 int tide_engine_job(const tide_engine_t *e, int32_t job, tide_job_info_t *out);
 int32_t tide_engine_job_find(const tide_engine_t *e, const char *id); /* -1 if unknown */

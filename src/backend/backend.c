@@ -57,15 +57,18 @@ static const op_fn ops_by_kind[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_LEASE_RETURN] = op_lease,
 };
 
-static const char *const names[] = {"sim", NULL};
+static const char *const names[] = {"sim", "slurm", NULL};
 
 const char *const *tide_backend_names(void) { return names; }
 
-tide_backend_t *tide_backend_create(const char *name, const tide_engine_t *e, tide_error_t *err)
+tide_backend_t *tide_backend_create(const char *name, const tide_engine_t *e,
+                                    const tide_backend_opts_t *o, tide_error_t *err)
 {
     if (name && !strcmp(name, "sim"))
         return tide_backend_sim_create(e);
-    tide_errf(err, TIDE_EINVAL, "unknown backend '%s' (known: sim)", name ? name : "(null)");
+    if (name && !strcmp(name, "slurm"))
+        return tide_backend_slurm_create(e, o, err);
+    tide_errf(err, TIDE_EINVAL, "unknown backend '%s' (known: sim, slurm)", name ? name : "(null)");
     return NULL;
 }
 
@@ -131,4 +134,24 @@ int tide_backend_job_alive(const tide_backend_t *b, int32_t job)
 int tide_backend_replica_alive(const tide_backend_t *b, int32_t replica)
 {
     return b->ops->replica_alive ? b->ops->replica_alive(b->ctx, replica) : 0;
+}
+
+int tide_backend_job_info(const tide_backend_t *b, int32_t job, tide_backend_job_info_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->exit_code = -1;
+    return b->ops->job_info ? b->ops->job_info(b->ctx, job, out) : -1;
+}
+
+void tide_backend_status(const tide_backend_t *b, tide_backend_status_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->reachable = 1;
+    if (b->ops->status)
+        b->ops->status(b->ctx, out);
+}
+
+const char *tide_backend_node_name(const tide_backend_t *b, int node)
+{
+    return b && b->ops->node_name ? b->ops->node_name(b->ctx, node) : NULL;
 }

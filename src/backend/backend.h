@@ -5,12 +5,18 @@
  *
  * Built-in: "sim" - virtual nodes that run jobs and replicas in engine time
  * (the simulator's world, src/sim/world.h). The engine time advances with the
- * wall clock times --speed, so the simulated jobs do too. */
+ * wall clock times --speed, so the simulated jobs do too.
+ * "slurm" - a real Slurm cluster (src/backend/slurm.c, docs/slurm.md): every
+ * data-parallel gang of a training job and every inference replica is a Slurm
+ * batch job pinned to the nodes the engine chose; leases are Slurm time
+ * limits; reclaim is a signal, then a requeue. Engine time must be wall time. */
 #ifndef TIDE_BACKEND_BACKEND_H
 #define TIDE_BACKEND_BACKEND_H
 
 #include <stddef.h>
+#include <stdio.h>
 
+#include "backend/slurm_api.h"
 #include "tide/engine.h"
 #include "tide/types.h"
 
@@ -19,6 +25,24 @@
  * or -1 with err when the backend could not even try (the daemon logs it;
  * failures of the work itself come back later as events: RANK_FAILED,
  * REPLICA_FAILED, ...). NULL operations are no-ops. */
+/* What a backend reports about one job (for the API). */
+typedef struct tide_backend_job_info {
+    char ids[128];      /* the backend's ids, e.g. Slurm job ids "1041,1042" */
+    char state[64];     /* the backend's state, e.g. "RUNNING", "PENDING(held)" */
+    char nodes[128];    /* where it runs, "" when nowhere */
+    int exit_code;      /* last exit code seen (-1 none) */
+    int restarts;       /* restarts the backend counted */
+} tide_backend_job_info_t;
+
+/* Health and counters (for /metrics). */
+typedef struct tide_backend_status {
+    int reachable;      /* 1 when the last call to the cluster engine succeeded */
+    long calls, errors; /* calls made to the cluster engine, and those that failed */
+    long submits, requeues, signals, cancels;
+    long exits_ok, exits_failed, timeouts; /* jobs the backend saw end */
+    long pending_ops;   /* changes waiting because the cluster engine did not answer */
+} tide_backend_status_t;
+
 typedef struct tide_backend_ops {
     const char *name;
     int (*start_job)(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
@@ -43,8 +67,42 @@ typedef struct tide_backend_ops {
     /* Reconciliation after a restart: is the job / replica still running? */
     int (*job_alive)(void *ctx, int32_t job);
     int (*replica_alive)(void *ctx, int32_t replica);
+    /* What the backend knows of a job (0, or -1 when it knows nothing). */
+    int (*job_info)(void *ctx, int32_t job, tide_backend_job_info_t *out);
+    void (*status)(void *ctx, tide_backend_status_t *out);
+    /* The backend's name of node n (e.g. Slurm's "gpu3"), NULL when none. */
+    const char *(*node_name)(void *ctx, int node);
     void (*destroy)(void *ctx);
 } tide_backend_ops_t;
+
+/* The command and environment of a job as submitted (the daemon reads them
+ * from its database). Fills *command (malloc'd, NULL = none) and *env (a
+ * malloc'd NULL-terminated list of malloc'd "KEY=VALUE", NULL = none); the
+ * caller frees both. Returns 0 or -1. */
+typedef int (*tide_backend_job_fn)(void *uctx, const char *job_id, char **command, char ***env);
+
+/* Options of the backends (borrowed: the driver keeps them alive as long as
+ * the backend). Zero means the default. */
+typedef struct tide_backend_opts {
+    const char *slurm_conf;        /* NULL: $SLURM_CONF, then Slurm's default */
+    const char *partition;         /* training gangs; NULL: Slurm's default partition */
+    const char *infer_partition;   /* replicas; NULL: the training partition */
+    int ckpt_signal;               /* signal number for a checkpoint notice (SIGUSR1) */
+    const char *replica_command;   /* run by every inference replica (required with services) */
+    const char *workdir;           /* jobs' working directory and TIDE_WORKDIR (cwd) */
+    const char *api_url;           /* TIDE_API given to jobs */
+    tide_time_t deadline_slack_s;  /* time limits end this much before a lease's latest
+                                      return: Slurm checks limits every 30 s, then KillWait (60) */
+    tide_time_t poll_s;            /* seconds between looks at Slurm (2) */
+    tide_time_t pending_timeout_s; /* a started gang Slurm cannot place by then fails (180) */
+    int max_failures;              /* consecutive failed runs before a job is cancelled (3) */
+    const tide_slurm_ops_t *slurm; /* NULL: libslurm (tests plug a fake) */
+    tide_backend_job_fn job_command;
+    void *job_command_ctx;
+    FILE *log;                     /* NULL: stderr */
+    double (*unix_clock)(void *); /* NULL: time(); tests use a manual clock */
+    void *unix_clock_ctx;
+} tide_backend_opts_t;
 
 typedef struct tide_backend {
     const tide_backend_ops_t *ops;
@@ -55,9 +113,11 @@ typedef struct tide_backend {
 const char *const *tide_backend_names(void);
 
 /* Create backend `name` for engine e (borrowed: the backend must not outlive
- * it). Caller owns the result (tide_backend_destroy). Errors: EINVAL unknown
- * name. */
-tide_backend_t *tide_backend_create(const char *name, const tide_engine_t *e, tide_error_t *err);
+ * it) with options o (NULL = defaults). Caller owns the result
+ * (tide_backend_destroy). Errors: EINVAL unknown name or options the backend
+ * refuses, EIO the cluster engine cannot be reached. */
+tide_backend_t *tide_backend_create(const char *name, const tide_engine_t *e,
+                                    const tide_backend_opts_t *o, tide_error_t *err);
 void tide_backend_destroy(tide_backend_t *b); /* NULL is a no-op */
 
 /* Enact the actions of one step in order through the ops table. Returns the
@@ -73,8 +133,31 @@ size_t tide_backend_poll_all(tide_backend_t *b, tide_time_t now, tide_event_t **
 tide_time_t tide_backend_next_event(const tide_backend_t *b);
 int tide_backend_job_alive(const tide_backend_t *b, int32_t job);
 int tide_backend_replica_alive(const tide_backend_t *b, int32_t replica);
+/* -1 when the backend has nothing to say about the job. */
+int tide_backend_job_info(const tide_backend_t *b, int32_t job, tide_backend_job_info_t *out);
+/* The backend's name of a node, NULL when it has none. */
+const char *tide_backend_node_name(const tide_backend_t *b, int node);
+/* Zeros (reachable = 1) for backends without counters. */
+void tide_backend_status(const tide_backend_t *b, tide_backend_status_t *out);
 
 /* The sim backend's constructor (also reachable by name). */
 tide_backend_t *tide_backend_sim_create(const tide_engine_t *e);
+
+/* The Slurm backend's constructor (also reachable by name "slurm"). Checks
+ * that Slurm's GPU nodes match the engine's cluster. Errors: EIO Slurm
+ * unreachable, EINVAL the clusters differ or tide was built without libslurm. */
+tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_backend_opts_t *o,
+                                          tide_error_t *err);
+
+/* Describe Slurm's GPU nodes as a compact cluster spec ("4x8:h100", nodes
+ * in Slurm's order, consecutive equal nodes grouped) into buf. ops NULL =
+ * libslurm. Errors: EIO unreachable, EINVAL no GPU nodes / buf too small. */
+int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, char *buf, size_t n,
+                            tide_error_t *err);
+
+/* Signal by name ("USR1", "SIGUSR1", "usr2", "10"): its number, or -1. */
+int tide_signal_parse(const char *s);
+/* Name without "SIG" of a signal number ("USR1" for unknown ones), static. */
+const char *tide_signal_name(int sig);
 
 #endif

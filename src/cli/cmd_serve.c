@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "backend/backend.h"
 #include "daemon/daemon.h"
 #include "http/server.h"
 #include "sim/cluster_file.h"
@@ -49,12 +50,30 @@ static void serve_usage(FILE *f)
             "      --tokens FILE       bearer tokens: `TOKEN TEAM ROLE` lines (admin, submitter,\n"
             "                          viewer, router); without it the API is open (loopback\n"
             "                          only) and every caller is admin of team `default`\n"
-            "      --backend NAME      sim (default): virtual nodes in the daemon\n"
+            "      --backend NAME      sim (default): virtual nodes in the daemon; slurm: a real\n"
+            "                          Slurm cluster (docs/slurm.md; --cluster then defaults to\n"
+            "                          Slurm's GPU nodes)\n"
             "      --speed X           engine seconds per wall second (default 1)\n"
             "      --tick D            loop tick: 1s (default), 500ms, 2s; demand is pulled\n"
             "                          every tick\n"
             "      --usage-interval D  engine time between usage snapshots (default 1h)\n"
             "      --check             check the engine's invariants after every step\n"
+            "engine timings (fixed when the database is created):\n"
+            "      --lease-max D       longest lease granted at once (default 6h)\n"
+            "      --lead-extra D      margin added to checkpoint P99 + warm-up P99 (default 5m)\n"
+            "      --control-period D  the control loop's period (default 1m)\n"
+            "slurm backend:\n"
+            "      --slurm-conf F      slurm.conf (default: $SLURM_CONF, then Slurm's default)\n"
+            "      --slurm-partition P training gangs' partition (default: Slurm's default)\n"
+            "      --slurm-infer-partition P\n"
+            "                          inference replicas' partition (default: as training)\n"
+            "      --ckpt-signal SIG   checkpoint notice signal (default USR1)\n"
+            "      --replica-command CMD\n"
+            "                          what an inference replica runs (required with services)\n"
+            "      --workdir DIR       jobs' working directory and TIDE_WORKDIR (default: cwd)\n"
+            "      --api-url URL       the API URL jobs get as TIDE_API (default: http://LISTEN)\n"
+            "      --deadline-slack D  Slurm time limits end this long before a lease's latest\n"
+            "                          return (default 60s: Slurm checks limits every 30 s)\n"
             "  -h, --help              show this help\n"
             "\n"
             "Details: docs/serve.md.\n");
@@ -92,6 +111,9 @@ static int parse_tick(const char *s, double *out)
 
 typedef struct cmdline {
     const char *cluster, *cluster_file, *services, *db, *listen, *tokens, *backend, *policy;
+    const char *slurm_conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
+    int ckpt_signal;
+    int64_t lease_max, lead_extra, control_period, deadline_slack;
     long long reserve, split_i, split_t;
     double speed, tick;
     int64_t usage_interval;
@@ -106,7 +128,9 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
 {
     enum {
         O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DB, O_LISTEN, O_TOKENS, O_BACKEND, O_SPEED,
-        O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK
+        O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
+        O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
+        O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK
     };
     static const struct option longopts[] = {
         {"cluster", required_argument, NULL, O_CLUSTER},
@@ -124,6 +148,17 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         {"demand-query", required_argument, NULL, O_DEMAND_QUERY},
         {"usage-interval", required_argument, NULL, O_USAGE},
         {"check", no_argument, NULL, O_CHECK},
+        {"lease-max", required_argument, NULL, O_LEASE_MAX},
+        {"lead-extra", required_argument, NULL, O_LEAD_EXTRA},
+        {"control-period", required_argument, NULL, O_CONTROL_PERIOD},
+        {"slurm-conf", required_argument, NULL, O_SLURM_CONF},
+        {"slurm-partition", required_argument, NULL, O_PARTITION},
+        {"slurm-infer-partition", required_argument, NULL, O_INFER_PARTITION},
+        {"ckpt-signal", required_argument, NULL, O_CKPT_SIGNAL},
+        {"replica-command", required_argument, NULL, O_REPLICA_CMD},
+        {"workdir", required_argument, NULL, O_WORKDIR},
+        {"api-url", required_argument, NULL, O_API_URL},
+        {"deadline-slack", required_argument, NULL, O_SLACK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -188,6 +223,37 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             TIDE_PUSH(c->dq, c->n_dq, c->cap_dq, q);
             break;
         }
+        case O_LEASE_MAX:
+        case O_LEAD_EXTRA:
+        case O_CONTROL_PERIOD:
+        case O_SLACK: {
+            int64_t v;
+            const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
+                             : o == O_SLACK ? "--deadline-slack" : "--control-period";
+            if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
+                return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
+            *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
+              : o == O_SLACK ? &c->deadline_slack : &c->control_period) = v;
+            break;
+        }
+        case O_SLURM_CONF: c->slurm_conf = optarg; break;
+        case O_PARTITION: c->partition = optarg; break;
+        case O_INFER_PARTITION: c->infer_partition = optarg; break;
+        case O_REPLICA_CMD: c->replica_command = optarg; break;
+        case O_WORKDIR:
+            if (optarg[0] != '/')
+                return bad("--workdir: '%s' is not an absolute path (Slurm jobs start there)", optarg);
+            c->workdir = optarg;
+            break;
+        case O_API_URL:
+            if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+                return bad("--api-url: '%s' is not an http:// or https:// URL", optarg);
+            c->api_url = optarg;
+            break;
+        case O_CKPT_SIGNAL:
+            if ((c->ckpt_signal = tide_signal_parse(optarg)) <= 0)
+                return bad("--ckpt-signal: '%s' is not a signal (USR1, SIGUSR2, 10, ...)", optarg);
+            break;
         case 'h': serve_usage(stdout); return 0;
         default: return tide_cli_getopt_error("serve", o, argv);
         }
@@ -198,6 +264,14 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         return bad("give either --cluster or --cluster-file, not both");
     if (!c->db)
         return bad("--db FILE is required");
+    int slurm = c->backend && !strcmp(c->backend, "slurm");
+    if (!slurm && (c->slurm_conf || c->partition || c->infer_partition || c->replica_command ||
+                   c->workdir || c->api_url || c->ckpt_signal || c->deadline_slack))
+        return bad("the --slurm-*, --ckpt-signal, --replica-command, --workdir, --api-url and "
+                   "--deadline-slack options need --backend slurm");
+    if (slurm && c->speed > 0 && c->speed != 1)
+        return bad("--speed %g: the slurm backend runs real jobs on the wall clock (--speed 1)",
+                   c->speed);
     return -1;
 }
 
@@ -247,6 +321,34 @@ int tide_cmd_serve(int argc, char **argv)
     if (rc >= 0)
         goto out;
     rc = 0;
+    char slurm_spec[512];
+    int slurm = c.backend && !strcmp(c.backend, "slurm");
+    if (slurm && !c.cluster && !c.cluster_file) {
+        /* the cluster is Slurm's GPU nodes */
+        if (tide_slurm_cluster_spec(NULL, c.slurm_conf, slurm_spec, sizeof slurm_spec, &err) < 0) {
+            tide_err_prefix(&err, "reading the cluster from Slurm: ");
+            rc = fail(&err);
+            goto out;
+        }
+        c.cluster = slurm_spec;
+        fprintf(stderr, "tide serve: Slurm's GPU nodes: %s\n", slurm_spec);
+    }
+    char api_url[300];
+    if (slurm && !c.api_url) {
+        char host[256], port[8];
+        if (tide_http_listen_parse(c.listen, host, sizeof host, port, sizeof port, NULL) < 0 ||
+            !strcmp(port, "0")) {
+            rc = bad("--backend slurm: jobs need the API's address: give --listen with a fixed "
+                     "port, or --api-url");
+            goto out;
+        }
+        int v6 = strchr(host, ':') != NULL;
+        const char *h = !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1"
+                        : !strcmp(host, "::")                ? "::1"
+                                                             : host;
+        snprintf(api_url, sizeof api_url, v6 ? "http://[%s]:%s" : "http://%s:%s", h, port);
+        c.api_url = api_url;
+    }
     if (c.cluster || c.cluster_file) {
         tide_governance_init(&gov, NULL);
         have_gov = 1;
@@ -319,6 +421,20 @@ int tide_cmd_serve(int argc, char **argv)
     if (c.split_i >= 0)
         o.split_inf = (int)c.split_i;
     o.backend = c.backend;
+    o.lease_max_s = c.lease_max;
+    o.lead_extra_s = c.lead_extra;
+    o.control_period_s = c.control_period;
+    tide_backend_opts_t bo = {
+        .slurm_conf = c.slurm_conf,
+        .partition = c.partition,
+        .infer_partition = c.infer_partition,
+        .ckpt_signal = c.ckpt_signal,
+        .replica_command = c.replica_command,
+        .workdir = c.workdir,
+        .api_url = c.api_url,
+        .deadline_slack_s = c.deadline_slack,
+    };
+    o.backend_opts = &bo;
     o.speed = c.speed;
     o.tick_s = c.tick;
     o.queries = c.dq;

@@ -771,6 +771,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 
 /* ------------------------------------------------------------ inspection */
 
+const tide_cluster_t *tide_engine_cluster(const tide_engine_t *e) { return e->cluster; }
+
 int tide_engine_jobs(const tide_engine_t *e) { return (int)e->n_jobs; }
 
 int tide_engine_job(const tide_engine_t *e, int32_t h, tide_job_info_t *out)

@@ -321,6 +321,9 @@ static void h_nodes(void *app, const tide_http_req_t *req, tide_http_reply_t *re
             continue;
         json_t *o = json_object();
         set(o, "node", json_integer(n));
+        const char *bn = tide_backend_node_name(d->be, n);
+        if (bn)
+            set(o, "name", json_string(bn));
         set(o, "type", json_string(tide_cluster_type_name(d->cluster, ni.type)));
         set(o, "domain", json_integer(ni.domain));
         set(o, "up", json_boolean(d->node_up[n]));
@@ -515,6 +518,44 @@ static void h_demand(void *app, const tide_http_req_t *req, tide_http_reply_t *r
         tide_http_reply_json(rep, 200, json_pack("{s:s,s:f}", "service", req->params[0], "rps", rps));
 }
 
+/* A replica reports that it loaded, warmed and passed its health check
+ * (backends running real processes: the replica's own script calls this). */
+static void h_replica_ready(void *app, const tide_http_req_t *req, tide_http_reply_t *rep)
+{
+    tide_daemon_t *d = D(app);
+    long long r;
+    if (tide_parse_int(req->params[0], &r) < 0 || r < 0 || r > INT32_MAX) {
+        tide_http_reply_error(rep, 400, "EINVAL", "replica: '%s' is not a replica number",
+                              req->params[0]);
+        return;
+    }
+    tide_daemon_lock(d);
+    if (stopping(d, rep))
+        goto out;
+    if ((size_t)r >= d->n_reps || d->reps[r].state == REP_NONE) {
+        tide_http_reply_error(rep, 404, "ENOENT", "replica %lld: not running", r);
+        goto out;
+    }
+    const tide_service_spec_t *sp = tide_engine_service(d->e, d->reps[r].service);
+    const char *svc = sp ? sp->name : "";
+    if (d->reps[r].state == REP_UP) {
+        tide_http_reply_json(rep, 200, json_pack("{s:I,s:s,s:s}", "replica", (json_int_t)r,
+                                                 "service", svc, "state", "ready"));
+        goto out;
+    }
+    tide_error_t err = {0};
+    tide_event_t ev = {.kind = TIDE_EV_REPLICA_READY, .job = -1, .service = d->reps[r].service,
+                       .replica = (int32_t)r, .node = -1};
+    if (dmn_accept(d, &ev, NULL, NULL, svc, NULL, &err) < 0) {
+        fail(rep, &err);
+        goto out;
+    }
+    tide_http_reply_json(rep, 202, json_pack("{s:I,s:s,s:s}", "replica", (json_int_t)r, "service",
+                                             svc, "state", "warming"));
+out:
+    tide_daemon_unlock(d);
+}
+
 /* ------------------------------------------------------------------- jobs */
 
 /* A fresh job id ("job-000042"): not in the table. */
@@ -561,6 +602,13 @@ static void h_job_submit(void *app, const tide_http_req_t *req, tide_http_reply_
     }
     if (tide_job_fits(&jr.spec, d->cluster, &err) < 0) {
         fail(rep, &err);
+        tide_job_request_free(&jr);
+        return;
+    }
+    if (!strcmp(d->backend_name, "slurm") && (!jr.command || !*jr.command)) {
+        tide_http_reply_error(rep, 400, "EINVAL",
+                              "command: required with the slurm backend (what the job's Slurm "
+                              "batch script runs)");
         tide_job_request_free(&jr);
         return;
     }
@@ -707,6 +755,17 @@ static void h_job_get(void *app, const tide_http_req_t *req, tide_http_reply_t *
             tide_error_t err = {0};
             int64_t nck = tide_store_checkpoints_count(d->st, row.spec.id, &err);
             set(o, "checkpoints", json_integer(nck > 0 ? nck : 0));
+            tide_backend_job_info_t bi;
+            if (h >= 0 && d->be && tide_backend_job_info(d->be, h, &bi) == 0) {
+                json_t *b = json_object();
+                set(b, "name", json_string(d->backend_name));
+                set(b, "ids", json_string(bi.ids));
+                set(b, "state", json_string(bi.state));
+                set(b, "nodes", json_string(bi.nodes));
+                set(b, "exit_code", bi.exit_code >= 0 ? json_integer(bi.exit_code) : json_null());
+                set(b, "restarts", json_integer(bi.restarts));
+                set(o, "backend", b);
+            }
             tide_http_reply_json(rep, 200, o);
         }
         tide_store_job_free(&row);
@@ -800,6 +859,14 @@ static void h_job_ckpt(void *app, const tide_http_req_t *req, tide_http_reply_t 
     ok = ok && tide_store_checkpoint_add(d->st, row.spec.id, now, ck.step, ck.bytes, ck.shards,
                                          ck.committed, ck.committed ? value : ck.progress_s,
                                          &err) == 0;
+    /* a real job (not the sim backend's) knows its progress better than the
+     * engine's estimate from wall time (start-up, slow steps): resync first */
+    int resync = ck.committed && ck.progress_s >= 0 && strcmp(d->backend_name, "sim") != 0;
+    tide_event_t ph = {.kind = TIDE_EV_JOB_PHASE, .job = h, .service = -1, .replica = -1,
+                       .node = -1, .phase = TIDE_PHASE_TRAINING, .value = value};
+    int64_t seq_ph = 0;
+    if (ok && resync)
+        ok = (seq_ph = dmn_accept(d, &ph, NULL, row.spec.id, NULL, NULL, &err)) > 0;
     if (ok && ck.committed)
         ok = (seq = dmn_accept(d, &ev, NULL, row.spec.id, NULL, NULL, &err)) > 0;
     ok = ok && tide_store_commit(d->st, &err) == 0;
@@ -808,6 +875,8 @@ static void h_job_ckpt(void *app, const tide_http_req_t *req, tide_http_reply_t 
         fail(rep, &err);
         goto out;
     }
+    if (resync)
+        dmn_queue(d, &ph, NULL, seq_ph, row.spec.id, NULL, NULL);
     if (ck.committed)
         dmn_queue(d, &ev, NULL, seq, row.spec.id, NULL, NULL);
     json_t *o = json_object();
@@ -1168,6 +1237,7 @@ static const tide_route_t routes[] = {
     {"POST", "/v1/jobs/{id}/checkpoints", TIDE_ROLE_SUBMITTER, h_job_ckpt},
     {"GET", "/v1/jobs/{id}/notice", TIDE_ROLE_SUBMITTER, h_notice},
     {"POST", "/v1/jobs/{id}/notice/ack", TIDE_ROLE_SUBMITTER, h_notice_ack},
+    {"POST", "/v1/replicas/{r}/ready", TIDE_ROLE_ROUTER, h_replica_ready},
     {"GET", "/v1/leases", TIDE_ROLE_VIEWER, h_leases},
     {"GET", "/v1/events", TIDE_ROLE_VIEWER, h_events},
     {"GET", "/v1/usage", TIDE_ROLE_VIEWER, h_usage},

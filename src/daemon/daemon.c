@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -528,7 +529,7 @@ static int rebuild(tide_daemon_t *d, tide_error_t *err)
         if (tide_engine_job(d->e, h, &ji) == 0)
             dmn_job(d, h)->db_state = ji.state;
     }
-    if (!(d->be = tide_backend_create(d->backend_name, d->e, err)))
+    if (!(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, err)))
         return -1;
     /* reconcile: what the engine believes runs but the backend does not know */
     int lost_jobs = 0, lost_reps = 0;
@@ -1143,7 +1144,7 @@ int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, t
     d->epoch = epoch;
     /* the pending events stay; the carried ones join them */
     tide_error_t e2 = {0};
-    if (engine_build(d, &e2) < 0 || !(d->be = tide_backend_create(d->backend_name, d->e, &e2))) {
+    if (engine_build(d, &e2) < 0 || !(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, &e2))) {
         dmn_log(d, "new epoch: %s", e2.msg);
         d->failed = 1;
         for (size_t i = 0; i < nc; i++) {
@@ -1222,6 +1223,12 @@ static int settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t 
             d->cfg.reserve_gpus = o->reserve_gpus;
         if (o->split_inf >= -1)
             d->cfg.split_inf = o->split_inf;
+        if (o->lease_max_s > 0)
+            d->cfg.lease_max_s = o->lease_max_s;
+        if (o->lead_extra_s > 0)
+            d->cfg.lead_extra_s = o->lead_extra_s;
+        if (o->control_period_s > 0)
+            d->cfg.tick_s = o->control_period_s;
         if (o->gov && tide_governance_apply(o->gov, NULL, &d->cfg, err) < 0)
             return -1;
         /* validate by building an engine before writing anything */
@@ -1235,6 +1242,9 @@ static int settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t 
                  meta_put_int(d->st, "split_inf", d->cfg.split_inf, err) == 0 &&
                  meta_put_int(d->st, "fairshare", d->cfg.fairshare, err) == 0 &&
                  meta_put_int(d->st, "fairshare_half_life_s", d->cfg.fairshare_half_life_s, err) == 0 &&
+                 meta_put_int(d->st, "lease_max_s", d->cfg.lease_max_s, err) == 0 &&
+                 meta_put_int(d->st, "lead_extra_s", d->cfg.lead_extra_s, err) == 0 &&
+                 meta_put_int(d->st, "control_period_s", d->cfg.tick_s, err) == 0 &&
                  meta_put_int(d->st, "epoch", 1, err) == 0 &&
                  tide_store_meta_set(d->st, "created_by", "tide serve", err) == 0 &&
                  tide_store_commit(d->st, err) == 0;
@@ -1299,10 +1309,90 @@ static int settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t 
         return -1;
     if (rc)
         d->cfg.fairshare_half_life_s = v;
+    /* engine timings fixed at creation (older databases: the defaults) */
+    static const struct {
+        const char *key, *flag;
+        size_t off;
+    } timings[] = {
+        {"lease_max_s", "--lease-max", offsetof(tide_config_t, lease_max_s)},
+        {"lead_extra_s", "--lead-extra", offsetof(tide_config_t, lead_extra_s)},
+        {"control_period_s", "--control-period", offsetof(tide_config_t, tick_s)},
+    };
+    const tide_time_t given[] = {o->lease_max_s, o->lead_extra_s, o->control_period_s};
+    for (size_t i = 0; i < sizeof timings / sizeof timings[0]; i++) {
+        tide_time_t *field = (tide_time_t *)((char *)&d->cfg + timings[i].off);
+        if ((rc = meta_int(d->st, timings[i].key, &v, err)) < 0)
+            return -1;
+        if (rc)
+            *field = v;
+        if (given[i] > 0 && given[i] != *field)
+            return tide_errf(err, TIDE_EINVAL, "%s runs with %s %llds, not %llds (use another --db)",
+                             o->db_path, timings[i].flag, (long long)*field, (long long)given[i]);
+    }
     if ((rc = meta_int(d->st, "epoch", &v, err)) < 0)
         return -1;
     d->epoch = rc ? v : 1;
     return 0;
+}
+
+/* The command and environment of a job, for backends that run real
+ * processes (lock held: called while enacting). */
+static int job_command_of(void *ctx, const char *id, char **command, char ***env)
+{
+    tide_daemon_t *d = ctx;
+    tide_store_job_t row;
+    *command = NULL;
+    *env = NULL;
+    if (tide_store_job_get(d->st, id, &row, NULL) < 0)
+        return -1;
+    if (row.command)
+        *command = tide_xstrdup(row.command);
+    if (row.env) {
+        json_t *o = json_loads(row.env, 0, NULL);
+        if (json_is_object(o)) {
+            size_t n = json_object_size(o), k = 0;
+            char **v = tide_xcalloc(n + 1, sizeof *v);
+            const char *key;
+            json_t *val;
+            json_object_foreach(o, key, val)
+            {
+                const char *sv = json_is_string(val) ? json_string_value(val) : NULL;
+                char num[64];
+                if (!sv && json_is_number(val)) {
+                    snprintf(num, sizeof num, "%.17g", json_number_value(val));
+                    sv = num;
+                }
+                if (!sv)
+                    continue;
+                size_t len = strlen(key) + strlen(sv) + 2;
+                v[k] = tide_xmalloc(len);
+                snprintf(v[k], len, "%s=%s", key, sv);
+                k++;
+            }
+            *env = v;
+        }
+        json_decref(o);
+    }
+    tide_store_job_free(&row);
+    return 0;
+}
+
+static char *dup_opt(const char *s) { return s ? tide_xstrdup(s) : NULL; }
+
+static void backend_opts_copy(tide_daemon_t *d, const tide_backend_opts_t *o)
+{
+    if (o)
+        d->bopts = *o;
+    d->bopts.slurm_conf = d->bo_conf = dup_opt(d->bopts.slurm_conf);
+    d->bopts.partition = d->bo_part = dup_opt(d->bopts.partition);
+    d->bopts.infer_partition = d->bo_ipart = dup_opt(d->bopts.infer_partition);
+    d->bopts.replica_command = d->bo_rcmd = dup_opt(d->bopts.replica_command);
+    d->bopts.workdir = d->bo_workdir = dup_opt(d->bopts.workdir);
+    d->bopts.api_url = d->bo_api = dup_opt(d->bopts.api_url);
+    d->bopts.job_command = job_command_of;
+    d->bopts.job_command_ctx = d;
+    if (!d->bopts.log)
+        d->bopts.log = d->log;
 }
 
 tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err)
@@ -1344,7 +1434,16 @@ tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err)
     for (const char *const *b = tide_backend_names(); *b; b++)
         known |= !strcmp(*b, d->backend_name);
     if (!known) {
-        tide_errf(err, TIDE_EINVAL, "--backend: unknown backend '%s' (known: sim)", d->backend_name);
+        tide_errf(err, TIDE_EINVAL, "--backend: unknown backend '%s' (known: sim, slurm)",
+                  d->backend_name);
+        goto fail;
+    }
+    backend_opts_copy(d, o->backend_opts);
+    if (!strcmp(d->backend_name, "slurm") && d->speed != 1) {
+        tide_errf(err, TIDE_EINVAL,
+                  "--speed %g: the slurm backend runs real jobs, so engine time is wall time "
+                  "(--speed 1)",
+                  d->speed);
         goto fail;
     }
     if (!(d->st = tide_store_open(o->db_path, err)) || settings(d, o, err) < 0)
@@ -1563,6 +1662,12 @@ static void daemon_free(tide_daemon_t *d)
     free(d->db_path);
     free(d->cluster_file);
     free(d->tokens_path);
+    free(d->bo_conf);
+    free(d->bo_part);
+    free(d->bo_ipart);
+    free(d->bo_rcmd);
+    free(d->bo_workdir);
+    free(d->bo_api);
     pthread_cond_destroy(&d->loop_cv);
     pthread_cond_destroy(&d->notice_cv);
     pthread_cond_destroy(&d->step_cv);

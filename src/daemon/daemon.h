@@ -22,6 +22,7 @@
 
 #include <stdio.h>
 
+#include "backend/backend.h"
 #include "http/auth.h"
 #include "http/router.h"
 #include "sim/governance.h"
@@ -50,7 +51,11 @@ typedef struct tide_daemon_opts {
     const char *policy;                /* NULL: the database's, "elastic" when new */
     int reserve_gpus;                  /* -2 = not given (database's / engine default) */
     int split_inf;                     /* -2 = not given */
+    tide_time_t lease_max_s;           /* 0 = not given (database's / engine default) */
+    tide_time_t lead_extra_s;          /* 0 = not given */
+    tide_time_t control_period_s;      /* engine tick_s; 0 = not given */
     const char *backend;               /* NULL = "sim" */
+    const tide_backend_opts_t *backend_opts; /* NULL = defaults; strings copied */
     double speed;                      /* engine seconds per wall second (> 0; 0 = 1) */
     double tick_s;                     /* wall seconds between ticks (0 = 1) */
     const tide_demand_query_t *queries;

@@ -97,6 +97,8 @@ struct tide_daemon {
     tide_config_t cfg;
     char policy[32];
     char backend_name[32];
+    tide_backend_opts_t bopts;  /* strings owned (bo_*) */
+    char *bo_conf, *bo_part, *bo_ipart, *bo_rcmd, *bo_workdir, *bo_api;
     double speed, tick_s;
     tide_time_t usage_interval_s;
     int check;

@@ -199,6 +199,38 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
         tide_router_counts(d->router, http_count, &hc);
     }
 
+    /* backend: table of (name, type, help, field) */
+    if (d->be) {
+        tide_backend_status_t bs;
+        tide_backend_status(d->be, &bs);
+        const struct {
+            const char *name, *type, *help;
+            double v;
+        } bf[] = {
+            {"tide_backend_up", "gauge", "1 when the backend's cluster engine answered its last call.", bs.reachable},
+            {"tide_backend_calls_total", "counter", "Calls the backend made to its cluster engine.", (double)bs.calls},
+            {"tide_backend_errors_total", "counter", "Backend calls that failed (retried when the engine was unreachable).", (double)bs.errors},
+            {"tide_backend_submits_total", "counter", "Jobs the backend submitted (gangs and replicas).", (double)bs.submits},
+            {"tide_backend_requeues_total", "counter", "Jobs the backend requeued (stops).", (double)bs.requeues},
+            {"tide_backend_signals_total", "counter", "Checkpoint signals delivered.", (double)bs.signals},
+            {"tide_backend_cancels_total", "counter", "Jobs the backend cancelled.", (double)bs.cancels},
+            {"tide_backend_pending_ops", "gauge", "Changes waiting for the cluster engine to answer.", (double)bs.pending_ops},
+        };
+        for (size_t i = 0; i < sizeof bf / sizeof bf[0]; i++) {
+            tide_prom_family(&p, bf[i].name, bf[i].type, bf[i].help);
+            const char *l[] = {"backend", d->backend_name};
+            tide_prom_sample(&p, bf[i].name, l, 1, bf[i].v);
+        }
+        tide_prom_family(&p, "tide_backend_job_ends_total", "counter",
+                         "Runs of jobs the backend saw end, by how they ended.");
+        const char *ends[] = {"completed", "failed", "timeout"};
+        double ev[] = {(double)bs.exits_ok, (double)bs.exits_failed, (double)bs.timeouts};
+        for (int i = 0; i < 3; i++) {
+            const char *l[] = {"backend", d->backend_name, "end", ends[i]};
+            tide_prom_sample(&p, "tide_backend_job_ends_total", l, 2, ev[i]);
+        }
+    }
+
     /* teams */
     static const char *const team_fam[][2] = {
         {"tide_team_gpus", "GPUs a team's training jobs hold now."},

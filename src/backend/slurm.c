@@ -1,0 +1,1465 @@
+/* The "slurm" backend: tide's decisions enacted on a real Slurm cluster.
+ *
+ * Mapping (docs/slurm.md):
+ *  - tide node i is the i-th Slurm node with GPUs, in Slurm's order;
+ *  - every data-parallel gang of a training job is one Slurm batch job
+ *    "tide.job.<id>.g<k>" pinned to the nodes of its GPUs (--nodelist, GRES
+ *    gpu per node); every inference replica is one job "tide.rep.<h>.<svc>";
+ *  - a lease is the gangs' time limit: it ends deadline_slack_s before the
+ *    lease's latest return, so Slurm returns the GPUs even if tide is down;
+ *  - a checkpoint notice is a signal to the batch shell and every step; a stop
+ *    is a requeue held (the Slurm job waits, held, until tide starts it again);
+ *    a cancel or a replica stop is a cancel.
+ *
+ * Level-triggered: the enact operations only change what tide wants of each
+ * Slurm job; reconcile() compares that with what Slurm last showed and makes
+ * the calls. A call that fails because Slurm cannot be reached is simply
+ * made again at the next poll, so an outage loses nothing. poll() reads every
+ * tide job from Slurm, turns changes into engine events (a gang ended, a node
+ * went down or drained) and reconciles. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "util/util.h"
+
+enum { W_RUN = 0, W_HELD, W_GONE };
+
+typedef struct gang {
+    int index;               /* TIDE_GANG of its Slurm job */
+    uint32_t sid;            /* Slurm job id, 0 = not submitted */
+    int want;                /* W_* */
+    int32_t *gpus;
+    int ngpus;
+    char nodelist[256];
+    int nnodes, gpn;
+    int has_obs;             /* obs is Slurm's view (or our optimistic update) */
+    tide_slurm_job_t obs;
+    int64_t submitted_at;    /* unix time of our submit (missing-job grace) */
+    int64_t want_since;      /* unix time want became RUN (pending timeout) */
+    int64_t last_call;       /* unix time of the last requeue/cancel (throttle) */
+    int running_seen;        /* RUNNING seen in the current run */
+    int end_seen;            /* the end of the current run was handled */
+    int signal_pending;
+    int failed;              /* submit refused: nothing to do any more */
+} gang_t;
+
+typedef struct sjob {
+    char *id;
+    gang_t *g;
+    int ng;
+    size_t capg;
+    int active;              /* started by the engine and not stopped */
+    int phase_sent;
+    int end_sent;            /* one end event per run */
+    int failures;            /* consecutive failed runs */
+    int last_exit;
+    int restarts;
+    int adopted;             /* found in Slurm at start-up, not yet claimed */
+    int64_t deadline_unix;   /* lease latest return (0 = no lease) */
+    char *command;
+    char **env;
+    int cmd_loaded;
+} sjob_t;
+
+typedef struct srep {
+    int present;
+    int32_t service;
+    int active;
+    int adopted;
+    int end_sent;
+    gang_t g;
+} srep_t;
+
+typedef struct slurmbe {
+    const tide_engine_t *e;
+    const tide_slurm_ops_t *ops;
+    void *h;
+    tide_backend_opts_t o;
+    char *conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
+    /* nodes */
+    int nnodes;
+    char (*node_name)[64];
+    int *node_state;         /* last health reported to the engine */
+    int nodes_seen;
+    int32_t *gpu_node;
+    int ngpus_total;
+    /* jobs by engine handle, replicas by handle */
+    sjob_t **jobs;
+    size_t njobs;
+    srep_t *reps;
+    size_t nreps;
+    /* events waiting for poll */
+    tide_event_t *ev;
+    size_t nev, capev;
+    int64_t last_poll;
+    tide_backend_status_t st;
+    int first_poll_done;
+} slurmbe_t;
+
+/* ------------------------------------------------------------- helpers */
+
+static int64_t unix_now(const slurmbe_t *s)
+{
+    if (s->o.unix_clock)
+        return (int64_t)s->o.unix_clock(s->o.unix_clock_ctx);
+    return (int64_t)time(NULL);
+}
+
+static void blog(const slurmbe_t *s, const char *fmt, ...)
+{
+    FILE *f = s->o.log ? s->o.log : stderr;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tide serve: slurm: ", f);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    va_end(ap);
+    fflush(f);
+}
+
+static void push_ev(slurmbe_t *s, int kind, int32_t job, int32_t replica, int32_t service,
+                    int32_t node, int phase, double value)
+{
+    tide_grow((void **)&s->ev, &s->capev, s->nev + 1, sizeof *s->ev);
+    tide_event_t *x = &s->ev[s->nev++];
+    memset(x, 0, sizeof *x);
+    x->kind = kind;
+    x->job = job;
+    x->replica = replica;
+    x->service = service;
+    x->node = node;
+    x->phase = phase;
+    x->value = value;
+}
+
+/* A call's outcome: counts it, tracks reachability. Returns rc. */
+static int called(slurmbe_t *s, int rc, const tide_error_t *err)
+{
+    s->st.calls++;
+    if (rc == 0) {
+        if (!s->st.reachable)
+            blog(s, "Slurm answers again; catching up");
+        s->st.reachable = 1;
+        return 0;
+    }
+    s->st.errors++;
+    if (err && err->code == TIDE_EIO) {
+        if (s->st.reachable)
+            blog(s, "Slurm unreachable (%s); tide keeps its state and retries every %llds",
+                 err->msg, (long long)s->o.poll_s);
+        s->st.reachable = 0;
+    }
+    return rc;
+}
+
+static int ended(int state) { return state >= TIDE_SJOB_COMPLETED; }
+
+static void gang_free(gang_t *g)
+{
+    free(g->gpus);
+    memset(g, 0, sizeof *g);
+}
+
+static sjob_t *job_get(slurmbe_t *s, int32_t h, int create)
+{
+    if (h < 0)
+        return NULL;
+    if ((size_t)h >= s->njobs) {
+        if (!create)
+            return NULL;
+        size_t n = s->njobs ? s->njobs : 64;
+        while (n <= (size_t)h)
+            n *= 2;
+        s->jobs = tide_xrealloc(s->jobs, n * sizeof *s->jobs);
+        memset(s->jobs + s->njobs, 0, (n - s->njobs) * sizeof *s->jobs);
+        s->njobs = n;
+    }
+    if (!s->jobs[h] && create) {
+        tide_job_info_t ji;
+        if (tide_engine_job(s->e, h, &ji) != 0)
+            return NULL;
+        sjob_t *j = tide_xcalloc(1, sizeof *j);
+        j->id = tide_xstrdup(ji.spec->id);
+        j->last_exit = -1;
+        s->jobs[h] = j;
+    }
+    return s->jobs[h];
+}
+
+static srep_t *rep_get(slurmbe_t *s, int32_t r, int create)
+{
+    if (r < 0)
+        return NULL;
+    if ((size_t)r >= s->nreps) {
+        if (!create)
+            return NULL;
+        size_t n = s->nreps ? s->nreps : 64;
+        while (n <= (size_t)r)
+            n *= 2;
+        s->reps = tide_xrealloc(s->reps, n * sizeof *s->reps);
+        memset(s->reps + s->nreps, 0, (n - s->nreps) * sizeof *s->reps);
+        s->nreps = n;
+    }
+    srep_t *p = &s->reps[r];
+    if (!p->present && !create)
+        return NULL;
+    p->present = 1;
+    return p;
+}
+
+static gang_t *gang_add(sjob_t *j, int index)
+{
+    tide_grow((void **)&j->g, &j->capg, (size_t)j->ng + 1, sizeof *j->g);
+    gang_t *g = &j->g[j->ng++];
+    memset(g, 0, sizeof *g);
+    g->index = index;
+    return g;
+}
+
+/* Fill a gang's nodes from its GPU ids. Errors: EINVAL when the GPUs are
+ * unevenly spread over several nodes (one Slurm job has one GRES count per node). */
+static int gang_place(slurmbe_t *s, gang_t *g, const int32_t *gpus, int n, tide_error_t *err)
+{
+    int *per = tide_xcalloc((size_t)s->nnodes, sizeof *per);
+    for (int i = 0; i < n; i++) {
+        if (gpus[i] < 0 || gpus[i] >= s->ngpus_total) {
+            free(per);
+            return tide_errf(err, TIDE_EINVAL, "GPU %d is not in the cluster", gpus[i]);
+        }
+        per[s->gpu_node[gpus[i]]]++;
+    }
+    int nn = 0, gpn = 0, uneven = 0;
+    size_t off = 0;
+    g->nodelist[0] = '\0';
+    for (int k = 0; k < s->nnodes; k++) {
+        if (!per[k])
+            continue;
+        if (gpn && per[k] != gpn)
+            uneven = 1;
+        gpn = per[k];
+        int w = snprintf(g->nodelist + off, sizeof g->nodelist - off, "%s%s", nn ? "," : "",
+                         s->node_name[k]);
+        if (w < 0 || (size_t)w >= sizeof g->nodelist - off) {
+            free(per);
+            return tide_errf(err, TIDE_ERANGE, "node list too long");
+        }
+        off += (size_t)w;
+        nn++;
+    }
+    free(per);
+    if (uneven)
+        return tide_errf(err, TIDE_EINVAL,
+                         "a gang of %d GPUs spread unevenly over the nodes %s: Slurm gives one "
+                         "GPU count per node",
+                         n, g->nodelist);
+    free(g->gpus);
+    g->gpus = tide_xmalloc((size_t)(n ? n : 1) * sizeof *g->gpus);
+    memcpy(g->gpus, gpus, (size_t)n * sizeof *gpus);
+    g->ngpus = n;
+    g->nnodes = nn;
+    g->gpn = gpn;
+    return 0;
+}
+
+static int same_gpus(const gang_t *g, const int32_t *gpus, int n)
+{
+    if (g->ngpus != n)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int k = 0; k < n && !found; k++)
+            found = g->gpus[k] == gpus[i];
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------- signals */
+
+static const struct {
+    const char *name;
+    int sig;
+} sigs[] = {
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT},
+    {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"CONT", SIGCONT}, {"URG", SIGURG},
+    {"ALRM", SIGALRM}, {"WINCH", SIGWINCH},
+};
+
+int tide_signal_parse(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    long long v;
+    if (tide_parse_int(s, &v) == 0)
+        return v > 0 && v < 65 ? (int)v : -1;
+    if (!strncasecmp(s, "SIG", 3))
+        s += 3;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (!strcasecmp(s, sigs[i].name))
+            return sigs[i].sig;
+    return -1;
+}
+
+const char *tide_signal_name(int sig)
+{
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigs[i].sig == sig)
+            return sigs[i].name;
+    return "USR1";
+}
+
+/* ----------------------------------------------------------- submitting */
+
+static char *make_script(const char *command)
+{
+    if (!strncmp(command, "#!", 2))
+        return tide_xstrdup(command);
+    size_t n = strlen(command) + 64;
+    char *sc = tide_xmalloc(n);
+    snprintf(sc, n, "#!/bin/bash\nexec %s\n", command);
+    return sc;
+}
+
+typedef struct envb {
+    char **v;
+    size_t n, cap;
+} envb_t;
+
+static void env_add(envb_t *b, const char *k, const char *fmt, ...)
+{
+    char val[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(val, sizeof val, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(k) + strlen(val) + 2;
+    char *x = tide_xmalloc(n);
+    snprintf(x, n, "%s=%s", k, val);
+    tide_grow((void **)&b->v, &b->cap, b->n + 2, sizeof *b->v);
+    b->v[b->n++] = x;
+    b->v[b->n] = NULL;
+}
+
+static void env_raw(envb_t *b, const char *kv)
+{
+    tide_grow((void **)&b->v, &b->cap, b->n + 2, sizeof *b->v);
+    b->v[b->n++] = tide_xstrdup(kv);
+    b->v[b->n] = NULL;
+}
+
+static void env_free(envb_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->v[i]);
+    free(b->v);
+}
+
+static void env_base(const slurmbe_t *s, envb_t *b)
+{
+    env_add(b, "PATH", "%s", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    const char *home = getenv("HOME");
+    env_add(b, "HOME", "%s", home ? home : "/");
+    if (s->api_url)
+        env_add(b, "TIDE_API", "%s", s->api_url);
+    env_add(b, "TIDE_WORKDIR", "%s", s->workdir);
+    env_add(b, "TIDE_CKPT_SIGNAL", "%s", tide_signal_name(s->o.ckpt_signal));
+}
+
+static uint32_t limit_minutes(const slurmbe_t *s, int64_t deadline_unix, const gang_t *g)
+{
+    if (!deadline_unix)
+        return 0;
+    int64_t start = unix_now(s);
+    if (g->has_obs && g->obs.state == TIDE_SJOB_RUNNING && g->obs.start_time > 0)
+        start = g->obs.start_time;
+    int64_t m = (deadline_unix - s->o.deadline_slack_s - start) / 60;
+    return m < 1 ? 1 : (uint32_t)m;
+}
+
+static void job_load_cmd(slurmbe_t *s, sjob_t *j)
+{
+    if (j->cmd_loaded)
+        return;
+    j->cmd_loaded = 1;
+    if (s->o.job_command && s->o.job_command(s->o.job_command_ctx, j->id, &j->command, &j->env) < 0) {
+        j->command = NULL;
+        j->env = NULL;
+    }
+}
+
+/* Submit gang g of job j (not held). 0, or -1 with err. */
+static int submit_gang(slurmbe_t *s, int32_t h, sjob_t *j, gang_t *g, tide_error_t *err)
+{
+    job_load_cmd(s, j);
+    if (!j->command || !*j->command)
+        return tide_errf(err, TIDE_EINVAL, "job %s has no command to run", j->id);
+    tide_job_info_t ji;
+    if (tide_engine_job(s->e, h, &ji) != 0)
+        return tide_errf(err, TIDE_ENOENT, "job %s unknown to the engine", j->id);
+    envb_t b = {0};
+    env_base(s, &b);
+    env_add(&b, "TIDE_JOB_ID", "%s", j->id);
+    env_add(&b, "TIDE_GANG", "%d", g->index);
+    env_add(&b, "TIDE_GANGS", "%d", ji.width);
+    env_add(&b, "TIDE_GANG_GPUS", "%d", g->ngpus);
+    env_add(&b, "TIDE_TEAM", "%s", ji.spec->team ? ji.spec->team : "default");
+    for (char **e = j->env; e && *e; e++)
+        env_raw(&b, *e);
+    char name[192], out[1024];
+    snprintf(name, sizeof name, "tide.job.%s.g%d", j->id, g->index);
+    snprintf(out, sizeof out, "%s/slurm-%%j.out", s->workdir);
+    char *script = make_script(j->command);
+    tide_slurm_submit_t sub = {
+        .name = name,
+        .partition = s->partition,
+        .script = script,
+        .env = (const char *const *)b.v,
+        .workdir = s->workdir,
+        .std_out = out,
+        .nodelist = g->nodelist,
+        .nodes = g->nnodes,
+        .gpus_per_node = g->gpn,
+        .time_limit_min = limit_minutes(s, j->deadline_unix, g),
+        .hold = 0,
+        .requeue = 1,
+        .comment = "tide training gang",
+    };
+    uint32_t id = 0;
+    int rc = called(s, s->ops->submit(s->h, &sub, &id, err), err);
+    free(script);
+    env_free(&b);
+    if (rc < 0)
+        return -1;
+    s->st.submits++;
+    g->sid = id;
+    g->submitted_at = unix_now(s);
+    memset(&g->obs, 0, sizeof g->obs);
+    g->has_obs = 1;
+    g->obs.id = id;
+    g->obs.state = TIDE_SJOB_PENDING;
+    g->obs.time_limit_min = sub.time_limit_min;
+    return 0;
+}
+
+static int submit_replica(slurmbe_t *s, int32_t r, srep_t *p, tide_error_t *err)
+{
+    const tide_service_spec_t *sv = tide_engine_service(s->e, p->service);
+    if (!sv)
+        return tide_errf(err, TIDE_ENOENT, "replica %d: unknown service %d", r, p->service);
+    if (!s->replica_command)
+        return tide_errf(err, TIDE_EINVAL,
+                         "service %s: no --replica-command to start its replicas with", sv->name);
+    envb_t b = {0};
+    env_base(s, &b);
+    env_add(&b, "TIDE_REPLICA", "%d", r);
+    env_add(&b, "TIDE_SERVICE", "%s", sv->name);
+    env_add(&b, "TIDE_WARMUP_S", "%lld", (long long)sv->warmup_s);
+    env_add(&b, "TIDE_GANG_GPUS", "%d", p->g.ngpus);
+    char name[192], out[1024];
+    snprintf(name, sizeof name, "tide.rep.%d.%s", r, sv->name);
+    snprintf(out, sizeof out, "%s/slurm-%%j.out", s->workdir);
+    char *script = make_script(s->replica_command);
+    tide_slurm_submit_t sub = {
+        .name = name,
+        .partition = s->infer_partition,
+        .script = script,
+        .env = (const char *const *)b.v,
+        .workdir = s->workdir,
+        .std_out = out,
+        .nodelist = p->g.nodelist,
+        .nodes = p->g.nnodes,
+        .gpus_per_node = p->g.gpn,
+        .time_limit_min = 0,
+        .hold = 0,
+        .requeue = 0,
+        .comment = "tide inference replica",
+    };
+    uint32_t id = 0;
+    int rc = called(s, s->ops->submit(s->h, &sub, &id, err), err);
+    free(script);
+    env_free(&b);
+    if (rc < 0)
+        return -1;
+    s->st.submits++;
+    p->g.sid = id;
+    p->g.submitted_at = unix_now(s);
+    memset(&p->g.obs, 0, sizeof p->g.obs);
+    p->g.has_obs = 1;
+    p->g.obs.id = id;
+    p->g.obs.state = TIDE_SJOB_PENDING;
+    return 0;
+}
+
+/* ------------------------------------------------------------ reconcile */
+
+/* Make Slurm match what tide wants of one gang. Returns 1 when the change
+ * must wait (Slurm unreachable or busy), 0 when done, -1 when Slurm refused
+ * it for good (err says why). */
+static int reconcile_gang(slurmbe_t *s, gang_t *g, int32_t h, sjob_t *j, srep_t *rp,
+                          int64_t deadline_unix, tide_error_t *err)
+{
+    int64_t now = unix_now(s);
+    tide_error_t e1 = {0};
+    if (g->failed)
+        return 0;
+    if (g->want == W_RUN) {
+        if (!g->sid) {
+            int rc = j ? submit_gang(s, h, j, g, &e1) : submit_replica(s, h, rp, &e1);
+            if (rc < 0) {
+                if (e1.code == TIDE_EIO)
+                    return 1;
+                g->failed = 1;
+                if (err)
+                    *err = e1;
+                return -1;
+            }
+            g->want_since = now;
+            return 0;
+        }
+        if (!g->has_obs)
+            return 0;
+        uint32_t want_min = limit_minutes(s, deadline_unix, g);
+        if (g->obs.state == TIDE_SJOB_PENDING && g->obs.held) {
+            /* a requeued gang tide starts again: its new nodes, its limit, go */
+            if (called(s, s->ops->set_nodes(s->h, g->sid, g->nodelist, g->nnodes, &e1), &e1) < 0 ||
+                called(s, s->ops->set_time_limit(s->h, g->sid, want_min, &e1), &e1) < 0 ||
+                called(s, s->ops->release(s->h, g->sid, &e1), &e1) < 0) {
+                if (e1.code == TIDE_EIO || e1.code == TIDE_ESTATE)
+                    return 1;
+                g->failed = 1;
+                if (err)
+                    *err = e1;
+                return -1;
+            }
+            g->obs.held = 0;
+            g->obs.time_limit_min = want_min;
+            g->want_since = now;
+            return 0;
+        }
+        if (!ended(g->obs.state) && g->obs.time_limit_min != want_min) {
+            if (called(s, s->ops->set_time_limit(s->h, g->sid, want_min, &e1), &e1) < 0)
+                return 1;
+            g->obs.time_limit_min = want_min;
+        }
+        if (g->signal_pending) {
+            if (g->obs.state == TIDE_SJOB_RUNNING) {
+                if (called(s, s->ops->signal(s->h, g->sid, s->o.ckpt_signal, &e1), &e1) < 0) {
+                    if (e1.code == TIDE_EIO)
+                        return 1;
+                    blog(s, "signal to Slurm job %u: %s", g->sid, e1.msg);
+                } else {
+                    s->st.signals++;
+                }
+            }
+            g->signal_pending = 0;
+        }
+        return 0;
+    }
+    g->signal_pending = 0;
+    if (!g->sid || !g->has_obs || ended(g->obs.state))
+        return 0;
+    if (g->want == W_HELD) {
+        if (g->obs.state == TIDE_SJOB_PENDING && g->obs.held)
+            return 0;
+        if (now - g->last_call < 5 && g->last_call)
+            return 1;
+        g->last_call = now;
+        if (called(s, s->ops->requeue(s->h, g->sid, 1, &e1), &e1) < 0)
+            return 1; /* completing or unreachable: again later */
+        s->st.requeues++;
+        g->obs.state = TIDE_SJOB_PENDING;
+        g->obs.held = 1;
+        return 0;
+    }
+    /* W_GONE */
+    if (now - g->last_call < 5 && g->last_call)
+        return 1;
+    g->last_call = now;
+    if (called(s, s->ops->cancel(s->h, g->sid, &e1), &e1) < 0)
+        return e1.code == TIDE_ENOENT ? 0 : 1;
+    s->st.cancels++;
+    return 0;
+}
+
+static void reconcile_job(slurmbe_t *s, int32_t h, sjob_t *j)
+{
+    for (int k = 0; k < j->ng; k++) {
+        gang_t *g = &j->g[k];
+        tide_error_t e1 = {0};
+        if (reconcile_gang(s, g, h, j, NULL, j->deadline_unix, &e1) < 0 && j->active && !j->end_sent) {
+            blog(s, "job %s gang %d: %s", j->id, g->index, e1.msg);
+            j->end_sent = 1;
+            j->failures++;
+            push_ev(s, j->failures >= s->o.max_failures ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED,
+                    h, -1, -1, -1, 0, 0);
+        }
+    }
+    /* forget gangs that are gone and ended */
+    int w = 0;
+    for (int k = 0; k < j->ng; k++) {
+        gang_t *g = &j->g[k];
+        int drop = g->want == W_GONE &&
+                   (!g->sid || g->failed || (g->has_obs && ended(g->obs.state)));
+        if (drop)
+            gang_free(g);
+        else
+            j->g[w++] = *g;
+    }
+    j->ng = w;
+}
+
+static void reconcile_rep(slurmbe_t *s, int32_t r, srep_t *p)
+{
+    tide_error_t e1 = {0};
+    if (reconcile_gang(s, &p->g, r, NULL, p, 0, &e1) < 0 && p->active && !p->end_sent) {
+        blog(s, "replica %d: %s", r, e1.msg);
+        p->end_sent = 1;
+        push_ev(s, TIDE_EV_REPLICA_FAILED, -1, r, p->service, -1, 0, 0);
+    }
+}
+
+/* The engine's view of a job's deadline, in Unix time (0 = no lease). */
+static int64_t job_deadline(slurmbe_t *s, int32_t h, tide_time_t now)
+{
+    tide_job_info_t ji;
+    tide_lease_info_t li;
+    if (tide_engine_job(s->e, h, &ji) != 0 || ji.lease < 0 ||
+        tide_engine_lease(s->e, ji.lease, &li) != 0 || li.returned)
+        return 0;
+    return unix_now(s) + (li.latest_return - now);
+}
+
+/* ------------------------------------------------------------ enacting */
+
+/* Gangs of a GPU list: consecutive runs of gang_gpus. */
+static int job_gang_gpus(const tide_engine_t *e, int32_t h)
+{
+    tide_job_info_t ji;
+    if (tide_engine_job(e, h, &ji) != 0)
+        return 0;
+    return ji.spec->gang_gpus > 0 ? ji.spec->gang_gpus : ji.spec->gpus;
+}
+
+static int next_index(const sjob_t *j)
+{
+    int m = 0;
+    for (int k = 0; k < j->ng; k++)
+        if (j->g[k].index >= m)
+            m = j->g[k].index + 1;
+    return m;
+}
+
+static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
+                    tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    sjob_t *j = job_get(s, a->job, 1);
+    int gg = job_gang_gpus(s->e, a->job);
+    if (!j || !gpus || gg <= 0 || a->n_gpus % gg)
+        return tide_errf(err, TIDE_EINVAL, "start of job %d: bad action", a->job);
+    j->active = 1;
+    j->adopted = 0;
+    j->phase_sent = 0;
+    j->end_sent = 0;
+    j->deadline_unix = job_deadline(s, a->job, now);
+    int want = a->n_gpus / gg;
+    /* reuse the held gangs (a requeued Slurm job keeps its id and counts restarts) */
+    int used = 0;
+    for (int k = 0; k < j->ng && used < want; k++) {
+        gang_t *g = &j->g[k];
+        if (g->want == W_GONE || g->failed || !g->sid || !g->has_obs || ended(g->obs.state))
+            continue;
+        tide_error_t e1 = {0};
+        if (gang_place(s, g, gpus + (size_t)used * (size_t)gg, gg, &e1) < 0) {
+            blog(s, "job %s: %s", j->id, e1.msg);
+            g->want = W_GONE;
+            continue;
+        }
+        g->want = W_RUN;
+        g->running_seen = g->end_seen = 0;
+        used++;
+    }
+    for (int k = 0; k < j->ng; k++)
+        if (j->g[k].want != W_RUN)
+            j->g[k].want = W_GONE;
+    while (used < want) {
+        int idx = next_index(j);
+        gang_t *g = gang_add(j, idx);
+        tide_error_t e1 = {0};
+        if (gang_place(s, g, gpus + (size_t)used * (size_t)gg, gg, &e1) < 0) {
+            g->want = W_GONE;
+            g->failed = 1;
+            blog(s, "job %s: %s", j->id, e1.msg);
+        } else {
+            g->want = W_RUN;
+        }
+        used++;
+    }
+    reconcile_job(s, a->job, j);
+    return 0;
+}
+
+static int be_ckpt(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    (void)now;
+    (void)err;
+    sjob_t *j = job_get(s, a->job, 0);
+    if (!j)
+        return 0;
+    for (int k = 0; k < j->ng; k++)
+        if (j->g[k].want == W_RUN)
+            j->g[k].signal_pending = 1;
+    reconcile_job(s, a->job, j);
+    return 0;
+}
+
+static int be_resize(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
+                     tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    sjob_t *j = job_get(s, a->job, 1);
+    int gg = job_gang_gpus(s->e, a->job);
+    if (!j || gg <= 0 || a->n_gpus % gg || (a->n_gpus && !gpus))
+        return tide_errf(err, TIDE_EINVAL, "resize of job %d: bad action", a->job);
+    j->deadline_unix = job_deadline(s, a->job, now);
+    int want = a->n_gpus / gg;
+    uint8_t *kept = tide_xcalloc((size_t)(want ? want : 1), 1);
+    /* gangs whose GPUs stay keep running; the others leave */
+    for (int k = 0; k < j->ng; k++) {
+        gang_t *g = &j->g[k];
+        if (g->want != W_RUN)
+            continue;
+        int match = -1;
+        for (int i = 0; i < want && match < 0; i++)
+            if (!kept[i] && same_gpus(g, gpus + (size_t)i * (size_t)gg, gg))
+                match = i;
+        if (match >= 0)
+            kept[match] = 1;
+        else
+            g->want = W_GONE;
+    }
+    for (int i = 0; i < want; i++) {
+        if (kept[i])
+            continue;
+        gang_t *g = gang_add(j, next_index(j));
+        tide_error_t e1 = {0};
+        if (gang_place(s, g, gpus + (size_t)i * (size_t)gg, gg, &e1) < 0) {
+            g->want = W_GONE;
+            g->failed = 1;
+            blog(s, "job %s: %s", j->id, e1.msg);
+        } else {
+            g->want = W_RUN;
+        }
+    }
+    free(kept);
+    reconcile_job(s, a->job, j);
+    return 0;
+}
+
+static int be_stop(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    (void)now;
+    (void)err;
+    sjob_t *j = job_get(s, a->job, 0);
+    if (!j)
+        return 0;
+    j->active = 0;
+    int done = a->reason == TIDE_R_CANCEL || a->reason == TIDE_R_COMPLETE;
+    for (int k = 0; k < j->ng; k++)
+        j->g[k].want = done ? W_GONE : W_HELD;
+    reconcile_job(s, a->job, j);
+    return 0;
+}
+
+static int be_lease(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    (void)err;
+    sjob_t *j = job_get(s, a->job, 0);
+    if (!j || !j->active)
+        return 0;
+    j->deadline_unix = job_deadline(s, a->job, now);
+    reconcile_job(s, a->job, j);
+    return 0;
+}
+
+static int be_rstart(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
+                     tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    (void)now;
+    srep_t *p = rep_get(s, a->replica, 1);
+    if (!p || !gpus)
+        return tide_errf(err, TIDE_EINVAL, "start of replica %d: bad action", a->replica);
+    if (p->g.sid && !ended(p->g.obs.state)) {
+        /* a handle is never reused: a job still under it is stale */
+        tide_error_t e1 = {0};
+        if (called(s, s->ops->cancel(s->h, p->g.sid, &e1), &e1) == 0)
+            s->st.cancels++;
+    }
+    gang_free(&p->g);
+    p->service = a->service;
+    p->active = 1;
+    p->adopted = 0;
+    p->end_sent = 0;
+    tide_error_t e1 = {0};
+    if (gang_place(s, &p->g, gpus, a->n_gpus, &e1) < 0) {
+        blog(s, "replica %d: %s", a->replica, e1.msg);
+        p->end_sent = 1;
+        push_ev(s, TIDE_EV_REPLICA_FAILED, -1, a->replica, a->service, -1, 0, 0);
+        return 0;
+    }
+    p->g.want = W_RUN;
+    reconcile_rep(s, a->replica, p);
+    return 0;
+}
+
+static int be_rstop(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    (void)now;
+    (void)err;
+    srep_t *p = rep_get(s, a->replica, 0);
+    if (!p)
+        return 0;
+    p->active = 0;
+    p->g.want = W_GONE;
+    reconcile_rep(s, a->replica, p);
+    return 0;
+}
+
+/* -------------------------------------------------------------- polling */
+
+static gang_t *find_gang(slurmbe_t *s, const char *name, uint32_t sid, int32_t *jh, int32_t *rh)
+{
+    *jh = *rh = -1;
+    if (!strncmp(name, "tide.job.", 9)) {
+        const char *id = name + 9;
+        const char *dot = strrchr(id, '.');
+        if (!dot || dot[1] != 'g')
+            return NULL;
+        char buf[128];
+        size_t n = (size_t)(dot - id);
+        if (n >= sizeof buf)
+            return NULL;
+        memcpy(buf, id, n);
+        buf[n] = '\0';
+        int32_t h = tide_engine_job_find(s->e, buf);
+        sjob_t *j = h >= 0 ? job_get(s, h, 0) : NULL;
+        *jh = h;
+        for (int k = 0; j && k < j->ng; k++)
+            if (j->g[k].sid == sid)
+                return &j->g[k];
+        return NULL;
+    }
+    if (!strncmp(name, "tide.rep.", 9)) {
+        long r = strtol(name + 9, NULL, 10);
+        srep_t *p = r >= 0 && r < INT32_MAX ? rep_get(s, (int32_t)r, 0) : NULL;
+        *rh = (int32_t)r;
+        return p && p->g.sid == sid ? &p->g : NULL;
+    }
+    return NULL;
+}
+
+/* Adopt a tide job found in Slurm (start-up): training gangs keep their
+ * index; replicas their handle. Only live or held jobs matter. */
+static void adopt(slurmbe_t *s, const tide_slurm_job_t *x)
+{
+    if (ended(x->state))
+        return;
+    if (!strncmp(x->name, "tide.job.", 9)) {
+        const char *id = x->name + 9;
+        const char *dot = strrchr(id, '.');
+        if (!dot || dot[1] != 'g')
+            return;
+        char buf[128];
+        size_t n = (size_t)(dot - id);
+        if (n >= sizeof buf)
+            return;
+        memcpy(buf, id, n);
+        buf[n] = '\0';
+        int32_t h = tide_engine_job_find(s->e, buf);
+        sjob_t *j = h >= 0 ? job_get(s, h, 1) : NULL;
+        if (!j) {
+            /* a job of another database or epoch: not ours to keep */
+            tide_error_t e1 = {0};
+            blog(s, "Slurm job %u (%s) is unknown to this database: cancelling it", x->id, x->name);
+            called(s, s->ops->cancel(s->h, x->id, &e1), &e1);
+            return;
+        }
+        gang_t *g = gang_add(j, atoi(dot + 2));
+        g->sid = x->id;
+        g->has_obs = 1;
+        g->obs = *x;
+        g->want = x->held ? W_HELD : W_RUN;
+        g->submitted_at = unix_now(s);
+        g->running_seen = x->state == TIDE_SJOB_RUNNING;
+        j->adopted = 1;
+        j->restarts = x->restarts > j->restarts ? x->restarts : j->restarts;
+        return;
+    }
+    if (!strncmp(x->name, "tide.rep.", 9)) {
+        long r = strtol(x->name + 9, NULL, 10);
+        srep_t *p = r >= 0 && r < INT32_MAX ? rep_get(s, (int32_t)r, 1) : NULL;
+        if (!p)
+            return;
+        p->g.sid = x->id;
+        p->g.has_obs = 1;
+        p->g.obs = *x;
+        p->g.want = W_RUN;
+        p->adopted = 1;
+    }
+}
+
+/* The engine's GPUs of a job, in order (for an adopted job). */
+static int32_t *owned_gpus(const slurmbe_t *s, int kind, int32_t h, int *n)
+{
+    int32_t *v = tide_xmalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1) * sizeof *v);
+    *n = 0;
+    for (int g = 0; g < s->ngpus_total; g++) {
+        int32_t owner;
+        if (tide_engine_gpu_owner(s->e, g, &owner) == kind && owner == h)
+            v[(*n)++] = g;
+    }
+    return v;
+}
+
+static void observe_nodes(slurmbe_t *s)
+{
+    tide_slurm_node_t *nv = NULL;
+    size_t n = 0;
+    tide_error_t e1 = {0};
+    if (called(s, s->ops->nodes(s->h, &nv, &n, &e1), &e1) < 0)
+        return;
+    int k = 0;
+    for (size_t i = 0; i < n && k < s->nnodes; i++) {
+        if (nv[i].gpus <= 0)
+            continue;
+        int health = nv[i].state;
+        int was = s->node_state[k];
+        if (health != was) {
+            int bad = health != TIDE_SNODE_UP;
+            int wasbad = was != TIDE_SNODE_UP;
+            if (bad != wasbad) {
+                blog(s, "node %s is %s%s%s", nv[i].name, bad ? (health == TIDE_SNODE_DOWN ? "down" : "drained") : "back",
+                     nv[i].reason[0] ? ": " : "", nv[i].reason);
+                push_ev(s, bad ? TIDE_EV_NODE_FAILED : TIDE_EV_NODE_RECOVERED, -1, -1, -1, k, 0, 0);
+            }
+            s->node_state[k] = health;
+        }
+        k++;
+    }
+    free(nv);
+}
+
+static void job_observe(slurmbe_t *s, int32_t h, sjob_t *j, int64_t now)
+{
+    if (!j->active || j->end_sent)
+        return;
+    int running = 0, live = 0, ok_end = 0, bad_end = 0, timeout = 0, exit_code = -1;
+    for (int k = 0; k < j->ng; k++) {
+        gang_t *g = &j->g[k];
+        if (g->want != W_RUN || !g->sid || !g->has_obs)
+            continue;
+        live++;
+        if (g->obs.state == TIDE_SJOB_RUNNING) {
+            running++;
+            g->running_seen = 1;
+        }
+        if (g->obs.restarts > j->restarts)
+            j->restarts = g->obs.restarts;
+        if (ended(g->obs.state)) {
+            exit_code = g->obs.exit_code;
+            if (g->obs.state == TIDE_SJOB_COMPLETED)
+                ok_end++;
+            else if (g->obs.state == TIDE_SJOB_TIMEOUT || g->obs.state == TIDE_SJOB_DEADLINE)
+                timeout++;
+            else
+                bad_end++;
+            if (!g->end_seen) {
+                g->end_seen = 1;
+                blog(s, "job %s gang %d (Slurm job %u) ended %s, exit code %d", j->id, g->index,
+                     g->sid, tide_slurm_job_state_name(g->obs.state), g->obs.exit_code);
+                if (g->obs.state == TIDE_SJOB_COMPLETED)
+                    s->st.exits_ok++;
+                else if (g->obs.state == TIDE_SJOB_TIMEOUT || g->obs.state == TIDE_SJOB_DEADLINE)
+                    s->st.timeouts++;
+                else
+                    s->st.exits_failed++;
+            }
+        } else if (g->obs.state == TIDE_SJOB_PENDING && !g->obs.held && g->want_since &&
+                   now - g->want_since > s->o.pending_timeout_s) {
+            blog(s, "job %s gang %d (Slurm job %u) still pending after %llds (%s): giving up on this start",
+                 j->id, g->index, g->sid, (long long)(now - g->want_since), g->obs.reason);
+            bad_end++;
+        }
+    }
+    if (!live)
+        return;
+    if (running == live && !j->phase_sent) {
+        j->phase_sent = 1;
+        /* the job runs from now: its progress counts from here, not from the
+         * engine's start decision (Slurm's scheduling and launch took time) */
+        tide_job_info_t ji;
+        if (tide_engine_job(s->e, h, &ji) == 0 &&
+            (ji.state == TIDE_JOB_RUNNING || ji.state == TIDE_JOB_RECLAIMING))
+            push_ev(s, TIDE_EV_JOB_PHASE, h, -1, -1, -1, TIDE_PHASE_TRAINING, ji.committed);
+    }
+    if (exit_code >= 0)
+        j->last_exit = exit_code;
+    if (timeout) {
+        j->end_sent = 1;
+        blog(s, "job %s reached its Slurm time limit (the lease deadline): work since its last checkpoint is lost", j->id);
+        push_ev(s, TIDE_EV_JOB_EXPIRED, h, -1, -1, -1, 0, 0);
+    } else if (bad_end) {
+        j->end_sent = 1;
+        j->failures++;
+        int give_up = j->failures >= s->o.max_failures;
+        if (give_up)
+            blog(s, "job %s failed %d times in a row (last exit code %d): cancelling it", j->id,
+                 j->failures, j->last_exit);
+        push_ev(s, give_up ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED, h, -1, -1, -1, 0, 0);
+    } else if (ok_end == live) {
+        j->end_sent = 1;
+        j->failures = 0;
+        push_ev(s, TIDE_EV_JOB_FINISHED, h, -1, -1, -1, 0, 0);
+    }
+}
+
+static void rep_observe(slurmbe_t *s, int32_t r, srep_t *p, int64_t now)
+{
+    if (!p->active || p->end_sent || !p->g.sid || !p->g.has_obs)
+        return;
+    const char *why = NULL;
+    if (ended(p->g.obs.state))
+        why = tide_slurm_job_state_name(p->g.obs.state);
+    else if (p->g.obs.state == TIDE_SJOB_PENDING && p->g.want_since &&
+             now - p->g.want_since > s->o.pending_timeout_s)
+        why = "still pending";
+    if (!why)
+        return;
+    blog(s, "replica %d (Slurm job %u) %s, exit code %d", r, p->g.sid, why, p->g.obs.exit_code);
+    p->end_sent = 1;
+    p->active = 0;
+    p->g.want = W_GONE;
+    push_ev(s, TIDE_EV_REPLICA_FAILED, -1, r, p->service, -1, 0, 0);
+}
+
+/* Read Slurm, turn what changed into events, reconcile. */
+static void refresh(slurmbe_t *s)
+{
+    int64_t now = unix_now(s);
+    s->last_poll = now;
+    observe_nodes(s);
+    tide_slurm_job_t *v = NULL;
+    size_t n = 0;
+    tide_error_t e1 = {0};
+    if (called(s, s->ops->jobs(s->h, "tide.", &v, &n, &e1), &e1) < 0)
+        return;
+    /* mark what Slurm shows */
+    for (size_t i = 0; i < n; i++) {
+        int32_t jh, rh;
+        gang_t *g = find_gang(s, v[i].name, v[i].id, &jh, &rh);
+        if (!g)
+            continue;
+        /* keep our optimistic view until Slurm catches up with a requeue */
+        int keep_held = g->want == W_HELD && g->obs.held && v[i].state == TIDE_SJOB_RUNNING &&
+                        now - g->last_call < 5;
+        if (!keep_held)
+            g->obs = v[i];
+        g->has_obs = 2; /* seen in this snapshot */
+    }
+    free(v);
+    /* gangs Slurm no longer knows: ended long ago, or never got there */
+    for (size_t h = 0; h < s->njobs; h++) {
+        sjob_t *j = s->jobs[h];
+        for (int k = 0; j && k < j->ng; k++) {
+            gang_t *g = &j->g[k];
+            if (g->has_obs == 2)
+                g->has_obs = 1;
+            else if (g->sid && now - g->submitted_at > 30 && !ended(g->obs.state)) {
+                g->obs.state = TIDE_SJOB_CANCELLED;
+                g->obs.exit_code = -1;
+                snprintf(g->obs.reason, sizeof g->obs.reason, "unknown to Slurm");
+            }
+        }
+    }
+    for (size_t r = 0; r < s->nreps; r++) {
+        gang_t *g = &s->reps[r].g;
+        if (!s->reps[r].present)
+            continue;
+        if (g->has_obs == 2)
+            g->has_obs = 1;
+        else if (g->sid && now - g->submitted_at > 30 && !ended(g->obs.state)) {
+            g->obs.state = TIDE_SJOB_CANCELLED;
+            g->obs.exit_code = -1;
+        }
+    }
+    /* start-up: what tide does not claim is not tide's any more */
+    if (!s->first_poll_done) {
+        s->first_poll_done = 1;
+        for (size_t h = 0; h < s->njobs; h++) {
+            sjob_t *j = s->jobs[h];
+            if (!j || !j->adopted)
+                continue;
+            j->adopted = 0;
+            tide_job_info_t ji;
+            int queued = tide_engine_job(s->e, (int32_t)h, &ji) == 0 && ji.state == TIDE_JOB_QUEUED;
+            for (int k = 0; k < j->ng; k++)
+                j->g[k].want = queued ? W_HELD : W_GONE;
+        }
+        for (size_t r = 0; r < s->nreps; r++)
+            if (s->reps[r].present && s->reps[r].adopted) {
+                s->reps[r].adopted = 0;
+                s->reps[r].active = 0;
+                s->reps[r].g.want = W_GONE;
+            }
+    }
+    for (size_t h = 0; h < s->njobs; h++)
+        if (s->jobs[h]) {
+            job_observe(s, (int32_t)h, s->jobs[h], now);
+            reconcile_job(s, (int32_t)h, s->jobs[h]);
+        }
+    for (size_t r = 0; r < s->nreps; r++)
+        if (s->reps[r].present) {
+            rep_observe(s, (int32_t)r, &s->reps[r], now);
+            reconcile_rep(s, (int32_t)r, &s->reps[r]);
+        }
+    /* what still waits on Slurm */
+    long pend = 0;
+    for (size_t h = 0; h < s->njobs; h++)
+        for (int k = 0; s->jobs[h] && k < s->jobs[h]->ng; k++) {
+            const gang_t *g = &s->jobs[h]->g[k];
+            pend += (g->want == W_RUN && !g->sid && !g->failed) || g->signal_pending;
+        }
+    s->st.pending_ops = pend;
+}
+
+static size_t be_poll(void *ctx, tide_time_t now, tide_event_t *out, size_t max)
+{
+    slurmbe_t *s = ctx;
+    (void)now;
+    if (!s->nev && unix_now(s) - s->last_poll >= s->o.poll_s)
+        refresh(s);
+    size_t k = s->nev < max ? s->nev : max;
+    memcpy(out, s->ev, k * sizeof *out);
+    memmove(s->ev, s->ev + k, (s->nev - k) * sizeof *s->ev);
+    s->nev -= k;
+    return k;
+}
+
+static int be_job_alive(void *ctx, int32_t h)
+{
+    slurmbe_t *s = ctx;
+    sjob_t *j = job_get(s, h, 0);
+    if (!j)
+        return 0;
+    int live = 0;
+    for (int k = 0; k < j->ng; k++)
+        live += j->g[k].want == W_RUN && j->g[k].sid && !ended(j->g[k].obs.state);
+    if (!live)
+        return 0;
+    /* claim it: the engine's GPUs, split into its gangs in index order */
+    int n = 0, gg = job_gang_gpus(s->e, h);
+    int32_t *gpus = owned_gpus(s, 1, h, &n);
+    int used = 0;
+    for (int k = 0; k < j->ng; k++) {
+        gang_t *g = &j->g[k];
+        if (g->want != W_RUN)
+            continue;
+        if (gg > 0 && used + gg <= n)
+            gang_place(s, g, gpus + used, gg, NULL);
+        used += gg;
+    }
+    free(gpus);
+    j->adopted = 0;
+    j->active = 1;
+    j->phase_sent = 0;
+    j->deadline_unix = 0;
+    tide_job_info_t ji;
+    tide_lease_info_t li;
+    if (tide_engine_job(s->e, h, &ji) == 0 && ji.lease >= 0 &&
+        tide_engine_lease(s->e, ji.lease, &li) == 0 && !li.returned) {
+        /* engine time resumes where it stopped: the lease's remaining time counts from now */
+        tide_stats_t stt;
+        tide_engine_stats(s->e, &stt);
+        j->deadline_unix = unix_now(s) + (li.latest_return - stt.now);
+    }
+    return 1;
+}
+
+static int be_rep_alive(void *ctx, int32_t r)
+{
+    slurmbe_t *s = ctx;
+    srep_t *p = rep_get(s, r, 0);
+    if (!p || !p->g.sid || ended(p->g.obs.state) || p->g.want != W_RUN)
+        return 0;
+    int n = 0;
+    int32_t *gpus = owned_gpus(s, 2, r, &n);
+    if (n > 0)
+        gang_place(s, &p->g, gpus, n, NULL);
+    free(gpus);
+    p->adopted = 0;
+    p->active = 1;
+    return 1;
+}
+
+static int be_job_info(void *ctx, int32_t h, tide_backend_job_info_t *out)
+{
+    slurmbe_t *s = ctx;
+    sjob_t *j = job_get(s, h, 0);
+    if (!j || !j->ng)
+        return -1;
+    size_t oi = 0, os = 0, on = 0;
+    for (int k = 0; k < j->ng; k++) {
+        const gang_t *g = &j->g[k];
+        if (!g->sid)
+            continue;
+        char st[48];
+        snprintf(st, sizeof st, "%s%s", tide_slurm_job_state_name(g->obs.state),
+                 g->obs.state == TIDE_SJOB_PENDING && g->obs.held ? "(held)" : "");
+        int w = snprintf(out->ids + oi, sizeof out->ids - oi, "%s%u", oi ? "," : "", g->sid);
+        if (w > 0 && (size_t)w < sizeof out->ids - oi)
+            oi += (size_t)w;
+        w = snprintf(out->state + os, sizeof out->state - os, "%s%s", os ? "," : "", st);
+        if (w > 0 && (size_t)w < sizeof out->state - os)
+            os += (size_t)w;
+        if (g->obs.nodes[0]) {
+            w = snprintf(out->nodes + on, sizeof out->nodes - on, "%s%s", on ? "," : "", g->obs.nodes);
+            if (w > 0 && (size_t)w < sizeof out->nodes - on)
+                on += (size_t)w;
+        }
+    }
+    out->exit_code = j->last_exit;
+    out->restarts = j->restarts;
+    return 0;
+}
+
+static void be_status(void *ctx, tide_backend_status_t *out) { *out = ((slurmbe_t *)ctx)->st; }
+
+static const char *be_node_name(void *ctx, int node)
+{
+    slurmbe_t *s = ctx;
+    return node >= 0 && node < s->nnodes ? s->node_name[node] : NULL;
+}
+
+static void be_destroy(void *ctx)
+{
+    slurmbe_t *s = ctx;
+    for (size_t h = 0; h < s->njobs; h++) {
+        sjob_t *j = s->jobs[h];
+        if (!j)
+            continue;
+        for (int k = 0; k < j->ng; k++)
+            gang_free(&j->g[k]);
+        free(j->g);
+        free(j->id);
+        free(j->command);
+        for (char **e = j->env; e && *e; e++)
+            free(*e);
+        free(j->env);
+        free(j);
+    }
+    free(s->jobs);
+    for (size_t r = 0; r < s->nreps; r++)
+        gang_free(&s->reps[r].g);
+    free(s->reps);
+    free(s->ev);
+    free(s->node_name);
+    free(s->node_state);
+    free(s->gpu_node);
+    s->ops->close(s->h);
+    free(s->conf);
+    free(s->partition);
+    free(s->infer_partition);
+    free(s->replica_command);
+    free(s->workdir);
+    free(s->api_url);
+    free(s);
+}
+
+static const tide_backend_ops_t slurm_ops = {
+    .name = "slurm",
+    .start_job = be_start,
+    .signal_ckpt = be_ckpt,
+    .resize = be_resize,
+    .stop_job = be_stop,
+    .start_replica = be_rstart,
+    .stop_replica = be_rstop,
+    .lease = be_lease,
+    .poll = be_poll,
+    .next_event = NULL,
+    .job_alive = be_job_alive,
+    .replica_alive = be_rep_alive,
+    .job_info = be_job_info,
+    .status = be_status,
+    .node_name = be_node_name,
+    .destroy = be_destroy,
+};
+
+static char *dup_or_null(const char *x) { return x && *x ? tide_xstrdup(x) : NULL; }
+
+tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_backend_opts_t *o,
+                                          tide_error_t *err)
+{
+    tide_backend_opts_t def = {0};
+    if (!o)
+        o = &def;
+    const tide_slurm_ops_t *ops = o->slurm ? o->slurm : tide_slurm_lib_ops();
+    if (!ops) {
+        tide_errf(err, TIDE_EINVAL,
+                  "this tide was built without libslurm (install libslurm-dev and rebuild)");
+        return NULL;
+    }
+    void *h = ops->open(o->slurm_conf, err);
+    if (!h)
+        return NULL;
+    slurmbe_t *s = tide_xcalloc(1, sizeof *s);
+    s->e = e;
+    s->ops = ops;
+    s->h = h;
+    s->o = *o;
+    s->st.reachable = 1;
+    if (s->o.ckpt_signal <= 0)
+        s->o.ckpt_signal = SIGUSR1;
+    if (s->o.deadline_slack_s <= 0)
+        s->o.deadline_slack_s = 60;
+    if (s->o.poll_s <= 0)
+        s->o.poll_s = 2;
+    if (s->o.pending_timeout_s <= 0)
+        s->o.pending_timeout_s = 180;
+    if (s->o.max_failures <= 0)
+        s->o.max_failures = 3;
+    s->partition = dup_or_null(o->partition);
+    s->infer_partition = dup_or_null(o->infer_partition ? o->infer_partition : o->partition);
+    s->replica_command = dup_or_null(o->replica_command);
+    s->api_url = dup_or_null(o->api_url);
+    if (o->workdir && *o->workdir) {
+        s->workdir = tide_xstrdup(o->workdir);
+    } else {
+        char cwd[4096];
+        s->workdir = tide_xstrdup(getcwd(cwd, sizeof cwd) ? cwd : "/tmp");
+    }
+    s->o.partition = s->o.infer_partition = s->o.replica_command = s->o.workdir = s->o.api_url = NULL;
+    s->o.slurm_conf = NULL;
+
+    tide_backend_t *b = tide_xcalloc(1, sizeof *b);
+    b->ops = &slurm_ops;
+    b->ctx = s;
+
+    /* the cluster: Slurm's GPU nodes must be the engine's nodes */
+    const tide_cluster_t *c = tide_engine_cluster(e);
+    s->nnodes = tide_cluster_nodes(c);
+    s->ngpus_total = tide_cluster_gpus(c);
+    s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
+    s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
+    s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
+    tide_slurm_node_t *nv = NULL;
+    size_t n = 0;
+    if (called(s, ops->nodes(h, &nv, &n, err), err) < 0) {
+        tide_backend_destroy(b);
+        return NULL;
+    }
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nv[i].gpus <= 0)
+            continue;
+        if (k < s->nnodes) {
+            tide_node_info_t ni;
+            tide_cluster_node(c, k, &ni);
+            if (nv[i].gpus < ni.gpus) {
+                tide_errf(err, TIDE_EINVAL,
+                          "Slurm node %s has %d GPUs, the cluster in the database %d at node %d",
+                          nv[i].name, nv[i].gpus, ni.gpus, k);
+                free(nv);
+                tide_backend_destroy(b);
+                return NULL;
+            }
+            snprintf(s->node_name[k], sizeof s->node_name[k], "%s", nv[i].name);
+            for (int g = 0; g < ni.gpus; g++)
+                s->gpu_node[ni.first_gpu + g] = k;
+        }
+        k++;
+    }
+    free(nv);
+    if (k != s->nnodes) {
+        tide_errf(err, TIDE_EINVAL,
+                  "Slurm has %d nodes with GPUs, the cluster in the database %d: they must match "
+                  "(omit --cluster on a new database to take Slurm's)",
+                  k, s->nnodes);
+        tide_backend_destroy(b);
+        return NULL;
+    }
+    /* the jobs tide left in Slurm (a restart): adopt them */
+    tide_slurm_job_t *jv = NULL;
+    size_t nj = 0;
+    if (called(s, ops->jobs(h, "tide.", &jv, &nj, err), err) < 0) {
+        tide_backend_destroy(b);
+        return NULL;
+    }
+    for (size_t i = 0; i < nj; i++)
+        adopt(s, &jv[i]);
+    free(jv);
+    s->last_poll = unix_now(s);
+    return b;
+}
+
+int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, char *buf, size_t n,
+                            tide_error_t *err)
+{
+    if (!ops)
+        ops = tide_slurm_lib_ops();
+    if (!ops)
+        return tide_errf(err, TIDE_EINVAL,
+                         "this tide was built without libslurm (install libslurm-dev and rebuild)");
+    void *h = ops->open(conf, err);
+    if (!h)
+        return -1;
+    tide_slurm_node_t *nv = NULL;
+    size_t nn = 0;
+    int rc = ops->nodes(h, &nv, &nn, err);
+    ops->close(h);
+    if (rc < 0)
+        return -1;
+    size_t off = 0;
+    int groups = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < nn;) {
+        if (nv[i].gpus <= 0) {
+            i++;
+            continue;
+        }
+        size_t k = i + 1;
+        int cnt = 1;
+        for (; k < nn; k++) {
+            if (nv[k].gpus <= 0)
+                continue;
+            if (nv[k].gpus != nv[i].gpus || strcmp(nv[k].gpu_type, nv[i].gpu_type))
+                break;
+            cnt++;
+        }
+        int w = snprintf(buf + off, n - off, "%s%dx%d%s%s", groups ? "," : "", cnt, nv[i].gpus,
+                         nv[i].gpu_type[0] ? ":" : "", nv[i].gpu_type);
+        if (w < 0 || (size_t)w >= n - off) {
+            free(nv);
+            return tide_errf(err, TIDE_EINVAL, "cluster spec too long");
+        }
+        off += (size_t)w;
+        groups++;
+        i = k;
+    }
+    free(nv);
+    if (!groups)
+        return tide_errf(err, TIDE_EINVAL, "Slurm has no node with GPUs (Gres=gpu:N)");
+    return 0;
+}
