@@ -4,15 +4,25 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_OUT   ?= out/demo
-DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev libsqlite3-dev
+DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev libsqlite3-dev libslurm-dev
+# what the end-to-end tests start: a real local Slurm (scripts/slurm-local.sh) and curl
+TEST_DEBS  := curl slurmctld slurmd slurm-client munge
 
-.PHONY: all deps build test test-fast asan demo bench bench-serve bench-deps fuzz clean
+.PHONY: all deps test-deps build test test-fast asan demo bench bench-serve bench-slurm bench-deps fuzz clean
 
 all: build
 
 # Install missing Debian packages (idempotent; quiet when all are present).
 deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+test-deps:
+	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -26,11 +36,11 @@ build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Every test in a normal build, then again under ASan+UBSan.
-test: build asan
+test: build asan test-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-test-fast: build
+test-fast: build test-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps

@@ -63,6 +63,7 @@ typedef struct sjob {
     int restarts;
     int adopted;             /* found in Slurm at start-up, not yet claimed */
     int64_t deadline_unix;   /* lease latest return (0 = no lease) */
+    int lift_pending;        /* lease returned: lift the limit only if it keeps running */
     char *command;
     char **env;
     int cmd_loaded;
@@ -550,6 +551,8 @@ static int reconcile_gang(slurmbe_t *s, gang_t *g, int32_t h, sjob_t *j, srep_t 
             g->obs.time_limit_min = want_min;
         }
         if (g->signal_pending) {
+            if (g->obs.state == TIDE_SJOB_PENDING && !g->obs.held)
+                return 1; /* not started yet (as far as we saw): deliver once it runs */
             if (g->obs.state == TIDE_SJOB_RUNNING) {
                 if (called(s, s->ops->signal(s->h, g->sid, s->o.ckpt_signal, &e1), &e1) < 0) {
                     if (e1.code == TIDE_EIO)
@@ -589,6 +592,21 @@ static int reconcile_gang(slurmbe_t *s, gang_t *g, int32_t h, sjob_t *j, srep_t 
     return 0;
 }
 
+/* A run of job j failed (once per run): RANK_FAILED, or JOB_CANCEL after
+ * max_failures runs in a row. */
+static void job_failed(slurmbe_t *s, int32_t h, sjob_t *j)
+{
+    if (!j->active || j->end_sent)
+        return;
+    j->end_sent = 1;
+    j->failures++;
+    int give_up = j->failures >= s->o.max_failures;
+    if (give_up)
+        blog(s, "job %s failed %d times in a row (last exit code %d): cancelling it", j->id,
+             j->failures, j->last_exit);
+    push_ev(s, give_up ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED, h, -1, -1, -1, 0, 0);
+}
+
 static void reconcile_job(slurmbe_t *s, int32_t h, sjob_t *j)
 {
     for (int k = 0; k < j->ng; k++) {
@@ -596,10 +614,7 @@ static void reconcile_job(slurmbe_t *s, int32_t h, sjob_t *j)
         tide_error_t e1 = {0};
         if (reconcile_gang(s, g, h, j, NULL, j->deadline_unix, &e1) < 0 && j->active && !j->end_sent) {
             blog(s, "job %s gang %d: %s", j->id, g->index, e1.msg);
-            j->end_sent = 1;
-            j->failures++;
-            push_ev(s, j->failures >= s->o.max_failures ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED,
-                    h, -1, -1, -1, 0, 0);
+            job_failed(s, h, j);
         }
     }
     /* forget gangs that are gone and ended */
@@ -669,10 +684,11 @@ static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const in
     j->adopted = 0;
     j->phase_sent = 0;
     j->end_sent = 0;
+    j->lift_pending = 0;
     j->deadline_unix = job_deadline(s, a->job, now);
     int want = a->n_gpus / gg;
     /* reuse the held gangs (a requeued Slurm job keeps its id and counts restarts) */
-    int used = 0;
+    int used = 0, unplaced = 0;
     for (int k = 0; k < j->ng && used < want; k++) {
         gang_t *g = &j->g[k];
         if (g->want == W_GONE || g->failed || !g->sid || !g->has_obs || ended(g->obs.state))
@@ -681,6 +697,8 @@ static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const in
         if (gang_place(s, g, gpus + (size_t)used * (size_t)gg, gg, &e1) < 0) {
             blog(s, "job %s: %s", j->id, e1.msg);
             g->want = W_GONE;
+            unplaced++;
+            used++;
             continue;
         }
         g->want = W_RUN;
@@ -697,12 +715,15 @@ static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const in
         if (gang_place(s, g, gpus + (size_t)used * (size_t)gg, gg, &e1) < 0) {
             g->want = W_GONE;
             g->failed = 1;
+            unplaced++;
             blog(s, "job %s: %s", j->id, e1.msg);
         } else {
             g->want = W_RUN;
         }
         used++;
     }
+    if (unplaced)
+        job_failed(s, a->job, j);
     reconcile_job(s, a->job, j);
     return 0;
 }
@@ -756,6 +777,7 @@ static int be_resize(void *ctx, tide_time_t now, const tide_action_t *a, const i
             g->want = W_GONE;
             g->failed = 1;
             blog(s, "job %s: %s", j->id, e1.msg);
+            job_failed(s, a->job, j);
         } else {
             g->want = W_RUN;
         }
@@ -774,6 +796,7 @@ static int be_stop(void *ctx, tide_time_t now, const tide_action_t *a, tide_erro
     if (!j)
         return 0;
     j->active = 0;
+    j->lift_pending = 0;
     int done = a->reason == TIDE_R_CANCEL || a->reason == TIDE_R_COMPLETE;
     for (int k = 0; k < j->ng; k++)
         j->g[k].want = done ? W_GONE : W_HELD;
@@ -788,6 +811,14 @@ static int be_lease(void *ctx, tide_time_t now, const tide_action_t *a, tide_err
     sjob_t *j = job_get(s, a->job, 0);
     if (!j || !j->active)
         return 0;
+    if (a->kind == TIDE_ACT_LEASE_RETURN) {
+        /* a return is mostly followed by a stop in the same step: keep the
+         * limit (if the requeue fails, or tide dies now, Slurm still returns
+         * the GPUs); lift it at the next poll if the job still runs */
+        j->lift_pending = 1;
+        return 0;
+    }
+    j->lift_pending = 0;
     j->deadline_unix = job_deadline(s, a->job, now);
     reconcile_job(s, a->job, j);
     return 0;
@@ -815,6 +846,9 @@ static int be_rstart(void *ctx, tide_time_t now, const tide_action_t *a, const i
     tide_error_t e1 = {0};
     if (gang_place(s, &p->g, gpus, a->n_gpus, &e1) < 0) {
         blog(s, "replica %d: %s", a->replica, e1.msg);
+        p->g.want = W_GONE;
+        p->g.failed = 1;
+        p->active = 0;
         p->end_sent = 1;
         push_ev(s, TIDE_EV_REPLICA_FAILED, -1, a->replica, a->service, -1, 0, 0);
         return 0;
@@ -918,6 +952,8 @@ static void adopt(slurmbe_t *s, const tide_slurm_job_t *x)
         p->g.obs = *x;
         p->g.want = W_RUN;
         p->adopted = 1;
+        const char *dot = strchr(x->name + 9, '.');
+        p->service = dot ? tide_engine_service_find(s->e, dot + 1) : -1;
     }
 }
 
@@ -1006,6 +1042,15 @@ static void job_observe(slurmbe_t *s, int32_t h, sjob_t *j, int64_t now)
     }
     if (!live)
         return;
+    if (running == live && j->failures) {
+        /* a run that lasted a while is not a crash loop */
+        int64_t started = 0;
+        for (int k = 0; k < j->ng; k++)
+            if (j->g[k].want == W_RUN && j->g[k].obs.start_time > started)
+                started = j->g[k].obs.start_time;
+        if (started && now - started >= 120)
+            j->failures = 0;
+    }
     if (running == live && !j->phase_sent) {
         j->phase_sent = 1;
         /* the job runs from now: its progress counts from here, not from the
@@ -1022,13 +1067,7 @@ static void job_observe(slurmbe_t *s, int32_t h, sjob_t *j, int64_t now)
         blog(s, "job %s reached its Slurm time limit (the lease deadline): work since its last checkpoint is lost", j->id);
         push_ev(s, TIDE_EV_JOB_EXPIRED, h, -1, -1, -1, 0, 0);
     } else if (bad_end) {
-        j->end_sent = 1;
-        j->failures++;
-        int give_up = j->failures >= s->o.max_failures;
-        if (give_up)
-            blog(s, "job %s failed %d times in a row (last exit code %d): cancelling it", j->id,
-                 j->failures, j->last_exit);
-        push_ev(s, give_up ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED, h, -1, -1, -1, 0, 0);
+        job_failed(s, h, j);
     } else if (ok_end == live) {
         j->end_sent = 1;
         j->failures = 0;
@@ -1126,6 +1165,16 @@ static void refresh(slurmbe_t *s)
             }
     }
     for (size_t h = 0; h < s->njobs; h++)
+        if (s->jobs[h] && s->jobs[h]->lift_pending) {
+            sjob_t *j = s->jobs[h];
+            j->lift_pending = 0;
+            if (j->active) {
+                tide_stats_t stt;
+                tide_engine_stats(s->e, &stt);
+                j->deadline_unix = job_deadline(s, (int32_t)h, stt.now);
+            }
+        }
+    for (size_t h = 0; h < s->njobs; h++)
         if (s->jobs[h]) {
             job_observe(s, (int32_t)h, s->jobs[h], now);
             reconcile_job(s, (int32_t)h, s->jobs[h]);
@@ -1135,14 +1184,22 @@ static void refresh(slurmbe_t *s)
             rep_observe(s, (int32_t)r, &s->reps[r], now);
             reconcile_rep(s, (int32_t)r, &s->reps[r]);
         }
-    /* what still waits on Slurm */
+}
+
+/* Changes still waiting on Slurm: submits not made, signals not delivered. */
+static long pending_ops(const slurmbe_t *s)
+{
     long pend = 0;
     for (size_t h = 0; h < s->njobs; h++)
         for (int k = 0; s->jobs[h] && k < s->jobs[h]->ng; k++) {
             const gang_t *g = &s->jobs[h]->g[k];
             pend += (g->want == W_RUN && !g->sid && !g->failed) || g->signal_pending;
         }
-    s->st.pending_ops = pend;
+    for (size_t r = 0; r < s->nreps; r++) {
+        const gang_t *g = &s->reps[r].g;
+        pend += s->reps[r].present && g->want == W_RUN && !g->sid && !g->failed;
+    }
+    return pend;
 }
 
 static size_t be_poll(void *ctx, tide_time_t now, tide_event_t *out, size_t max)
@@ -1152,6 +1209,8 @@ static size_t be_poll(void *ctx, tide_time_t now, tide_event_t *out, size_t max)
     if (!s->nev && unix_now(s) - s->last_poll >= s->o.poll_s)
         refresh(s);
     size_t k = s->nev < max ? s->nev : max;
+    if (!k)
+        return 0;
     memcpy(out, s->ev, k * sizeof *out);
     memmove(s->ev, s->ev + k, (s->nev - k) * sizeof *s->ev);
     s->nev -= k;
@@ -1245,7 +1304,12 @@ static int be_job_info(void *ctx, int32_t h, tide_backend_job_info_t *out)
     return 0;
 }
 
-static void be_status(void *ctx, tide_backend_status_t *out) { *out = ((slurmbe_t *)ctx)->st; }
+static void be_status(void *ctx, tide_backend_status_t *out)
+{
+    slurmbe_t *s = ctx;
+    *out = s->st;
+    out->pending_ops = pending_ops(s);
+}
 
 static const char *be_node_name(void *ctx, int node)
 {
