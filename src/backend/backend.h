@@ -96,6 +96,12 @@ typedef struct tide_backend_opts {
     tide_time_t poll_s;            /* seconds between looks at Slurm (2) */
     tide_time_t pending_timeout_s; /* a started gang Slurm cannot place by then fails (180) */
     int max_failures;              /* consecutive failed runs before a job is cancelled (3) */
+    tide_time_t node_grace_s;      /* a node down / not responding this long is a failure (30);
+                                      a drain counts at once */
+    int probe_thread;              /* while Slurm is unreachable, probe it from a thread and
+                                      defer every call: the caller (holding the daemon lock)
+                                      never waits on Slurm's timeouts. 0: retry inline at
+                                      each poll (deterministic: the unit tests) */
     const tide_slurm_ops_t *slurm; /* NULL: libslurm (tests plug a fake) */
     tide_backend_job_fn job_command;
     void *job_command_ctx;

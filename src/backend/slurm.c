@@ -17,8 +17,10 @@
  * made again at the next poll, so an outage loses nothing. poll() reads every
  * tide job from Slurm, turns changes into engine events (a gang ended, a node
  * went down or drained) and reconciles. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +90,7 @@ typedef struct slurmbe {
     int nnodes;
     char (*node_name)[64];
     int *node_state;         /* last health reported to the engine */
+    int64_t *node_bad_since; /* unix time a node was first seen not up (0 = up) */
     int nodes_seen;
     int32_t *gpu_node;
     int ngpus_total;
@@ -102,6 +105,10 @@ typedef struct slurmbe {
     int64_t last_poll;
     tide_backend_status_t st;
     int first_poll_done;
+    /* outage probe (opts.probe_thread) */
+    pthread_t probe;
+    int probe_started;
+    atomic_int probe_ok, probe_stop;
 } slurmbe_t;
 
 /* ------------------------------------------------------------- helpers */
@@ -161,6 +168,53 @@ static int called(slurmbe_t *s, int rc, const tide_error_t *err)
 }
 
 static int ended(int state) { return state >= TIDE_SJOB_COMPLETED; }
+
+/* While Slurm is unreachable: ask it for its nodes every poll_s from a thread
+ * until it answers. The main thread makes no Slurm call meanwhile. */
+static void *probe_main(void *arg)
+{
+    slurmbe_t *s = arg;
+    while (!atomic_load(&s->probe_stop)) {
+        tide_slurm_node_t *nv = NULL;
+        size_t n = 0;
+        if (s->ops->nodes(s->h, &nv, &n, NULL) == 0) {
+            free(nv);
+            atomic_store(&s->probe_ok, 1);
+            return NULL;
+        }
+        for (tide_time_t t = 0; t < s->o.poll_s * 10 && !atomic_load(&s->probe_stop); t++)
+            nanosleep(&(struct timespec){0, 100000000L}, NULL);
+    }
+    return NULL;
+}
+
+static void probe_join(slurmbe_t *s)
+{
+    if (!s->probe_started)
+        return;
+    atomic_store(&s->probe_stop, 1);
+    pthread_join(s->probe, NULL);
+    s->probe_started = 0;
+}
+
+/* May the main thread call Slurm now? Inline mode: always (each poll retries). */
+static int may_call(slurmbe_t *s)
+{
+    if (s->st.reachable || !s->o.probe_thread)
+        return 1;
+    if (!s->probe_started) {
+        atomic_store(&s->probe_ok, 0);
+        atomic_store(&s->probe_stop, 0);
+        s->probe_started = pthread_create(&s->probe, NULL, probe_main, s) == 0;
+        if (!s->probe_started)
+            return 1; /* no thread: retry inline */
+        return 0;
+    }
+    if (!atomic_load(&s->probe_ok))
+        return 0;
+    probe_join(s);
+    return 1;
+}
 
 static void gang_free(gang_t *g)
 {
@@ -511,6 +565,8 @@ static int reconcile_gang(slurmbe_t *s, gang_t *g, int32_t h, sjob_t *j, srep_t 
     tide_error_t e1 = {0};
     if (g->failed)
         return 0;
+    if (!s->st.reachable && s->o.probe_thread)
+        return 1; /* Slurm is down: the next refresh after it answers does it */
     if (g->want == W_RUN) {
         if (!g->sid) {
             int rc = j ? submit_gang(s, h, j, g, &e1) : submit_replica(s, h, rp, &e1);
@@ -977,21 +1033,28 @@ static void observe_nodes(slurmbe_t *s)
     tide_error_t e1 = {0};
     if (called(s, s->ops->nodes(s->h, &nv, &n, &e1), &e1) < 0)
         return;
+    int64_t now = unix_now(s);
     int k = 0;
     for (size_t i = 0; i < n && k < s->nnodes; i++) {
         if (nv[i].gpus <= 0)
             continue;
-        int health = nv[i].state;
-        int was = s->node_state[k];
-        if (health != was) {
-            int bad = health != TIDE_SNODE_UP;
-            int wasbad = was != TIDE_SNODE_UP;
-            if (bad != wasbad) {
-                blog(s, "node %s is %s%s%s", nv[i].name, bad ? (health == TIDE_SNODE_DOWN ? "down" : "drained") : "back",
-                     nv[i].reason[0] ? ": " : "", nv[i].reason);
-                push_ev(s, bad ? TIDE_EV_NODE_FAILED : TIDE_EV_NODE_RECOVERED, -1, -1, -1, k, 0, 0);
-            }
-            s->node_state[k] = health;
+        /* a drain is the admin's word: at once. Down / not responding / not
+         * registered (slurmctld just restarted, a slurmd restarting) only
+         * once it lasted node_grace_s: a blip must not stop the cluster */
+        int bad = nv[i].state != TIDE_SNODE_UP;
+        if (!bad)
+            s->node_bad_since[k] = 0;
+        else if (!s->node_bad_since[k])
+            s->node_bad_since[k] = now;
+        int failed = nv[i].state == TIDE_SNODE_DRAIN ||
+                     (bad && now - s->node_bad_since[k] >= s->o.node_grace_s);
+        int was = s->node_state[k] != TIDE_SNODE_UP;
+        if (failed != was && (failed || !bad)) {
+            blog(s, "node %s is %s%s%s", nv[i].name,
+                 failed ? (nv[i].state == TIDE_SNODE_DOWN ? "down" : "drained") : "back",
+                 failed && nv[i].reason[0] ? ": " : "", failed ? nv[i].reason : "");
+            push_ev(s, failed ? TIDE_EV_NODE_FAILED : TIDE_EV_NODE_RECOVERED, -1, -1, -1, k, 0, 0);
+            s->node_state[k] = failed ? nv[i].state : TIDE_SNODE_UP;
         }
         k++;
     }
@@ -1099,7 +1162,11 @@ static void refresh(slurmbe_t *s)
 {
     int64_t now = unix_now(s);
     s->last_poll = now;
+    if (!may_call(s))
+        return;
     observe_nodes(s);
+    if (!s->st.reachable)
+        return;
     tide_slurm_job_t *v = NULL;
     size_t n = 0;
     tide_error_t e1 = {0};
@@ -1320,6 +1387,7 @@ static const char *be_node_name(void *ctx, int node)
 static void be_destroy(void *ctx)
 {
     slurmbe_t *s = ctx;
+    probe_join(s);
     for (size_t h = 0; h < s->njobs; h++) {
         sjob_t *j = s->jobs[h];
         if (!j)
@@ -1341,6 +1409,7 @@ static void be_destroy(void *ctx)
     free(s->ev);
     free(s->node_name);
     free(s->node_state);
+    free(s->node_bad_since);
     free(s->gpu_node);
     s->ops->close(s->h);
     free(s->conf);
@@ -1404,6 +1473,8 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
         s->o.pending_timeout_s = 180;
     if (s->o.max_failures <= 0)
         s->o.max_failures = 3;
+    if (s->o.node_grace_s <= 0)
+        s->o.node_grace_s = 30;
     s->partition = dup_or_null(o->partition);
     s->infer_partition = dup_or_null(o->infer_partition ? o->infer_partition : o->partition);
     s->replica_command = dup_or_null(o->replica_command);
@@ -1427,6 +1498,7 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     s->ngpus_total = tide_cluster_gpus(c);
     s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
     s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
+    s->node_bad_since = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_bad_since);
     s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
     tide_slurm_node_t *nv = NULL;
     size_t n = 0;

@@ -1389,6 +1389,7 @@ static void backend_opts_copy(tide_daemon_t *d, const tide_backend_opts_t *o)
     d->bopts.replica_command = d->bo_rcmd = dup_opt(d->bopts.replica_command);
     d->bopts.workdir = d->bo_workdir = dup_opt(d->bopts.workdir);
     d->bopts.api_url = d->bo_api = dup_opt(d->bopts.api_url);
+    d->bopts.probe_thread = 1; /* never hold the daemon lock through Slurm's timeouts */
     d->bopts.job_command = job_command_of;
     d->bopts.job_command_ctx = d;
     if (!d->bopts.log)

@@ -13,6 +13,8 @@
 #    the job gone (JOB_EXPIRED) and runs it again.
 # 3. node drained mid-run: the job on it is requeued and restarted on another node; the
 #    node comes back when resumed.
+# 4. Slurm unreachable: slurmctld is stopped; the API keeps answering at once, a job is
+#    accepted, tide_backend_up drops to 0; slurmctld comes back and the job runs.
 set -u
 . "$(dirname "$0")/lib/serve.bash"
 
@@ -164,5 +166,27 @@ poll_until 90 moved || fail "lease-1 did not move off the drained $node: $(job_f
 [ "$(job_field lease-1 "d['backend']['restarts'] >= 1")" = True ] || fail "the requeue should count as a Slurm restart: $API_BODY"
 scontrol update nodename="$node" state=resume
 poll_until 30 node_up "$node" True || fail "tide does not see $node back"
+checkpoint_stage
+
+# ------------------------------------------------------- 4. Slurm unreachable
+ctld_pid=$(cat "$TIDE_SLURM_DIR/pids/slurmctld.pid")
+kill -TERM "$ctld_pid"
+poll_until 20 sh -c "! [ -r /proc/$ctld_pid/stat ] || [ \"\$(awk '{print \$3}' /proc/$ctld_pid/stat)\" = Z ]" ||
+    fail "slurmctld did not stop"
+backend_down() { [ "$(metric tide_backend_up)" = 0 ]; }
+poll_until 40 backend_down || fail "tide_backend_up did not drop to 0 with slurmctld stopped"
+t0=${EPOCHREALTIME/./}
+submit outage-1 '{"STEP_S":"1","CKPT_EVERY":"10","CKPT_S":"1"}'
+api GET /v1/jobs/outage-1
+t1=${EPOCHREALTIME/./}
+[ $(((t1 - t0) / 1000)) -lt 3000 ] || fail "the API took $(((t1 - t0) / 1000)) ms to answer during the outage"
+[ "$(jq_ "d['state']")" = running ] || fail "outage-1 should be started by the engine during the outage: $API_BODY"
+grep -q 'Slurm unreachable' "$SERVE_LOG" || fail "no 'Slurm unreachable' line in the daemon's log"
+slurmctld -i -f "$SLURM_CONF" || fail "slurmctld did not restart"
+backend_up() { [ "$(metric tide_backend_up)" = 1 ]; }
+poll_until 60 backend_up || fail "tide_backend_up did not come back"
+poll_until 90 backend_state_is outage-1 RUNNING || fail "outage-1 never ran in Slurm after the outage: $(job_field outage-1 "d.get('backend')")"
+backend_state_is lease-1 RUNNING || fail "lease-1 should have kept running through the outage"
+grep -q 'Slurm answers again' "$SERVE_LOG" || fail "no 'Slurm answers again' line in the daemon's log"
 serve_stop
 finish slurm_backend

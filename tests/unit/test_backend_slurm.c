@@ -946,12 +946,24 @@ static void poll_nodes(void **state)
     assert_int_equal(fx_poll(f, 16), 1);
     assert_int_equal(f->ev[0].kind, TIDE_EV_NODE_RECOVERED);
     assert_int_equal(f->ev[0].node, 2);
-    f->fk.node[4].state = TIDE_SNODE_DOWN; /* through the engine */
+    /* down (not responding, not registered after a slurmctld restart): a
+     * failure only once it lasted node_grace_s (30 s); a blip is nothing */
+    f->fk.node[4].state = TIDE_SNODE_DOWN;
     fx_tick(f, 20);
-    assert_int_equal(f->nev, 1);
+    assert_int_equal(f->nev, 0);
+    f->fk.node[4].state = TIDE_SNODE_UP;
+    fx_tick(f, 23);
+    assert_int_equal(f->nev, 0);
+    f->fk.node[4].state = TIDE_SNODE_DOWN; /* through the engine */
+    fx_tick(f, 26);
+    assert_int_equal(f->nev, 0);
+    fx_tick(f, 50);
+    assert_int_equal(f->nev, 0); /* 24 s */
+    fx_tick(f, 57);
+    assert_int_equal(f->nev, 1); /* 31 s */
     assert_int_equal(polled_ev(f, TIDE_EV_NODE_FAILED)->node, 3);
     f->fk.node[4].state = TIDE_SNODE_UP;
-    fx_tick(f, 30);
+    fx_tick(f, 60);
     assert_int_equal(f->nev, 1);
     assert_int_equal(polled_ev(f, TIDE_EV_NODE_RECOVERED)->node, 3);
     fx_free(f);
@@ -1083,7 +1095,7 @@ static void restart_unclaimed_cancelled(void **state)
     tide_backend_destroy(f->b);
     f->b = fx_backend(f, NULL);
     assert_non_null(f->b);
-    f->fk.node[4].state = TIDE_SNODE_DOWN; /* nodes still watched */
+    f->fk.node[4].state = TIDE_SNODE_DRAIN; /* nodes still watched */
     assert_int_equal(fx_poll(f, 20), 1);     /* the daemon claimed nothing */
     assert_int_equal(f->ev[0].kind, TIDE_EV_NODE_FAILED);
     assert_int_equal(f->ev[0].node, 3);
