@@ -719,13 +719,17 @@ static int job_gang_gpus(const tide_engine_t *e, int32_t h)
     return ji.spec->gang_gpus > 0 ? ji.spec->gang_gpus : ji.spec->gpus;
 }
 
+/* The lowest gang index no live gang of j uses: a job of width W keeps its
+ * gangs numbered 0..W-1 (TIDE_GANG; gang 0 is the one that reports). */
 static int next_index(const sjob_t *j)
 {
-    int m = 0;
-    for (int k = 0; k < j->ng; k++)
-        if (j->g[k].index >= m)
-            m = j->g[k].index + 1;
-    return m;
+    for (int m = 0;; m++) {
+        int used = 0;
+        for (int k = 0; k < j->ng && !used; k++)
+            used = j->g[k].want != W_GONE && j->g[k].index == m;
+        if (!used)
+            return m;
+    }
 }
 
 static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
@@ -1284,6 +1288,48 @@ static size_t be_poll(void *ctx, tide_time_t now, tide_event_t *out, size_t max)
     return k;
 }
 
+/* Is node in Slurm hostlist hl ("gpu3", "gpu1,gpu3", "gpu[1-2,4]")? */
+static int hostlist_has(const char *hl, const char *node)
+{
+    size_t nl = strlen(node);
+    const char *p = hl;
+    while (p && *p) {
+        const char *br = strpbrk(p, ",[");
+        if (!br || *br == ',') {
+            size_t len = br ? (size_t)(br - p) : strlen(p);
+            if (len == nl && !strncmp(p, node, nl))
+                return 1;
+            p = br ? br + 1 : NULL;
+            continue;
+        }
+        /* prefix[ranges] */
+        size_t pl = (size_t)(br - p);
+        const char *end = strchr(br, ']');
+        if (!end)
+            return 0;
+        if (nl > pl && !strncmp(p, node, pl)) {
+            char *rest;
+            long v = strtol(node + pl, &rest, 10);
+            if (!*rest && rest != node + pl) {
+                const char *q = br + 1;
+                while (q < end) {
+                    char *e1;
+                    long a = strtol(q, &e1, 10), b = a;
+                    if (e1 == q)
+                        break;
+                    if (*e1 == '-')
+                        b = strtol(e1 + 1, &e1, 10);
+                    if (v >= a && v <= b)
+                        return 1;
+                    q = *e1 == ',' ? e1 + 1 : end;
+                }
+            }
+        }
+        p = end[1] == ',' ? end + 2 : NULL;
+    }
+    return 0;
+}
+
 static int be_job_alive(void *ctx, int32_t h)
 {
     slurmbe_t *s = ctx;
@@ -1295,18 +1341,38 @@ static int be_job_alive(void *ctx, int32_t h)
         live += j->g[k].want == W_RUN && j->g[k].sid && !ended(j->g[k].obs.state);
     if (!live)
         return 0;
-    /* claim it: the engine's GPUs, split into its gangs in index order */
+    /* claim it: give each gang the engine's GPUs on the nodes Slurm runs it on
+     * (then, for what that leaves, the remaining GPUs in order) */
     int n = 0, gg = job_gang_gpus(s->e, h);
     int32_t *gpus = owned_gpus(s, 1, h, &n);
-    int used = 0;
-    for (int k = 0; k < j->ng; k++) {
-        gang_t *g = &j->g[k];
-        if (g->want != W_RUN)
-            continue;
-        if (gg > 0 && used + gg <= n)
-            gang_place(s, g, gpus + used, gg, NULL);
-        used += gg;
+    uint8_t *taken = tide_xcalloc((size_t)(n ? n : 1), 1);
+    int32_t *pick = tide_xmalloc((size_t)(gg > 0 ? gg : 1) * sizeof *pick);
+    for (int pass = 0; pass < 2 && gg > 0; pass++) {
+        for (int k = 0; k < j->ng; k++) {
+            gang_t *g = &j->g[k];
+            if (g->want != W_RUN || g->ngpus == gg)
+                continue;
+            int np = 0;
+            for (int i = 0; i < n && np < gg; i++) {
+                if (taken[i])
+                    continue;
+                const char *node = s->node_name[s->gpu_node[gpus[i]]];
+                if (pass == 0 && !hostlist_has(g->obs.nodes, node))
+                    continue;
+                pick[np++] = gpus[i];
+            }
+            if (np < gg || gang_place(s, g, pick, gg, NULL) < 0)
+                continue;
+            for (int i = 0, q = 0; i < n && q < gg; i++)
+                for (int x = 0; x < gg; x++)
+                    if (gpus[i] == pick[x] && !taken[i]) {
+                        taken[i] = 1;
+                        q++;
+                    }
+        }
     }
+    free(pick);
+    free(taken);
     free(gpus);
     j->adopted = 0;
     j->active = 1;

@@ -132,4 +132,38 @@ const tide_slurm_ops_t *tide_slurm_lib_ops(void);
 /* Name of a TIDE_SJOB_* state ("PENDING", ...), static. */
 const char *tide_slurm_job_state_name(int state);
 
+/* The GPUs of a Slurm node's GRES string (node_info_t.gres, as `scontrol show
+ * node` prints Gres=): *gpus gets their count, type the first GPU type seen
+ * (truncated to ntype - 1 bytes, always NUL-terminated; "" when untyped).
+ * Pure: no libslurm, no allocation, errno kept; reads gres only up to its NUL
+ * and writes at most ntype bytes of type.
+ *
+ * Returns 0. Returns -1 only when gpus or type is NULL or ntype is 0 (then the
+ * outputs that exist are still set to 0 / ""). A NULL gres is 0 GPUs, type "".
+ *
+ * Entries are separated by commas outside parentheses; only entries named
+ * exactly "gpu" (case-sensitive) count, every other GRES ("mps:100", "shard:4",
+ * "nic:2") is ignored, and the counts of all gpu entries add up:
+ *   "gpu:h100:8" 8 "h100"    "gpu:8" 8 ""          "gpu" 1 ""     "gpu:h100" 1 "h100"
+ *   "gpu:h100:8(S:0-1)" 8 "h100" (text from the first '(' of an entry is dropped)
+ *   "gpu:h100:4(S:0),gpu:h100:4(S:1)" 8 "h100"
+ *   "gpu:a100:4,gpu:h100:4" 8 "a100" (mixed types: the total, the first type)
+ *   "mps:100,gpu:2" 2 ""     "" 0 ""    "(null)" 0 ""  (Slurm's "no GRES")
+ * An entry is split on ':' with empty fields skipped ("gpu::8" is "gpu:8");
+ * fields after the third are ignored ("gpu:h100:8:no_consume" is 8 "h100").
+ * Of two fields, a second one that starts with a digit is a count, anything
+ * else a type of one GPU: "gpu:" 1 "", "gpu:-3" 1 "-3".
+ * The count is read as strtoull does (base 10: leading blanks and a sign are
+ * accepted, text after the digits ignored), then an immediate K/M/G suffix
+ * (either case) multiplies it by 1024, 1024^2, 1024^3 ("gpu:8k" 8192,
+ * "gpu:8x" 8). A count that is no number ("gpu:x:y") or does not fit an
+ * unsigned long long ("gpu:99999999999999999999") makes the entry count
+ * nothing and leaves the type alone. Counts above INT_MAX, and negative ones,
+ * which strtoull wraps ("gpu:h100:-3"), are INT_MAX; the total saturates at
+ * INT_MAX, so *gpus is always 0..INT_MAX. A count of 0 ("gpu:a100:0") adds
+ * nothing but still sets the type.
+ * Only the first 255 bytes of an entry are read: a longer one is cut there
+ * first, so "gpu:<300-character type>:8" is 1 GPU of that type (cut). */
+int tide_slurm_gres_gpus(const char *gres, int *gpus, char *type, size_t ntype);
+
 #endif

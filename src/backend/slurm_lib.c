@@ -35,6 +35,9 @@
  *    until slurmctld pinged it (~0.3 s). */
 #include "backend/slurm_api.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const job_state_names[TIDE_SJOB_STATE_COUNT] = {
@@ -51,6 +54,101 @@ const char *tide_slurm_job_state_name(int state)
     if (state < 0 || state >= TIDE_SJOB_STATE_COUNT || !job_state_names[state])
         return "UNKNOWN";
     return job_state_names[state];
+}
+
+/* ------------------------------------------------------------------ GRES */
+
+/* Copy src (NULL: "") into dst of n bytes, truncated, always NUL-terminated (n > 0). */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    if (!n)
+        return;
+    size_t l = src ? strnlen(src, n - 1) : 0;
+    if (l)
+        memcpy(dst, src, l);
+    dst[l] = 0;
+}
+
+/* Add the GPUs of one GRES entry ("gpu:h100:8", "gpu:8", "gpu", "gpu:h100:8(S:0-1)")
+ * to *gpus; the first type seen goes to type. Other GRES are ignored. s is not
+ * NUL-terminated: only its len bytes are read. */
+static void gres_entry(const char *s, size_t len, int *gpus, char *type, size_t ntype)
+{
+    char e[256];
+    if (len >= sizeof e)
+        len = sizeof e - 1;
+    memcpy(e, s, len);
+    e[len] = 0;
+    e[strcspn(e, "(")] = 0; /* drop "(S:0-1)", "(IDX:...)" */
+    char *f[3] = {0};
+    int nf = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(e, ":", &save); t && nf < 3; t = strtok_r(NULL, ":", &save))
+        f[nf++] = t;
+    if (nf == 0 || strcmp(f[0], "gpu") != 0)
+        return;
+    const char *cnt = NULL, *ty = NULL;
+    if (nf == 1) {
+        cnt = "1";
+    } else if (nf == 2) {
+        /* "gpu:8" or "gpu:h100" (one of that type) */
+        if (f[1][0] >= '0' && f[1][0] <= '9')
+            cnt = f[1];
+        else
+            ty = f[1], cnt = "1";
+    } else {
+        ty = f[1];
+        cnt = f[2];
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long c = strtoull(cnt, &end, 10);
+    if (errno || end == cnt)
+        return;
+    if (c > INT_MAX)
+        c = INT_MAX;
+    /* suffixes K/M/G are allowed in gres counts */
+    if (*end == 'k' || *end == 'K')
+        c *= 1024ULL;
+    else if (*end == 'm' || *end == 'M')
+        c *= 1024ULL * 1024ULL;
+    else if (*end == 'g' || *end == 'G')
+        c *= 1024ULL * 1024ULL * 1024ULL;
+    long long sum = (long long)*gpus + (long long)(c > INT_MAX ? INT_MAX : c);
+    *gpus = sum > INT_MAX ? INT_MAX : (int)sum;
+    if (ty && !type[0])
+        copy_str(type, ntype, ty);
+}
+
+/* A node's GRES list: entries separated by commas outside parentheses. */
+int tide_slurm_gres_gpus(const char *gres, int *gpus, char *type, size_t ntype)
+{
+    if (gpus)
+        *gpus = 0;
+    if (type && ntype)
+        type[0] = 0;
+    if (!gpus || !type || !ntype)
+        return -1;
+    if (!gres)
+        return 0;
+    int saved = errno; /* strtoull may set it: the caller's is kept */
+    const char *start = gres;
+    int depth = 0;
+    for (const char *p = gres;; p++) {
+        if (*p == '(')
+            depth++;
+        else if (*p == ')' && depth > 0)
+            depth--;
+        if (*p == 0 || (*p == ',' && depth == 0)) {
+            if (p > start)
+                gres_entry(start, (size_t)(p - start), gpus, type, ntype);
+            if (!*p)
+                break;
+            start = p + 1;
+        }
+    }
+    errno = saved;
+    return 0;
 }
 
 #ifndef TIDE_HAVE_LIBSLURM
@@ -103,16 +201,6 @@ static int g_refs;
 static char g_conf[PATH_MAX];
 
 /* ------------------------------------------------------------------ helpers */
-
-static void copy_str(char *dst, size_t n, const char *src)
-{
-    if (!n)
-        return;
-    size_t l = src ? strnlen(src, n - 1) : 0;
-    if (l)
-        memcpy(dst, src, l);
-    dst[l] = 0;
-}
 
 /* The Slurm error code of a failed call: libslurm returns SLURM_ERROR and sets
  * errno, or (slurm_ping, some receive paths) returns the code itself. */
@@ -428,80 +516,6 @@ static void lib_close(void *hv)
 
 /* ------------------------------------------------------------------ nodes */
 
-/* Add the GPUs of one GRES entry ("gpu:h100:8", "gpu:8", "gpu", "gpu:h100:8(S:0-1)")
- * to *gpus; the first type seen goes to type. Other GRES are ignored. */
-static void gres_entry(const char *s, size_t len, int *gpus, char *type, size_t ntype)
-{
-    char e[256];
-    if (len >= sizeof e)
-        len = sizeof e - 1;
-    memcpy(e, s, len);
-    e[len] = 0;
-    e[strcspn(e, "(")] = 0; /* drop "(S:0-1)", "(IDX:...)" */
-    char *f[3] = {0};
-    int nf = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(e, ":", &save); t && nf < 3; t = strtok_r(NULL, ":", &save))
-        f[nf++] = t;
-    if (nf == 0 || strcmp(f[0], "gpu") != 0)
-        return;
-    const char *cnt = NULL, *ty = NULL;
-    if (nf == 1) {
-        cnt = "1";
-    } else if (nf == 2) {
-        /* "gpu:8" or "gpu:h100" (one of that type) */
-        if (f[1][0] >= '0' && f[1][0] <= '9')
-            cnt = f[1];
-        else
-            ty = f[1], cnt = "1";
-    } else {
-        ty = f[1];
-        cnt = f[2];
-    }
-    char *end = NULL;
-    errno = 0;
-    unsigned long long c = strtoull(cnt, &end, 10);
-    if (errno || end == cnt)
-        return;
-    if (c > INT_MAX)
-        c = INT_MAX;
-    /* suffixes K/M/G are allowed in gres counts */
-    if (*end == 'k' || *end == 'K')
-        c *= 1024ULL;
-    else if (*end == 'm' || *end == 'M')
-        c *= 1024ULL * 1024ULL;
-    else if (*end == 'g' || *end == 'G')
-        c *= 1024ULL * 1024ULL * 1024ULL;
-    long long sum = (long long)*gpus + (long long)(c > INT_MAX ? INT_MAX : c);
-    *gpus = sum > INT_MAX ? INT_MAX : (int)sum;
-    if (ty && !type[0])
-        copy_str(type, ntype, ty);
-}
-
-/* Parse a node's GRES list: entries separated by commas outside parentheses. */
-static void parse_gres(const char *g, int *gpus, char *type, size_t ntype)
-{
-    *gpus = 0;
-    type[0] = 0;
-    if (!g)
-        return;
-    const char *start = g;
-    int depth = 0;
-    for (const char *p = g;; p++) {
-        if (*p == '(')
-            depth++;
-        else if (*p == ')' && depth > 0)
-            depth--;
-        if (*p == 0 || (*p == ',' && depth == 0)) {
-            if (p > start)
-                gres_entry(start, (size_t)(p - start), gpus, type, ntype);
-            if (!*p)
-                break;
-            start = p + 1;
-        }
-    }
-}
-
 static int node_health(uint32_t st)
 {
     uint32_t base = st & NODE_STATE_BASE;
@@ -562,7 +576,7 @@ static int lib_nodes(void *hv, tide_slurm_node_t **out, size_t *n, tide_error_t 
             continue; /* an unused slot of the node table, not a node */
         tide_slurm_node_t *o = &v[k++];
         copy_str(o->name, sizeof o->name, ni->name);
-        parse_gres(ni->gres, &o->gpus, o->gpu_type, sizeof o->gpu_type);
+        tide_slurm_gres_gpus(ni->gres, &o->gpus, o->gpu_type, sizeof o->gpu_type);
         o->state = node_health(ni->node_state);
         if (o->state != TIDE_SNODE_UP)
             copy_str(o->reason, sizeof o->reason,

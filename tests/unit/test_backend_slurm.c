@@ -872,9 +872,11 @@ static void poll_failures_then_cancel(void **state)
         fk_run_pending();
     }
     assert_int_equal(engine_state(f, h), TIDE_JOB_CANCELLED);
-    /* each failed gang was replaced by a new Slurm job (g2, g3), the survivor reused */
+    /* each failed gang was replaced by a new Slurm job under the same gang
+     * index (a job of width 2 keeps gangs 0 and 1), the survivor reused */
     assert_int_equal(fk_submits("tide.job.j1."), 4);
-    assert_non_null(fk_named("tide.job.j1.g3"));
+    assert_null(fk_named("tide.job.j1.g2"));
+    assert_null(fk_named("tide.job.j1.g3"));
     for (int i = 0; i < f->fk.njobs; i++) /* nothing of j1 left */
         assert_true(strncmp(f->fk.job[i].j.name, "tide.job.j1.", 12) || fk_ended(&f->fk.job[i]));
     assert_int_equal(status(f).exits_failed, 3);
@@ -1299,6 +1301,434 @@ static void first_poll_without_events(void **state)
     fx_free(f);
 }
 
+/* ------------------------------------------------------------ 10. resize */
+
+/* j1's Slurm jobs not ended, oldest first: their ids into ids[], the count returned. */
+static int fk_live_j1(uint32_t ids[8])
+{
+    int n = 0;
+    for (int i = 0; i < FK->njobs && n < 8; i++)
+        if (!strncmp(FK->job[i].j.name, "tide.job.j1.", 12) && !fk_ended(&FK->job[i]))
+            ids[n++] = FK->job[i].j.id;
+    return n;
+}
+
+/* Calls made to Slurm job id since call number from. */
+static int fk_calls_since(int from, uint32_t id)
+{
+    int n = 0;
+    for (int i = from; i < FK->ncalls; i++)
+        n += FK->call[i].id == id;
+    return n;
+}
+
+static tide_action_t resize_act(int32_t h, int width, int reason)
+{
+    return (tide_action_t){.kind = TIDE_ACT_JOB_RESIZE, .reason = reason, .job = h,
+                           .service = -1, .replica = -1, .lease = -1, .width = width,
+                           .n_gpus = width * 8};
+}
+
+/* The k-th gang's GPUs of action x (8 per gang) into out[0..8). */
+static void gang_gpus(const fx_t *f, const tide_action_t *x, int k, int32_t out[8])
+{
+    assert_true(x->n_gpus >= (k + 1) * 8);
+    memcpy(out, f->acts.gpus + x->gpu_off + (size_t)k * 8, 8 * sizeof *out);
+}
+
+/* A resize straight to the backend (as the engine's elastic policy emits it):
+ * shrink cancels the gang whose GPUs leave and leaves the other alone; grow
+ * submits a new gang with the next index, pinned to the new GPUs' node. */
+static void resize_shrink_then_grow(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    fx_training(f);
+    int32_t h = f->job;
+    int32_t g0[8], g1[8], both[16];
+    const tide_action_t *st = fx_act(f, TIDE_ACT_JOB_START, h);
+    gang_gpus(f, st, 0, g0); /* Slurm job 2, tide.job.j1.g0 */
+    gang_gpus(f, st, 1, g1); /* Slurm job 3, tide.job.j1.g1 */
+    char node1[16];
+    node_of(f, st, 1, node1);
+    fx_tick(f, 20); /* both run: phase reported */
+    assert_int_equal(polled(f, TIDE_EV_JOB_PHASE, h), 1);
+    tide_time_t dl = lease_deadline(f, h);
+
+    /* shrink to g0's GPUs: g1 cancelled, g0 keeps its Slurm job and gets no call */
+    int calls = f->fk.ncalls;
+    tide_error_t err = {0};
+    assert_int_equal(enact1(f, resize_act(h, 1, TIDE_R_RECLAIM), g0, &err), 0);
+    assert_int_equal(f->fk.ncalls, calls + 1);
+    assert_int_equal(fk_count(C_CANCEL, 3, -1), 1);
+    assert_int_equal(fk_get(3)->j.state, TIDE_SJOB_CANCELLED);
+    assert_int_equal(fk_get(2)->j.state, TIDE_SJOB_RUNNING);
+    assert_int_equal(fk_calls_since(calls, 2), 0);
+    assert_int_equal(status(f).cancels, 1);
+
+    /* grow back at once (g1's end not yet seen): the lowest free index, 1
+     * again, as a new Slurm job on g1's old node */
+    memcpy(both, g0, sizeof g0);
+    memcpy(both + 8, g1, sizeof g1);
+    calls = f->fk.ncalls;
+    assert_int_equal(enact1(f, resize_act(h, 2, TIDE_R_SCALE), both, &err), 0);
+    assert_int_equal(f->fk.ncalls, calls + 1);
+    assert_int_equal(fk_submits("tide.job.j1.g1"), 2);
+    fjob_t *x = fk_get(4);
+    assert_non_null(x);
+    assert_int_equal(x->j.id, 4);
+    assert_string_equal(x->nodelist, node1);
+    assert_true(x->nnodes == 1 && x->gpn == 8 && x->requeue == 1 && x->hold == 0);
+    assert_string_equal(x->partition, "gpu");
+    assert_string_equal(x->script, "#!/bin/bash\nexec python train.py\n");
+    assert_string_equal(x->j.name, "tide.job.j1.g1");
+    assert_env(x, "TIDE_JOB_ID=j1", "TIDE_GANG=1", "TIDE_GANGS=2", "TIDE_GANG_GPUS=8",
+               "TIDE_TEAM=ml", "WANDB_PROJECT=tide", NULL);
+    assert_int_equal(x->j.time_limit_min, want_minutes(dl, 20)); /* the lease, from now */
+    assert_int_equal(fk_calls_since(calls, 2), 0);
+    assert_int_equal(fk_get(3)->j.state, TIDE_SJOB_CANCELLED); /* not revived */
+
+    /* the same two gangs again, listed the other way round: nothing to do */
+    memcpy(both, g1, sizeof g1);
+    memcpy(both + 8, g0, sizeof g0);
+    calls = f->fk.ncalls;
+    assert_int_equal(enact1(f, resize_act(h, 2, TIDE_R_SCALE), both, &err), 0);
+    assert_int_equal(f->fk.ncalls, calls);
+
+    /* Slurm runs g2 and shows g1 cancelled: no event (g1 left on purpose) */
+    fk_run_pending();
+    assert_int_equal(fx_poll(f, 30), 0);
+    tide_backend_job_info_t ji;
+    assert_int_equal(tide_backend_job_info(f->b, h, &ji), 0);
+    assert_string_equal(ji.ids, "2,4");
+    assert_string_equal(ji.state, "RUNNING,RUNNING");
+    assert_int_equal(ji.restarts, 0);
+
+    /* shrink off that gang, Slurm shows it ended (forgotten), grow again: the
+     * new gang is tide.job.j1.g1 again (a third Slurm job of that name, id 5) */
+    f->now = 30;
+    assert_int_equal(enact1(f, resize_act(h, 1, TIDE_R_RECLAIM), g0, &err), 0);
+    assert_int_equal(fk_count(C_CANCEL, 4, -1), 1);
+    fx_poll(f, 40);
+    assert_no_events(f);
+    assert_int_equal(tide_backend_job_info(f->b, h, &ji), 0);
+    assert_string_equal(ji.ids, "2");
+    f->now = 40;
+    memcpy(both, g0, sizeof g0);
+    memcpy(both + 8, g1, sizeof g1);
+    assert_int_equal(enact1(f, resize_act(h, 2, TIDE_R_SCALE), both, &err), 0);
+    assert_int_equal(f->fk.njobs, 5);
+    assert_string_equal(fk_get(5)->j.name, "tide.job.j1.g1");
+    assert_env(fk_get(5), "TIDE_GANG=1", "TIDE_GANGS=2", NULL);
+    assert_string_equal(fk_get(5)->nodelist, node1);
+    assert_int_equal(fk_count(C_SUBMIT, 0, -1), 5);
+    assert_int_equal(fk_count(C_CANCEL, 0, -1), 2);
+    assert_int_equal(fk_calls_since(0, 2), 1); /* g0: only its submit, all along */
+    fk_run_pending();
+    assert_int_equal(fx_poll(f, 50), 0);
+    assert_int_equal(tide_backend_job_info(f->b, h, &ji), 0);
+    assert_string_equal(ji.ids, "2,5");
+    /* the job still ends as a whole: both live gangs complete */
+    fk_end(2, TIDE_SJOB_COMPLETED, 0);
+    fk_end(5, TIDE_SJOB_COMPLETED, 0);
+    assert_int_equal(fx_poll(f, 60), 1);
+    assert_int_equal(polled(f, TIDE_EV_JOB_FINISHED, h), 1);
+    fx_free(f);
+}
+
+/* A resize to GPUs that are not whole gangs, or without GPUs: refused
+ * (EINVAL) before anything changes. A gang spread unevenly: the gangs whose
+ * GPUs leave go, the new one is refused and the run reported failed. A
+ * resize to 0 GPUs cancels every gang. */
+static void resize_bad_input(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    fx_training(f);
+    int32_t h = f->job;
+    int32_t g0[8], both[16];
+    const tide_action_t *st = fx_act(f, TIDE_ACT_JOB_START, h);
+    gang_gpus(f, st, 0, g0);
+    gang_gpus(f, st, 0, both);
+    gang_gpus(f, st, 1, both + 8);
+    fx_tick(f, 20);
+    int calls = f->fk.ncalls;
+    tide_error_t err = {0};
+    tide_action_t a = resize_act(h, 1, TIDE_R_RECLAIM);
+    for (int n = 1; n < 24; n++) {
+        if (n % 8 == 0)
+            continue;
+        a.n_gpus = n; /* 1..7, 9..15, 17..23: not whole gangs of 8 */
+        err.code = 0;
+        assert_int_equal(enact1(f, a, both, &err), 1);
+        assert_int_equal(err.code, TIDE_EINVAL);
+    }
+    char want[64];
+    snprintf(want, sizeof want, "resize of job %d: bad action", h);
+    assert_string_equal(err.msg, want);
+    a.n_gpus = 8; /* whole, but no GPU list */
+    assert_int_equal(enact1(f, a, NULL, &err), 1);
+    assert_int_equal(err.code, TIDE_EINVAL);
+    a.job = 4242; /* unknown to the engine */
+    assert_int_equal(enact1(f, a, g0, &err), 1);
+    assert_int_equal(err.code, TIDE_EINVAL);
+    assert_int_equal(f->fk.ncalls, calls); /* nothing happened */
+    assert_int_equal(fx_poll(f, 30), 0);
+    tide_backend_job_info_t ji;
+    assert_int_equal(tide_backend_job_info(f->b, h, &ji), 0);
+    assert_string_equal(ji.ids, "2,3");
+
+    /* g0 kept, the second gang 7 GPUs on gpu4 + 1 on gpu3: g1 goes, the new
+     * gang is refused (logged), the run failed */
+    int32_t bad[16];
+    memcpy(bad, g0, sizeof g0);
+    for (int i = 0; i < 7; i++)
+        bad[8 + i] = 24 + i;
+    bad[15] = 16;
+    a = resize_act(h, 2, TIDE_R_SCALE);
+    assert_int_equal(enact1(f, a, bad, &err), 0);
+    assert_non_null(strstr(f->logbuf, "GPUs spread unevenly over the nodes"));
+    assert_int_equal(fk_count(C_CANCEL, 3, -1), 1);
+    assert_int_equal(fk_count(C_SUBMIT, 0, -1), 3);
+    assert_int_equal(fx_poll(f, 40), 1);
+    assert_int_equal(polled(f, TIDE_EV_RANK_FAILED, h), 1);
+
+    /* to 0 GPUs: every gang cancelled */
+    a = resize_act(h, 0, TIDE_R_RECLAIM);
+    assert_int_equal(enact1(f, a, NULL, &err), 0);
+    assert_int_equal(fk_count(C_CANCEL, 2, -1), 1);
+    uint32_t live[8];
+    assert_int_equal(fk_live_j1(live), 0);
+    fx_free(f);
+}
+
+/* j1 elastic (dp_min 1, 16 GPUs in 2 gangs on lent GPUs). Demand 250 at
+ * t=100 needs two more replicas: one on the free node, and the elastic policy
+ * shrinks j1 off one node instead of a checkpoint notice (its cheapest
+ * victim). kept: the GPUs j1 keeps; gone_node: the node it left. */
+static void fx_elastic_shrink(fx_t *f, int32_t kept[8], char gone_node[16])
+{
+    f->spec.dp_min = 1;
+    fx_training(f);
+    int32_t h = f->job;
+    const tide_action_t *st = fx_act(f, TIDE_ACT_JOB_START, h);
+    char n0[16], n1[16];
+    node_of(f, st, 0, n0);
+    node_of(f, st, 1, n1);
+    for (tide_time_t t = 20; t <= 90; t += 10)
+        fx_tick(f, t);
+    int calls = f->fk.ncalls;
+    fx_ev1(f, 100, ev_of(TIDE_EV_DEMAND, -1, 250));
+    assert_null(fx_act(f, TIDE_ACT_JOB_CKPT, h)); /* no notice: a shrink */
+    assert_null(fx_act(f, TIDE_ACT_JOB_STOP, h));
+    const tide_action_t *rs = fx_act(f, TIDE_ACT_JOB_RESIZE, h);
+    assert_non_null(rs);
+    assert_int_equal(rs->reason, TIDE_R_RECLAIM);
+    assert_int_equal(rs->width, 1);
+    assert_int_equal(rs->n_gpus, 8);
+    assert_int_equal(f->refused, 0);
+    gang_gpus(f, rs, 0, kept);
+    char kn[16];
+    node_of(f, rs, 0, kn);
+    assert_true(!strcmp(kn, n0) || !strcmp(kn, n1));
+    uint32_t keep_id = !strcmp(kn, n0) ? 2 : 3, gone_id = 5 - keep_id;
+    snprintf(gone_node, 16, "%s", keep_id == 2 ? n1 : n0);
+    tide_job_info_t ji;
+    assert_int_equal(tide_engine_job(f->e, h, &ji), 0);
+    assert_int_equal(ji.width, 1);
+    assert_int_equal(ji.state, TIDE_JOB_RUNNING);
+    /* the fake matches: the leaving gang cancelled, the kept one untouched */
+    assert_int_equal(fk_count(C_CANCEL, gone_id, -1), 1);
+    assert_int_equal(fk_get(gone_id)->j.state, TIDE_SJOB_CANCELLED);
+    assert_int_equal(fk_get(keep_id)->j.state, TIDE_SJOB_RUNNING);
+    assert_int_equal(fk_calls_since(calls, keep_id), 0);
+    assert_string_equal(fk_get(keep_id)->nodelist, kn);
+    /* the replicas: one on the node j1 left */
+    int on_gone = 0;
+    for (size_t i = 0; i < f->acts.n; i++)
+        if (f->acts.v[i].kind == TIDE_ACT_REPLICA_START) {
+            char rn[16], name[64];
+            node_of(f, &f->acts.v[i], 0, rn);
+            snprintf(name, sizeof name, "tide.rep.%d.chat", f->acts.v[i].replica);
+            assert_non_null(fk_named(name));
+            assert_string_equal(fk_named(name)->nodelist, rn);
+            on_gone += !strcmp(rn, gone_node);
+        }
+    assert_int_equal(on_gone, 1);
+    uint32_t live[8];
+    assert_int_equal(fk_live_j1(live), 1);
+    assert_int_equal(live[0], keep_id);
+}
+
+/* After fx_elastic_shrink: demand back to 50 at t=210, the replicas go and j1
+ * grows back; ticks until it does. Returns the grow (*t: its time). */
+static const tide_action_t *fx_elastic_grow(fx_t *f, tide_time_t *t)
+{
+    fk_run_pending();
+    for (*t = 110; *t <= 200; *t += 10) {
+        fx_tick(f, *t);
+        assert_int_equal(polled(f, TIDE_EV_RANK_FAILED, -1) + polled(f, TIDE_EV_JOB_EXPIRED, -1),
+                         0); /* the cancelled gang is no failure */
+    }
+    fx_ev1(f, *t = 210, ev_of(TIDE_EV_DEMAND, -1, 50));
+    while (!fx_act(f, TIDE_ACT_JOB_RESIZE, f->job) && *t < 3000)
+        fx_tick(f, *t += 10);
+    return fx_act(f, TIDE_ACT_JOB_RESIZE, f->job);
+}
+
+static void elastic_shrink_through_engine(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    int32_t h, kept[8];
+    char gone[16];
+    fx_elastic_shrink(f, kept, gone);
+    h = f->job;
+    uint32_t keep_id = fk_get(2)->j.state == TIDE_SJOB_RUNNING ? 2 : 3;
+    tide_backend_job_info_t ji;
+    assert_int_equal(fx_poll(f, 102), 0);
+    assert_int_equal(tide_backend_job_info(f->b, h, &ji), 0);
+    char ids[16];
+    snprintf(ids, sizeof ids, "%u", keep_id);
+    assert_string_equal(ji.ids, ids);
+    tide_time_t t;
+    const tide_action_t *gr = fx_elastic_grow(f, &t);
+    assert_non_null(gr);
+    assert_int_equal(gr->reason, TIDE_R_SCALE);
+    assert_int_equal(gr->width, 2);
+    assert_int_equal(gr->n_gpus, 16);
+    assert_int_equal(engine_state(f, h), TIDE_JOB_RUNNING);
+    /* the kept gang still first, the new one on a free node */
+    int32_t a0[8], a1[8];
+    gang_gpus(f, gr, 0, a0);
+    gang_gpus(f, gr, 1, a1);
+    assert_memory_equal(a0, kept, sizeof a0);
+    char nn[16];
+    node_of(f, gr, 1, nn);
+    /* the fake: one new Slurm job, on the new node (its index: today g2, see
+     * regression_grown_gang_indices_in_range) */
+    assert_int_equal(fk_submits("tide.job.j1."), 3);
+    fjob_t *x = &f->fk.job[f->fk.njobs - 1];
+    assert_int_equal(f->fk.call[f->fk.ncalls - 1].op, C_SUBMIT);
+    assert_int_equal(f->fk.call[f->fk.ncalls - 1].id, x->j.id);
+    int k = -1;
+    char gk[32];
+    assert_int_equal(sscanf(x->j.name, "tide.job.j1.g%d", &k), 1);
+    snprintf(gk, sizeof gk, "TIDE_GANG=%d", k);
+    assert_true(strcmp(x->j.name, fk_get(keep_id)->j.name) != 0);
+    assert_string_equal(x->nodelist, nn);
+    assert_true(x->nnodes == 1 && x->gpn == 8 && x->requeue == 1 && x->hold == 0);
+    assert_env(x, gk, "TIDE_GANGS=2", "TIDE_JOB_ID=j1", NULL);
+    assert_int_equal(x->j.time_limit_min, want_minutes(lease_deadline(f, h), t));
+    assert_int_equal(fk_get(keep_id)->j.state, TIDE_SJOB_RUNNING);
+    assert_int_equal(fk_count(C_CANCEL, keep_id, -1) + fk_count(C_REQUEUE, keep_id, -1), 0);
+    uint32_t live[8];
+    assert_int_equal(fk_live_j1(live), 2);
+    /* Slurm starts it: both run, no event; the replicas it replaced went */
+    fk_run_pending();
+    fx_tick(f, t + 10);
+    assert_no_events(f);
+    assert_int_equal(tide_backend_job_info(f->b, h, &ji), 0);
+    assert_string_equal(ji.state, "RUNNING,RUNNING");
+    for (int i = 0; i < f->fk.njobs; i++)
+        if (!strncmp(f->fk.job[i].j.name, "tide.rep.", 9) && !fk_ended(&f->fk.job[i]))
+            assert_string_not_equal(f->fk.job[i].nodelist, nn);
+    fx_free(f);
+}
+
+/* Bug (be_job_alive, slurm.c:1298-1309): after a restart the adopted gangs
+ * get the engine's GPUs in GPU-id order (owned_gpus, slurm.c:1017, walks GPU
+ * 0..N), cut into runs of gang_gpus and handed to the gangs in the order
+ * Slurm listed them (adopt order, not even the index order the comment says),
+ * never looking at the nodes each Slurm job runs on (obs.nodes). After the
+ * elastic shrink + grow below, j1's older gang (g1, Slurm job 3) runs on gpu3
+ * and the newer (g2, Slurm job 6) on gpu2, so each is recorded with the
+ * other's GPUs. The next resize (same_gpus in be_resize, slurm.c:820) keeps
+ * the wrong Slurm job: asked to keep gpu2's GPUs it cancels job 6 - the gang
+ * on gpu2 - and keeps job 3 on gpu3, the GPUs the engine just took back for
+ * a replica. */
+static void regression_adopted_gangs_resize_right_gang(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    int32_t kept[8];
+    char gone[16];
+    fx_elastic_shrink(f, kept, gone);
+    int32_t h = f->job;
+    tide_time_t t;
+    const tide_action_t *gr = fx_elastic_grow(f, &t);
+    assert_non_null(gr);
+    int32_t a0[8], a1[8];
+    gang_gpus(f, gr, 0, a0);
+    gang_gpus(f, gr, 1, a1);
+    fk_run_pending();
+    fx_tick(f, t += 10);
+    /* tide restarts: the same engine, a new backend adopting Slurm's jobs */
+    tide_backend_destroy(f->b);
+    f->b = fx_backend(f, NULL);
+    assert_non_null(f->b);
+    assert_int_equal(tide_backend_job_alive(f->b, h), 1);
+    for (size_t r = 0; r < 8; r++)
+        tide_backend_replica_alive(f->b, (int32_t)r);
+    uint32_t live[8];
+    assert_int_equal(fk_live_j1(live), 2);
+    /* which Slurm job runs on which of the two gangs' nodes */
+    char na[16];
+    snprintf(na, sizeof na, "gpu%d", a1[0] / 8 + 1);
+    uint32_t on_a1 = !strcmp(fk_get(live[0])->nodelist, na) ? live[0] : live[1];
+    uint32_t on_a0 = on_a1 == live[0] ? live[1] : live[0];
+    /* the engine keeps the grown gang's GPUs (a1), drops the others (a0) */
+    f->now = t;
+    tide_error_t err = {0};
+    assert_int_equal(enact1(f, resize_act(h, 1, TIDE_R_RECLAIM), a1, &err), 0);
+    if (fk_count(C_CANCEL, on_a0, -1) != 1 || fk_count(C_CANCEL, on_a1, -1) != 0)
+        fail_msg("kept %s's GPUs: cancelled Slurm job %u (%s on %s) %d time(s) and Slurm job %u "
+                 "(%s on %s) %d time(s)",
+                 na, on_a0, fk_get(on_a0)->j.name, fk_get(on_a0)->nodelist,
+                 fk_count(C_CANCEL, on_a0, -1), on_a1, fk_get(on_a1)->j.name,
+                 fk_get(on_a1)->nodelist, fk_count(C_CANCEL, on_a1, -1));
+    assert_int_equal(fk_get(on_a1)->j.state, TIDE_SJOB_RUNNING);
+    fx_free(f);
+}
+
+/* Bug (be_resize slurm.c:830 / next_index slurm.c:722-729): a gang's
+ * TIDE_GANG is its index (slurm.c:465), and a new gang always gets
+ * max(index) + 1 over the gangs still listed, never a free lower one. The
+ * engine's elastic shrink drops one of j1's gangs (in this fixture g0) and
+ * the grow adds tide.job.j1.g2: j1 runs on with TIDE_GANG 1 and 2 while
+ * TIDE_GANGS is 2. docs/slurm.md has gang 0 alone post the checkpoints
+ * ("What a job sees", 2.; examples/slurm/train.sh: "0-based data-parallel
+ * gang index ... only gang 0 reports"), and a rendezvous takes TIDE_GANG as a
+ * rank in 0..TIDE_GANGS-1: once gang 0 was dropped no gang of j1 reports a
+ * checkpoint again, even back at full width, and rank 2 of 2 is out of range.
+ * (be_start does the same, slurm.c:768: a failed gang is replaced by g2, g3,
+ * ..., as poll_failures_then_cancel pins.) */
+static void regression_grown_gang_indices_in_range(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    int32_t kept[8];
+    char gone[16];
+    fx_elastic_shrink(f, kept, gone);
+    tide_time_t t;
+    assert_non_null(fx_elastic_grow(f, &t));
+    uint32_t live[8];
+    assert_int_equal(fk_live_j1(live), 2);
+    int seen[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        const fjob_t *x = &FK->job[live[i] - 1];
+        const char *e = strstr(x->env, "\nTIDE_GANG=");
+        assert_non_null(e);
+        int k = atoi(e + 11);
+        if (k < 0 || k > 1)
+            fail_msg("%s runs with TIDE_GANG=%d, TIDE_GANGS=2", x->j.name, k);
+        seen[k]++;
+    }
+    assert_int_equal(seen[0], 1);
+    assert_int_equal(seen[1], 1);
+    fx_free(f);
+}
+
 static int fx_cleanup(void **state)
 {
     (void)state;
@@ -1331,6 +1761,11 @@ int main(void)
         cmocka_unit_test_teardown(regression_unplaceable_gang_reported, fx_cleanup),
         cmocka_unit_test_teardown(regression_refused_replica_never_submitted, fx_cleanup),
         cmocka_unit_test_teardown(first_poll_without_events, fx_cleanup),
+        cmocka_unit_test_teardown(resize_shrink_then_grow, fx_cleanup),
+        cmocka_unit_test_teardown(resize_bad_input, fx_cleanup),
+        cmocka_unit_test_teardown(elastic_shrink_through_engine, fx_cleanup),
+        cmocka_unit_test_teardown(regression_adopted_gangs_resize_right_gang, fx_cleanup),
+        cmocka_unit_test_teardown(regression_grown_gang_indices_in_range, fx_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
