@@ -40,7 +40,7 @@
 #   <unix time, ms> <event> step=<N> committed=<M> gang=<G> [key=value...]
 # events: start (gpus=, host=, slurm_job=), restore, step (every step), ckpt-begin
 # (reason=), ckpt (reason=periodic|term|final), ckpt-signal, ckpt-signal-ignored,
-# term (lost=), done. Work lost by a stop = the last logged step of that run minus its
+# sigterm / sigint (each one received), term (lost=), done. Work lost by a stop = the last logged step of that run minus its
 # committed step (or the next run's restore step, which is what the manifest held).
 # Exit: 0 done, 143 SIGTERM, 130 SIGINT, 2 bad environment.
 set -u
@@ -188,7 +188,10 @@ finish_term() {
 }
 
 # shellcheck disable=SC2317 # (trap handlers)
-on_term() { [ "$GOT_TERM" != 0 ] || GOT_TERM=$1; }
+on_term() {
+    log "sig${2,,}" # every SIGTERM / SIGINT, also repeated ones (Slurm sends several)
+    [ "$GOT_TERM" != 0 ] || GOT_TERM=$1
+}
 # shellcheck disable=SC2317
 on_ckpt_signal() {
     if [ "$IGNORE_SIGNAL" = 1 ]; then
@@ -197,8 +200,8 @@ on_ckpt_signal() {
         CKPT_REQ=1
     fi
 }
-trap 'on_term 143' TERM
-trap 'on_term 130' INT
+trap 'on_term 143 TERM' TERM
+trap 'on_term 130 INT' INT
 trap on_ckpt_signal "$CKPT_SIG"
 trap '[ -n "$SLEEP_PID" ] && kill -KILL "$SLEEP_PID" 2>/dev/null' EXIT
 

@@ -1636,11 +1636,10 @@ static void elastic_shrink_through_engine(void **state)
     fx_free(f);
 }
 
-/* Bug (be_job_alive, slurm.c:1298-1309): after a restart the adopted gangs
- * get the engine's GPUs in GPU-id order (owned_gpus, slurm.c:1017, walks GPU
- * 0..N), cut into runs of gang_gpus and handed to the gangs in the order
- * Slurm listed them (adopt order, not even the index order the comment says),
- * never looking at the nodes each Slurm job runs on (obs.nodes). After the
+/* Was a bug (be_job_alive): after a restart the adopted gangs got the
+ * engine's GPUs in GPU-id order, cut into runs of gang_gpus and handed to the
+ * gangs in the order Slurm listed them, never looking at the nodes each Slurm
+ * job runs on (obs.nodes); now each gang gets the GPUs of its own nodes. After the
  * elastic shrink + grow below, j1's older gang (g1, Slurm job 3) runs on gpu3
  * and the newer (g2, Slurm job 6) on gpu2, so each is recorded with the
  * other's GPUs. The next resize (same_gpus in be_resize, slurm.c:820) keeps
@@ -1691,9 +1690,9 @@ static void regression_adopted_gangs_resize_right_gang(void **state)
     fx_free(f);
 }
 
-/* Bug (be_resize slurm.c:830 / next_index slurm.c:722-729): a gang's
- * TIDE_GANG is its index (slurm.c:465), and a new gang always gets
- * max(index) + 1 over the gangs still listed, never a free lower one. The
+/* Was a bug (be_resize / next_index): a gang's TIDE_GANG is its index, and a
+ * new gang got max(index) + 1 over the gangs still listed, never a free lower
+ * one (now: the lowest free index). The
  * engine's elastic shrink drops one of j1's gangs (in this fixture g0) and
  * the grow adds tide.job.j1.g2: j1 runs on with TIDE_GANG 1 and 2 while
  * TIDE_GANGS is 2. docs/slurm.md has gang 0 alone post the checkpoints
@@ -1701,8 +1700,7 @@ static void regression_adopted_gangs_resize_right_gang(void **state)
  * gang index ... only gang 0 reports"), and a rendezvous takes TIDE_GANG as a
  * rank in 0..TIDE_GANGS-1: once gang 0 was dropped no gang of j1 reports a
  * checkpoint again, even back at full width, and rank 2 of 2 is out of range.
- * (be_start does the same, slurm.c:768: a failed gang is replaced by g2, g3,
- * ..., as poll_failures_then_cancel pins.) */
+ * (be_start did the same: a failed gang was replaced by g2, g3, ...) */
 static void regression_grown_gang_indices_in_range(void **state)
 {
     (void)state;
