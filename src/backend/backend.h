@@ -155,11 +155,12 @@ tide_backend_t *tide_backend_sim_create(const tide_engine_t *e);
 tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_backend_opts_t *o,
                                           tide_error_t *err);
 
-/* Describe Slurm's GPU nodes as a compact cluster spec ("4x8:h100", nodes
- * in Slurm's order, consecutive equal nodes grouped) into buf. ops NULL =
- * libslurm. Errors: EIO unreachable, EINVAL no GPU nodes / buf too small. */
-int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, char *buf, size_t n,
-                            tide_error_t *err);
+/* Describe Slurm's GPU nodes (of `partition` when not NULL) as a compact
+ * cluster spec ("4x8:h100", nodes in Slurm's order, consecutive equal nodes
+ * grouped) into buf. ops NULL = libslurm. Errors: EIO unreachable, ENOENT no
+ * such partition, EINVAL no GPU nodes / buf too small. */
+int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, const char *partition,
+                            char *buf, size_t n, tide_error_t *err);
 
 /* Signal by name ("USR1", "SIGUSR1", "usr2", "10"): its number, or -1. */
 int tide_signal_parse(const char *s);

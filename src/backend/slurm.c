@@ -91,6 +91,9 @@ typedef struct slurmbe {
     char (*node_name)[64];
     int *node_state;         /* last health reported to the engine */
     int64_t *node_bad_since; /* unix time a node was first seen not up (0 = up) */
+    tide_slurm_nodename_t *part; /* the training partition's nodes (filter), NULL = all */
+    size_t npart;
+    int part_filter;
     int nodes_seen;
     int32_t *gpu_node;
     int ngpus_total;
@@ -168,6 +171,40 @@ static int called(slurmbe_t *s, int rc, const tide_error_t *err)
 }
 
 static int ended(int state) { return state >= TIDE_SJOB_COMPLETED; }
+
+/* The nodes of partition (NULL = no filter: *filter = 0). */
+static int load_partition(const tide_slurm_ops_t *ops, void *h, const char *partition,
+                          tide_slurm_nodename_t **part, size_t *np, int *filter, tide_error_t *err)
+{
+    *part = NULL;
+    *np = 0;
+    *filter = 0;
+    if (!partition || !ops->partition_nodes)
+        return 0;
+    if (ops->partition_nodes(h, partition, part, np, err) < 0)
+        return -1;
+    *filter = 1;
+    return 0;
+}
+
+/* Keep the nodes tide manages, in Slurm's order: with GPUs and, with a
+ * filter, in the partition. Compacts nv; returns how many are left. */
+static size_t keep_nodes(tide_slurm_node_t *nv, size_t n, const tide_slurm_nodename_t *part,
+                         size_t np, int filter)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        int in = nv[i].gpus > 0;
+        if (in && filter) {
+            in = 0;
+            for (size_t k = 0; k < np && !in; k++)
+                in = !strcmp(part[k].name, nv[i].name);
+        }
+        if (in)
+            nv[w++] = nv[i];
+    }
+    return w;
+}
 
 /* While Slurm is unreachable: ask it for its nodes every poll_s from a thread
  * until it answers. The main thread makes no Slurm call meanwhile. */
@@ -1037,11 +1074,15 @@ static void observe_nodes(slurmbe_t *s)
     tide_error_t e1 = {0};
     if (called(s, s->ops->nodes(s->h, &nv, &n, &e1), &e1) < 0)
         return;
+    n = keep_nodes(nv, n, s->part, s->npart, s->part_filter);
     int64_t now = unix_now(s);
-    int k = 0;
-    for (size_t i = 0; i < n && k < s->nnodes; i++) {
-        if (nv[i].gpus <= 0)
-            continue;
+    for (size_t i = 0; i < n; i++) {
+        int k = -1;
+        for (int x = 0; x < s->nnodes && k < 0; x++)
+            if (!strcmp(s->node_name[x], nv[i].name))
+                k = x;
+        if (k < 0)
+            continue; /* a node tide does not manage (added later): ignored */
         /* a drain is the admin's word: at once. Down / not responding / not
          * registered (slurmctld just restarted, a slurmd restarting) only
          * once it lasted node_grace_s: a blip must not stop the cluster */
@@ -1060,7 +1101,6 @@ static void observe_nodes(slurmbe_t *s)
             push_ev(s, failed ? TIDE_EV_NODE_FAILED : TIDE_EV_NODE_RECOVERED, -1, -1, -1, k, 0, 0);
             s->node_state[k] = failed ? nv[i].state : TIDE_SNODE_UP;
         }
-        k++;
     }
     free(nv);
 }
@@ -1476,6 +1516,7 @@ static void be_destroy(void *ctx)
     free(s->node_name);
     free(s->node_state);
     free(s->node_bad_since);
+    free(s->part);
     free(s->gpu_node);
     s->ops->close(s->h);
     free(s->conf);
@@ -1568,14 +1609,24 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
     tide_slurm_node_t *nv = NULL;
     size_t n = 0;
+    tide_slurm_nodename_t *ip = NULL;
+    size_t nip = 0;
+    int ipf = 0;
+    if (load_partition(ops, h, s->partition, &s->part, &s->npart, &s->part_filter, err) < 0 ||
+        (s->infer_partition && s->partition && strcmp(s->infer_partition, s->partition) &&
+         load_partition(ops, h, s->infer_partition, &ip, &nip, &ipf, err) < 0)) {
+        tide_err_prefix(err, "--slurm-%spartition: ", s->part_filter ? "infer-" : "");
+        tide_backend_destroy(b);
+        return NULL;
+    }
+    free(ip);
     if (called(s, ops->nodes(h, &nv, &n, err), err) < 0) {
         tide_backend_destroy(b);
         return NULL;
     }
+    n = keep_nodes(nv, n, s->part, s->npart, s->part_filter);
     int k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nv[i].gpus <= 0)
-            continue;
         if (k < s->nnodes) {
             tide_node_info_t ni;
             tide_cluster_node(c, k, &ni);
@@ -1596,9 +1647,10 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     free(nv);
     if (k != s->nnodes) {
         tide_errf(err, TIDE_EINVAL,
-                  "Slurm has %d nodes with GPUs, the cluster in the database %d: they must match "
-                  "(omit --cluster on a new database to take Slurm's)",
-                  k, s->nnodes);
+                  "Slurm has %d nodes with GPUs%s%s, the cluster in the database %d: they must "
+                  "match (omit --cluster on a new database to take Slurm's)",
+                  k, s->part_filter ? " in partition " : "", s->part_filter ? s->partition : "",
+                  s->nnodes);
         tide_backend_destroy(b);
         return NULL;
     }
@@ -1616,8 +1668,8 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     return b;
 }
 
-int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, char *buf, size_t n,
-                            tide_error_t *err)
+int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, const char *partition,
+                            char *buf, size_t n, tide_error_t *err)
 {
     if (!ops)
         ops = tide_slurm_lib_ops();
@@ -1629,10 +1681,21 @@ int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, char 
         return -1;
     tide_slurm_node_t *nv = NULL;
     size_t nn = 0;
-    int rc = ops->nodes(h, &nv, &nn, err);
-    ops->close(h);
+    tide_slurm_nodename_t *part = NULL;
+    size_t np = 0;
+    int filter = 0;
+    int rc = load_partition(ops, h, partition, &part, &np, &filter, err);
     if (rc < 0)
+        tide_err_prefix(err, "--slurm-partition: ");
+    else
+        rc = ops->nodes(h, &nv, &nn, err);
+    ops->close(h);
+    if (rc < 0) {
+        free(part);
         return -1;
+    }
+    nn = keep_nodes(nv, nn, part, np, filter);
+    free(part);
     size_t off = 0;
     int groups = 0;
     buf[0] = '\0';
@@ -1662,6 +1725,7 @@ int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, char 
     }
     free(nv);
     if (!groups)
-        return tide_errf(err, TIDE_EINVAL, "Slurm has no node with GPUs (Gres=gpu:N)");
+        return tide_errf(err, TIDE_EINVAL, "Slurm has no node with GPUs (Gres=gpu:N)%s%s",
+                         partition ? " in partition " : "", partition ? partition : "");
     return 0;
 }

@@ -65,6 +65,11 @@ typedef struct tide_slurm_job {
     char reason[64];        /* why pending / why it ended, "" when none */
 } tide_slurm_job_t;
 
+/* A node name (partition_nodes). */
+typedef struct tide_slurm_nodename {
+    char name[64];
+} tide_slurm_nodename_t;
+
 /* A batch job to submit. Everything borrowed for the call. */
 typedef struct tide_slurm_submit {
     const char *name;        /* job name (required) */
@@ -123,6 +128,12 @@ typedef struct tide_slurm_ops {
 
     /* Cancel a job (pending or running). Unknown or finished: 0. */
     int (*cancel)(void *h, uint32_t id, tide_error_t *err);
+
+    /* The nodes of partition `name` (its hostlist expanded), as a new array
+     * the caller frees (free()). Errors: ENOENT no such partition (the
+     * message lists the partitions). May be NULL: no partition checks. */
+    int (*partition_nodes)(void *h, const char *name, tide_slurm_nodename_t **out, size_t *n,
+                           tide_error_t *err);
 } tide_slurm_ops_t;
 
 /* The libslurm implementation, or NULL when tide was built without libslurm

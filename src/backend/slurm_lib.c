@@ -886,6 +886,53 @@ static int lib_cancel(void *hv, uint32_t id, tide_error_t *err)
     return tide_errf(err, classify(e), "%s: %s", what, code_str(e));
 }
 
+static int lib_partition_nodes(void *hv, const char *name, tide_slurm_nodename_t **out,
+                               size_t *n, tide_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!hv)
+        return tide_errf(err, TIDE_EINVAL, "load partitions: Slurm backend not open");
+    partition_info_msg_t *msg = NULL;
+    int rc = slurm_load_partitions((time_t)0, &msg, SHOW_ALL);
+    if (rc != SLURM_SUCCESS || !msg)
+        return fail(err, rc, "load partitions");
+    const partition_info_t *pi = NULL;
+    char known[512] = "";
+    size_t off = 0;
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        const partition_info_t *p = &msg->partition_array[i];
+        if (!p->name)
+            continue;
+        if (!strcmp(p->name, name))
+            pi = p;
+        int w = snprintf(known + off, sizeof known - off, "%s%s", off ? ", " : "", p->name);
+        if (w > 0 && (size_t)w < sizeof known - off)
+            off += (size_t)w;
+    }
+    if (!pi) {
+        tide_errf(err, TIDE_ENOENT, "no Slurm partition '%s' (there are: %s)", name,
+                  known[0] ? known : "none");
+        slurm_free_partition_info_msg(msg);
+        return -1;
+    }
+    size_t cap = 0, k = 0;
+    tide_slurm_nodename_t *v = NULL;
+    hostlist_t hl = pi->nodes && pi->nodes[0] ? slurm_hostlist_create(pi->nodes) : NULL;
+    char *host;
+    while (hl && (host = slurm_hostlist_shift(hl))) {
+        tide_grow((void **)&v, &cap, k + 1, sizeof *v);
+        copy_str(v[k++].name, sizeof v->name, host);
+        free(host);
+    }
+    if (hl)
+        slurm_hostlist_destroy(hl);
+    slurm_free_partition_info_msg(msg);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
 static const tide_slurm_ops_t lib_ops = {
     .version = LIB_VERSION,
     .open = lib_open,
@@ -899,6 +946,7 @@ static const tide_slurm_ops_t lib_ops = {
     .signal = lib_signal,
     .requeue = lib_requeue,
     .cancel = lib_cancel,
+    .partition_nodes = lib_partition_nodes,
 };
 
 const tide_slurm_ops_t *tide_slurm_lib_ops(void) { return &lib_ops; }

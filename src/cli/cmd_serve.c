@@ -325,7 +325,7 @@ int tide_cmd_serve(int argc, char **argv)
     int slurm = c.backend && !strcmp(c.backend, "slurm");
     if (slurm && !c.cluster && !c.cluster_file) {
         /* the cluster is Slurm's GPU nodes */
-        if (tide_slurm_cluster_spec(NULL, c.slurm_conf, slurm_spec, sizeof slurm_spec, &err) < 0) {
+        if (tide_slurm_cluster_spec(NULL, c.slurm_conf, c.partition, slurm_spec, sizeof slurm_spec, &err) < 0) {
             tide_err_prefix(&err, "reading the cluster from Slurm: ");
             rc = fail(&err);
             goto out;

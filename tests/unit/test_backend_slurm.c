@@ -207,6 +207,31 @@ static const tide_slurm_ops_t fk_ops = {
     .set_nodes = fk_setnodes, .signal = fk_signal, .requeue = fk_requeue, .cancel = fk_cancel,
 };
 
+/* The same fake with partitions: "half" = gpu3, cpu1, gpu4; "all" = every node. */
+static int fk_partition(void *h, const char *name, tide_slurm_nodename_t **out, size_t *n,
+                        tide_error_t *err)
+{
+    (void)h;
+    static const char *half[] = {"gpu3", "cpu1", "gpu4"};
+    static const char *all[] = {"gpu1", "gpu2", "cpu1", "gpu3", "gpu4"};
+    const char **v = !strcmp(name, "half") ? half : !strcmp(name, "all") ? all : NULL;
+    size_t k = v == half ? 3 : 5;
+    if (!v)
+        return tide_errf(err, TIDE_ENOENT, "no Slurm partition '%s' (there are: half, all)", name);
+    *out = calloc(k, sizeof **out);
+    for (size_t i = 0; i < k; i++)
+        snprintf((*out)[i].name, sizeof (*out)[i].name, "%s", v[i]);
+    *n = k;
+    return 0;
+}
+
+static const tide_slurm_ops_t fk_ops_part = {
+    .version = "fake", .open = fk_open, .close = fk_close, .nodes = fk_nodes, .jobs = fk_jobs,
+    .submit = fk_submit, .release = fk_release, .set_time_limit = fk_settl,
+    .set_nodes = fk_setnodes, .signal = fk_signal, .requeue = fk_requeue, .cancel = fk_cancel,
+    .partition_nodes = fk_partition,
+};
+
 /* gpu1, gpu2, a CPU-only node, gpu3, gpu4: tide nodes 0..3 (Slurm index 3 = tide node 2). */
 static void fk_default(fake_t *k)
 {
@@ -552,27 +577,36 @@ static void create_checks_cluster(void **state)
     assert_int_equal(err.code, TIDE_EIO);
     char buf[128];
     err.code = 0;
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, sizeof buf, &err), -1);
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, sizeof buf, &err), -1);
     assert_int_equal(err.code, TIDE_EIO);
     f->fk.down = 0;
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, sizeof buf, &err), 0);
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, sizeof buf, &err), 0);
     assert_string_equal(buf, "4x8:h100"); /* the CPU node skipped */
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, 5, &err), -1);
+    /* a partition: only its GPU nodes, in Slurm's order; an unknown one named */
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops_part, NULL, "half", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "2x8:h100");
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops_part, NULL, "all", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "4x8:h100");
+    err.code = 0;
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops_part, NULL, "nope", buf, sizeof buf, &err), -1);
+    assert_int_equal(err.code, TIDE_ENOENT);
+    assert_non_null(strstr(err.msg, "--slurm-partition: no Slurm partition 'nope'"));
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, 5, &err), -1);
     snprintf(f->fk.node[3].gpu_type, 32, "a100");
     snprintf(f->fk.node[4].gpu_type, 32, "a100");
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, sizeof buf, &err), 0);
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, sizeof buf, &err), 0);
     assert_string_equal(buf, "2x8:h100,2x8:a100");
     f->fk.node[3].gpus = f->fk.node[4].gpus = 4;
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, sizeof buf, &err), 0);
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, sizeof buf, &err), 0);
     assert_string_equal(buf, "2x8:h100,2x4:a100");
     snprintf(f->fk.node[4].gpu_type, 32, "h100");
     snprintf(f->fk.node[3].gpu_type, 32, "h100");
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, sizeof buf, &err), 0);
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, sizeof buf, &err), 0);
     assert_string_equal(buf, "2x8:h100,2x4:h100");
     f->fk.nnodes = 3;
     f->fk.node[0].gpus = f->fk.node[1].gpus = 0;
     err.code = 0;
-    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, buf, sizeof buf, &err), -1);
+    assert_int_equal(tide_slurm_cluster_spec(&fk_ops, NULL, NULL, buf, sizeof buf, &err), -1);
     assert_int_equal(err.code, TIDE_EINVAL);
     assert_int_equal(f->fk.ncalls, 0);
     fx_free(f);
