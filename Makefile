@@ -75,6 +75,11 @@ bench-deps:
 bench-serve: build bench-deps
 	bash bench/serve_bench.sh $(BUILD)
 
+# tide elastic vs Slurm's own partition-priority preemption on one local Slurm
+# cluster, same workload: writes bench/slurm_compare_results.md (about 15 min).
+bench-slurm: build bench-deps
+	bash bench/slurm_compare.sh $(BUILD)
+
 FUZZ_DEBS := clang libclang-rt-14-dev
 fuzz: deps
 	@missing=""; for p in $(FUZZ_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

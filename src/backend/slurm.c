@@ -472,7 +472,18 @@ static uint32_t limit_minutes(const slurmbe_t *s, int64_t deadline_unix, const g
     int64_t start = unix_now(s);
     if (g->has_obs && g->obs.state == TIDE_SJOB_RUNNING && g->obs.start_time > 0)
         start = g->obs.start_time;
-    int64_t m = (deadline_unix - s->o.deadline_slack_s - start) / 60;
+    int64_t now = unix_now(s), m;
+    if (deadline_unix - s->o.deadline_slack_s >= now + 60) {
+        /* end deadline_slack_s early: Slurm's 30 s limit check and KillWait
+         * still return the GPUs by the lease's latest return */
+        m = (deadline_unix - s->o.deadline_slack_s - start) / 60;
+    } else {
+        /* the deadline is close (a reclaim notice shortened the lease to its
+         * checkpoint deadline): tide enforces it itself; a limit ending
+         * before it would kill the checkpoint being written. The limit only
+         * backs tide up: the first whole minute at or after the deadline */
+        m = (deadline_unix - start + 59) / 60;
+    }
     return m < 1 ? 1 : (uint32_t)m;
 }
 
