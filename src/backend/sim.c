@@ -23,15 +23,7 @@ static void rep_mark(simbe_t *s, int32_t r, uint8_t live)
 {
     if (r < 0)
         return;
-    if ((size_t)r >= s->nrep) {
-        size_t n = s->nrep ? s->nrep : 64;
-        while (n <= (size_t)r)
-            n *= 2;
-        s->rep_live = tide_xrealloc(s->rep_live, n);
-        for (size_t i = s->nrep; i < n; i++)
-            s->rep_live[i] = 0;
-        s->nrep = n;
-    }
+    tide_grow_zeroed((void **)&s->rep_live, &s->nrep, (size_t)r + 1, sizeof *s->rep_live);
     s->rep_live[r] = live;
 }
 

@@ -266,12 +266,7 @@ static sjob_t *job_get(slurmbe_t *s, int32_t h, int create)
     if ((size_t)h >= s->njobs) {
         if (!create)
             return NULL;
-        size_t n = s->njobs ? s->njobs : 64;
-        while (n <= (size_t)h)
-            n *= 2;
-        s->jobs = tide_xrealloc(s->jobs, n * sizeof *s->jobs);
-        memset(s->jobs + s->njobs, 0, (n - s->njobs) * sizeof *s->jobs);
-        s->njobs = n;
+        tide_grow_zeroed((void **)&s->jobs, &s->njobs, (size_t)h + 1, sizeof *s->jobs);
     }
     if (!s->jobs[h] && create) {
         tide_job_info_t ji;
@@ -292,12 +287,7 @@ static srep_t *rep_get(slurmbe_t *s, int32_t r, int create)
     if ((size_t)r >= s->nreps) {
         if (!create)
             return NULL;
-        size_t n = s->nreps ? s->nreps : 64;
-        while (n <= (size_t)r)
-            n *= 2;
-        s->reps = tide_xrealloc(s->reps, n * sizeof *s->reps);
-        memset(s->reps + s->nreps, 0, (n - s->nreps) * sizeof *s->reps);
-        s->nreps = n;
+        tide_grow_zeroed((void **)&s->reps, &s->nreps, (size_t)r + 1, sizeof *s->reps);
     }
     srep_t *p = &s->reps[r];
     if (!p->present && !create)

@@ -55,6 +55,14 @@ void tide_grow(void **pv, size_t *cap, size_t need, size_t size)
     *cap = c;
 }
 
+void tide_grow_zeroed(void **pv, size_t *cap, size_t need, size_t size)
+{
+    size_t old = *cap;
+    tide_grow(pv, cap, need, size);
+    if (*cap > old)
+        memset((char *)*pv + old * size, 0, (*cap - old) * size);
+}
+
 int tide_parse_int(const char *s, long long *out)
 {
     if (!s || !*s)

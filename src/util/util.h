@@ -14,6 +14,8 @@ char *tide_xstrdup(const char *s);
 
 /* Grow *pv (element size `size`) so that it holds at least `need` elements. */
 void tide_grow(void **pv, size_t *cap, size_t need, size_t size);
+/* The same, the new elements zeroed (arrays indexed by handle). */
+void tide_grow_zeroed(void **pv, size_t *cap, size_t need, size_t size);
 
 #define TIDE_PUSH(arr, n, cap, val)                                               \
     do {                                                                          \
