@@ -162,7 +162,9 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
 int tide_slurm_cluster_spec(const tide_slurm_ops_t *ops, const char *conf, const char *partition,
                             char *buf, size_t n, tide_error_t *err);
 
-/* Signal by name ("USR1", "SIGUSR1", "usr2", "10"): its number, or -1. */
+/* Signal by name ("USR1", "SIGUSR1", "usr2") or number ("10"): its number,
+ * or -1. Only USR1 USR2 TERM INT HUP QUIT CONT URG ALRM WINCH (a job is told
+ * the signal by name). */
 int tide_signal_parse(const char *s);
 /* Name without "SIG" of a signal number ("USR1" for unknown ones), static. */
 const char *tide_signal_name(int sig);

@@ -380,8 +380,13 @@ int tide_signal_parse(const char *s)
     if (!s || !*s)
         return -1;
     long long v;
-    if (tide_parse_int(s, &v) == 0)
-        return v > 0 && v < 65 ? (int)v : -1;
+    if (tide_parse_int(s, &v) == 0) {
+        /* a number only when it is one of the names (TIDE_CKPT_SIGNAL names it) */
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+            if (sigs[i].sig == v)
+                return sigs[i].sig;
+        return -1;
+    }
     if (!strncasecmp(s, "SIG", 3))
         s += 3;
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)

@@ -1218,6 +1218,28 @@ static int32_t fx_queued_j2(fx_t *f)
     return h2;
 }
 
+/* --ckpt-signal: names with or without SIG, any case, or their numbers; a
+ * job is told the signal by name, so only named signals are accepted. */
+static void signal_names(void **state)
+{
+    (void)state;
+    assert_int_equal(tide_signal_parse("USR1"), SIGUSR1);
+    assert_int_equal(tide_signal_parse("SIGUSR2"), SIGUSR2);
+    assert_int_equal(tide_signal_parse("sigurg"), SIGURG);
+    assert_int_equal(tide_signal_parse("term"), SIGTERM);
+    char num[16];
+    snprintf(num, sizeof num, "%d", SIGUSR2);
+    assert_int_equal(tide_signal_parse(num), SIGUSR2);
+    assert_int_equal(tide_signal_parse("35"), -1);
+    assert_int_equal(tide_signal_parse("KILL"), -1);
+    assert_int_equal(tide_signal_parse("SIG"), -1);
+    assert_int_equal(tide_signal_parse(""), -1);
+    assert_int_equal(tide_signal_parse(NULL), -1);
+    assert_int_equal(tide_signal_parse("-10"), -1);
+    assert_string_equal(tide_signal_name(SIGUSR2), "USR2");
+    assert_string_equal(tide_signal_name(SIGURG), "URG");
+}
+
 static void bad_input_refused(void **state)
 {
     (void)state;
@@ -1796,6 +1818,7 @@ int main(void)
         cmocka_unit_test_teardown(regression_adopted_replica_keeps_service, fx_cleanup),
         cmocka_unit_test_teardown(job_info_fields, fx_cleanup),
         cmocka_unit_test_teardown(bad_input_refused, fx_cleanup),
+        cmocka_unit_test(signal_names),
         cmocka_unit_test_teardown(regression_unplaceable_gang_reported, fx_cleanup),
         cmocka_unit_test_teardown(regression_refused_replica_never_submitted, fx_cleanup),
         cmocka_unit_test_teardown(first_poll_without_events, fx_cleanup),
