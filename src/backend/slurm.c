@@ -65,6 +65,7 @@ typedef struct sjob {
     int restarts;
     int adopted;             /* found in Slurm at start-up, not yet claimed */
     int64_t deadline_unix;   /* lease latest return (0 = no lease) */
+    int noticed;             /* the lease is under a reclaim notice (deadline = checkpoint's) */
     int lift_pending;        /* lease returned: lift the limit only if it keeps running */
     char *command;
     char **env;
@@ -460,7 +461,8 @@ static void env_base(const slurmbe_t *s, envb_t *b)
     env_add(b, "TIDE_CKPT_SIGNAL", "%s", tide_signal_name(s->o.ckpt_signal));
 }
 
-static uint32_t limit_minutes(const slurmbe_t *s, int64_t deadline_unix, const gang_t *g)
+static uint32_t limit_minutes(const slurmbe_t *s, int64_t deadline_unix, int noticed,
+                              const gang_t *g)
 {
     if (!deadline_unix)
         return 0;
@@ -468,13 +470,13 @@ static uint32_t limit_minutes(const slurmbe_t *s, int64_t deadline_unix, const g
     if (g->has_obs && g->obs.state == TIDE_SJOB_RUNNING && g->obs.start_time > 0)
         start = g->obs.start_time;
     int64_t now = unix_now(s), m;
-    if (deadline_unix - s->o.deadline_slack_s >= now + 60) {
+    if (!noticed || deadline_unix - s->o.deadline_slack_s >= now + 60) {
         /* end deadline_slack_s early: Slurm's 30 s limit check and KillWait
          * still return the GPUs by the lease's latest return */
         m = (deadline_unix - s->o.deadline_slack_s - start) / 60;
     } else {
-        /* the deadline is close (a reclaim notice shortened the lease to its
-         * checkpoint deadline): tide enforces it itself; a limit ending
+        /* a reclaim notice brought the latest return to the checkpoint's
+         * deadline: tide, which is up, enforces it itself, and a limit ending
          * before it would kill the checkpoint being written. The limit only
          * backs tide up: the first whole minute at or after the deadline */
         m = (deadline_unix - start + 59) / 60;
@@ -525,7 +527,7 @@ static int submit_gang(slurmbe_t *s, int32_t h, sjob_t *j, gang_t *g, tide_error
         .nodelist = g->nodelist,
         .nodes = g->nnodes,
         .gpus_per_node = g->gpn,
-        .time_limit_min = limit_minutes(s, j->deadline_unix, g),
+        .time_limit_min = limit_minutes(s, j->deadline_unix, j->noticed, g),
         .hold = 0,
         .requeue = 1,
         .comment = "tide training gang",
@@ -626,7 +628,7 @@ static int reconcile_gang(slurmbe_t *s, gang_t *g, int32_t h, sjob_t *j, srep_t 
         }
         if (!g->has_obs)
             return 0;
-        uint32_t want_min = limit_minutes(s, deadline_unix, g);
+        uint32_t want_min = limit_minutes(s, deadline_unix, j ? j->noticed : 0, g);
         if (g->obs.state == TIDE_SJOB_PENDING && g->obs.held) {
             /* a requeued gang tide starts again: its new nodes, its limit, go */
             if (called(s, s->ops->set_nodes(s->h, g->sid, g->nodelist, g->nnodes, &e1), &e1) < 0 ||
@@ -740,15 +742,19 @@ static void reconcile_rep(slurmbe_t *s, int32_t r, srep_t *p)
     }
 }
 
-/* The engine's view of a job's deadline, in Unix time (0 = no lease). */
-static int64_t job_deadline(slurmbe_t *s, int32_t h, tide_time_t now)
+/* The engine's view of a job's lease into j: its latest return in Unix time
+ * (0 = no lease) and whether a reclaim notice set it. */
+static void job_deadline(slurmbe_t *s, int32_t h, sjob_t *j, tide_time_t now)
 {
     tide_job_info_t ji;
     tide_lease_info_t li;
+    j->deadline_unix = 0;
+    j->noticed = 0;
     if (tide_engine_job(s->e, h, &ji) != 0 || ji.lease < 0 ||
         tide_engine_lease(s->e, ji.lease, &li) != 0 || li.returned)
-        return 0;
-    return unix_now(s) + (li.latest_return - now);
+        return;
+    j->deadline_unix = unix_now(s) + (li.latest_return - now);
+    j->noticed = li.noticed;
 }
 
 /* ------------------------------------------------------------ enacting */
@@ -788,7 +794,7 @@ static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const in
     j->phase_sent = 0;
     j->end_sent = 0;
     j->lift_pending = 0;
-    j->deadline_unix = job_deadline(s, a->job, now);
+    job_deadline(s, a->job, j, now);
     int want = a->n_gpus / gg;
     /* reuse the held gangs (a requeued Slurm job keeps its id and counts restarts) */
     int used = 0, unplaced = 0;
@@ -854,7 +860,7 @@ static int be_resize(void *ctx, tide_time_t now, const tide_action_t *a, const i
     int gg = job_gang_gpus(s->e, a->job);
     if (!j || gg <= 0 || a->n_gpus % gg || (a->n_gpus && !gpus))
         return tide_errf(err, TIDE_EINVAL, "resize of job %d: bad action", a->job);
-    j->deadline_unix = job_deadline(s, a->job, now);
+    job_deadline(s, a->job, j, now);
     int want = a->n_gpus / gg;
     uint8_t *kept = tide_xcalloc((size_t)(want ? want : 1), 1);
     /* gangs whose GPUs stay keep running; the others leave */
@@ -922,7 +928,7 @@ static int be_lease(void *ctx, tide_time_t now, const tide_action_t *a, tide_err
         return 0;
     }
     j->lift_pending = 0;
-    j->deadline_unix = job_deadline(s, a->job, now);
+    job_deadline(s, a->job, j, now);
     reconcile_job(s, a->job, j);
     return 0;
 }
@@ -1288,7 +1294,7 @@ static void refresh(slurmbe_t *s)
             if (j->active) {
                 tide_stats_t stt;
                 tide_engine_stats(s->e, &stt);
-                j->deadline_unix = job_deadline(s, (int32_t)h, stt.now);
+                job_deadline(s, (int32_t)h, j, stt.now);
             }
         }
     for (size_t h = 0; h < s->njobs; h++)
@@ -1423,16 +1429,10 @@ static int be_job_alive(void *ctx, int32_t h)
     j->adopted = 0;
     j->active = 1;
     j->phase_sent = 0;
-    j->deadline_unix = 0;
-    tide_job_info_t ji;
-    tide_lease_info_t li;
-    if (tide_engine_job(s->e, h, &ji) == 0 && ji.lease >= 0 &&
-        tide_engine_lease(s->e, ji.lease, &li) == 0 && !li.returned) {
-        /* engine time resumes where it stopped: the lease's remaining time counts from now */
-        tide_stats_t stt;
-        tide_engine_stats(s->e, &stt);
-        j->deadline_unix = unix_now(s) + (li.latest_return - stt.now);
-    }
+    /* engine time resumes where it stopped: the lease's remaining time counts from now */
+    tide_stats_t stt;
+    tide_engine_stats(s->e, &stt);
+    job_deadline(s, h, j, stt.now);
     return 1;
 }
 
