@@ -358,6 +358,8 @@ static tide_backend_t *fx_backend(fx_t *f, tide_error_t *err)
     return tide_backend_slurm_create(f->e, &f->o, err);
 }
 
+static tide_time_t fx_lease_max = 600; /* the engine's lease_max_s for the next fixture */
+
 static fx_t *fx_new_svcs(int services)
 {
     fx_t *f = calloc(1, sizeof *f);
@@ -367,7 +369,7 @@ static fx_t *fx_new_svcs(int services)
     tide_config_t cfg;
     tide_config_default(&cfg);
     cfg.policy = "elastic";
-    cfg.lease_max_s = 600;
+    cfg.lease_max_s = fx_lease_max;
     cfg.tick_s = 10;
     cfg.margin_min = cfg.margin_max = 0.05;
     cfg.scale_down_hold_s = 60;
@@ -1218,6 +1220,35 @@ static int32_t fx_queued_j2(fx_t *f)
     return h2;
 }
 
+/* A short lease (110 s, renewed every control period) keeps its slack: the
+ * latest return is always less than slack + 60 s away, yet the limit must
+ * never cover it (only a reclaim notice may: the fresh CI run caught a limit
+ * that ended after the latest return). */
+static void short_lease_keeps_slack(void **state)
+{
+    (void)state;
+    fx_lease_max = 110;
+    fx_t *f = fx_new();
+    fx_lease_max = 600;
+    fx_training(f);
+    int checked = 0;
+    for (tide_time_t t = 20; t <= 300; t += 10) {
+        fx_tick(f, t);
+        tide_time_t dl = lease_deadline(f, f->job);
+        assert_true(dl <= t + 110);
+        for (uint32_t id = 2; id <= 3; id++) {
+            assert_int_equal(fk_get(id)->j.state, TIDE_SJOB_RUNNING);
+            uint32_t m = fk_get(id)->j.time_limit_min;
+            assert_int_equal(m, want_minutes(dl, 10));
+            /* Slurm ends it by start + limit + 30 s check + KillWait 5 s */
+            assert_true(10 + (tide_time_t)m * 60 + 35 <= dl || m == 1);
+            checked++;
+        }
+    }
+    assert_int_equal(checked, 58);
+    fx_free(f);
+}
+
 /* --ckpt-signal: names with or without SIG, any case, or their numbers; a
  * job is told the signal by name, so only named signals are accepted. */
 static void signal_names(void **state)
@@ -1819,6 +1850,7 @@ int main(void)
         cmocka_unit_test_teardown(job_info_fields, fx_cleanup),
         cmocka_unit_test_teardown(bad_input_refused, fx_cleanup),
         cmocka_unit_test(signal_names),
+        cmocka_unit_test_teardown(short_lease_keeps_slack, fx_cleanup),
         cmocka_unit_test_teardown(regression_unplaceable_gang_reported, fx_cleanup),
         cmocka_unit_test_teardown(regression_refused_replica_never_submitted, fx_cleanup),
         cmocka_unit_test_teardown(first_poll_without_events, fx_cleanup),
