@@ -76,6 +76,14 @@ slurm_jobs_named() { squeue -h -t all -n "$1" -o '%i %T %N' 2>/dev/null; }
 # ------------------------------------------------------------------ 1. reclaim
 start_tide reclaim "$tmp/a.db" || { fail "daemon did not start"; finish slurm_backend; }
 poll_until 30 ready_replicas_are 1 || fail "the floor replica is not ready (its script reports through the API)"
+api POST /v1/replicas/999/ready '{}'
+[ "$API_STATUS" = 404 ] || fail "ready of an unknown replica: HTTP $API_STATUS (want 404)"
+api POST /v1/replicas/abc/ready '{}'
+[ "$API_STATUS" = 400 ] || fail "ready of 'abc': HTTP $API_STATUS (want 400)"
+api POST /v1/replicas/0/ready '{}'
+[ "$API_STATUS" = 200 ] && [ "$(jq_ "d['state']")" = ready ] || fail "ready again: HTTP $API_STATUS $API_BODY"
+api POST /v1/jobs '{"gpus": 8, "duration_s": 60}'
+[ "$API_STATUS" = 400 ] || fail "a job without a command must be refused with the slurm backend: HTTP $API_STATUS"
 GOOD='{"STEP_S":"0.5","CKPT_EVERY":"100000","CKPT_S":"2"}'
 BAD='{"STEP_S":"0.5","CKPT_EVERY":"100000","CKPT_S":"2","IGNORE_SIGNAL":"1"}'
 submit good-1 "$GOOD"
