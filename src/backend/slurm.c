@@ -92,9 +92,6 @@ typedef struct slurmbe {
     char (*node_name)[64];
     int *node_state;         /* last health reported to the engine */
     int64_t *node_bad_since; /* unix time a node was first seen not up (0 = up) */
-    tide_slurm_nodename_t *part; /* the training partition's nodes (filter), NULL = all */
-    size_t npart;
-    int part_filter;
     int nodes_seen;
     int32_t *gpu_node;
     int ngpus_total;
@@ -495,7 +492,49 @@ static void job_load_cmd(slurmbe_t *s, sjob_t *j)
     }
 }
 
-/* Submit gang g of job j (not held). 0, or -1 with err. */
+/* Submit gang g as Slurm job `name` running `command` with environment b
+ * (freed here), not held; on success g has its Slurm id and an optimistic
+ * PENDING view. 0, or -1 with err. */
+static int submit(slurmbe_t *s, gang_t *g, const char *name, const char *partition,
+                  const char *command, envb_t *b, uint32_t limit_min, int training,
+                  tide_error_t *err)
+{
+    char out[1024];
+    snprintf(out, sizeof out, "%s/slurm-%%j.out", s->workdir);
+    char *script = make_script(command);
+    tide_slurm_submit_t sub = {
+        .name = name,
+        .partition = partition,
+        .script = script,
+        .env = (const char *const *)b->v,
+        .workdir = s->workdir,
+        .std_out = out,
+        .nodelist = g->nodelist,
+        .nodes = g->nnodes,
+        .gpus_per_node = g->gpn,
+        .time_limit_min = limit_min,
+        .hold = 0,
+        .requeue = training,
+        .comment = training ? "tide training gang" : "tide inference replica",
+    };
+    uint32_t id = 0;
+    int rc = called(s, s->ops->submit(s->h, &sub, &id, err), err);
+    free(script);
+    env_free(b);
+    if (rc < 0)
+        return -1;
+    s->st.submits++;
+    g->sid = id;
+    g->submitted_at = unix_now(s);
+    memset(&g->obs, 0, sizeof g->obs);
+    g->has_obs = 1;
+    g->obs.id = id;
+    g->obs.state = TIDE_SJOB_PENDING;
+    g->obs.time_limit_min = limit_min;
+    return 0;
+}
+
+/* Submit gang g of job j. 0, or -1 with err. */
 static int submit_gang(slurmbe_t *s, int32_t h, sjob_t *j, gang_t *g, tide_error_t *err)
 {
     job_load_cmd(s, j);
@@ -513,42 +552,13 @@ static int submit_gang(slurmbe_t *s, int32_t h, sjob_t *j, gang_t *g, tide_error
     env_add(&b, "TIDE_TEAM", "%s", ji.spec->team ? ji.spec->team : "default");
     for (char **e = j->env; e && *e; e++)
         env_raw(&b, *e);
-    char name[192], out[1024];
+    char name[192];
     snprintf(name, sizeof name, "tide.job.%s.g%d", j->id, g->index);
-    snprintf(out, sizeof out, "%s/slurm-%%j.out", s->workdir);
-    char *script = make_script(j->command);
-    tide_slurm_submit_t sub = {
-        .name = name,
-        .partition = s->partition,
-        .script = script,
-        .env = (const char *const *)b.v,
-        .workdir = s->workdir,
-        .std_out = out,
-        .nodelist = g->nodelist,
-        .nodes = g->nnodes,
-        .gpus_per_node = g->gpn,
-        .time_limit_min = limit_minutes(s, j->deadline_unix, j->noticed, g),
-        .hold = 0,
-        .requeue = 1,
-        .comment = "tide training gang",
-    };
-    uint32_t id = 0;
-    int rc = called(s, s->ops->submit(s->h, &sub, &id, err), err);
-    free(script);
-    env_free(&b);
-    if (rc < 0)
-        return -1;
-    s->st.submits++;
-    g->sid = id;
-    g->submitted_at = unix_now(s);
-    memset(&g->obs, 0, sizeof g->obs);
-    g->has_obs = 1;
-    g->obs.id = id;
-    g->obs.state = TIDE_SJOB_PENDING;
-    g->obs.time_limit_min = sub.time_limit_min;
-    return 0;
+    return submit(s, g, name, s->partition, j->command, &b,
+                  limit_minutes(s, j->deadline_unix, j->noticed, g), 1, err);
 }
 
+/* Submit replica r. 0, or -1 with err. */
 static int submit_replica(slurmbe_t *s, int32_t r, srep_t *p, tide_error_t *err)
 {
     const tide_service_spec_t *sv = tide_engine_service(s->e, p->service);
@@ -563,39 +573,9 @@ static int submit_replica(slurmbe_t *s, int32_t r, srep_t *p, tide_error_t *err)
     env_add(&b, "TIDE_SERVICE", "%s", sv->name);
     env_add(&b, "TIDE_WARMUP_S", "%lld", (long long)sv->warmup_s);
     env_add(&b, "TIDE_GANG_GPUS", "%d", p->g.ngpus);
-    char name[192], out[1024];
+    char name[192];
     snprintf(name, sizeof name, "tide.rep.%d.%s", r, sv->name);
-    snprintf(out, sizeof out, "%s/slurm-%%j.out", s->workdir);
-    char *script = make_script(s->replica_command);
-    tide_slurm_submit_t sub = {
-        .name = name,
-        .partition = s->infer_partition,
-        .script = script,
-        .env = (const char *const *)b.v,
-        .workdir = s->workdir,
-        .std_out = out,
-        .nodelist = p->g.nodelist,
-        .nodes = p->g.nnodes,
-        .gpus_per_node = p->g.gpn,
-        .time_limit_min = 0,
-        .hold = 0,
-        .requeue = 0,
-        .comment = "tide inference replica",
-    };
-    uint32_t id = 0;
-    int rc = called(s, s->ops->submit(s->h, &sub, &id, err), err);
-    free(script);
-    env_free(&b);
-    if (rc < 0)
-        return -1;
-    s->st.submits++;
-    p->g.sid = id;
-    p->g.submitted_at = unix_now(s);
-    memset(&p->g.obs, 0, sizeof p->g.obs);
-    p->g.has_obs = 1;
-    p->g.obs.id = id;
-    p->g.obs.state = TIDE_SJOB_PENDING;
-    return 0;
+    return submit(s, &p->g, name, s->infer_partition, s->replica_command, &b, 0, 0, err);
 }
 
 /* ------------------------------------------------------------ reconcile */
@@ -781,6 +761,23 @@ static int next_index(const sjob_t *j)
     }
 }
 
+/* Gang g of job j is to run on these n GPUs: placed and wanted running, or,
+ * when they cannot be expressed in Slurm, logged and gone (a gang never
+ * submitted is dropped at once; a held Slurm job is cancelled). -1 then. */
+static int gang_run(slurmbe_t *s, const sjob_t *j, gang_t *g, const int32_t *gpus, int n)
+{
+    tide_error_t e1 = {0};
+    if (gang_place(s, g, gpus, n, &e1) < 0) {
+        blog(s, "job %s: %s", j->id, e1.msg);
+        g->want = W_GONE;
+        g->failed = !g->sid;
+        return -1;
+    }
+    g->want = W_RUN;
+    g->running_seen = g->end_seen = 0;
+    return 0;
+}
+
 static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
                     tide_error_t *err)
 {
@@ -802,33 +799,15 @@ static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const in
         gang_t *g = &j->g[k];
         if (g->want == W_GONE || g->failed || !g->sid || !g->has_obs || ended(g->obs.state))
             continue;
-        tide_error_t e1 = {0};
-        if (gang_place(s, g, gpus + (size_t)used * (size_t)gg, gg, &e1) < 0) {
-            blog(s, "job %s: %s", j->id, e1.msg);
-            g->want = W_GONE;
-            unplaced++;
-            used++;
-            continue;
-        }
-        g->want = W_RUN;
-        g->running_seen = g->end_seen = 0;
+        unplaced += gang_run(s, j, g, gpus + (size_t)used * (size_t)gg, gg) < 0;
         used++;
     }
     for (int k = 0; k < j->ng; k++)
         if (j->g[k].want != W_RUN)
             j->g[k].want = W_GONE;
     while (used < want) {
-        int idx = next_index(j);
-        gang_t *g = gang_add(j, idx);
-        tide_error_t e1 = {0};
-        if (gang_place(s, g, gpus + (size_t)used * (size_t)gg, gg, &e1) < 0) {
-            g->want = W_GONE;
-            g->failed = 1;
-            unplaced++;
-            blog(s, "job %s: %s", j->id, e1.msg);
-        } else {
-            g->want = W_RUN;
-        }
+        gang_t *g = gang_add(j, next_index(j));
+        unplaced += gang_run(s, j, g, gpus + (size_t)used * (size_t)gg, gg) < 0;
         used++;
     }
     if (unplaced)
@@ -881,15 +860,8 @@ static int be_resize(void *ctx, tide_time_t now, const tide_action_t *a, const i
         if (kept[i])
             continue;
         gang_t *g = gang_add(j, next_index(j));
-        tide_error_t e1 = {0};
-        if (gang_place(s, g, gpus + (size_t)i * (size_t)gg, gg, &e1) < 0) {
-            g->want = W_GONE;
-            g->failed = 1;
-            blog(s, "job %s: %s", j->id, e1.msg);
+        if (gang_run(s, j, g, gpus + (size_t)i * (size_t)gg, gg) < 0)
             job_failed(s, a->job, j);
-        } else {
-            g->want = W_RUN;
-        }
     }
     free(kept);
     reconcile_job(s, a->job, j);
@@ -983,32 +955,53 @@ static int be_rstop(void *ctx, tide_time_t now, const tide_action_t *a, tide_err
 
 /* -------------------------------------------------------------- polling */
 
-static gang_t *find_gang(slurmbe_t *s, const char *name, uint32_t sid, int32_t *jh, int32_t *rh)
+enum { NAME_OTHER = 0, NAME_GANG, NAME_REPLICA };
+
+/* What a Slurm job name of tide's names: NAME_GANG "tide.job.<id>.g<k>"
+ * (*h the engine's job handle, -1 when unknown; *index k), NAME_REPLICA
+ * "tide.rep.<h>.<svc>" (*h the replica handle; *index the service, -1 when
+ * unknown), or NAME_OTHER. */
+static int parse_name(const slurmbe_t *s, const char *name, int32_t *h, int *index)
 {
-    *jh = *rh = -1;
+    *h = *index = -1;
     if (!strncmp(name, "tide.job.", 9)) {
         const char *id = name + 9;
         const char *dot = strrchr(id, '.');
-        if (!dot || dot[1] != 'g')
-            return NULL;
         char buf[128];
-        size_t n = (size_t)(dot - id);
-        if (n >= sizeof buf)
-            return NULL;
+        size_t n = dot ? (size_t)(dot - id) : 0;
+        if (!dot || dot[1] != 'g' || n >= sizeof buf)
+            return NAME_OTHER;
         memcpy(buf, id, n);
         buf[n] = '\0';
-        int32_t h = tide_engine_job_find(s->e, buf);
-        sjob_t *j = h >= 0 ? job_get(s, h, 0) : NULL;
-        *jh = h;
-        for (int k = 0; j && k < j->ng; k++)
-            if (j->g[k].sid == sid)
-                return &j->g[k];
-        return NULL;
+        *h = tide_engine_job_find(s->e, buf);
+        *index = atoi(dot + 2);
+        return NAME_GANG;
     }
     if (!strncmp(name, "tide.rep.", 9)) {
         long r = strtol(name + 9, NULL, 10);
-        srep_t *p = r >= 0 && r < INT32_MAX ? rep_get(s, (int32_t)r, 0) : NULL;
-        *rh = (int32_t)r;
+        if (r < 0 || r >= INT32_MAX)
+            return NAME_OTHER;
+        *h = (int32_t)r;
+        const char *dot = strchr(name + 9, '.');
+        *index = dot ? tide_engine_service_find(s->e, dot + 1) : -1;
+        return NAME_REPLICA;
+    }
+    return NAME_OTHER;
+}
+
+/* The gang (or replica) tide tracks as Slurm job sid named name, or NULL. */
+static gang_t *find_gang(slurmbe_t *s, const char *name, uint32_t sid)
+{
+    int32_t h;
+    int index;
+    int kind = parse_name(s, name, &h, &index);
+    if (kind == NAME_GANG) {
+        sjob_t *j = h >= 0 ? job_get(s, h, 0) : NULL;
+        for (int k = 0; j && k < j->ng; k++)
+            if (j->g[k].sid == sid)
+                return &j->g[k];
+    } else if (kind == NAME_REPLICA) {
+        srep_t *p = rep_get(s, h, 0);
         return p && p->g.sid == sid ? &p->g : NULL;
     }
     return NULL;
@@ -1020,18 +1013,10 @@ static void adopt(slurmbe_t *s, const tide_slurm_job_t *x)
 {
     if (ended(x->state))
         return;
-    if (!strncmp(x->name, "tide.job.", 9)) {
-        const char *id = x->name + 9;
-        const char *dot = strrchr(id, '.');
-        if (!dot || dot[1] != 'g')
-            return;
-        char buf[128];
-        size_t n = (size_t)(dot - id);
-        if (n >= sizeof buf)
-            return;
-        memcpy(buf, id, n);
-        buf[n] = '\0';
-        int32_t h = tide_engine_job_find(s->e, buf);
+    int32_t h;
+    int index;
+    int kind = parse_name(s, x->name, &h, &index);
+    if (kind == NAME_GANG) {
         sjob_t *j = h >= 0 ? job_get(s, h, 1) : NULL;
         if (!j) {
             /* a job of another database or epoch: not ours to keep */
@@ -1040,7 +1025,7 @@ static void adopt(slurmbe_t *s, const tide_slurm_job_t *x)
             called(s, s->ops->cancel(s->h, x->id, &e1), &e1);
             return;
         }
-        gang_t *g = gang_add(j, atoi(dot + 2));
+        gang_t *g = gang_add(j, index);
         g->sid = x->id;
         g->has_obs = 1;
         g->obs = *x;
@@ -1049,20 +1034,14 @@ static void adopt(slurmbe_t *s, const tide_slurm_job_t *x)
         g->running_seen = x->state == TIDE_SJOB_RUNNING;
         j->adopted = 1;
         j->restarts = x->restarts > j->restarts ? x->restarts : j->restarts;
-        return;
-    }
-    if (!strncmp(x->name, "tide.rep.", 9)) {
-        long r = strtol(x->name + 9, NULL, 10);
-        srep_t *p = r >= 0 && r < INT32_MAX ? rep_get(s, (int32_t)r, 1) : NULL;
-        if (!p)
-            return;
+    } else if (kind == NAME_REPLICA) {
+        srep_t *p = rep_get(s, h, 1);
         p->g.sid = x->id;
         p->g.has_obs = 1;
         p->g.obs = *x;
         p->g.want = W_RUN;
         p->adopted = 1;
-        const char *dot = strchr(x->name + 9, '.');
-        p->service = dot ? tide_engine_service_find(s->e, dot + 1) : -1;
+        p->service = index;
     }
 }
 
@@ -1086,15 +1065,18 @@ static void observe_nodes(slurmbe_t *s)
     tide_error_t e1 = {0};
     if (called(s, s->ops->nodes(s->h, &nv, &n, &e1), &e1) < 0)
         return;
-    n = keep_nodes(nv, n, s->part, s->npart, s->part_filter);
     int64_t now = unix_now(s);
+    int next = 0; /* Slurm keeps its order: the next managed node is the usual match */
     for (size_t i = 0; i < n; i++) {
         int k = -1;
+        if (next < s->nnodes && !strcmp(s->node_name[next], nv[i].name))
+            k = next;
         for (int x = 0; x < s->nnodes && k < 0; x++)
             if (!strcmp(s->node_name[x], nv[i].name))
                 k = x;
         if (k < 0)
-            continue; /* a node tide does not manage (added later): ignored */
+            continue; /* not a node tide manages (another partition, no GPUs, added later) */
+        next = k + 1;
         /* a drain is the admin's word: at once. Down / not responding / not
          * registered (slurmctld just restarted, a slurmd restarting) only
          * once it lasted node_grace_s: a blip must not stop the cluster */
@@ -1213,6 +1195,20 @@ static void rep_observe(slurmbe_t *s, int32_t r, srep_t *p, int64_t now)
     push_ev(s, TIDE_EV_REPLICA_FAILED, -1, r, p->service, -1, 0, 0);
 }
 
+/* After a snapshot: a gang it showed is marked seen again; one it did not
+ * show, submitted more than 30 s ago and not known to have ended, has ended
+ * (Slurm forgot it, or it never got there). */
+static void unseen_check(gang_t *g, int64_t now)
+{
+    if (g->has_obs == 2) {
+        g->has_obs = 1;
+    } else if (g->sid && now - g->submitted_at > 30 && !ended(g->obs.state)) {
+        g->obs.state = TIDE_SJOB_CANCELLED;
+        g->obs.exit_code = -1;
+        snprintf(g->obs.reason, sizeof g->obs.reason, "unknown to Slurm");
+    }
+}
+
 /* Read Slurm, turn what changed into events, reconcile. */
 static void refresh(slurmbe_t *s)
 {
@@ -1230,8 +1226,7 @@ static void refresh(slurmbe_t *s)
         return;
     /* mark what Slurm shows */
     for (size_t i = 0; i < n; i++) {
-        int32_t jh, rh;
-        gang_t *g = find_gang(s, v[i].name, v[i].id, &jh, &rh);
+        gang_t *g = find_gang(s, v[i].name, v[i].id);
         if (!g)
             continue;
         /* keep our optimistic view until Slurm catches up with a requeue */
@@ -1243,30 +1238,12 @@ static void refresh(slurmbe_t *s)
     }
     free(v);
     /* gangs Slurm no longer knows: ended long ago, or never got there */
-    for (size_t h = 0; h < s->njobs; h++) {
-        sjob_t *j = s->jobs[h];
-        for (int k = 0; j && k < j->ng; k++) {
-            gang_t *g = &j->g[k];
-            if (g->has_obs == 2)
-                g->has_obs = 1;
-            else if (g->sid && now - g->submitted_at > 30 && !ended(g->obs.state)) {
-                g->obs.state = TIDE_SJOB_CANCELLED;
-                g->obs.exit_code = -1;
-                snprintf(g->obs.reason, sizeof g->obs.reason, "unknown to Slurm");
-            }
-        }
-    }
-    for (size_t r = 0; r < s->nreps; r++) {
-        gang_t *g = &s->reps[r].g;
-        if (!s->reps[r].present)
-            continue;
-        if (g->has_obs == 2)
-            g->has_obs = 1;
-        else if (g->sid && now - g->submitted_at > 30 && !ended(g->obs.state)) {
-            g->obs.state = TIDE_SJOB_CANCELLED;
-            g->obs.exit_code = -1;
-        }
-    }
+    for (size_t h = 0; h < s->njobs; h++)
+        for (int k = 0; s->jobs[h] && k < s->jobs[h]->ng; k++)
+            unseen_check(&s->jobs[h]->g[k], now);
+    for (size_t r = 0; r < s->nreps; r++)
+        if (s->reps[r].present)
+            unseen_check(&s->reps[r].g, now);
     /* start-up: what tide does not claim is not tide's any more */
     if (!s->first_poll_done) {
         s->first_poll_done = 1;
@@ -1522,7 +1499,6 @@ static void be_destroy(void *ctx)
     free(s->node_name);
     free(s->node_state);
     free(s->node_bad_since);
-    free(s->part);
     free(s->gpu_node);
     s->ops->close(s->h);
     free(s->conf);
@@ -1552,8 +1528,6 @@ static const tide_backend_ops_t slurm_ops = {
     .node_name = be_node_name,
     .destroy = be_destroy,
 };
-
-static char *dup_or_null(const char *x) { return x && *x ? tide_xstrdup(x) : NULL; }
 
 tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_backend_opts_t *o,
                                           tide_error_t *err)
@@ -1588,10 +1562,10 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
         s->o.max_failures = 3;
     if (s->o.node_grace_s <= 0)
         s->o.node_grace_s = 30;
-    s->partition = dup_or_null(o->partition);
-    s->infer_partition = dup_or_null(o->infer_partition ? o->infer_partition : o->partition);
-    s->replica_command = dup_or_null(o->replica_command);
-    s->api_url = dup_or_null(o->api_url);
+    s->partition = tide_xstrdup_nonempty(o->partition);
+    s->infer_partition = tide_xstrdup_nonempty(o->infer_partition ? o->infer_partition : o->partition);
+    s->replica_command = tide_xstrdup_nonempty(o->replica_command);
+    s->api_url = tide_xstrdup_nonempty(o->api_url);
     if (o->workdir && *o->workdir) {
         s->workdir = tide_xstrdup(o->workdir);
     } else {
@@ -1615,22 +1589,27 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
     tide_slurm_node_t *nv = NULL;
     size_t n = 0;
-    tide_slurm_nodename_t *ip = NULL;
-    size_t nip = 0;
-    int ipf = 0;
-    if (load_partition(ops, h, s->partition, &s->part, &s->npart, &s->part_filter, err) < 0 ||
+    /* the training partition's nodes (its GPU nodes are tide's); the
+     * inference partition must exist too */
+    tide_slurm_nodename_t *part = NULL, *ip = NULL;
+    size_t npart = 0, nip = 0;
+    int pf = 0, ipf = 0;
+    if (load_partition(ops, h, s->partition, &part, &npart, &pf, err) < 0 ||
         (s->infer_partition && s->partition && strcmp(s->infer_partition, s->partition) &&
          load_partition(ops, h, s->infer_partition, &ip, &nip, &ipf, err) < 0)) {
-        tide_err_prefix(err, "--slurm-%spartition: ", s->part_filter ? "infer-" : "");
+        tide_err_prefix(err, "--slurm-%spartition: ", pf ? "infer-" : "");
+        free(part);
         tide_backend_destroy(b);
         return NULL;
     }
     free(ip);
     if (called(s, ops->nodes(h, &nv, &n, err), err) < 0) {
+        free(part);
         tide_backend_destroy(b);
         return NULL;
     }
-    n = keep_nodes(nv, n, s->part, s->npart, s->part_filter);
+    n = keep_nodes(nv, n, part, npart, pf);
+    free(part);
     int k = 0;
     for (size_t i = 0; i < n; i++) {
         if (k < s->nnodes) {
@@ -1655,7 +1634,7 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
         tide_errf(err, TIDE_EINVAL,
                   "Slurm has %d nodes with GPUs%s%s, the cluster in the database %d: they must "
                   "match (omit --cluster on a new database to take Slurm's)",
-                  k, s->part_filter ? " in partition " : "", s->part_filter ? s->partition : "",
+                  k, pf ? " in partition " : "", pf ? s->partition : "",
                   s->nnodes);
         tide_backend_destroy(b);
         return NULL;

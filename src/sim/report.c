@@ -545,8 +545,6 @@ static lease_t *lease_of_job(epol_t *p, const char *job)
     return k >= 0 ? &p->l[k] : NULL;
 }
 
-static char *dup_or_null(const char *s) { return s && *s ? tide_xstrdup(s) : NULL; }
-
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
 /* A notice on l at t (nothing if one is already open). */
@@ -555,7 +553,7 @@ static void episode_open(lease_t *l, double t, const char *reason)
     if (l->open >= 0)
         return;
     episode_t e = {.notice = t, .commit = NAN, .end = NAN, .how = EP_OPEN,
-                   .reason = dup_or_null(reason)};
+                   .reason = tide_xstrdup_nonempty(reason)};
     l->open = (int)l->nep;
     TIDE_PUSH(l->ep, l->nep, l->capep, e);
 }
@@ -631,7 +629,7 @@ static void event_row(epol_t *p, const ecols_t *ec, tide_csv_t *c)
             p->nid = nn;
         }
         lease_t l = {.grant = t, .ret = NAN, .deadline = deadline,
-                     .gpus = isfinite(gpus) ? (int)gpus : 0, .job = dup_or_null(job), .open = -1};
+                     .gpus = isfinite(gpus) ? (int)gpus : 0, .job = tide_xstrdup_nonempty(job), .open = -1};
         p->by_id[id] = (int)p->nl;
         TIDE_PUSH(p->l, p->nl, p->capl, l);
         if (job && *job)
@@ -675,7 +673,7 @@ static void event_row(epol_t *p, const ecols_t *ec, tide_csv_t *c)
         if (!l || !isnan(l->ret))
             return;
         l->ret = t;
-        l->ret_reason = dup_or_null(reason);
+        l->ret_reason = tide_xstrdup_nonempty(reason);
         l->late = (reason && !strcmp(reason, "deadline")) ||
                   (isfinite(l->deadline) && l->deadline > 0 && t > l->deadline);
         if (l->open >= 0) {

@@ -55,6 +55,8 @@ void tide_grow(void **pv, size_t *cap, size_t need, size_t size)
     *cap = c;
 }
 
+char *tide_xstrdup_nonempty(const char *s) { return s && *s ? tide_xstrdup(s) : NULL; }
+
 void tide_grow_zeroed(void **pv, size_t *cap, size_t need, size_t size)
 {
     size_t old = *cap;

@@ -11,6 +11,8 @@ void *tide_xmalloc(size_t n);
 void *tide_xcalloc(size_t n, size_t size);
 void *tide_xrealloc(void *p, size_t n);
 char *tide_xstrdup(const char *s);
+/* A copy of s, or NULL when s is NULL or empty. */
+char *tide_xstrdup_nonempty(const char *s);
 
 /* Grow *pv (element size `size`) so that it holds at least `need` elements. */
 void tide_grow(void **pv, size_t *cap, size_t need, size_t size);
