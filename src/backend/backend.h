@@ -4,7 +4,7 @@
  * come back through poll(). Backends use core types only.
  *
  * Built-in: "sim" - virtual nodes that run jobs and replicas in engine time
- * (the simulator's world, src/sim/world.h). The engine time advances with the
+ * (the simulator's world, src/world/world.h). The engine time advances with the
  * wall clock times --speed, so the simulated jobs do too.
  * "slurm" - a real Slurm cluster (src/backend/slurm.c, docs/slurm.md): every
  * data-parallel gang of a training job and every inference replica is a Slurm

@@ -1,10 +1,10 @@
-/* The "sim" backend: the simulator's world (src/sim/world.c) driven with the
+/* The "sim" backend: the simulator's world (src/world/world.c) driven with the
  * daemon's engine clock. Each action is applied on its own, in order, exactly
  * as tide_world_apply would apply the whole step. */
 #include <stdlib.h>
 
 #include "backend/backend.h"
-#include "sim/world.h"
+#include "world/world.h"
 #include "util/util.h"
 
 typedef struct simbe {

@@ -1,5 +1,5 @@
 /* `tide capacity DIR`: capacity signals from a simulation output folder
- * (summary.json, timeline.csv, events.csv, sweep.csv; src/sim/signals.h). */
+ * (summary.json, timeline.csv, events.csv, sweep.csv; src/report/signals.h). */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/signals.h"
+#include "report/signals.h"
 #include "util/util.h"
 
 static void capacity_usage(FILE *f)

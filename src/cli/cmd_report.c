@@ -1,12 +1,12 @@
 /* `tide report DIR [--out FILE]`: write the self-contained HTML report of a
- * `tide sim` output directory (src/sim/report.h, docs/report.md). */
+ * `tide sim` output directory (src/report/report.h, docs/report.md). */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/report.h"
+#include "report/report.h"
 #include "sim/sim.h"
 #include "sim/sweep.h"
 

@@ -14,8 +14,8 @@
 #include "backend/backend.h"
 #include "daemon/daemon.h"
 #include "http/server.h"
-#include "sim/cluster_file.h"
-#include "sim/workload_io.h"
+#include "formats/cluster_file.h"
+#include "formats/workload_io.h"
 #include "util/util.h"
 
 static void serve_usage(FILE *f)

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/cluster_file.h"
+#include "formats/cluster_file.h"
 #include "sim/sim.h"
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "util/util.h"
 
 static void sim_usage(FILE *f)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 #include "util/util.h"
 

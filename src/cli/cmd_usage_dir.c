@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "sim/usage.h"
+#include "formats/usage.h"
 #include "util/util.h"
 
 static void usage_usage(FILE *f)

@@ -1,6 +1,6 @@
 /* GPU-second accounting by class, state and tier; inference SLO; the oracle
  * bound. Counters of GPUs per (class, state, tier) change only when an
- * allocation or a phase changes; acct_advance integrates them over time, so
+ * allocation or a phase changes; tide__acct_advance integrates them over time, so
  * the cost per step is constant. */
 #include <math.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ static int needed_replicas(const service_t *s)
     return s->demand > 0 ? (int)ceil(s->demand / s->spec.replica_rps - 1e-9) : 0;
 }
 
-void acct_advance(tide_engine_t *e, tide_time_t now)
+void tide__acct_advance(tide_engine_t *e, tide_time_t now)
 {
     double dt = (double)(now - e->now);
     if (dt <= 0)
@@ -63,7 +63,7 @@ void acct_advance(tide_engine_t *e, tide_time_t now)
     st->oracle_gpu_s += need_inf * dt + drain;
 
     if (e->queue_gpus > 0) {
-        unsigned tz = train_zones_now(e, e->now);
+        unsigned tz = tide__train_zones_now(e, e->now);
         int idle = 0;
         for (int z = 0; z < Z_COUNT; z++)
             if (tz & ZBIT(z))
@@ -81,7 +81,7 @@ static int job_state_of(const job_t *j)
     }
 }
 
-void lc_add(lc_t *c, tide_time_t now, int delta)
+void tide__lc_add(lc_t *c, tide_time_t now, int delta)
 {
     if (now > c->t)
         c->acc += (double)c->n * (double)(now - c->t);
@@ -89,7 +89,7 @@ void lc_add(lc_t *c, tide_time_t now, int delta)
     c->n += delta;
 }
 
-double lc_value(const lc_t *c, tide_time_t now)
+double tide__lc_value(const lc_t *c, tide_time_t now)
 {
     return c->acc + (now > c->t ? (double)c->n * (double)(now - c->t) : 0.0);
 }
@@ -99,7 +99,7 @@ static lc_t *team_cell(const tide_engine_t *e, const team_t *t, int cls, int st,
     return &t->cells[((cls * TIDE_S_COUNT + st) * TIDE_T_COUNT + tier) * e->n_types + type];
 }
 
-void acct_job_set(tide_engine_t *e, job_t *j, int on)
+void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
 {
     int sign = on ? 1 : -1;
     if (on) {
@@ -115,18 +115,18 @@ void acct_job_set(tide_engine_t *e, job_t *j, int on)
     e->cnt[j->cls][j->acct_state][TIDE_T_C] += sign * j->n_leased;
     e->cnt[j->cls][j->acct_state][j->acct_tier_own] += sign * (j->alloc.n - j->n_leased);
     team_t *t = &e->teams[j->team];
-    team_usage_update(e, t);
+    tide__team_usage_update(e, t);
     t->gpus_now += sign * j->alloc.n;
     unsigned lz = j->n_leased ? e->pol->lease_zones : 0;
     for (int k = 0; k < j->alloc.n; k++) {
         const domain_t *d = &e->doms[dom_of_gpu(e, j->alloc.gpus[k])];
         int tier = (lz & ZBIT(d->zone)) ? TIDE_T_C : j->acct_tier_own;
         t->used[d->type] += sign;
-        lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, sign);
+        tide__lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, sign);
     }
 }
 
-void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
+void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on)
 {
     int sign = on ? 1 : -1;
     int st = r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
@@ -134,7 +134,7 @@ void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
     if (r->alloc.n) {
         int type = e->doms[dom_of_gpu(e, r->alloc.gpus[0])].type;
         service_t *s = &e->svcs[r->service];
-        lc_add(&s->cells[(st * TIDE_T_COUNT + r->tier) * e->n_types + type], e->now,
+        tide__lc_add(&s->cells[(st * TIDE_T_COUNT + r->tier) * e->n_types + type], e->now,
                sign * r->alloc.n);
     }
 }
@@ -142,7 +142,7 @@ void acct_rep_set(tide_engine_t *e, replica_t *r, int on)
 /* Work thrown away moves from training to lost, in each tier in proportion
  * to the training GPU-seconds the job spent there since its last commit (a
  * job may hold lent and unlent GPUs, and change width meanwhile). */
-void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
+void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
 {
     if (lost_progress <= 0)
         return;
@@ -181,7 +181,7 @@ void acct_lost(tide_engine_t *e, job_t *j, double lost_progress)
     e->st.lost_gpu_s += x;
 }
 
-void samples_add(samples_t *s, double v)
+void tide__samples_add(samples_t *s, double v)
 {
     TIDE_PUSH(s->v, s->n, s->cap, v);
     s->win[s->win_pos] = v;
@@ -191,7 +191,7 @@ void samples_add(samples_t *s, double v)
     s->fresh++;
 }
 
-double samples_q99(samples_t *s)
+double tide__samples_q99(samples_t *s)
 {
     if (!s->win_n)
         return 0;

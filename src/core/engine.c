@@ -133,20 +133,20 @@ void tide_engine_destroy(tide_engine_t *e)
     for (size_t i = 0; i < e->n_jobs; i++) {
         free((char *)e->jobs[i]->spec.id);
         free((char *)e->jobs[i]->spec.team);
-        alloc_free(&e->jobs[i]->alloc);
+        tide__alloc_free(&e->jobs[i]->alloc);
         free(e->jobs[i]);
     }
     free(e->jobs);
     free(e->idx_slots);
     for (int s = 0; s < e->n_svcs; s++) {
         free((char *)e->svcs[s].spec.name);
-        fc_free(&e->svcs[s].fc);
+        tide__fc_free(&e->svcs[s].fc);
         free(e->svcs[s].cells);
         free(e->svcs[s].warm.v);
     }
     free(e->svcs);
     for (size_t r = 0; r < e->n_reps; r++)
-        alloc_free(&e->reps[r].alloc);
+        tide__alloc_free(&e->reps[r].alloc);
     free(e->reps);
     free(e->leases);
     for (int t = 0; t < e->n_teams; t++) {
@@ -202,7 +202,7 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->spec.name = tide_xstrdup(s->name);
     sv->down_since = -1;
     sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
-    fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.margin_min);
+    tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.margin_min);
     return e->n_svcs++;
 }
 
@@ -218,9 +218,9 @@ int tide_engine_set_team(tide_engine_t *e, const tide_team_spec_t *ts, tide_erro
     for (int k = 0; k < TIDE_MAX_GPU_TYPES; k++)
         if (ts->quota[k] < -1)
             return tide_errf(err, TIDE_EINVAL, "team %s: quota must be >= 0", ts->name);
-    int i = team_intern(e, ts->name);
+    int i = tide__team_intern(e, ts->name);
     team_t *t = &e->teams[i];
-    team_usage_update(e, t);
+    tide__team_usage_update(e, t);
     t->weight = ts->weight;
     t->borrow_limit = ts->borrow_limit;
     t->lend_cap = ts->lend_cap;
@@ -258,7 +258,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     if (tide_engine_job_find(e, sp.id) >= 0)
         return tide_errf(err, TIDE_EEXIST, "job %s: already submitted", sp.id);
     /* could the job ever be placed, on an empty cluster of its GPU types? */
-    int g = sp.gang_gpus, cap = capacity_empty(e, g, sp.gpu_types);
+    int g = sp.gang_gpus, cap = tide__capacity_empty(e, g, sp.gpu_types);
     if (cap < sp.dp_min)
         return tide_errf(err, TIDE_EINVAL,
                          "job %s: %d gang(s) of %d GPUs can never be placed on this cluster "
@@ -271,7 +271,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     j->spec = sp;
     j->spec.id = tide_xstrdup(sp.id);
     j->spec.team = tide_xstrdup(sp.team);
-    j->team = team_intern(e, sp.team);
+    j->team = tide__team_intern(e, sp.team);
     j->cls = TIDE_C_P1 + (sp.priority - TIDE_P1);
     j->dp_max = sp.gpus / sp.gang_gpus;
     j->submitted = e->now;
@@ -284,7 +284,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         idx_rehash(e);
     else
         idx_put(e, h);
-    queue_insert(e, h);
+    tide__queue_insert(e, h);
     e->st.jobs_submitted++;
     e->teams[j->team].jobs++;
     e->teams[j->team].waiting++;
@@ -299,7 +299,7 @@ static int ev_cancel(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     if (!j)
         return -1;
     if (j->state == TIDE_JOB_QUEUED) {
-        queue_remove(e, ev->job);
+        tide__queue_remove(e, ev->job);
         j->state = TIDE_JOB_CANCELLED;
         j->finished = e->now;
         for (int d = 0; d < e->n_doms; d++)
@@ -309,7 +309,7 @@ static int ev_cancel(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         return 0;
     }
     if (j->state == TIDE_JOB_RUNNING || j->state == TIDE_JOB_RECLAIMING) {
-        job_stop(e, ev->job, TIDE_R_CANCEL, 0);
+        tide__job_stop(e, ev->job, TIDE_R_CANCEL, 0);
         return 0;
     }
     return tide_errf(err, TIDE_ESTATE, "job %s: already %s", j->spec.id,
@@ -335,11 +335,11 @@ static int ev_phase(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
     if (ev->phase < 0 || ev->phase >= TIDE_PHASE_COUNT || !isfinite(ev->value) || ev->value < 0)
         return tide_errf(err, TIDE_EINVAL, "job %s: bad phase report (phase %d, progress %g)",
                          j->spec.id, ev->phase, ev->value);
-    acct_job_set(e, j, 0);
+    tide__acct_job_set(e, j, 0);
     j->progress = ev->value;
     j->progress_at = e->now;
     j->phase = ev->phase;
-    acct_job_set(e, j, 1);
+    tide__acct_job_set(e, j, 1);
     return 0;
 }
 
@@ -358,12 +358,12 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         return -1;
     if (!isfinite(ev->value) || ev->value < 0)
         return tide_errf(err, TIDE_EINVAL, "job %s: bad checkpoint progress", j->spec.id);
-    acct_job_set(e, j, 0);
+    tide__acct_job_set(e, j, 0);
     double v = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
     if (v > j->committed) {
         /* what was trained up to v can no longer be lost: keep the share of
          * the training GPU-seconds that produced the work after v */
-        double now_p = job_progress_now(j, e->now);
+        double now_p = tide__job_progress_now(j, e->now);
         double keep = now_p > j->committed && now_p > v ? (now_p - v) / (now_p - j->committed) : 0;
         j->tr_c *= keep;
         j->tr_d *= keep;
@@ -374,25 +374,25 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         j->progress = j->progress > j->committed ? j->progress : j->committed;
         j->phase = TIDE_PHASE_TRAINING;
     } else if (j->phase == TIDE_PHASE_TRAINING) {
-        j->progress = job_progress_now(j, e->now);
+        j->progress = tide__job_progress_now(j, e->now);
     }
     j->progress_at = e->now;
-    acct_job_set(e, j, 1);
+    tide__acct_job_set(e, j, 1);
     if (j->state != TIDE_JOB_RECLAIMING)
         return 0;
     int32_t h = ev->job;
-    samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
+    tide__samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
     int reason = j->reclaim_reason;
     if (reason == TIDE_R_RECLAIM && !claimed_by_service(e, j)) {
         /* the need went away while it checkpointed: keep running */
         j->state = TIDE_JOB_RUNNING;
         j->stop_pending = 0;
-        end_index_set(e, h, job_expected_end(j, e->now));
+        tide__end_index_set(e, h, tide__job_expected_end(j, e->now));
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
             l->noticed = 0;
             l->latest_return = e->pol->lease_deadline(e, e->now);
-            tide_action_t *a = act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
+            tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
             a->lease = j->lease;
             a->job = h;
             a->n_gpus = l->gpus;
@@ -400,7 +400,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         }
         return 0;
     }
-    job_stop(e, h, reason, 1);
+    tide__job_stop(e, h, reason, 1);
     return 0;
 }
 
@@ -411,23 +411,23 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     replica_t *r = &e->reps[ev->replica];
     if (ev->kind == TIDE_EV_REPLICA_FAILED) {
         if (r->state != REP_STOPPED)
-            replica_stop(e, ev->replica, TIDE_R_FAILURE);
+            tide__replica_stop(e, ev->replica, TIDE_R_FAILURE);
         e->infer_dirty = 1;
         return 0;
     }
     if (r->state != REP_WARMING)
         return 0; /* stopped meanwhile: a late report is harmless */
     service_t *s = &e->svcs[r->service];
-    acct_rep_set(e, r, 0);
+    tide__acct_rep_set(e, r, 0);
     r->state = REP_READY;
     r->ready_at = e->now;
-    acct_rep_set(e, r, 1);
+    tide__acct_rep_set(e, r, 1);
     s->warming--;
     s->ready++;
-    samples_add(&s->warm, (double)(e->now - r->started));
-    samples_add(&e->smp[TIDE_SAMPLE_WARMUP], (double)(e->now - r->started));
+    tide__samples_add(&s->warm, (double)(e->now - r->started));
+    tide__samples_add(&e->smp[TIDE_SAMPLE_WARMUP], (double)(e->now - r->started));
     if (r->notice_at >= 0)
-        samples_add(&e->smp[TIDE_SAMPLE_RECLAIM_TO_READY], (double)(e->now - r->notice_at));
+        tide__samples_add(&e->smp[TIDE_SAMPLE_RECLAIM_TO_READY], (double)(e->now - r->notice_at));
     return 0;
 }
 
@@ -441,9 +441,9 @@ static void node_set(tide_engine_t *e, int n, int up)
         /* everything on the node dies first */
         for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
             if (e->own_kind[g] == OWN_JOB)
-                job_stop(e, e->own_id[g], TIDE_R_FAILURE, 1);
+                tide__job_stop(e, e->own_id[g], TIDE_R_FAILURE, 1);
             else if (e->own_kind[g] == OWN_REPLICA)
-                replica_stop(e, e->own_id[g], TIDE_R_FAILURE);
+                tide__replica_stop(e, e->own_id[g], TIDE_R_FAILURE);
         }
         nd->up = 0;
         d->claim_kind = CLAIM_NONE; /* what was being emptied there is gone */
@@ -468,12 +468,12 @@ static void report_progress(tide_engine_t *e, job_t *j, const tide_event_t *ev)
 {
     if (!(ev->value > 0) || !isfinite(ev->value))
         return;
-    acct_job_set(e, j, 0);
+    tide__acct_job_set(e, j, 0);
     j->progress = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
     if (j->progress < j->committed)
         j->progress = j->committed;
     j->progress_at = e->now;
-    acct_job_set(e, j, 1);
+    tide__acct_job_set(e, j, 1);
 }
 
 static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
@@ -493,7 +493,7 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
             return tide_errf(err, TIDE_EINVAL, "service %s: demand must be >= 0",
                              e->svcs[ev->service].spec.name);
         e->svcs[ev->service].demand = ev->value;
-        fc_observe(&e->svcs[ev->service].fc, e->now, ev->value);
+        tide__fc_observe(&e->svcs[ev->service].fc, e->now, ev->value);
         e->infer_dirty = 1;
         return 0;
     case TIDE_EV_REPLICA_READY:
@@ -506,19 +506,19 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
     case TIDE_EV_JOB_FINISHED:
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
-        job_stop(e, ev->job, TIDE_R_COMPLETE, 0);
+        tide__job_stop(e, ev->job, TIDE_R_COMPLETE, 0);
         return 0;
     case TIDE_EV_RANK_FAILED:
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
         report_progress(e, j, ev);
-        job_stop(e, ev->job, TIDE_R_FAILURE, 1);
+        tide__job_stop(e, ev->job, TIDE_R_FAILURE, 1);
         return 0;
     case TIDE_EV_JOB_EXPIRED:
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
         report_progress(e, j, ev);
-        job_stop(e, ev->job, TIDE_R_DEADLINE, 1);
+        tide__job_stop(e, ev->job, TIDE_R_DEADLINE, 1);
         return 0;
     case TIDE_EV_NODE_FAILED:
     case TIDE_EV_NODE_RECOVERED:
@@ -565,7 +565,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         return tide_errf(err, TIDE_EINVAL, "time went backwards (%lld < %lld)", (long long)now,
                          (long long)e->now);
     }
-    acct_advance(e, now);
+    tide__acct_advance(e, now);
     e->now = now;
     e->st.now = now;
     e->out = out;
@@ -581,11 +581,11 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     if (now >= e->next_tick) {
         for (int s = 0; s < e->n_svcs; s++) {
             service_t *sv = &e->svcs[s];
-            tide_time_t h = e->pol->use_lead ? reclaim_lead(e, s)
+            tide_time_t h = e->pol->use_lead ? tide__reclaim_lead(e, s)
                                              : sv->spec.warmup_s + e->cfg.lead_extra_s + e->cfg.tick_s;
-            fc_learn(&sv->fc, now, h, &e->cfg);
+            tide__fc_learn(&sv->fc, now, h, &e->cfg);
         }
-        lease_tick(e, now);
+        tide__lease_tick(e, now);
         if (e->pol->tick)
             e->pol->tick(e, now);
         e->infer_dirty = 1;
@@ -593,15 +593,15 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
             e->sched_dirty = 1;
         e->next_tick = now - now % e->cfg.tick_s + e->cfg.tick_s;
     } else if (now >= e->next_deadline) {
-        lease_tick(e, now);
+        tide__lease_tick(e, now);
     }
     if (e->infer_dirty) {
         e->infer_dirty = 0;
-        infer_pass(e, now);
+        tide__infer_pass(e, now);
     }
     for (int k = 0; k < 4 && e->sched_dirty; k++) {
         e->sched_dirty = 0;
-        sched_pass(e, now);
+        tide__sched_pass(e, now);
     }
     tide_time_t wake = e->next_tick;
     if (e->next_deadline < wake)
@@ -785,7 +785,7 @@ int tide_engine_job(const tide_engine_t *e, int32_t h, tide_job_info_t *out)
     out->phase = j->phase;
     out->width = j->width;
     out->dp_max = j->dp_max;
-    out->progress = job_progress_now(j, e->now);
+    out->progress = tide__job_progress_now(j, e->now);
     out->committed = j->committed;
     out->submitted = j->submitted;
     out->first_start = j->first_start;
@@ -853,7 +853,7 @@ int tide_engine_forecast(const tide_engine_t *e, int s, tide_time_t horizon, tid
         return -1;
     const service_t *sv = &e->svcs[s];
     out->margin = sv->fc.margin;
-    out->peak = fc_peak(&sv->fc, e->now, e->now, e->now + horizon);
+    out->peak = tide__fc_peak(&sv->fc, e->now, e->now, e->now + horizon);
     out->peak_with_margin = out->peak * (1 + sv->fc.margin);
     out->last_observed = sv->demand;
     out->samples = sv->fc.samples;
@@ -915,7 +915,7 @@ int tide_engine_team_info(const tide_engine_t *e, int ti, tide_team_info_t *out)
     memset(out, 0, sizeof *out);
     out->team = t->name;
     out->weight = t->weight;
-    out->usage = team_usage(e, t, e->now);
+    out->usage = tide__team_usage(e, t, e->now);
     out->quota_gpus = t->has_quota ? 0 : -1;
     for (int k = 0; k < e->n_types; k++) {
         int q = t->quota[k] > 0 ? t->quota[k] : 0;
@@ -936,7 +936,7 @@ double tide_engine_team_gpu_s(const tide_engine_t *e, int ti, int cls, int state
         state >= TIDE_S_COUNT || tier < 0 || tier >= TIDE_T_COUNT || type < 0 || type >= e->n_types)
         return 0;
     const team_t *t = &e->teams[ti];
-    return lc_value(&t->cells[((cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier) * e->n_types + type],
+    return tide__lc_value(&t->cells[((cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier) * e->n_types + type],
                     e->now);
 }
 
@@ -945,7 +945,7 @@ double tide_engine_service_gpu_s(const tide_engine_t *e, int s, int state, int t
     if (s < 0 || s >= e->n_svcs || state < 0 || state >= TIDE_S_COUNT || tier < 0 ||
         tier >= TIDE_T_COUNT || type < 0 || type >= e->n_types)
         return 0;
-    return lc_value(&e->svcs[s].cells[(state * TIDE_T_COUNT + tier) * e->n_types + type], e->now);
+    return tide__lc_value(&e->svcs[s].cells[(state * TIDE_T_COUNT + tier) * e->n_types + type], e->now);
 }
 
 int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus)

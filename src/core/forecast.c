@@ -21,7 +21,7 @@
 
 static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)f->days; }
 
-void fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0)
+void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0)
 {
     memset(f, 0, sizeof *f);
     if (bucket_s < 1)
@@ -42,7 +42,7 @@ void fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0)
     f->err = tide_xcalloc(f->err_cap, sizeof *f->err);
 }
 
-void fc_free(forecast_t *f)
+void tide__fc_free(forecast_t *f)
 {
     free(f->hist);
     free(f->err);
@@ -52,7 +52,7 @@ void fc_free(forecast_t *f)
 
 static float *slot(const forecast_t *f, int64_t b) { return &f->hist[(size_t)(b % (int64_t)ring_len(f))]; }
 
-void fc_advance(forecast_t *f, tide_time_t now)
+void tide__fc_advance(forecast_t *f, tide_time_t now)
 {
     int64_t b = now / f->bucket_s;
     if (f->last_bucket < 0) {
@@ -70,9 +70,9 @@ void fc_advance(forecast_t *f, tide_time_t now)
     f->last_bucket = b;
 }
 
-void fc_observe(forecast_t *f, tide_time_t now, double rps)
+void tide__fc_observe(forecast_t *f, tide_time_t now, double rps)
 {
-    fc_advance(f, now);
+    tide__fc_advance(f, now);
     f->cur = rps;
     f->have = 1;
     float *s = slot(f, now / f->bucket_s);
@@ -126,7 +126,7 @@ static double fc_at(const forecast_t *f, tide_time_t now, int64_t k)
     return s * r > trend ? s * r : trend;
 }
 
-double fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
+double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
 {
     if (!f->have)
         return 0;
@@ -139,11 +139,11 @@ double fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time
     return p;
 }
 
-void fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg)
+void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg)
 {
     if (!f->have)
         return;
-    fc_advance(f, now);
+    tide__fc_advance(f, now);
     int64_t b = now / f->bucket_s;
     int changed = 0;
     /* evaluate matured predictions */
@@ -188,7 +188,7 @@ void fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_co
         tide_grow((void **)&f->pend, &f->pend_cap, f->pend_n + 1, sizeof *f->pend);
         f->pend[f->pend_n].start = now;
         f->pend[f->pend_n].end = now + horizon;
-        f->pend[f->pend_n].pred = fc_peak(f, now, now, now + horizon);
+        f->pend[f->pend_n].pred = tide__fc_peak(f, now, now, now + horizon);
         f->pend_n++;
     }
 }

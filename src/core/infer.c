@@ -30,8 +30,8 @@ static tide_time_t window(tide_engine_t *e, int si)
 {
     service_t *s = &e->svcs[si];
     if (e->pol->use_lead)
-        return reclaim_lead(e, si);
-    double w = s->warm.n >= 5 ? samples_q99(&s->warm) : (double)s->spec.warmup_s;
+        return tide__reclaim_lead(e, si);
+    double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
     if (w < (double)s->spec.warmup_s)
         w = (double)s->spec.warmup_s;
     return (tide_time_t)ceil(w) + e->cfg.lead_extra_s + e->cfg.tick_s;
@@ -50,7 +50,7 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         return;
     default: {
         tide_time_t h = window(e, si);
-        double peak = fc_peak(&s->fc, now, now, now + h);
+        double peak = tide__fc_peak(&s->fc, now, now, now + h);
         *up = *down = clamp_replicas(s, replicas_for(s, peak, s->fc.margin));
         break;
     }
@@ -64,9 +64,9 @@ static int start_replica(tide_engine_t *e, int si, tide_time_t now)
 {
     service_t *s = &e->svcs[si];
     alloc_t a = {0};
-    if (!place_gangs(e, s->spec.gpus_per_replica, 1, 1, s->spec.gpu_types, e->pol->inf_zones,
+    if (!tide__place_gangs(e, s->spec.gpus_per_replica, 1, 1, s->spec.gpu_types, e->pol->inf_zones,
                      OWN_REPLICA, si, &a, 1)) {
-        alloc_free(&a);
+        tide__alloc_free(&a);
         return 0;
     }
     tide_grow((void **)&e->reps, &e->cap_reps, e->n_reps + 1, sizeof *e->reps);
@@ -88,37 +88,37 @@ static int start_replica(tide_engine_t *e, int si, tide_time_t now)
         if (--d->claim_n <= 0)
             d->claim_kind = CLAIM_NONE;
     }
-    acct_rep_set(e, r, 1);
+    tide__acct_rep_set(e, r, 1);
     if (r->state == REP_READY)
         s->ready++;
     else
         s->warming++;
-    tide_action_t *act = act_push(e, TIDE_ACT_REPLICA_START, TIDE_R_SCALE);
+    tide_action_t *act = tide__act_push(e, TIDE_ACT_REPLICA_START, TIDE_R_SCALE);
     act->service = si;
     act->replica = id;
-    act_gpus(e, act, &r->alloc);
+    tide__act_gpus(e, act, &r->alloc);
     return 1;
 }
 
-void replica_stop(tide_engine_t *e, int32_t id, int reason)
+void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
 {
     replica_t *r = &e->reps[id];
     if (r->state == REP_STOPPED)
         return;
     service_t *s = &e->svcs[r->service];
-    acct_rep_set(e, r, 0);
+    tide__acct_rep_set(e, r, 0);
     if (r->state == REP_READY)
         s->ready--;
     else
         s->warming--;
     for (int k = 0; k < r->alloc.n; k++)
-        dom_release(e, r->alloc.gpus[k]);
+        tide__dom_release(e, r->alloc.gpus[k]);
     r->state = REP_STOPPED;
-    tide_action_t *act = act_push(e, TIDE_ACT_REPLICA_STOP, reason);
+    tide_action_t *act = tide__act_push(e, TIDE_ACT_REPLICA_STOP, reason);
     act->service = r->service;
     act->replica = id;
     act->n_gpus = r->alloc.n;
-    alloc_free(&r->alloc);
+    tide__alloc_free(&r->alloc);
     e->sched_dirty = 1;
 }
 
@@ -135,7 +135,7 @@ static void scale_down(tide_engine_t *e, int si, int n)
                 continue;
             if ((r->tier == TIDE_T_A) != want_reserve)
                 continue;
-            replica_stop(e, (int32_t)i, TIDE_R_SCALE);
+            tide__replica_stop(e, (int32_t)i, TIDE_R_SCALE);
             n--;
         }
     }
@@ -157,11 +157,11 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
         for (int di = 0; di < e->n_doms; di++) {
             domain_t *d = &e->doms[di];
             if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
-                !domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
+                !tide__domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
                 continue;
             int nv;
             static const int any_training = TIDE_P1;
-            double c = reclaim_plan_domain(e, di, tp, kill, victim_min_prio, &any_training, v, &nv);
+            double c = tide__reclaim_plan_domain(e, di, tp, kill, tide__victim_min_prio, &any_training, v, &nv);
             if (c < 0)
                 continue;
             if (best < 0 || c < best_cost) {
@@ -177,11 +177,11 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
         for (int i = 0; i < best_nv; i++) {
             job_t *j = e->jobs[best_v[i].job];
             if (best_v[i].shrink)
-                job_shrink(e, best_v[i].job, best, best_v[i].shrink);
+                tide__job_shrink(e, best_v[i].job, best, best_v[i].shrink);
             else if (kill)
-                job_stop(e, best_v[i].job, TIDE_R_PREEMPT, 1);
+                tide__job_stop(e, best_v[i].job, TIDE_R_PREEMPT, 1);
             else if (j->state == TIDE_JOB_RUNNING)
-                job_notice(e, best_v[i].job, TIDE_R_RECLAIM, 1);
+                tide__job_notice(e, best_v[i].job, TIDE_R_RECLAIM, 1);
         }
         if (kill || d->free >= tp) {
             start_replica(e, si, now);
@@ -218,7 +218,7 @@ static void drop_claims(tide_engine_t *e, int si, int n)
     }
 }
 
-void infer_pass(tide_engine_t *e, tide_time_t now)
+void tide__infer_pass(tide_engine_t *e, tide_time_t now)
 {
     for (int si = 0; si < e->n_svcs; si++) {
         service_t *s = &e->svcs[si];

@@ -121,8 +121,8 @@ typedef struct lc {
     tide_time_t t;
     double acc;
 } lc_t;
-void lc_add(lc_t *c, tide_time_t now, int delta);
-double lc_value(const lc_t *c, tide_time_t now);
+void tide__lc_add(lc_t *c, tide_time_t now, int delta);
+double tide__lc_value(const lc_t *c, tide_time_t now);
 
 /* Sample list (all values, for reports) with a P99 over the most recent
  * SAMPLE_WINDOW values, recomputed every few new samples. */
@@ -278,74 +278,74 @@ extern const tide_policy_t tide_policy_isolated, tide_policy_static, tide_policy
     tide_policy_elastic, tide_policy_timeshare;
 
 /* layout helpers (policy.c) */
-int layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err);
-int layout_peak_gpus(const tide_engine_t *e); /* GPUs for every service's fixed/peak replicas */
-tide_time_t lease_deadline_default(const tide_engine_t *e, tide_time_t now);
-int in_night(const tide_engine_t *e, tide_time_t t);
-tide_time_t night_next_edge(const tide_engine_t *e, tide_time_t t);
+int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err);
+int tide__layout_peak_gpus(const tide_engine_t *e); /* GPUs for every service's fixed/peak replicas */
+tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now);
+int tide__in_night(const tide_engine_t *e, tide_time_t t);
+tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 
 /* ------------------------------------------------------------ modules */
 
 /* place.c */
-void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id);
-void dom_release(tide_engine_t *e, int gpu);
-int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
+void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id);
+void tide__dom_release(tide_engine_t *e, int gpu);
+int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
                 int kind, int32_t owner, alloc_t *out, int prefer_zone_order);
-int domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
+int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
               int32_t owner);
-int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
+int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner);
-int capacity_empty(const tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster */
-void alloc_free(alloc_t *a);
-void alloc_push(alloc_t *a, int32_t gpu);
+int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster */
+void tide__alloc_free(alloc_t *a);
+void tide__alloc_push(alloc_t *a, int32_t gpu);
 
 /* forecast.c */
-void fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0);
-void fc_free(forecast_t *f);
-void fc_observe(forecast_t *f, tide_time_t now, double rps);
-void fc_advance(forecast_t *f, tide_time_t now);
-double fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to);
-void fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg);
+void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0);
+void tide__fc_free(forecast_t *f);
+void tide__fc_observe(forecast_t *f, tide_time_t now, double rps);
+void tide__fc_advance(forecast_t *f, tide_time_t now);
+double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to);
+void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg);
 
 /* acct.c */
-void acct_advance(tide_engine_t *e, tide_time_t now);
-void acct_job_set(tide_engine_t *e, job_t *j, int on);
-void acct_rep_set(tide_engine_t *e, replica_t *r, int on);
-void acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
-void samples_add(samples_t *s, double v);
-double samples_q99(samples_t *s);
+void tide__acct_advance(tide_engine_t *e, tide_time_t now);
+void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
+void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
+void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
+void tide__samples_add(samples_t *s, double v);
+double tide__samples_q99(samples_t *s);
 
 /* jobs.c: lifecycle */
-double job_progress_now(const job_t *j, tide_time_t now);
-tide_time_t job_expected_end(const job_t *j, tide_time_t now);
-void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width);
-void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue);
-void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
-void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
-void job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
-void queue_insert(tide_engine_t *e, int32_t h);
-void end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
-void queue_remove(tide_engine_t *e, int32_t h);
-int team_intern(tide_engine_t *e, const char *name);
-double team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
-void team_usage_update(tide_engine_t *e, team_t *t);
+double tide__job_progress_now(const job_t *j, tide_time_t now);
+tide_time_t tide__job_expected_end(const job_t *j, tide_time_t now);
+void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width);
+void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue);
+void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
+void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
+void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
+void tide__queue_insert(tide_engine_t *e, int32_t h);
+void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
+void tide__queue_remove(tide_engine_t *e, int32_t h);
+int tide__team_intern(tide_engine_t *e, const char *name);
+double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
+void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */
 static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
 
 /* actions */
-tide_action_t *act_push(tide_engine_t *e, int kind, int reason);
-void act_gpus(tide_engine_t *e, tide_action_t *a, const alloc_t *al);
+tide_action_t *tide__act_push(tide_engine_t *e, int kind, int reason);
+void tide__act_gpus(tide_engine_t *e, tide_action_t *a, const alloc_t *al);
 
 /* lease.c */
-void lease_grant(tide_engine_t *e, int32_t h);
-void lease_update(tide_engine_t *e, int32_t h);
-void lease_return(tide_engine_t *e, int32_t h, int reason, int late);
-void lease_tick(tide_engine_t *e, tide_time_t now);
-tide_time_t reclaim_lead(tide_engine_t *e, int service);
+void tide__lease_grant(tide_engine_t *e, int32_t h);
+void tide__lease_update(tide_engine_t *e, int32_t h);
+void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late);
+void tide__lease_tick(tide_engine_t *e, tide_time_t now);
+tide_time_t tide__reclaim_lead(tide_engine_t *e, int service);
 
 /* infer.c */
-void infer_pass(tide_engine_t *e, tide_time_t now);
-void replica_stop(tide_engine_t *e, int32_t r, int reason);
+void tide__infer_pass(tide_engine_t *e, tide_time_t now);
+void tide__replica_stop(tide_engine_t *e, int32_t r, int reason);
 
 /* reclaim.c */
 typedef struct victim {
@@ -358,12 +358,12 @@ typedef struct victim {
  * domain di. Returns the cost (0 when pending releases suffice, -1 when
  * impossible) and fills v[0..*nv). */
 typedef int (*victim_ok_fn)(const tide_engine_t *e, const job_t *j, const void *ctx);
-double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
+double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
                            const void *ctx, victim_t *v, int *nv);
-int victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
+int tide__victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
 
 /* sched.c */
-void sched_pass(tide_engine_t *e, tide_time_t now);
-unsigned train_zones_now(const tide_engine_t *e, tide_time_t now);
+void tide__sched_pass(tide_engine_t *e, tide_time_t now);
+unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "core/internal.h"
 
-double job_progress_now(const job_t *j, tide_time_t now)
+double tide__job_progress_now(const job_t *j, tide_time_t now)
 {
     double p = j->progress;
     if ((j->state == TIDE_JOB_RUNNING || j->state == TIDE_JOB_RECLAIMING) &&
@@ -18,9 +18,9 @@ double job_progress_now(const job_t *j, tide_time_t now)
     return p;
 }
 
-tide_time_t job_expected_end(const job_t *j, tide_time_t now)
+tide_time_t tide__job_expected_end(const job_t *j, tide_time_t now)
 {
-    double rem = (double)j->spec.duration_s - job_progress_now(j, now);
+    double rem = (double)j->spec.duration_s - tide__job_progress_now(j, now);
     if (rem < 0)
         rem = 0;
     int w = j->width > 0 ? j->width : j->dp_max;
@@ -38,7 +38,7 @@ tide_time_t job_expected_end(const job_t *j, tide_time_t now)
     return now + (tide_time_t)ceil(t);
 }
 
-int team_intern(tide_engine_t *e, const char *name)
+int tide__team_intern(tide_engine_t *e, const char *name)
 {
     for (int i = 0; i < e->n_teams; i++)
         if (!strcmp(e->teams[i].name, name))
@@ -62,7 +62,7 @@ int team_intern(tide_engine_t *e, const char *name)
 /* Fair-share usage: GPU-seconds decayed with the configured half-life H.
  * Holding g GPUs for dt adds g*H/ln2*(1 - 2^(-dt/H)) after decaying the past
  * by 2^(-dt/H). */
-double team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now)
+double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now)
 {
     double h = (double)e->cfg.fairshare_half_life_s;
     double dt = (double)(now - t->dusage_at);
@@ -72,9 +72,9 @@ double team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now)
     return t->dusage * k + (double)t->gpus_now * h / M_LN2 * (1.0 - k);
 }
 
-void team_usage_update(tide_engine_t *e, team_t *t)
+void tide__team_usage_update(tide_engine_t *e, team_t *t)
 {
-    t->dusage = team_usage(e, t, e->now);
+    t->dusage = tide__team_usage(e, t, e->now);
     t->dusage_at = e->now;
 }
 
@@ -103,7 +103,7 @@ static size_t qpos(const tide_engine_t *e, int p, int32_t h)
     return lo;
 }
 
-void queue_insert(tide_engine_t *e, int32_t h)
+void tide__queue_insert(tide_engine_t *e, int32_t h)
 {
     job_t *j = e->jobs[h];
     int p = j->spec.priority;
@@ -117,7 +117,7 @@ void queue_insert(tide_engine_t *e, int32_t h)
     e->sched_dirty = 1;
 }
 
-void queue_remove(tide_engine_t *e, int32_t h)
+void tide__queue_remove(tide_engine_t *e, int32_t h)
 {
     job_t *j = e->jobs[h];
     int p = j->spec.priority;
@@ -163,7 +163,7 @@ static void end_index_add(tide_engine_t *e, int32_t h)
     e->n_by_end++;
 }
 
-void end_index_set(tide_engine_t *e, int32_t h, tide_time_t end)
+void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end)
 {
     end_index_del(e, h);
     e->jobs[h]->exp_end = end;
@@ -172,7 +172,7 @@ void end_index_set(tide_engine_t *e, int32_t h, tide_time_t end)
 
 static void running_add(tide_engine_t *e, int32_t h)
 {
-    e->jobs[h]->exp_end = job_expected_end(e->jobs[h], e->now);
+    e->jobs[h]->exp_end = tide__job_expected_end(e->jobs[h], e->now);
     end_index_add(e, h);
     e->jobs[h]->run_idx = (int32_t)e->n_running;
     TIDE_PUSH(e->running, e->n_running, e->cap_running, h);
@@ -212,12 +212,12 @@ static void clear_job_claims(tide_engine_t *e, int32_t h)
             e->doms[i].claim_kind = CLAIM_NONE;
 }
 
-void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
+void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
 {
     job_t *j = e->jobs[h];
-    queue_remove(e, h);
+    tide__queue_remove(e, h);
     clear_job_claims(e, h);
-    alloc_free(&j->alloc);
+    tide__alloc_free(&j->alloc);
     j->alloc = *a;
     memset(a, 0, sizeof *a);
     j->width = width;
@@ -236,44 +236,44 @@ void job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
     }
     j->n_leased = count_leased(e, &j->alloc);
     j->tr_c = j->tr_d = 0;
-    acct_job_set(e, j, 1);
+    tide__acct_job_set(e, j, 1);
     running_add(e, h);
     if ((double)j->spec.ckpt_s > e->declared_ckpt_max)
         e->declared_ckpt_max = (double)j->spec.ckpt_s;
-    tide_action_t *act = act_push(e, TIDE_ACT_JOB_START, TIDE_R_NONE);
+    tide_action_t *act = tide__act_push(e, TIDE_ACT_JOB_START, TIDE_R_NONE);
     act->job = h;
     act->width = width;
-    act_gpus(e, act, &j->alloc);
+    tide__act_gpus(e, act, &j->alloc);
     if (j->n_leased)
-        lease_grant(e, h);
+        tide__lease_grant(e, h);
     e->st.jobs_running++;
 }
 
-void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
+void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
 {
     job_t *j = e->jobs[h];
     if (j->state != TIDE_JOB_RUNNING && j->state != TIDE_JOB_RECLAIMING)
         return;
     double lost = 0;
     if (reason != TIDE_R_COMPLETE)
-        lost = job_progress_now(j, e->now) - j->committed;
+        lost = tide__job_progress_now(j, e->now) - j->committed;
     if (reason == TIDE_R_DEADLINE && j->state == TIDE_JOB_RECLAIMING && j->notice_at >= 0)
         /* a checkpoint that missed its deadline took at least this long: a
          * censored sample that still pushes the measured P99 (and the next
          * deadlines and lead times) up */
-        samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
-    acct_job_set(e, j, 0);
-    acct_lost(e, j, lost);
+        tide__samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
+    tide__acct_job_set(e, j, 0);
+    tide__acct_lost(e, j, lost);
     for (int k = 0; k < j->alloc.n; k++)
-        dom_release(e, j->alloc.gpus[k]);
+        tide__dom_release(e, j->alloc.gpus[k]);
     j->alloc.n = 0;
     if (j->lease >= 0)
-        lease_return(e, h, reason, reason == TIDE_R_DEADLINE);
+        tide__lease_return(e, h, reason, reason == TIDE_R_DEADLINE);
     j->n_leased = 0;
     running_del(e, h);
     e->st.jobs_running--;
     if (reason != TIDE_R_COMPLETE) {
-        tide_action_t *act = act_push(e, TIDE_ACT_JOB_STOP, reason);
+        tide_action_t *act = tide__act_push(e, TIDE_ACT_JOB_STOP, reason);
         act->job = h;
         act->width = 0;
         act->value = lost;
@@ -302,7 +302,7 @@ void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
         break;
     }
     if (requeue && reason != TIDE_R_COMPLETE && reason != TIDE_R_CANCEL)
-        queue_insert(e, h);
+        tide__queue_insert(e, h);
     e->sched_dirty = 1;
     e->infer_dirty = 1;
 }
@@ -310,27 +310,27 @@ void job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
 static void resize_action(tide_engine_t *e, int32_t h, int reason)
 {
     job_t *j = e->jobs[h];
-    tide_action_t *act = act_push(e, TIDE_ACT_JOB_RESIZE, reason);
+    tide_action_t *act = tide__act_push(e, TIDE_ACT_JOB_RESIZE, reason);
     act->job = h;
     act->width = j->width;
-    act_gpus(e, act, &j->alloc);
+    tide__act_gpus(e, act, &j->alloc);
 }
 
-void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
+void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
 {
     job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus;
     const domain_t *d = &e->doms[domain];
-    j->progress = job_progress_now(j, e->now);
+    j->progress = tide__job_progress_now(j, e->now);
     j->progress_at = e->now;
-    acct_job_set(e, j, 0);
+    tide__acct_job_set(e, j, 0);
     int w = 0, removed = 0;
     for (int k = 0; k < j->width; k++) {
         int32_t first = j->alloc.gpus[k * g];
         int in_d = first >= d->first_gpu && first < d->first_gpu + d->gpus;
         if (in_d && removed < gangs) {
             for (int x = 0; x < g; x++)
-                dom_release(e, j->alloc.gpus[k * g + x]);
+                tide__dom_release(e, j->alloc.gpus[k * g + x]);
             removed++;
             continue;
         }
@@ -341,37 +341,37 @@ void job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
     j->width = w;
     j->alloc.n = w * g;
     j->n_leased = count_leased(e, &j->alloc);
-    acct_job_set(e, j, 1);
+    tide__acct_job_set(e, j, 1);
     if (j->lease >= 0)
-        lease_update(e, h);
+        tide__lease_update(e, h);
     e->st.shrinks++;
-    end_index_set(e, h, job_expected_end(j, e->now));
+    tide__end_index_set(e, h, tide__job_expected_end(j, e->now));
     resize_action(e, h, TIDE_R_RECLAIM);
     e->infer_dirty = 1;
     e->sched_dirty = 1;
 }
 
-void job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
+void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
 {
     job_t *j = e->jobs[h];
-    j->progress = job_progress_now(j, e->now);
+    j->progress = tide__job_progress_now(j, e->now);
     j->progress_at = e->now;
-    acct_job_set(e, j, 0);
+    tide__acct_job_set(e, j, 0);
     for (int k = 0; k < extra->n; k++)
-        alloc_push(&j->alloc, extra->gpus[k]);
+        tide__alloc_push(&j->alloc, extra->gpus[k]);
     extra->n = 0;
     j->width += gangs;
     j->n_leased = count_leased(e, &j->alloc);
-    acct_job_set(e, j, 1);
+    tide__acct_job_set(e, j, 1);
     if (j->lease >= 0)
-        lease_update(e, h);
+        tide__lease_update(e, h);
     else if (j->n_leased)
-        lease_grant(e, h);
-    end_index_set(e, h, job_expected_end(j, e->now));
+        tide__lease_grant(e, h);
+    tide__end_index_set(e, h, tide__job_expected_end(j, e->now));
     resize_action(e, h, TIDE_R_SCALE);
 }
 
-void job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
+void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
 {
     job_t *j = e->jobs[h];
     if (j->state != TIDE_JOB_RUNNING)
@@ -380,15 +380,15 @@ void job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
     j->notice_at = e->now;
     j->reclaim_reason = reason;
     j->stop_pending = stop;
-    double ck = samples_q99(&e->smp[TIDE_SAMPLE_CKPT]);
+    double ck = tide__samples_q99(&e->smp[TIDE_SAMPLE_CKPT]);
     double base = 2.0 * (double)j->spec.ckpt_s;
     if (1.5 * ck > base)
         base = 1.5 * ck;
     j->deadline = e->now + (tide_time_t)ceil(base) + e->cfg.tick_s;
     if (j->deadline < e->next_deadline)
         e->next_deadline = j->deadline;
-    end_index_set(e, h, j->deadline);
-    tide_action_t *act = act_push(e, TIDE_ACT_JOB_CKPT, reason);
+    tide__end_index_set(e, h, j->deadline);
+    tide_action_t *act = tide__act_push(e, TIDE_ACT_JOB_CKPT, reason);
     act->job = h;
     act->deadline = j->deadline;
     act->width = j->width;
@@ -397,7 +397,7 @@ void job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
         l->noticed = 1;
         if (l->latest_return > j->deadline) {
             l->latest_return = j->deadline;
-            tide_action_t *r = act_push(e, TIDE_ACT_LEASE_RENEW, reason);
+            tide_action_t *r = tide__act_push(e, TIDE_ACT_LEASE_RENEW, reason);
             r->job = h;
             r->lease = j->lease;
             r->n_gpus = l->gpus;

@@ -6,13 +6,13 @@
 
 #include "core/internal.h"
 
-void alloc_free(alloc_t *a)
+void tide__alloc_free(alloc_t *a)
 {
     free(a->gpus);
     memset(a, 0, sizeof *a);
 }
 
-void alloc_push(alloc_t *a, int32_t gpu)
+void tide__alloc_push(alloc_t *a, int32_t gpu)
 {
     tide_grow((void **)&a->gpus, &a->cap, (size_t)a->n + 1, sizeof *a->gpus);
     a->gpus[a->n++] = gpu;
@@ -26,7 +26,7 @@ static int gpu_node_up(const tide_engine_t *e, const domain_t *d, int gpu)
     return 0;
 }
 
-void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
+void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
 {
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     e->own_kind[gpu] = (uint8_t)kind;
@@ -35,7 +35,7 @@ void dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
     e->zone_free[d->zone]--;
 }
 
-void dom_release(tide_engine_t *e, int gpu)
+void tide__dom_release(tide_engine_t *e, int gpu)
 {
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     e->own_kind[gpu] = OWN_FREE;
@@ -46,7 +46,7 @@ void dom_release(tide_engine_t *e, int gpu)
     }
 }
 
-int domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
+int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
               int32_t owner)
 {
     (void)e;
@@ -76,7 +76,7 @@ static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, ui
             continue;
         if (types && !(types & (1u << d->type)))
             continue;
-        if (!ignore_zones && !domain_ok(e, d, types, zones, kind, owner))
+        if (!ignore_zones && !tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
         int a = ignore_zones ? d->gpus : (avail ? avail[i] : d->free);
         if (a != d->gpus || (!ignore_zones && d->up_gpus != d->gpus))
@@ -98,7 +98,7 @@ static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, ui
     return cap;
 }
 
-int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
+int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner)
 {
     if (gang > e->max_dom_gpus)
@@ -106,14 +106,14 @@ int capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t ty
     int cap = 0;
     for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
-        if (gang > d->gpus || !domain_ok(e, d, types, zones, kind, owner))
+        if (gang > d->gpus || !tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
         cap += (avail ? avail[i] : d->free) / gang;
     }
     return cap;
 }
 
-int capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
+int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
 {
     if (gang > e->max_dom_gpus)
         return whole_capacity(e, NULL, gang, types, 0, 0, -1, 1);
@@ -138,8 +138,8 @@ static void take_in_domain(tide_engine_t *e, domain_t *d, int gang, int kind, in
         for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus && got < gang; g++) {
             if (e->own_kind[g] != OWN_FREE)
                 continue;
-            dom_take(e, g, kind, owner);
-            alloc_push(out, g);
+            tide__dom_take(e, g, kind, owner);
+            tide__alloc_push(out, g);
             got++;
         }
     }
@@ -151,7 +151,7 @@ static int claim_match(const domain_t *d, int kind, int32_t owner)
            (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner);
 }
 
-int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
+int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
                 int kind, int32_t owner, alloc_t *out, int prefer_inference)
 {
     /* zone preference: inference fills the reserve, then its partition, then
@@ -166,7 +166,7 @@ int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, u
             long best_score = 0;
             for (int i = 0; i < e->n_doms; i++) {
                 domain_t *d = &e->doms[i];
-                if (d->free < gang || !domain_ok(e, d, types, zones, kind, owner))
+                if (d->free < gang || !tide__domain_ok(e, d, types, zones, kind, owner))
                     continue;
                 long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
                              (long)rank[d->zone] * 10000L + (d->free - gang);
@@ -197,7 +197,7 @@ int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, u
                     for (int i = 0; i < e->n_doms && found < need; i++) {
                         domain_t *d = &e->doms[i];
                         if (d->gpus != sz || rank[d->zone] != r || d->free != d->gpus ||
-                            d->up_gpus != d->gpus || !domain_ok(e, d, types, zones, kind, owner))
+                            d->up_gpus != d->gpus || !tide__domain_ok(e, d, types, zones, kind, owner))
                             continue;
                         pick[found++] = i;
                     }
@@ -211,7 +211,7 @@ int place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, u
     }
     if (placed < min) {
         for (int k = start_n; k < out->n; k++)
-            dom_release(e, out->gpus[k]);
+            tide__dom_release(e, out->gpus[k]);
         out->n = start_n;
         return 0;
     }

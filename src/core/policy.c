@@ -22,7 +22,7 @@ const tide_policy_t *tide_policy_find(const char *name)
     return NULL;
 }
 
-int layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err)
+int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err)
 {
     if (inf_gpus < 0 || inf_gpus > e->n_gpus)
         return tide_errf(err, TIDE_EINVAL,
@@ -38,7 +38,7 @@ int layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, ti
 }
 
 /* GPUs needed to hold every service's fixed (or floor) replicas, packed per domain. */
-int layout_peak_gpus(const tide_engine_t *e)
+int tide__layout_peak_gpus(const tide_engine_t *e)
 {
     int total = 0;
     for (int s = 0; s < e->n_svcs; s++) {
@@ -52,14 +52,14 @@ int layout_peak_gpus(const tide_engine_t *e)
     return total;
 }
 
-tide_time_t lease_deadline_default(const tide_engine_t *e, tide_time_t now)
+tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now)
 {
     return now + e->cfg.lease_max_s;
 }
 
 static int hour_of(tide_time_t t) { return (int)((t % 86400 + 86400) % 86400 / 3600); }
 
-int in_night(const tide_engine_t *e, tide_time_t t)
+int tide__in_night(const tide_engine_t *e, tide_time_t t)
 {
     int h = hour_of(t), a = e->cfg.night_start_h, b = e->cfg.night_end_h;
     if (a == b)
@@ -67,7 +67,7 @@ int in_night(const tide_engine_t *e, tide_time_t t)
     return a < b ? (h >= a && h < b) : (h >= a || h < b);
 }
 
-tide_time_t night_next_edge(const tide_engine_t *e, tide_time_t t)
+tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t)
 {
     tide_time_t day = t - (t % 86400 + 86400) % 86400, best = TIDE_TIME_NEVER;
     int hours[2] = {e->cfg.night_start_h, e->cfg.night_end_h};

@@ -17,7 +17,7 @@ static int layout(tide_engine_t *e, tide_error_t *err)
             reserve += (sp->min_replicas + per - 1) / per * e->max_dom_gpus;
         }
     }
-    return layout_split(e, reserve, Z_RESERVE, Z_SHARED, err);
+    return tide__layout_split(e, reserve, Z_RESERVE, Z_SHARED, err);
 }
 
 static unsigned train_zones(const tide_engine_t *e, tide_time_t now)
@@ -38,5 +38,5 @@ const tide_policy_t tide_policy_elastic = {
     .reclaim_mode = RECLAIM_GRACEFUL,
     .use_lead = 1,
     .renew_leases = 1,
-    .lease_deadline = lease_deadline_default,
+    .lease_deadline = tide__lease_deadline_default,
 };

@@ -4,7 +4,7 @@
 
 static int layout(tide_engine_t *e, tide_error_t *err)
 {
-    return layout_split(e, layout_peak_gpus(e), Z_INF, Z_TRAIN, err);
+    return tide__layout_split(e, tide__layout_peak_gpus(e), Z_INF, Z_TRAIN, err);
 }
 
 static unsigned train_zones(const tide_engine_t *e, tide_time_t now)
@@ -21,5 +21,5 @@ const tide_policy_t tide_policy_isolated = {
     .inf_zones = ZBIT(Z_INF),
     .scale_mode = SCALE_FIXED,
     .reclaim_mode = RECLAIM_NONE,
-    .lease_deadline = lease_deadline_default,
+    .lease_deadline = tide__lease_deadline_default,
 };

@@ -5,7 +5,7 @@
 
 static int layout(tide_engine_t *e, tide_error_t *err)
 {
-    return layout_split(e, 0, Z_INF, Z_SHARED, err);
+    return tide__layout_split(e, 0, Z_INF, Z_SHARED, err);
 }
 
 static unsigned train_zones(const tide_engine_t *e, tide_time_t now)
@@ -23,5 +23,5 @@ const tide_policy_t tide_policy_preempt = {
     .reclaim_zones = ZBIT(Z_SHARED),
     .scale_mode = SCALE_REACTIVE,
     .reclaim_mode = RECLAIM_KILL,
-    .lease_deadline = lease_deadline_default,
+    .lease_deadline = tide__lease_deadline_default,
 };

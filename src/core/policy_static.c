@@ -4,8 +4,8 @@
 
 static int layout(tide_engine_t *e, tide_error_t *err)
 {
-    int inf = e->cfg.split_inf >= 0 ? e->cfg.split_inf : layout_peak_gpus(e);
-    return layout_split(e, inf, Z_INF, Z_TRAIN, err);
+    int inf = e->cfg.split_inf >= 0 ? e->cfg.split_inf : tide__layout_peak_gpus(e);
+    return tide__layout_split(e, inf, Z_INF, Z_TRAIN, err);
 }
 
 static unsigned train_zones(const tide_engine_t *e, tide_time_t now)
@@ -22,5 +22,5 @@ const tide_policy_t tide_policy_static = {
     .inf_zones = ZBIT(Z_INF),
     .scale_mode = SCALE_FORECAST,
     .reclaim_mode = RECLAIM_NONE,
-    .lease_deadline = lease_deadline_default,
+    .lease_deadline = tide__lease_deadline_default,
 };

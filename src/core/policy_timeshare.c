@@ -8,14 +8,14 @@
 
 static int layout(tide_engine_t *e, tide_error_t *err)
 {
-    int inf = e->cfg.split_inf >= 0 ? e->cfg.split_inf : layout_peak_gpus(e);
-    return layout_split(e, inf, Z_INF, Z_TRAIN, err);
+    int inf = e->cfg.split_inf >= 0 ? e->cfg.split_inf : tide__layout_peak_gpus(e);
+    return tide__layout_split(e, inf, Z_INF, Z_TRAIN, err);
 }
 
 
 static tide_time_t deadline(const tide_engine_t *e, tide_time_t now)
 {
-    return in_night(e, now) ? night_next_edge(e, now) : now;
+    return tide__in_night(e, now) ? tide__night_next_edge(e, now) : now;
 }
 
 static tide_time_t notice_lead(const tide_engine_t *e)
@@ -27,29 +27,29 @@ static tide_time_t notice_lead(const tide_engine_t *e)
  * than one notice lead left. */
 static unsigned train_zones(const tide_engine_t *e, tide_time_t now)
 {
-    int open = in_night(e, now) && night_next_edge(e, now) - now > notice_lead(e);
+    int open = tide__in_night(e, now) && tide__night_next_edge(e, now) - now > notice_lead(e);
     return ZBIT(Z_TRAIN) | (open ? ZBIT(Z_INF) : 0);
 }
 
 static void tick(tide_engine_t *e, tide_time_t now)
 {
-    if (!in_night(e, now)) {
+    if (!tide__in_night(e, now)) {
         return;
     }
-    tide_time_t end = night_next_edge(e, now);
+    tide_time_t end = tide__night_next_edge(e, now);
     if (end - now > notice_lead(e))
         return;
     for (size_t i = 0; i < e->n_running; i++) {
         int32_t h = e->running[i];
         if (e->jobs[h]->state == TIDE_JOB_RUNNING && e->jobs[h]->n_leased)
-            job_notice(e, h, TIDE_R_WINDOW, 1);
+            tide__job_notice(e, h, TIDE_R_WINDOW, 1);
     }
 }
 
 static tide_time_t wake(const tide_engine_t *e, tide_time_t now)
 {
-    tide_time_t edge = night_next_edge(e, now);
-    if (in_night(e, now) && edge - notice_lead(e) > now)
+    tide_time_t edge = tide__night_next_edge(e, now);
+    if (tide__in_night(e, now) && edge - notice_lead(e) > now)
         return edge - notice_lead(e);
     return edge;
 }

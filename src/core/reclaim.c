@@ -16,18 +16,18 @@ static double victim_cost(const tide_engine_t *e, const job_t *j, int shrink_gan
     if (shrink_gangs)
         return c + (double)shrink_gangs * j->spec.gang_gpus * 60.0;
     if (kill)
-        return c + (job_progress_now(j, e->now) - j->committed) * j->spec.gpus +
+        return c + (tide__job_progress_now(j, e->now) - j->committed) * j->spec.gpus +
                (double)j->spec.restore_s * j->spec.gpus;
     return c + (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s);
 }
 
-int victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx)
+int tide__victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx)
 {
     (void)e;
     return j->spec.priority >= *(const int *)ctx;
 }
 
-double reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
+double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
                            const void *ctx, victim_t *v, int *nv)
 {
     domain_t *d = &e->doms[di];

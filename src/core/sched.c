@@ -10,7 +10,7 @@
 
 #include "core/internal.h"
 
-unsigned train_zones_now(const tide_engine_t *e, tide_time_t now)
+unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now)
 {
     return e->pol->train_zones(e, now);
 }
@@ -32,7 +32,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
     int *avail = r->avail;
     for (int d = 0; d < e->n_doms; d++) {
         r->res[d] = 0;
-        avail[d] = domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
+        avail[d] = tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
         for (int k = 0; k < e->n_resv; k++)
             avail[d] -= e->resv[k].res[d];
         if (avail[d] < 0)
@@ -41,14 +41,14 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
     /* walk running jobs in order of expected release until the head fits */
     tide_time_t shadow = TIDE_TIME_NEVER;
     int whole = g > e->max_dom_gpus;
-    int have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+    int have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
     for (size_t i = 0; i < e->n_by_end && have < need; i++) {
         job_t *x = e->jobs[e->by_end[i]];
         int xg = x->spec.gang_gpus;
         int step = xg <= e->max_dom_gpus ? xg : 1;
         for (int k = 0; k < x->alloc.n; k += step) {
             int d = dom_of_gpu(e, x->alloc.gpus[k]);
-            if (!domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+            if (!tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
                 continue;
             int before = contrib(avail[d], g);
             avail[d] += step;
@@ -58,7 +58,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
                 have += contrib(avail[d], g) - before;
         }
         if (whole)
-            have = capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+            have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
         if (have >= need) {
             shadow = x->exp_end;
             /* include every release at the same instant */
@@ -67,7 +67,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
                 int ys = y->spec.gang_gpus <= e->max_dom_gpus ? y->spec.gang_gpus : 1;
                 for (int k = 0; k < y->alloc.n; k += ys) {
                     int d = dom_of_gpu(e, y->alloc.gpus[k]);
-                    if (domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                    if (tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
                         avail[d] = TIDE_MIN(avail[d] + ys, e->doms[d].gpus);
                 }
             }
@@ -113,7 +113,7 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
     job_t *j = e->jobs[h];
     int saved = j->width;
     j->width = w;
-    tide_time_t end = job_expected_end(j, now);
+    tide_time_t end = tide__job_expected_end(j, now);
     j->width = saved;
     for (int k = 0; k < e->n_resv; k++) {
         reservation_t *r = &e->resv[k];
@@ -152,7 +152,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
     for (int d = 0; d < e->n_doms; d++)
         if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
             claimed += e->doms[d].gpus / g;
-    int missing = j->spec.dp_min - claimed - capacity_for(e, NULL, g, j->spec.gpu_types, tz, OWN_JOB, h);
+    int missing = j->spec.dp_min - claimed - tide__capacity_for(e, NULL, g, j->spec.gpu_types, tz, OWN_JOB, h);
     if (missing <= 0)
         return;
     /* plan every missing gang first (claiming tentatively), act only when the
@@ -165,10 +165,10 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         for (int di = 0; di < e->n_doms; di++) {
             domain_t *d = &e->doms[di];
             if (d->claim_kind != CLAIM_NONE || d->up_gpus < g || d->free >= g ||
-                !domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
+                !tide__domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
                 continue;
             int nv;
-            double c = reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
+            double c = tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
             if (c < 0 || (best >= 0 && c >= best_cost))
                 continue;
             best = di;
@@ -189,15 +189,15 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
     for (int k = 0; k < n_chosen; k++) {
         int di = chosen[k], nv;
         e->doms[di].claim_kind = CLAIM_NONE; /* plan as unclaimed, then claim again */
-        if (reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
+        if (tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
             nv = 0;
         e->doms[di].claim_kind = CLAIM_JOB;
         for (int i = 0; i < nv; i++) {
             job_t *x = e->jobs[best_v[i].job];
             if (best_v[i].shrink && x->state == TIDE_JOB_RUNNING)
-                job_shrink(e, best_v[i].job, di, best_v[i].shrink);
+                tide__job_shrink(e, best_v[i].job, di, best_v[i].shrink);
             else if (x->state == TIDE_JOB_RUNNING)
-                job_notice(e, best_v[i].job, reason, 1);
+                tide__job_notice(e, best_v[i].job, reason, 1);
         }
     }
 }
@@ -318,14 +318,14 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
         if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max)
             continue;
         alloc_t a = {0};
-        int got = place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
+        int got = tide__place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
                               tz, OWN_JOB, h, &a, 0);
         if (got && quota_ok(e, h, &a, tz))
-            job_grow(e, h, &a, got);
+            tide__job_grow(e, h, &a, got);
         else
             for (int k = 0; k < a.n; k++)
-                dom_release(e, a.gpus[k]);
-        alloc_free(&a);
+                tide__dom_release(e, a.gpus[k]);
+        tide__alloc_free(&a);
     }
 }
 
@@ -334,7 +334,7 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
 static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int *rank, double *score)
 {
     for (int t = 0; t < e->n_teams; t++) {
-        score[t] = team_usage(e, &e->teams[t], now) / e->teams[t].weight;
+        score[t] = tide__team_usage(e, &e->teams[t], now) / e->teams[t].weight;
         int k = t;
         while (k > 0 && score[order[k - 1]] > score[t]) {
             order[k] = order[k - 1];
@@ -346,9 +346,9 @@ static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int 
         rank[order[k]] = k;
 }
 
-void sched_pass(tide_engine_t *e, tide_time_t now)
+void tide__sched_pass(tide_engine_t *e, tide_time_t now)
 {
-    unsigned tz = train_zones_now(e, now);
+    unsigned tz = tide__train_zones_now(e, now);
     int free_gpus = 0;
     for (int z = 0; z < Z_COUNT; z++)
         if (tz & ZBIT(z))
@@ -408,24 +408,24 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
                     fits = 0;
             if (fits) {
                 alloc_t a = {0};
-                int w = place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
+                int w = tide__place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
                                     h, &a, 0);
                 if (w && respects(e, h, &a, w, now) && quota_ok(e, h, &a, tz)) {
-                    job_start(e, h, &a, w);
+                    tide__job_start(e, h, &a, w);
                     free_gpus -= w * g;
-                    alloc_free(&a);
+                    tide__alloc_free(&a);
                     continue;
                 }
                 if (w) {
                     for (int k = 0; k < a.n; k++)
-                        dom_release(e, a.gpus[k]);
+                        tide__dom_release(e, a.gpus[k]);
                 } else if (n_memo < 32) {
                     memo[n_memo].gang = g;
                     memo[n_memo].min = j->spec.dp_min;
                     memo[n_memo].types = j->spec.gpu_types;
                     n_memo++;
                 }
-                alloc_free(&a);
+                tide__alloc_free(&a);
             }
             if (quota_tried && !quota_tried[j->team]) {
                 quota_tried[j->team] = 1;
@@ -436,7 +436,7 @@ void sched_pass(tide_engine_t *e, tide_time_t now)
                 blocked_head = 1;
                 if (p == TIDE_P1) {
                     static const int lower = TIDE_P2;
-                    preempt_for(e, h, tz, now, victim_min_prio, &lower, TIDE_R_PRIORITY);
+                    preempt_for(e, h, tz, now, tide__victim_min_prio, &lower, TIDE_R_PRIORITY);
                 }
                 if (e->n_resv < TIDE_NPRIO && free_gpus > 0)
                     make_reservation(e, h, tz, now);

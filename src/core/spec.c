@@ -149,7 +149,7 @@ void tide_actions_free(tide_actions_t *a)
     tide_actions_init(a);
 }
 
-tide_action_t *act_push(tide_engine_t *e, int kind, int reason)
+tide_action_t *tide__act_push(tide_engine_t *e, int kind, int reason)
 {
     tide_actions_t *o = e->out;
     tide_grow((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v);
@@ -161,7 +161,7 @@ tide_action_t *act_push(tide_engine_t *e, int kind, int reason)
     return a;
 }
 
-void act_gpus(tide_engine_t *e, tide_action_t *a, const alloc_t *al)
+void tide__act_gpus(tide_engine_t *e, tide_action_t *a, const alloc_t *al)
 {
     tide_actions_t *o = e->out;
     tide_grow((void **)&o->gpus, &o->gcap, o->ngpus + (size_t)al->n, sizeof *o->gpus);

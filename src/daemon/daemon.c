@@ -13,7 +13,7 @@
 
 #include "http/codec.h"
 #include "http/get.h"
-#include "sim/cluster_file.h"
+#include "formats/cluster_file.h"
 #include "util/util.h"
 
 #define MAX_PASSES 100000 /* steps at one instant before we call it a livelock */

@@ -25,7 +25,7 @@
 #include "backend/backend.h"
 #include "http/auth.h"
 #include "http/router.h"
-#include "sim/governance.h"
+#include "formats/governance.h"
 #include "store/store.h"
 #include "tide/cluster.h"
 #include "tide/engine.h"

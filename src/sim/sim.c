@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sim/csv.h"
-#include "sim/usage.h"
-#include "sim/world.h"
+#include "formats/csv.h"
+#include "formats/usage.h"
+#include "world/world.h"
 #include "util/util.h"
 
 #define DAY_S 86400

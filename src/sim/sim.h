@@ -1,7 +1,7 @@
 /* tide simulator: the trace-replay driver (`tide sim`). For each policy it
  * creates an engine on the cluster, replays job submissions and demand
  * points in virtual time through tide_engine_step, enacts the actions in a
- * simulated world (sim/world.h) and feeds what happens back as events. It
+ * simulated world (world/world.h) and feeds what happens back as events. It
  * writes timeline.csv, events.csv and summary.json (docs/sim.md). */
 #ifndef TIDE_SIM_SIM_H
 #define TIDE_SIM_SIM_H
@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sim/governance.h"
+#include "formats/governance.h"
 #include "sim/inject.h"
-#include "sim/workload_io.h"
-#include "sim/world.h"
+#include "formats/workload_io.h"
+#include "world/world.h"
 #include "tide/cluster.h"
 #include "tide/engine.h"
 

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sim/csv.h"
+#include "formats/csv.h"
 #include "util/util.h"
 
 #define PATH_N 4096

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sim/csv.h"
-#include "sim/workload_io.h"
+#include "formats/csv.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 #include "util/util.h"
 

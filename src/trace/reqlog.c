@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/csv.h"
-#include "sim/workload_io.h"
+#include "formats/csv.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 #include "util/util.h"
 

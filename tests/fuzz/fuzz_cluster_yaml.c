@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "sim/cluster_file.h"
+#include "formats/cluster_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

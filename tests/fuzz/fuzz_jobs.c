@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

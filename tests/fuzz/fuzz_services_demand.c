@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

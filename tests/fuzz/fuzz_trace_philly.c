@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 
 static void roundtrip(const tide_trace_jobs_t *j)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 
 #define MAX_ROWS 2000 /* write and read back only moderate outputs (speed) */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/world.h"
+#include "world/world.h"
 #include "tide/cluster.h"
 #include "tide/engine.h"
 

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sim/cluster_file.h"
+#include "formats/cluster_file.h"
 #include "sim/sim.h"
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "tide/cluster.h"
 
 #define SF_FN static __attribute__((unused))

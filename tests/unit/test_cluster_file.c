@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/cluster_file.h"
+#include "formats/cluster_file.h"
 
 static tide_cluster_t *load_str(const char *s, tide_error_t *err)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/csv.h"
+#include "formats/csv.h"
 
 static tide_csv_t *open_str(const char *s, tide_error_t *err)
 {

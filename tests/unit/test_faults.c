@@ -17,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/csv.h"
+#include "formats/csv.h"
 #include "sim/inject.h"
 #include "sim/sim.h"
-#include "sim/workload_io.h"
-#include "sim/world.h"
+#include "formats/workload_io.h"
+#include "world/world.h"
 #include "tide/engine.h"
 
 #define H 3600

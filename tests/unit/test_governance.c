@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sim/cluster_file.h"
-#include "sim/csv.h"
-#include "sim/governance.h"
-#include "sim/usage.h"
+#include "formats/cluster_file.h"
+#include "formats/csv.h"
+#include "formats/governance.h"
+#include "formats/usage.h"
 #include "tide/engine.h"
 #include "engine_fixture.h"
 #include "util/util.h"

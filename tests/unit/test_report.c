@@ -15,10 +15,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sim/cluster_file.h"
-#include "sim/csv.h"
-#include "sim/governance.h"
-#include "sim/report.h"
+#include "formats/cluster_file.h"
+#include "formats/csv.h"
+#include "formats/governance.h"
+#include "report/report.h"
 #include "sim_fixture.h"
 
 static const char *const CHARTS[] = {

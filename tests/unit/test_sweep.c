@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/report.h"
+#include "report/report.h"
 #include "sim/sweep.h"
 #include "sim_fixture.h"
 

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 
 #define HDR "timestamp,duration,num_gpus,gpu_time,cluster\n"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 #include "trace/trace.h"
 
 #define AHDR "TIMESTAMP,ContextTokens,GeneratedTokens\n"

@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/signals.h"
-#include "sim/usage.h"
+#include "report/signals.h"
+#include "formats/usage.h"
 
 #define DT 21600
 #define H 3600.0

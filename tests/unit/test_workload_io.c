@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/workload_io.h"
+#include "formats/workload_io.h"
 
 #define SVC_HDR "service,gpus_per_replica,replica_rps,min_replicas,warmup_s\n"
 #define JOB_HDR "job_id,submit_s,team,priority,gpus,duration_s\n"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/world.h"
+#include "world/world.h"
 #include "tide/engine.h"
 
 typedef struct fixture {

@@ -1,6 +1,6 @@
 /* Cluster YAML loader on libyaml's event parser: a small recursive descent
  * over events that accepts exactly the documented shape. */
-#include "sim/cluster_file.h"
+#include "formats/cluster_file.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <yaml.h>
 
-#include "sim/governance.h"
+#include "formats/governance.h"
 #include "util/util.h"
 
 typedef struct yp {

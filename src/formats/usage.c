@@ -1,14 +1,14 @@
 /* Usage accounting over time: the writer (tide_usage_sample at each timeline
  * boundary) and the aggregation behind `tide usage`. */
-#include "sim/usage.h"
+#include "formats/usage.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/csv.h"
-#include "sim/usage_priv.h"
+#include "formats/csv.h"
+#include "formats/usage_priv.h"
 #include "util/util.h"
 
 #define NCELL (TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT)

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/csv.h"
-#include "sim/usage.h"
-#include "sim/usage_priv.h"
+#include "formats/csv.h"
+#include "formats/usage.h"
+#include "formats/usage_priv.h"
 #include "util/util.h"
 
 #define DAY_S 86400

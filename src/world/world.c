@@ -8,7 +8,7 @@
  * (checkpoint writes, weight loads) share the bandwidth max-min fairly, lease
  * deadlines enforced while the control plane is down, rank failures and node
  * deaths. Without them nothing here changes the timings above. */
-#include "sim/world.h"
+#include "world/world.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -32,7 +32,7 @@
 
 #include <jansson.h>
 
-#include "sim/governance.h"
+#include "formats/governance.h"
 #include "tide/engine.h"
 #include "tide/types.h"
 

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "sim/usage.h"
+#include "formats/usage.h"
 
 /* Interned strings: ids are dense (0, 1, ...), pointers stable. */
 typedef struct strtab {

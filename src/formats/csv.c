@@ -1,6 +1,6 @@
 /* CSV reader: a byte source (memory or buffered file), a record parser that
  * stores the fields NUL-separated in one buffer, and a header map. */
-#include "sim/csv.h"
+#include "formats/csv.h"
 
 #include <errno.h>
 #include <stdarg.h>

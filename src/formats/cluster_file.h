@@ -32,7 +32,7 @@
 
 #include <stddef.h>
 
-#include "sim/governance.h"
+#include "formats/governance.h"
 #include "tide/cluster.h"
 #include "tide/types.h"
 

@@ -1,5 +1,5 @@
 /* Governance: teams, prices, fair share; applying them to an engine. */
-#include "sim/governance.h"
+#include "formats/governance.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,9 +2,9 @@
  * page draws (downsampled timeline, SLO-miss intervals, lease lifecycles,
  * fault rows, storage and burst figures, per-team usage from usage.csv in
  * report_teams.c, the capacity signals of signals.c), embed that as JSON next to the
- * inline CSS and script (src/sim/report.css, src/sim/report.js, compiled in
+ * inline CSS and script (src/report/report.css, src/report/report.js, compiled in
  * by cmake/embed.cmake) and write one self-contained HTML file. */
-#include "sim/report.h"
+#include "report/report.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 
 #include "report_assets.h" /* generated: tide_report_css[], tide_report_js[] */
-#include "sim/csv.h"
-#include "sim/report_priv.h"
-#include "sim/signals.h"
+#include "formats/csv.h"
+#include "report/report_priv.h"
+#include "report/signals.h"
 #include "util/util.h"
 
 #define PATH_N 4096

@@ -1,5 +1,5 @@
-/* Readers for services.csv, demand.csv and jobs.csv on top of sim/csv.h. */
-#include "sim/workload_io.h"
+/* Readers for services.csv, demand.csv and jobs.csv on top of formats/csv.h. */
+#include "formats/workload_io.h"
 
 #include <limits.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/csv.h"
+#include "formats/csv.h"
 #include "util/util.h"
 
 #define NODEF LLONG_MIN /* "no default": the value is required */

@@ -42,7 +42,7 @@
  * older than summary.json. usage.csv (with usage_teams.csv and
  * usage_services.csv) gives the Teams section; when it is missing or cannot
  * be read that section says so and the rest is written. The capacity signals
- * (sim/signals.h, default thresholds) are computed for every policy. Columns of timeline.csv and keys of summary.json
+ * (report/signals.h, default thresholds) are computed for every policy. Columns of timeline.csv and keys of summary.json
  * beyond the documented ones are carried along (storage_gbps, faults).
  * Returns 0, or -1 with err: ENOENT when dir or a required file is missing,
  * EINVAL for a malformed input (the message names file and line), EIO when

@@ -1,6 +1,6 @@
 /* Capacity signals: rules over summary.json, timeline.csv, events.csv and
  * sweep.csv (signals.h). */
-#include "sim/signals.h"
+#include "report/signals.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/csv.h"
+#include "formats/csv.h"
 #include "util/util.h"
 
 #define DAY_S 86400.0

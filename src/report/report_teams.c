@@ -4,7 +4,7 @@
  * platform's idle GPU-hours, and, for the largest teams, GPU series bucketed
  * on the timeline's intervals; usage_teams.csv adds quota, weight and
  * GPU-hours above quota, usage_services.csv the replica sizes. */
-#include "sim/report_priv.h"
+#include "report/report_priv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sim/csv.h"
-#include "sim/governance.h"
-#include "sim/report.h"
-#include "sim/usage.h"
+#include "formats/csv.h"
+#include "formats/governance.h"
+#include "report/report.h"
+#include "formats/usage.h"
 #include "tide/engine.h"
 #include "util/util.h"
 
