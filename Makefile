@@ -8,7 +8,7 @@ DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev 
 # what the end-to-end tests start: a real local Slurm (scripts/slurm-local.sh) and curl
 TEST_DEBS  := curl slurmctld slurmd slurm-client munge
 
-.PHONY: all deps test-deps build test test-fast asan demo bench bench-serve bench-slurm bench-deps fuzz clean
+.PHONY: all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-slurm bench-deps fuzz clean
 
 all: build
 
@@ -55,11 +55,19 @@ demo: build
 	  --horizon 14d --seed 1 --out $(DEMO_OUT)/sim --report $(DEMO_OUT)/report.html
 	@echo "report: $(abspath $(DEMO_OUT)/report.html) (open it in a browser)"
 
-# The simulator benchmark, then the daemon's (when `tide serve` is built).
+# The simulator benchmark, the policy-quality table on real traces, then the
+# daemon's (when `tide serve` is built).
 bench: build
 	bash bench/run.sh $(BUILD)
+	bash bench/policy_quality.sh $(BUILD)
 	@if $(BUILD)/tide serve --help >/dev/null 2>&1; then $(MAKE) --no-print-directory bench-serve; \
 	else echo "bench: tide serve not built, skipping bench-serve"; fi
+
+# Every policy on six workloads built from ../shared/traces (TIDE_TRACES), 14
+# days on 64x8: writes bench/policy_results.md (about a minute; skipped when the
+# traces are absent). DAYS=2 or `bash bench/policy_quality.sh build --short` for CI.
+bench-policy: build
+	bash bench/policy_quality.sh $(BUILD)
 
 # Load generator and a local Slurm for bench/serve_bench.sh (tide vs Slurm).
 BENCH_DEBS := wrk curl slurmctld slurmd slurm-client munge
