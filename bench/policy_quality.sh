@@ -16,6 +16,8 @@
 #                repository); when absent the script says so and exits 0 ("skipped")
 #   DAYS         simulated days, 1..60 (default 14; --short: 2)
 #   PEAK_GPUS    peak inference need of the request-log workloads (default 152)
+#   SCALE_ARRIVALS  Philly arrival scale (`--scale-arrivals`, default 1: the trace
+#                as it is; 2 keeps training saturated from the second day on)
 #   POLICIES     comma-separated policies (default: static,preempt,elastic, then
 #                every other policy the binary lists in `tide sim --help`)
 #   RESULTS      output file (default bench/policy_results.md)
@@ -175,7 +177,12 @@ done
 
 if [ "$SHORT" = 1 ]; then DAYS=${DAYS:-2}; else DAYS=${DAYS:-14}; fi
 PEAK=${PEAK_GPUS:-152}
+SCALE=${SCALE_ARRIVALS:-1}
 RES=${RESULTS:-bench/policy_results.md}
+[[ "$SCALE" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+    { echo "policy_quality: SCALE_ARRIVALS must be a number in (0, 100]" >&2; exit 2; }
+SCALE_OPT=()
+[ "$SCALE" = 1 ] || SCALE_OPT=(--scale-arrivals "$SCALE")
 [[ "$DAYS" =~ ^[0-9]+$ ]] && [ "$DAYS" -ge 1 ] && [ "$DAYS" -le 60 ] ||
     { echo "policy_quality: DAYS must be a whole number of days in 1..60" >&2; exit 2; }
 [[ "$PEAK" =~ ^[0-9]+$ ]] && [ "$PEAK" -ge 8 ] && [ "$PEAK" -le 512 ] ||
@@ -247,7 +254,8 @@ JOBS=$W/jobs/jobs.csv
 AZ=$T/azure_llm_2023
 build_workloads() {
     echo "# workloads" >>"$CMDS"
-    step jobs "$TIDE" trace import --format philly "$T/philly_pollux/philly.csv" --days "21:$((21 + DAYS))" --out "$W/jobs"
+    step jobs "$TIDE" trace import --format philly "$T/philly_pollux/philly.csv" --days "21:$((21 + DAYS))" \
+        ${SCALE_OPT[@]+"${SCALE_OPT[@]}"} --out "$W/jobs"
     step azure-conv "$TIDE" trace import --format azure-llm "$AZ/AzureLLMInferenceTrace_conv.csv" --service conv \
         --window 60s --peak-gpus "$PEAK" --align-with "$JOBS" --out "$W/azure-conv"
     step azure-code "$TIDE" trace import --format azure-llm "$AZ/AzureLLMInferenceTrace_code.csv" --service code \
@@ -277,8 +285,19 @@ run_sims() {
 # table: one row per workload x policy from each summary.json
 table() {
     python3 - "$W" "$POLICIES" $WORKLOADS <<'EOF'
-import json, os, sys
+import csv, json, os, sys
 W, pols, wls = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
+def waiting(w):
+    # per policy: the share of timeline intervals that start with jobs queued
+    # (training saturated: every GPU training may use is busy or being freed)
+    n, q = {}, {}
+    try:
+        for r in csv.DictReader(open(os.path.join(W, w, "sim", "timeline.csv"))):
+            n[r["policy"]] = n.get(r["policy"], 0) + 1
+            q[r["policy"]] = q.get(r["policy"], 0) + (float(r["queue_jobs"]) > 0)
+    except OSError:
+        pass
+    return {p: q[p] / n[p] for p in n}
 def breach(p):
     t = p.get("tier_a")
     if isinstance(t, dict) and "breach_gpu_s" in t:
@@ -293,18 +312,19 @@ for w in wls:
     key = next((k for k in sorted(orc) if "fluid" in k), "max_utilization")
     bound = orc.get(key)
     bound_keys.add("oracle." + key)
+    wait = waiting(w)
     for name in pols:
         p = d.get("policies", {}).get(name)
         if not p or "error" in p:
-            rows.append((w, name, None, bound))
+            rows.append((w, name, None, bound, None))
             continue
         has_breach |= breach(p) is not None
-        rows.append((w, name, p, bound))
+        rows.append((w, name, p, bound, wait.get(name)))
 hdr = ["workload", "policy", "useful", "allocated", "SLO"] + (["Tier A breach GPU-h"] if has_breach else []) + \
-      ["preemptions", "jobs done", "bound", "useful / bound"]
+      ["preemptions", "jobs done", "jobs waiting", "bound", "useful / bound"]
 print("| " + " | ".join(hdr) + " |")
 print("|" + "---|" * len(hdr))
-for w, name, p, bound in rows:
+for w, name, p, bound, wt in rows:
     if p is None:
         print("| %s | %s | failed |%s" % (w, name, " |" * (len(hdr) - 3)))
         continue
@@ -314,6 +334,7 @@ for w, name, p, bound in rows:
     if has_breach:
         cells.append("-" if b is None else "%.1f" % (b / 3600))
     cells += [str(p["training"]["preemptions"]), str(p["training"]["jobs_completed"]),
+              "-" if wt is None else "%.2f" % wt,
               "-" if bound is None else "%.3f" % bound,
               "-" if not bound else "%.3f" % (p["useful_utilization"] / bound)]
     print("| " + " | ".join(cells) + " |")
@@ -347,7 +368,7 @@ git diff --quiet HEAD -- . ":(exclude)$RES" 2>/dev/null || COMMIT="$COMMIT (unco
     echo
     echo "Machine: $(machine). Commit: $COMMIT. Binary: \`$TIDE_SHOWN\`."
     echo "Cluster 64x8 (512 GPUs); simulated days: $DAYS; Philly days 21:$((21 + DAYS)) as the training queue of every"
-    echo "workload; request-log workloads sized to a $PEAK-GPU peak, ServeGen alone to 200."
+    echo "workload${SCALE_OPT[@]+ (arrivals x$SCALE)}; request-log workloads sized to a $PEAK-GPU peak, ServeGen alone to 200."
     echo "Policies: $POLICIES."
     echo
     echo "$TABLE"
@@ -355,7 +376,9 @@ git diff --quiet HEAD -- . ":(exclude)$RES" 2>/dev/null || COMMIT="$COMMIT (unco
     echo "Traces: Philly (Microsoft, Jeon et al. ATC'19, Pollux extraction), ServeGen (Alibaba Bailian),"
     echo "Azure LLM inference 2023 (Azure/AzurePublicDataset), Mooncake FAST'25 (Kimi); see $T/README.md."
     echo "Useful = serving up to what demand needed + training kept, over GPUs x horizon; allocated ="
-    echo "1 - idle; SLO = requests served within capacity / demanded; jobs done = training jobs finished."
+    echo "1 - idle; SLO = requests served within capacity / demanded; jobs done = training jobs finished;"
+    echo "jobs waiting = share of the horizon (timeline intervals) that began with training jobs queued,"
+    echo "i.e. where training was saturated (the Philly queue fills up over the first days)."
     echo
     echo "Commands (run from the repository root, with \`W=\$(mktemp -d)\`):"
     echo

@@ -55,13 +55,13 @@ wls = ["azure-conv", "azure-code", "diurnal-bursts", "servegen", "mooncake", "fl
 lines = [l for l in md.splitlines() if l.startswith("| ")]
 hdr = [c.strip() for c in lines[0].strip("|").split("|")]
 for col in ("workload", "policy", "useful", "allocated", "SLO", "preemptions", "jobs done",
-            "bound", "useful / bound"):
+            "jobs waiting", "bound", "useful / bound"):
     assert col in hdr, (col, hdr)
 rows = [dict(zip(hdr, (c.strip() for c in l.strip("|").split("|")))) for l in lines[1:]]
 got = [(r["workload"], r["policy"]) for r in rows]
 assert got == [(w, p) for w in wls for p in pols], got
 for r in rows:
-    for col in ("useful", "allocated", "SLO", "bound"):
+    for col in ("useful", "allocated", "SLO", "jobs waiting", "bound"):
         v = float(r[col])
         assert 0 <= v <= 1, (r, col)
     assert float(r["useful"]) <= float(r["allocated"]) + 1e-9, r
