@@ -100,7 +100,8 @@ NEED=$(python3 -c "import math; print(max(1, math.ceil($RPS_HIGH / $REPLICA_RPS)
 [ $((N_TRAIN + 1)) -le "$NNODES" ] || die "N_TRAIN ($N_TRAIN) + the floor replica do not fit $NNODES nodes"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tide-slurm-compare.XXXXXX")
-export TIDE_SLURM_DIR=${TIDE_SLURM_DIR:-$tmp/slurm}
+# the cluster's own folder, apart from the modes' work folders ($tmp/slurm, $tmp/tide)
+export TIDE_SLURM_DIR=${TIDE_SLURM_DIR:-$tmp/cluster}
 unset TIDE_API TIDE_TOKEN TIDE_JOB_ID TIDE_GANG TIDE_REPLICA TIDE_SERVICE SLURM_JOB_ID
 TIDE_PID=
 SLURM_UP=0
@@ -686,3 +687,10 @@ done
 python3 "$tmp/table.py" "$RES" "$(knobs_line)" "${ENVS:+env$ENVS }$CMDLINE" "$PORTS" "${SPECS[@]}" ||
     die "could not write $RES"
 say "results: $RES"
+# a mode that produced no result fails the run (the table says why)
+missing=""
+for spec in "${SPECS[@]}"; do
+    IFS='|' read -r label file _ <<<"$spec"
+    [ -s "$file" ] || missing="$missing; $label"
+done
+[ -z "$missing" ] || die "no result for:${missing#;} (see $RES)"
