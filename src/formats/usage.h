@@ -62,6 +62,27 @@ tide_usage_t *tide_usage_open(const char *dir, const tide_governance_t *g, tide_
 int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
                       const tide_engine_t *e);
 
+/* One cumulative usage figure of an engine: GPU-seconds since its start of
+ * one owner, class, state, tier and GPU type (the keys of usage.csv), and
+ * their cost. */
+typedef struct tide_usage_cell {
+    int kind;            /* TIDE_OWNER_TEAM, TIDE_OWNER_SERVICE or TIDE_OWNER_IDLE */
+    int index;           /* the team's or service's index in the engine, -1 for idle */
+    const char *owner;   /* team or service name, "-" for idle (borrowed from e) */
+    int cls, state, tier, type;
+    double gpu_s;
+    double cost;         /* gpu_s / 3600 x the price of its category */
+} tide_usage_cell_t;
+typedef void (*tide_usage_cell_fn)(void *ctx, const tide_usage_cell_t *c);
+
+/* The sampler behind tide_usage_sample and the daemon's usage snapshots:
+ * call fn for every cell of engine e, zeros included, in a fixed order
+ * (teams by class, state, tier, type; services by state, tier, type; idle
+ * by tier, type: the type varies fastest). g (may be NULL: no prices) gives
+ * the prices. */
+void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_usage_cell_fn fn,
+                      void *ctx);
+
 /* Flush and close the files, free u. Returns 0 or -1 with err (EIO) if any
  * write failed. NULL is a no-op (0). */
 int tide_usage_close(tide_usage_t *u, tide_error_t *err);
