@@ -1558,6 +1558,69 @@ const tide_backend_ops_t tide_backend_slurm_ops = {
     .destroy = be_destroy,
 };
 
+/* The cluster: Slurm's GPU nodes (of the training partition; the inference
+ * partition must exist too) must be the engine's nodes, in order. Fills the
+ * node names and the GPU-to-node map. 0, or -1 with err. */
+static int nodes_match(slurmbe_t *s, const tide_engine_t *e, tide_error_t *err)
+{
+    const tide_cluster_t *c = tide_engine_cluster(e);
+    s->nnodes = tide_cluster_nodes(c);
+    s->ngpus_total = tide_cluster_gpus(c);
+    s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
+    s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
+    s->node_bad_since = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_bad_since);
+    s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
+    tide_slurm_node_t *nv = NULL;
+    size_t n = 0;
+    /* the training partition's nodes (its GPU nodes are tide's); the
+     * inference partition must exist too */
+    tide_slurm_nodename_t *part = NULL, *ip = NULL;
+    size_t npart = 0, nip = 0;
+    int pf = 0, ipf = 0;
+    if (load_partition(s->ops, s->h, s->partition, &part, &npart, &pf, err) < 0 ||
+        (s->infer_partition && s->partition && strcmp(s->infer_partition, s->partition) &&
+         load_partition(s->ops, s->h, s->infer_partition, &ip, &nip, &ipf, err) < 0)) {
+        tide_err_prefix(err, "--slurm-%spartition: ", pf ? "infer-" : "");
+        free(part);
+        return -1;
+    }
+    free(ip);
+    if (called(s, s->ops->nodes(s->h, &nv, &n, err), err) < 0) {
+        free(part);
+        return -1;
+    }
+    n = keep_nodes(nv, n, part, npart, pf);
+    free(part);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k < s->nnodes) {
+            tide_node_info_t ni;
+            tide_cluster_node(c, k, &ni);
+            if (nv[i].gpus < ni.gpus) {
+                tide_errf(err, TIDE_EINVAL,
+                          "Slurm node %s has %d GPUs, the cluster in the database %d at node %d",
+                          nv[i].name, nv[i].gpus, ni.gpus, k);
+                free(nv);
+                return -1;
+            }
+            snprintf(s->node_name[k], sizeof s->node_name[k], "%s", nv[i].name);
+            for (int g = 0; g < ni.gpus; g++)
+                s->gpu_node[ni.first_gpu + g] = k;
+        }
+        k++;
+    }
+    free(nv);
+    if (k != s->nnodes) {
+        tide_errf(err, TIDE_EINVAL,
+                  "Slurm has %d nodes with GPUs%s%s, the cluster in the database %d: they must "
+                  "match (omit --cluster on a new database to take Slurm's)",
+                  k, pf ? " in partition " : "", pf ? s->partition : "",
+                  s->nnodes);
+        return -1;
+    }
+    return 0;
+}
+
 tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_backend_opts_t *o,
                                           tide_error_t *err)
 {
@@ -1608,63 +1671,7 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     b->ops = &tide_backend_slurm_ops;
     b->ctx = s;
 
-    /* the cluster: Slurm's GPU nodes must be the engine's nodes */
-    const tide_cluster_t *c = tide_engine_cluster(e);
-    s->nnodes = tide_cluster_nodes(c);
-    s->ngpus_total = tide_cluster_gpus(c);
-    s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
-    s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
-    s->node_bad_since = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_bad_since);
-    s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
-    tide_slurm_node_t *nv = NULL;
-    size_t n = 0;
-    /* the training partition's nodes (its GPU nodes are tide's); the
-     * inference partition must exist too */
-    tide_slurm_nodename_t *part = NULL, *ip = NULL;
-    size_t npart = 0, nip = 0;
-    int pf = 0, ipf = 0;
-    if (load_partition(ops, h, s->partition, &part, &npart, &pf, err) < 0 ||
-        (s->infer_partition && s->partition && strcmp(s->infer_partition, s->partition) &&
-         load_partition(ops, h, s->infer_partition, &ip, &nip, &ipf, err) < 0)) {
-        tide_err_prefix(err, "--slurm-%spartition: ", pf ? "infer-" : "");
-        free(part);
-        tide_backend_destroy(b);
-        return NULL;
-    }
-    free(ip);
-    if (called(s, ops->nodes(h, &nv, &n, err), err) < 0) {
-        free(part);
-        tide_backend_destroy(b);
-        return NULL;
-    }
-    n = keep_nodes(nv, n, part, npart, pf);
-    free(part);
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k < s->nnodes) {
-            tide_node_info_t ni;
-            tide_cluster_node(c, k, &ni);
-            if (nv[i].gpus < ni.gpus) {
-                tide_errf(err, TIDE_EINVAL,
-                          "Slurm node %s has %d GPUs, the cluster in the database %d at node %d",
-                          nv[i].name, nv[i].gpus, ni.gpus, k);
-                free(nv);
-                tide_backend_destroy(b);
-                return NULL;
-            }
-            snprintf(s->node_name[k], sizeof s->node_name[k], "%s", nv[i].name);
-            for (int g = 0; g < ni.gpus; g++)
-                s->gpu_node[ni.first_gpu + g] = k;
-        }
-        k++;
-    }
-    free(nv);
-    if (k != s->nnodes) {
-        tide_errf(err, TIDE_EINVAL,
-                  "Slurm has %d nodes with GPUs%s%s, the cluster in the database %d: they must "
-                  "match (omit --cluster on a new database to take Slurm's)",
-                  k, pf ? " in partition " : "", pf ? s->partition : "",
-                  s->nnodes);
+    if (nodes_match(s, e, err) < 0) {
         tide_backend_destroy(b);
         return NULL;
     }
