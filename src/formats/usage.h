@@ -23,8 +23,9 @@
  * they are the type's GPUs x elapsed time minus what teams and services held.
  * The split of one tier across types is exact for Tier A (the reserve's GPUs
  * of each type minus the replicas on it) and for single-type clusters; tiers
- * B and D of multi-type clusters are split in proportion to each type's
- * remaining idle time (both margins stay exact). */
+ * B and D of multi-type clusters (and Tier A when no type's reserve shows
+ * idle time) are split in proportion to each type's remaining idle time
+ * (both margins stay exact). */
 #ifndef TIDE_SIM_USAGE_H
 #define TIDE_SIM_USAGE_H
 
