@@ -199,12 +199,12 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
     if (tide_store_services_load(d->st, &d->svcs, &d->n_svcs, err) < 0 ||
         dmn_services_open(d, o, err) < 0)
         return -1;
-    d->wall0 = d->clock(d->clock_ctx);
+    d->wall0 = wall(d);
     if (dmn_rebuild(d, err) < 0)
         return -1;
     d->t0 = d->now;
     d->last_clock = d->now;
-    d->wall0 = d->clock(d->clock_ctx);
+    d->wall0 = wall(d);
     return 0;
 }
 

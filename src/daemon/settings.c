@@ -107,7 +107,6 @@ static int meta_put_int(tide_store_t *st, const char *key, long long v, tide_err
  * its settings, written once the engine they make was checked. */
 static int settings_create(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err)
 {
-    /* a new database */
     if (!o->cluster)
         return tide_errf(err, TIDE_EINVAL, "a new database needs --cluster or --cluster-file");
     d->cluster = tide_cluster_copy(o->cluster);
