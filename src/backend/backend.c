@@ -1,4 +1,5 @@
-/* Backend dispatch: one table from action kind to operation. */
+/* Backend dispatch: the built-in backends by name, and each action to the
+ * operation its kind names in the ops table. */
 #include "backend/backend.h"
 
 #include <stdlib.h>
@@ -6,70 +7,51 @@
 
 #include "util/util.h"
 
-typedef int (*op_fn)(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                     const int32_t *gpus, tide_error_t *err);
-
-static int op_start(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                    const int32_t *gpus, tide_error_t *err)
+/* The built-in backends. */
+static tide_backend_t *sim_create(const tide_engine_t *e, const tide_backend_opts_t *o,
+                                  tide_error_t *err)
 {
-    return b->ops->start_job ? b->ops->start_job(b->ctx, now, a, gpus, err) : 0;
-}
-static int op_ckpt(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                   const int32_t *gpus, tide_error_t *err)
-{
-    (void)gpus;
-    return b->ops->signal_ckpt ? b->ops->signal_ckpt(b->ctx, now, a, err) : 0;
-}
-static int op_resize(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                     const int32_t *gpus, tide_error_t *err)
-{
-    return b->ops->resize ? b->ops->resize(b->ctx, now, a, gpus, err) : 0;
-}
-static int op_stop(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                   const int32_t *gpus, tide_error_t *err)
-{
-    (void)gpus;
-    return b->ops->stop_job ? b->ops->stop_job(b->ctx, now, a, err) : 0;
-}
-static int op_rstart(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                     const int32_t *gpus, tide_error_t *err)
-{
-    return b->ops->start_replica ? b->ops->start_replica(b->ctx, now, a, gpus, err) : 0;
-}
-static int op_rstop(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                    const int32_t *gpus, tide_error_t *err)
-{
-    (void)gpus;
-    return b->ops->stop_replica ? b->ops->stop_replica(b->ctx, now, a, err) : 0;
-}
-static int op_lease(const tide_backend_t *b, tide_time_t now, const tide_action_t *a,
-                    const int32_t *gpus, tide_error_t *err)
-{
-    (void)gpus;
-    return b->ops->lease ? b->ops->lease(b->ctx, now, a, err) : 0;
+    (void)o;
+    (void)err;
+    return tide_backend_sim_create(e);
 }
 
-static const op_fn ops_by_kind[TIDE_ACT_KIND_COUNT] = {
-    [TIDE_ACT_JOB_START] = op_start,     [TIDE_ACT_JOB_CKPT] = op_ckpt,
-    [TIDE_ACT_JOB_RESIZE] = op_resize,   [TIDE_ACT_JOB_STOP] = op_stop,
-    [TIDE_ACT_REPLICA_START] = op_rstart, [TIDE_ACT_REPLICA_STOP] = op_rstop,
-    [TIDE_ACT_LEASE_GRANT] = op_lease,   [TIDE_ACT_LEASE_RENEW] = op_lease,
-    [TIDE_ACT_LEASE_RETURN] = op_lease,
+static const struct builtin {
+    const tide_backend_ops_t *ops;
+    tide_backend_t *(*create)(const tide_engine_t *e, const tide_backend_opts_t *o,
+                              tide_error_t *err);
+} builtins[] = {
+    {&tide_backend_sim_ops, sim_create},
+    {&tide_backend_slurm_ops, tide_backend_slurm_create},
 };
+#define N_BUILTINS (sizeof builtins / sizeof builtins[0])
 
-static const char *const names[] = {"sim", "slurm", NULL};
+static const struct builtin *builtin_find(const char *name)
+{
+    for (size_t i = 0; name && i < N_BUILTINS; i++)
+        if (!strcmp(builtins[i].ops->name, name))
+            return &builtins[i];
+    return NULL;
+}
 
-const char *const *tide_backend_names(void) { return names; }
+const tide_backend_ops_t *tide_backend_find(const char *name)
+{
+    const struct builtin *b = builtin_find(name);
+    return b ? b->ops : NULL;
+}
+
+const char *tide_backend_known(void) { return "sim, slurm"; }
 
 tide_backend_t *tide_backend_create(const char *name, const tide_engine_t *e,
                                     const tide_backend_opts_t *o, tide_error_t *err)
 {
-    if (name && !strcmp(name, "sim"))
-        return tide_backend_sim_create(e);
-    if (name && !strcmp(name, "slurm"))
-        return tide_backend_slurm_create(e, o, err);
-    tide_errf(err, TIDE_EINVAL, "unknown backend '%s' (known: sim, slurm)", name ? name : "(null)");
-    return NULL;
+    const struct builtin *b = builtin_find(name);
+    if (!b) {
+        tide_errf(err, TIDE_EINVAL, "unknown backend '%s' (known: %s)", name ? name : "(null)",
+                  tide_backend_known());
+        return NULL;
+    }
+    return b->create(e, o, err);
 }
 
 void tide_backend_destroy(tide_backend_t *b)
@@ -82,20 +64,22 @@ void tide_backend_destroy(tide_backend_t *b)
 }
 
 int tide_backend_enact(tide_backend_t *b, tide_time_t now, const tide_actions_t *acts,
-                       tide_error_t *err)
+                       const tide_backend_work_t *const *work, tide_error_t *err)
 {
     int refused = 0;
     for (size_t i = 0; acts && i < acts->n; i++) {
         const tide_action_t *a = &acts->v[i];
-        if (a->kind < 0 || a->kind >= TIDE_ACT_KIND_COUNT || !ops_by_kind[a->kind])
+        tide_backend_act_fn fn =
+            a->kind >= 0 && a->kind < TIDE_ACT_KIND_COUNT ? b->ops->act[a->kind] : NULL;
+        if (!fn)
             continue;
-        const int32_t *gpus = NULL;
+        tide_backend_act_t x = {.now = now, .a = a, .gpus = NULL, .work = work ? work[i] : NULL};
         if ((a->kind == TIDE_ACT_JOB_START || a->kind == TIDE_ACT_JOB_RESIZE ||
              a->kind == TIDE_ACT_REPLICA_START) &&
             a->n_gpus > 0 && a->gpu_off + (size_t)a->n_gpus <= acts->ngpus)
-            gpus = acts->gpus + a->gpu_off;
+            x.gpus = acts->gpus + a->gpu_off;
         tide_error_t e1 = {0};
-        if (ops_by_kind[a->kind](b, now, a, gpus, &e1) < 0) {
+        if (fn(b->ctx, &x, &e1) < 0) {
             if (!refused && err)
                 *err = e1;
             refused++;

@@ -20,67 +20,6 @@
 #include "tide/engine.h"
 #include "tide/types.h"
 
-/* The operations of a backend. Every enact operation gets the engine time,
- * the action and its GPU ids (NULL when the action has none) and returns 0,
- * or -1 with err when the backend could not even try (the daemon logs it;
- * failures of the work itself come back later as events: RANK_FAILED,
- * REPLICA_FAILED, ...). NULL operations are no-ops. */
-/* What a backend reports about one job (for the API). */
-typedef struct tide_backend_job_info {
-    char ids[128];      /* the backend's ids, e.g. Slurm job ids "1041,1042" */
-    char state[64];     /* the backend's state, e.g. "RUNNING", "PENDING(held)" */
-    char nodes[128];    /* where it runs, "" when nowhere */
-    int exit_code;      /* last exit code seen (-1 none) */
-    int restarts;       /* restarts the backend counted */
-} tide_backend_job_info_t;
-
-/* Health and counters (for /metrics). */
-typedef struct tide_backend_status {
-    int reachable;      /* 1 when the last call to the cluster engine succeeded */
-    long calls, errors; /* calls made to the cluster engine, and those that failed */
-    long submits, requeues, signals, cancels;
-    long exits_ok, exits_failed, timeouts; /* jobs the backend saw end */
-    long pending_ops;   /* changes waiting because the cluster engine did not answer */
-} tide_backend_status_t;
-
-typedef struct tide_backend_ops {
-    const char *name;
-    int (*start_job)(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                     tide_error_t *err);
-    int (*signal_ckpt)(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err);
-    int (*resize)(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                  tide_error_t *err);
-    int (*stop_job)(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err);
-    int (*start_replica)(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                         tide_error_t *err);
-    int (*stop_replica)(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err);
-    /* lease grant / renew / return (deadline bookkeeping for backends that
-     * enforce time limits while tide is down) */
-    int (*lease)(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err);
-    /* Observations due at <= now: up to max events into out (job/replica
-     * handles, service indices; job_spec NULL). Returns how many; the caller
-     * calls again while it returns max. */
-    size_t (*poll)(void *ctx, tide_time_t now, tide_event_t *out, size_t max);
-    /* Engine time of the next observation the backend already knows of
-     * (TIDE_TIME_NEVER if none): the daemon wakes then. */
-    tide_time_t (*next_event)(void *ctx);
-    /* Reconciliation after a restart: is the job / replica still running? */
-    int (*job_alive)(void *ctx, int32_t job);
-    int (*replica_alive)(void *ctx, int32_t replica);
-    /* What the backend knows of a job (0, or -1 when it knows nothing). */
-    int (*job_info)(void *ctx, int32_t job, tide_backend_job_info_t *out);
-    void (*status)(void *ctx, tide_backend_status_t *out);
-    /* The backend's name of node n (e.g. Slurm's "gpu3"), NULL when none. */
-    const char *(*node_name)(void *ctx, int node);
-    void (*destroy)(void *ctx);
-} tide_backend_ops_t;
-
-/* The command and environment of a job as submitted (the daemon reads them
- * from its database). Fills *command (malloc'd, NULL = none) and *env (a
- * malloc'd NULL-terminated list of malloc'd "KEY=VALUE", NULL = none); the
- * caller frees both. Returns 0 or -1. */
-typedef int (*tide_backend_job_fn)(void *uctx, const char *job_id, char **command, char ***env);
-
 /* Options of the backends (borrowed: the driver keeps them alive as long as
  * the backend). Zero means the default. */
 typedef struct tide_backend_opts {
@@ -103,20 +42,96 @@ typedef struct tide_backend_opts {
                                       never waits on Slurm's timeouts. 0: retry inline at
                                       each poll (deterministic: the unit tests) */
     const tide_slurm_ops_t *slurm; /* NULL: libslurm (tests plug a fake) */
-    tide_backend_job_fn job_command;
-    void *job_command_ctx;
     FILE *log;                     /* NULL: stderr */
     double (*unix_clock)(void *); /* NULL: time(); tests use a manual clock */
     void *unix_clock_ctx;
 } tide_backend_opts_t;
+
+/* What a backend reports about one job (for the API). */
+typedef struct tide_backend_job_info {
+    char ids[128];      /* the backend's ids, e.g. Slurm job ids "1041,1042" */
+    char state[64];     /* the backend's state, e.g. "RUNNING", "PENDING(held)" */
+    char nodes[128];    /* where it runs, "" when nowhere */
+    int exit_code;      /* last exit code seen (-1 none) */
+    int restarts;       /* restarts the backend counted */
+} tide_backend_job_info_t;
+
+/* Health and counters (for /metrics). */
+typedef struct tide_backend_status {
+    int reachable;      /* 1 when the last call to the cluster engine succeeded */
+    long calls, errors; /* calls made to the cluster engine, and those that failed */
+    long submits, requeues, signals, cancels;
+    long exits_ok, exits_failed, timeouts; /* jobs the backend saw end */
+    long pending_ops;   /* changes waiting because the cluster engine did not answer */
+} tide_backend_status_t;
+
+/* The work of a training job as submitted: what a backend that runs real
+ * processes starts for it. Borrowed for the call; the backend copies what it
+ * keeps. */
+typedef struct tide_backend_work {
+    const char *command;     /* NULL = none */
+    const char *const *env;  /* NULL-terminated "KEY=VALUE" list, NULL = none */
+} tide_backend_work_t;
+
+/* One action to enact: the engine time, the action, its GPU ids (NULL when
+ * it has none) and, for JOB_START and JOB_RESIZE, the job's work (NULL when
+ * the driver has none). */
+typedef struct tide_backend_act {
+    tide_time_t now;
+    const tide_action_t *a;
+    const int32_t *gpus;
+    const tide_backend_work_t *work;
+} tide_backend_act_t;
+
+/* An enact operation: returns 0, or -1 with err when the backend could not
+ * even try (the daemon logs it; failures of the work itself come back later
+ * as events: RANK_FAILED, REPLICA_FAILED, ...). */
+typedef int (*tide_backend_act_fn)(void *ctx, const tide_backend_act_t *x, tide_error_t *err);
+
+/* The operations and capabilities of a backend. NULL operations are no-ops. */
+typedef struct tide_backend_ops {
+    const char *name;
+    /* Capabilities: what drivers ask instead of comparing names. */
+    int needs_command;    /* jobs run a command: a job submitted without one is refused */
+    int wall_clock;       /* real work: engine time must be wall time (--speed 1) */
+    int reports_progress; /* jobs report their own progress: a committed checkpoint's
+                             progress resyncs the engine's estimate */
+    /* Enact operations by action kind (TIDE_ACT_JOB_START, ..., the three
+     * LEASE_* kinds: deadline bookkeeping for backends that enforce time
+     * limits while tide is down). */
+    tide_backend_act_fn act[TIDE_ACT_KIND_COUNT];
+    /* Observations due at <= now: up to max events into out (job/replica
+     * handles, service indices; job_spec NULL). Returns how many; the caller
+     * calls again while it returns max. */
+    size_t (*poll)(void *ctx, tide_time_t now, tide_event_t *out, size_t max);
+    /* Engine time of the next observation the backend already knows of
+     * (TIDE_TIME_NEVER if none): the daemon wakes then. */
+    tide_time_t (*next_event)(void *ctx);
+    /* Reconciliation after a restart: is the job / replica still running? */
+    int (*job_alive)(void *ctx, int32_t job);
+    int (*replica_alive)(void *ctx, int32_t replica);
+    /* What the backend knows of a job (0, or -1 when it knows nothing). */
+    int (*job_info)(void *ctx, int32_t job, tide_backend_job_info_t *out);
+    void (*status)(void *ctx, tide_backend_status_t *out);
+    /* The backend's name of node n (e.g. Slurm's "gpu3"), NULL when none. */
+    const char *(*node_name)(void *ctx, int node);
+    void (*destroy)(void *ctx);
+} tide_backend_ops_t;
 
 typedef struct tide_backend {
     const tide_backend_ops_t *ops;
     void *ctx;
 } tide_backend_t;
 
-/* Names of the built-in backends (NULL-terminated, static). */
-const char *const *tide_backend_names(void);
+/* The ops tables of the built-in backends (src/backend/sim.c, slurm.c). */
+extern const tide_backend_ops_t tide_backend_sim_ops, tide_backend_slurm_ops;
+
+/* The ops table of built-in backend `name` (static storage: its
+ * capabilities can be read before creating one), NULL when unknown. */
+const tide_backend_ops_t *tide_backend_find(const char *name);
+
+/* "sim, slurm": the built-in backends' names for messages (static). */
+const char *tide_backend_known(void);
 
 /* Create backend `name` for engine e (borrowed: the backend must not outlive
  * it) with options o (NULL = defaults). Caller owns the result
@@ -126,10 +141,12 @@ tide_backend_t *tide_backend_create(const char *name, const tide_engine_t *e,
                                     const tide_backend_opts_t *o, tide_error_t *err);
 void tide_backend_destroy(tide_backend_t *b); /* NULL is a no-op */
 
-/* Enact the actions of one step in order through the ops table. Returns the
- * number of actions the backend refused (their errors go to the first err). */
+/* Enact the actions of one step in order through the ops table. work is
+ * NULL or has acts->n entries: work[i] is the work of action i's job (read
+ * for JOB_START and JOB_RESIZE; NULL when none). Returns the number of
+ * actions the backend refused (their errors go to the first err). */
 int tide_backend_enact(tide_backend_t *b, tide_time_t now, const tide_actions_t *acts,
-                       tide_error_t *err);
+                       const tide_backend_work_t *const *work, tide_error_t *err);
 
 /* Collect every observation due at <= now, appending to *v (grown with
  * tide_grow; *n events, *cap capacity). Returns how many were added. */

@@ -27,37 +27,14 @@ static void rep_mark(simbe_t *s, int32_t r, uint8_t live)
     s->rep_live[r] = live;
 }
 
-static int sim_job(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                   tide_error_t *err)
-{
-    (void)gpus;
-    (void)err;
-    apply_one(ctx, now, a);
-    return 0;
-}
-
-static int sim_job2(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+/* Every action: applied to the world; replicas also tracked for
+ * reconciliation. */
+static int sim_act(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
     (void)err;
-    apply_one(ctx, now, a);
-    return 0;
-}
-
-static int sim_rstart(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                      tide_error_t *err)
-{
-    (void)gpus;
-    (void)err;
-    rep_mark(ctx, a->replica, 1);
-    apply_one(ctx, now, a);
-    return 0;
-}
-
-static int sim_rstop(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
-{
-    (void)err;
-    rep_mark(ctx, a->replica, 0);
-    apply_one(ctx, now, a);
+    if (x->a->kind == TIDE_ACT_REPLICA_START || x->a->kind == TIDE_ACT_REPLICA_STOP)
+        rep_mark(ctx, x->a->replica, x->a->kind == TIDE_ACT_REPLICA_START);
+    apply_one(ctx, x->now, x->a);
     return 0;
 }
 
@@ -93,15 +70,14 @@ static void sim_destroy(void *ctx)
     free(s);
 }
 
-static const tide_backend_ops_t sim_ops = {
+const tide_backend_ops_t tide_backend_sim_ops = {
     .name = "sim",
-    .start_job = sim_job,
-    .signal_ckpt = sim_job2,
-    .resize = sim_job,
-    .stop_job = sim_job2,
-    .start_replica = sim_rstart,
-    .stop_replica = sim_rstop,
-    .lease = sim_job2,
+    /* simulated jobs: no command, any clock speed, progress is the engine's */
+    .act = {[TIDE_ACT_JOB_START] = sim_act, [TIDE_ACT_JOB_CKPT] = sim_act,
+            [TIDE_ACT_JOB_RESIZE] = sim_act, [TIDE_ACT_JOB_STOP] = sim_act,
+            [TIDE_ACT_REPLICA_START] = sim_act, [TIDE_ACT_REPLICA_STOP] = sim_act,
+            [TIDE_ACT_LEASE_GRANT] = sim_act, [TIDE_ACT_LEASE_RENEW] = sim_act,
+            [TIDE_ACT_LEASE_RETURN] = sim_act},
     .poll = sim_poll,
     .next_event = sim_next,
     .job_alive = sim_job_alive,
@@ -114,7 +90,7 @@ tide_backend_t *tide_backend_sim_create(const tide_engine_t *e)
     simbe_t *s = tide_xcalloc(1, sizeof *s);
     s->w = tide_world_create(e);
     tide_backend_t *b = tide_xcalloc(1, sizeof *b);
-    b->ops = &sim_ops;
+    b->ops = &tide_backend_sim_ops;
     b->ctx = s;
     return b;
 }

@@ -67,9 +67,8 @@ typedef struct sjob {
     int64_t deadline_unix;   /* lease latest return (0 = no lease) */
     int noticed;             /* the lease is under a reclaim notice (deadline = checkpoint's) */
     int lift_pending;        /* lease returned: lift the limit only if it keeps running */
-    char *command;
+    char *command;           /* handed with the start (tide_backend_work_t) */
     char **env;
-    int cmd_loaded;
 } sjob_t;
 
 typedef struct srep {
@@ -481,14 +480,31 @@ static uint32_t limit_minutes(const slurmbe_t *s, int64_t deadline_unix, int not
     return m < 1 ? 1 : (uint32_t)m;
 }
 
-static void job_load_cmd(slurmbe_t *s, sjob_t *j)
+static void job_work_free(sjob_t *j)
 {
-    if (j->cmd_loaded)
+    free(j->command);
+    for (char **e = j->env; e && *e; e++)
+        free(*e);
+    free(j->env);
+    j->command = NULL;
+    j->env = NULL;
+}
+
+/* Keep the job's command and environment handed with its start (or a
+ * resize: an adopted job's first action may be one). NULL keeps what j has. */
+static void job_work_set(sjob_t *j, const tide_backend_work_t *w)
+{
+    if (!w)
         return;
-    j->cmd_loaded = 1;
-    if (s->o.job_command && s->o.job_command(s->o.job_command_ctx, j->id, &j->command, &j->env) < 0) {
-        j->command = NULL;
-        j->env = NULL;
+    job_work_free(j);
+    j->command = w->command ? tide_xstrdup(w->command) : NULL;
+    size_t n = 0;
+    while (w->env && w->env[n])
+        n++;
+    if (w->env) {
+        j->env = tide_xcalloc(n + 1, sizeof *j->env);
+        for (size_t i = 0; i < n; i++)
+            j->env[i] = tide_xstrdup(w->env[i]);
     }
 }
 
@@ -537,7 +553,6 @@ static int submit(slurmbe_t *s, gang_t *g, const char *name, const char *partiti
 /* Submit gang g of job j. 0, or -1 with err. */
 static int submit_gang(slurmbe_t *s, int32_t h, sjob_t *j, gang_t *g, tide_error_t *err)
 {
-    job_load_cmd(s, j);
     if (!j->command || !*j->command)
         return tide_errf(err, TIDE_EINVAL, "job %s has no command to run", j->id);
     tide_job_info_t ji;
@@ -778,14 +793,17 @@ static int gang_run(slurmbe_t *s, const sjob_t *j, gang_t *g, const int32_t *gpu
     return 0;
 }
 
-static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                    tide_error_t *err)
+static int be_start(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
+    const int32_t *gpus = x->gpus;
     slurmbe_t *s = ctx;
     sjob_t *j = job_get(s, a->job, 1);
     int gg = job_gang_gpus(s->e, a->job);
     if (!j || !gpus || gg <= 0 || a->n_gpus % gg)
         return tide_errf(err, TIDE_EINVAL, "start of job %d: bad action", a->job);
+    job_work_set(j, x->work);
     j->active = 1;
     j->adopted = 0;
     j->phase_sent = 0;
@@ -816,8 +834,10 @@ static int be_start(void *ctx, tide_time_t now, const tide_action_t *a, const in
     return 0;
 }
 
-static int be_ckpt(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+static int be_ckpt(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
     (void)now;
     (void)err;
@@ -831,14 +851,17 @@ static int be_ckpt(void *ctx, tide_time_t now, const tide_action_t *a, tide_erro
     return 0;
 }
 
-static int be_resize(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                     tide_error_t *err)
+static int be_resize(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
+    const int32_t *gpus = x->gpus;
     slurmbe_t *s = ctx;
     sjob_t *j = job_get(s, a->job, 1);
     int gg = job_gang_gpus(s->e, a->job);
     if (!j || gg <= 0 || a->n_gpus % gg || (a->n_gpus && !gpus))
         return tide_errf(err, TIDE_EINVAL, "resize of job %d: bad action", a->job);
+    job_work_set(j, x->work);
     job_deadline(s, a->job, j, now);
     int want = a->n_gpus / gg;
     uint8_t *kept = tide_xcalloc((size_t)(want ? want : 1), 1);
@@ -868,8 +891,10 @@ static int be_resize(void *ctx, tide_time_t now, const tide_action_t *a, const i
     return 0;
 }
 
-static int be_stop(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+static int be_stop(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
     (void)now;
     (void)err;
@@ -885,8 +910,10 @@ static int be_stop(void *ctx, tide_time_t now, const tide_action_t *a, tide_erro
     return 0;
 }
 
-static int be_lease(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+static int be_lease(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
     (void)err;
     sjob_t *j = job_get(s, a->job, 0);
@@ -905,9 +932,11 @@ static int be_lease(void *ctx, tide_time_t now, const tide_action_t *a, tide_err
     return 0;
 }
 
-static int be_rstart(void *ctx, tide_time_t now, const tide_action_t *a, const int32_t *gpus,
-                     tide_error_t *err)
+static int be_rstart(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
+    const int32_t *gpus = x->gpus;
     slurmbe_t *s = ctx;
     (void)now;
     srep_t *p = rep_get(s, a->replica, 1);
@@ -939,8 +968,10 @@ static int be_rstart(void *ctx, tide_time_t now, const tide_action_t *a, const i
     return 0;
 }
 
-static int be_rstop(void *ctx, tide_time_t now, const tide_action_t *a, tide_error_t *err)
+static int be_rstop(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
+    tide_time_t now = x->now;
+    const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
     (void)now;
     (void)err;
@@ -1485,10 +1516,7 @@ static void be_destroy(void *ctx)
             gang_free(&j->g[k]);
         free(j->g);
         free(j->id);
-        free(j->command);
-        for (char **e = j->env; e && *e; e++)
-            free(*e);
-        free(j->env);
+        job_work_free(j);
         free(j);
     }
     free(s->jobs);
@@ -1510,15 +1538,16 @@ static void be_destroy(void *ctx)
     free(s);
 }
 
-static const tide_backend_ops_t slurm_ops = {
+const tide_backend_ops_t tide_backend_slurm_ops = {
     .name = "slurm",
-    .start_job = be_start,
-    .signal_ckpt = be_ckpt,
-    .resize = be_resize,
-    .stop_job = be_stop,
-    .start_replica = be_rstart,
-    .stop_replica = be_rstop,
-    .lease = be_lease,
+    .needs_command = 1,    /* every gang is a batch script running the job's command */
+    .wall_clock = 1,       /* real jobs, Slurm's clock */
+    .reports_progress = 1, /* the job knows its progress better than the engine's estimate */
+    .act = {[TIDE_ACT_JOB_START] = be_start, [TIDE_ACT_JOB_CKPT] = be_ckpt,
+            [TIDE_ACT_JOB_RESIZE] = be_resize, [TIDE_ACT_JOB_STOP] = be_stop,
+            [TIDE_ACT_REPLICA_START] = be_rstart, [TIDE_ACT_REPLICA_STOP] = be_rstop,
+            [TIDE_ACT_LEASE_GRANT] = be_lease, [TIDE_ACT_LEASE_RENEW] = be_lease,
+            [TIDE_ACT_LEASE_RETURN] = be_lease},
     .poll = be_poll,
     .next_event = NULL,
     .job_alive = be_job_alive,
@@ -1528,6 +1557,69 @@ static const tide_backend_ops_t slurm_ops = {
     .node_name = be_node_name,
     .destroy = be_destroy,
 };
+
+/* The cluster: Slurm's GPU nodes (of the training partition; the inference
+ * partition must exist too) must be the engine's nodes, in order. Fills the
+ * node names and the GPU-to-node map. 0, or -1 with err. */
+static int nodes_match(slurmbe_t *s, const tide_engine_t *e, tide_error_t *err)
+{
+    const tide_cluster_t *c = tide_engine_cluster(e);
+    s->nnodes = tide_cluster_nodes(c);
+    s->ngpus_total = tide_cluster_gpus(c);
+    s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
+    s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
+    s->node_bad_since = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_bad_since);
+    s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
+    tide_slurm_node_t *nv = NULL;
+    size_t n = 0;
+    /* the training partition's nodes (its GPU nodes are tide's); the
+     * inference partition must exist too */
+    tide_slurm_nodename_t *part = NULL, *ip = NULL;
+    size_t npart = 0, nip = 0;
+    int pf = 0, ipf = 0;
+    if (load_partition(s->ops, s->h, s->partition, &part, &npart, &pf, err) < 0 ||
+        (s->infer_partition && s->partition && strcmp(s->infer_partition, s->partition) &&
+         load_partition(s->ops, s->h, s->infer_partition, &ip, &nip, &ipf, err) < 0)) {
+        tide_err_prefix(err, "--slurm-%spartition: ", pf ? "infer-" : "");
+        free(part);
+        return -1;
+    }
+    free(ip);
+    if (called(s, s->ops->nodes(s->h, &nv, &n, err), err) < 0) {
+        free(part);
+        return -1;
+    }
+    n = keep_nodes(nv, n, part, npart, pf);
+    free(part);
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k < s->nnodes) {
+            tide_node_info_t ni;
+            tide_cluster_node(c, k, &ni);
+            if (nv[i].gpus < ni.gpus) {
+                tide_errf(err, TIDE_EINVAL,
+                          "Slurm node %s has %d GPUs, the cluster in the database %d at node %d",
+                          nv[i].name, nv[i].gpus, ni.gpus, k);
+                free(nv);
+                return -1;
+            }
+            snprintf(s->node_name[k], sizeof s->node_name[k], "%s", nv[i].name);
+            for (int g = 0; g < ni.gpus; g++)
+                s->gpu_node[ni.first_gpu + g] = k;
+        }
+        k++;
+    }
+    free(nv);
+    if (k != s->nnodes) {
+        tide_errf(err, TIDE_EINVAL,
+                  "Slurm has %d nodes with GPUs%s%s, the cluster in the database %d: they must "
+                  "match (omit --cluster on a new database to take Slurm's)",
+                  k, pf ? " in partition " : "", pf ? s->partition : "",
+                  s->nnodes);
+        return -1;
+    }
+    return 0;
+}
 
 tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_backend_opts_t *o,
                                           tide_error_t *err)
@@ -1576,66 +1668,10 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     s->o.slurm_conf = NULL;
 
     tide_backend_t *b = tide_xcalloc(1, sizeof *b);
-    b->ops = &slurm_ops;
+    b->ops = &tide_backend_slurm_ops;
     b->ctx = s;
 
-    /* the cluster: Slurm's GPU nodes must be the engine's nodes */
-    const tide_cluster_t *c = tide_engine_cluster(e);
-    s->nnodes = tide_cluster_nodes(c);
-    s->ngpus_total = tide_cluster_gpus(c);
-    s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
-    s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
-    s->node_bad_since = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_bad_since);
-    s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
-    tide_slurm_node_t *nv = NULL;
-    size_t n = 0;
-    /* the training partition's nodes (its GPU nodes are tide's); the
-     * inference partition must exist too */
-    tide_slurm_nodename_t *part = NULL, *ip = NULL;
-    size_t npart = 0, nip = 0;
-    int pf = 0, ipf = 0;
-    if (load_partition(ops, h, s->partition, &part, &npart, &pf, err) < 0 ||
-        (s->infer_partition && s->partition && strcmp(s->infer_partition, s->partition) &&
-         load_partition(ops, h, s->infer_partition, &ip, &nip, &ipf, err) < 0)) {
-        tide_err_prefix(err, "--slurm-%spartition: ", pf ? "infer-" : "");
-        free(part);
-        tide_backend_destroy(b);
-        return NULL;
-    }
-    free(ip);
-    if (called(s, ops->nodes(h, &nv, &n, err), err) < 0) {
-        free(part);
-        tide_backend_destroy(b);
-        return NULL;
-    }
-    n = keep_nodes(nv, n, part, npart, pf);
-    free(part);
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k < s->nnodes) {
-            tide_node_info_t ni;
-            tide_cluster_node(c, k, &ni);
-            if (nv[i].gpus < ni.gpus) {
-                tide_errf(err, TIDE_EINVAL,
-                          "Slurm node %s has %d GPUs, the cluster in the database %d at node %d",
-                          nv[i].name, nv[i].gpus, ni.gpus, k);
-                free(nv);
-                tide_backend_destroy(b);
-                return NULL;
-            }
-            snprintf(s->node_name[k], sizeof s->node_name[k], "%s", nv[i].name);
-            for (int g = 0; g < ni.gpus; g++)
-                s->gpu_node[ni.first_gpu + g] = k;
-        }
-        k++;
-    }
-    free(nv);
-    if (k != s->nnodes) {
-        tide_errf(err, TIDE_EINVAL,
-                  "Slurm has %d nodes with GPUs%s%s, the cluster in the database %d: they must "
-                  "match (omit --cluster on a new database to take Slurm's)",
-                  k, pf ? " in partition " : "", pf ? s->partition : "",
-                  s->nnodes);
+    if (nodes_match(s, e, err) < 0) {
         tide_backend_destroy(b);
         return NULL;
     }

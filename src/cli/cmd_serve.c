@@ -124,14 +124,112 @@ typedef struct cmdline {
     size_t n_dq_buf, cap_dq_buf;
 } cmdline_t;
 
+enum {
+    O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DB, O_LISTEN, O_TOKENS, O_BACKEND, O_SPEED,
+    O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
+    O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
+    O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK
+};
+
+/* One option: -1 to go on, or the exit status (0 after --help). */
+static int one_opt(cmdline_t *c, int o, char **argv)
+{
+    switch (o) {
+    case O_CLUSTER: c->cluster = optarg; break;
+    case O_CLUSTER_FILE: c->cluster_file = optarg; break;
+    case O_SERVICES: c->services = optarg; break;
+    case O_DB: c->db = optarg; break;
+    case O_LISTEN: c->listen = optarg; break;
+    case O_TOKENS: c->tokens = optarg; break;
+    case O_BACKEND: c->backend = optarg; break;
+    case O_CHECK: c->check = 1; break;
+    case O_POLICY: {
+        int known = 0;
+        for (const char *const *n = tide_policy_names(); *n; n++)
+            known |= !strcmp(*n, optarg);
+        if (!known)
+            return bad("--policy: unknown policy '%s'", optarg);
+        c->policy = optarg;
+        break;
+    }
+    case O_SPEED:
+        if (tide_parse_double(optarg, &c->speed) < 0 || !(c->speed > 0) || c->speed > 1e6)
+            return bad("--speed: '%s' is not a number in (0, 1000000]", optarg);
+        break;
+    case O_TICK:
+        if (parse_tick(optarg, &c->tick) < 0)
+            return bad("--tick: '%s' is not a positive duration (1s, 500ms, 2s)", optarg);
+        break;
+    case O_USAGE:
+        if (tide_parse_duration(optarg, &c->usage_interval) < 0 || c->usage_interval <= 0)
+            return bad("--usage-interval: '%s' is not a positive duration", optarg);
+        break;
+    case O_RESERVE:
+        if (tide_parse_int(optarg, &c->reserve) < 0 || c->reserve < 0)
+            return bad("--reserve: '%s' is not a GPU count >= 0", optarg);
+        break;
+    case O_SPLIT: {
+        const char *colon = strchr(optarg, ':');
+        char a[32];
+        if (!colon || (size_t)(colon - optarg) >= sizeof a)
+            return bad("--split: '%s' is not I:T", optarg);
+        memcpy(a, optarg, (size_t)(colon - optarg));
+        a[colon - optarg] = '\0';
+        if (tide_parse_int(a, &c->split_i) < 0 || tide_parse_int(colon + 1, &c->split_t) < 0 ||
+            c->split_i < 0 || c->split_t < 0)
+            return bad("--split: '%s' is not I:T with GPU counts >= 0", optarg);
+        break;
+    }
+    case O_DEMAND_QUERY: {
+        const char *eq = strchr(optarg, '=');
+        if (!eq || eq == optarg || !eq[1])
+            return bad("--demand-query: '%s' is not SERVICE=URL", optarg);
+        char *svc = tide_xstrdup(optarg);
+        svc[eq - optarg] = '\0';
+        TIDE_PUSH(c->dq_buf, c->n_dq_buf, c->cap_dq_buf, svc);
+        tide_demand_query_t q = {.service = svc, .url = eq + 1};
+        TIDE_PUSH(c->dq, c->n_dq, c->cap_dq, q);
+        break;
+    }
+    case O_LEASE_MAX:
+    case O_LEAD_EXTRA:
+    case O_CONTROL_PERIOD:
+    case O_SLACK: {
+        int64_t v;
+        const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
+                         : o == O_SLACK ? "--deadline-slack" : "--control-period";
+        if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
+            return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
+        *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
+          : o == O_SLACK ? &c->deadline_slack : &c->control_period) = v;
+        break;
+    }
+    case O_SLURM_CONF: c->slurm_conf = optarg; break;
+    case O_PARTITION: c->partition = optarg; break;
+    case O_INFER_PARTITION: c->infer_partition = optarg; break;
+    case O_REPLICA_CMD: c->replica_command = optarg; break;
+    case O_WORKDIR:
+        if (optarg[0] != '/')
+            return bad("--workdir: '%s' is not an absolute path (Slurm jobs start there)", optarg);
+        c->workdir = optarg;
+        break;
+    case O_API_URL:
+        if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+            return bad("--api-url: '%s' is not an http:// or https:// URL", optarg);
+        c->api_url = optarg;
+        break;
+    case O_CKPT_SIGNAL:
+        if ((c->ckpt_signal = tide_signal_parse(optarg)) <= 0)
+            return bad("--ckpt-signal: '%s' is not a signal (USR1, SIGUSR2, 10, ...)", optarg);
+        break;
+    case 'h': serve_usage(stdout); return 0;
+    default: return tide_cli_getopt_error("serve", o, argv);
+    }
+    return -1;
+}
+
 static int parse_args(cmdline_t *c, int argc, char **argv)
 {
-    enum {
-        O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DB, O_LISTEN, O_TOKENS, O_BACKEND, O_SPEED,
-        O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
-        O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
-        O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK
-    };
     static const struct option longopts[] = {
         {"cluster", required_argument, NULL, O_CLUSTER},
         {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
@@ -166,97 +264,9 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (o) {
-        case O_CLUSTER: c->cluster = optarg; break;
-        case O_CLUSTER_FILE: c->cluster_file = optarg; break;
-        case O_SERVICES: c->services = optarg; break;
-        case O_DB: c->db = optarg; break;
-        case O_LISTEN: c->listen = optarg; break;
-        case O_TOKENS: c->tokens = optarg; break;
-        case O_BACKEND: c->backend = optarg; break;
-        case O_CHECK: c->check = 1; break;
-        case O_POLICY: {
-            int known = 0;
-            for (const char *const *n = tide_policy_names(); *n; n++)
-                known |= !strcmp(*n, optarg);
-            if (!known)
-                return bad("--policy: unknown policy '%s'", optarg);
-            c->policy = optarg;
-            break;
-        }
-        case O_SPEED:
-            if (tide_parse_double(optarg, &c->speed) < 0 || !(c->speed > 0) || c->speed > 1e6)
-                return bad("--speed: '%s' is not a number in (0, 1000000]", optarg);
-            break;
-        case O_TICK:
-            if (parse_tick(optarg, &c->tick) < 0)
-                return bad("--tick: '%s' is not a positive duration (1s, 500ms, 2s)", optarg);
-            break;
-        case O_USAGE:
-            if (tide_parse_duration(optarg, &c->usage_interval) < 0 || c->usage_interval <= 0)
-                return bad("--usage-interval: '%s' is not a positive duration", optarg);
-            break;
-        case O_RESERVE:
-            if (tide_parse_int(optarg, &c->reserve) < 0 || c->reserve < 0)
-                return bad("--reserve: '%s' is not a GPU count >= 0", optarg);
-            break;
-        case O_SPLIT: {
-            const char *colon = strchr(optarg, ':');
-            char a[32];
-            if (!colon || (size_t)(colon - optarg) >= sizeof a)
-                return bad("--split: '%s' is not I:T", optarg);
-            memcpy(a, optarg, (size_t)(colon - optarg));
-            a[colon - optarg] = '\0';
-            if (tide_parse_int(a, &c->split_i) < 0 || tide_parse_int(colon + 1, &c->split_t) < 0 ||
-                c->split_i < 0 || c->split_t < 0)
-                return bad("--split: '%s' is not I:T with GPU counts >= 0", optarg);
-            break;
-        }
-        case O_DEMAND_QUERY: {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || !eq[1])
-                return bad("--demand-query: '%s' is not SERVICE=URL", optarg);
-            char *svc = tide_xstrdup(optarg);
-            svc[eq - optarg] = '\0';
-            TIDE_PUSH(c->dq_buf, c->n_dq_buf, c->cap_dq_buf, svc);
-            tide_demand_query_t q = {.service = svc, .url = eq + 1};
-            TIDE_PUSH(c->dq, c->n_dq, c->cap_dq, q);
-            break;
-        }
-        case O_LEASE_MAX:
-        case O_LEAD_EXTRA:
-        case O_CONTROL_PERIOD:
-        case O_SLACK: {
-            int64_t v;
-            const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
-                             : o == O_SLACK ? "--deadline-slack" : "--control-period";
-            if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
-                return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
-            *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
-              : o == O_SLACK ? &c->deadline_slack : &c->control_period) = v;
-            break;
-        }
-        case O_SLURM_CONF: c->slurm_conf = optarg; break;
-        case O_PARTITION: c->partition = optarg; break;
-        case O_INFER_PARTITION: c->infer_partition = optarg; break;
-        case O_REPLICA_CMD: c->replica_command = optarg; break;
-        case O_WORKDIR:
-            if (optarg[0] != '/')
-                return bad("--workdir: '%s' is not an absolute path (Slurm jobs start there)", optarg);
-            c->workdir = optarg;
-            break;
-        case O_API_URL:
-            if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
-                return bad("--api-url: '%s' is not an http:// or https:// URL", optarg);
-            c->api_url = optarg;
-            break;
-        case O_CKPT_SIGNAL:
-            if ((c->ckpt_signal = tide_signal_parse(optarg)) <= 0)
-                return bad("--ckpt-signal: '%s' is not a signal (USR1, SIGUSR2, 10, ...)", optarg);
-            break;
-        case 'h': serve_usage(stdout); return 0;
-        default: return tide_cli_getopt_error("serve", o, argv);
-        }
+        int rc = one_opt(c, o, argv);
+        if (rc >= 0)
+            return rc;
     }
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
@@ -269,9 +279,10 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
                    c->workdir || c->api_url || c->ckpt_signal || c->deadline_slack))
         return bad("the --slurm-*, --ckpt-signal, --replica-command, --workdir, --api-url and "
                    "--deadline-slack options need --backend slurm");
-    if (slurm && c->speed > 0 && c->speed != 1)
-        return bad("--speed %g: the slurm backend runs real jobs on the wall clock (--speed 1)",
-                   c->speed);
+    const tide_backend_ops_t *be = tide_backend_find(c->backend ? c->backend : "sim");
+    if (be && be->wall_clock && c->speed > 0 && c->speed != 1)
+        return bad("--speed %g: the %s backend runs real jobs on the wall clock (--speed 1)",
+                   c->speed, c->backend);
     return -1;
 }
 
@@ -305,94 +316,202 @@ static void *signal_thread(void *arg)
     }
 }
 
-int tide_cmd_serve(int argc, char **argv)
-{
-    cmdline_t c = {.reserve = -1, .split_i = -1, .split_t = -1, .listen = "127.0.0.1:7070"};
-    tide_error_t err = {0};
-    tide_cluster_t *cluster = NULL;
+/* What `tide serve` holds while it runs (freed by serve_free). */
+typedef struct serve {
+    cmdline_t c;
+    tide_cluster_t *cluster;
     tide_governance_t gov;
-    int have_gov = 0;
-    tide_services_t *svcs = NULL;
-    tide_auth_t *auth = NULL;
-    tide_daemon_t *d = NULL;
-    tide_router_t *router = NULL;
-    tide_http_server_t *srv = NULL;
-    int rc = parse_args(&c, argc, argv);
-    if (rc >= 0)
-        goto out;
-    rc = 0;
+    int have_gov;
+    tide_services_t *svcs;
+    tide_auth_t *auth;
+    tide_daemon_t *d;
+    tide_router_t *router;
+    tide_http_server_t *srv;
     char slurm_spec[512];
-    int slurm = c.backend && !strcmp(c.backend, "slurm");
-    if (slurm && !c.cluster && !c.cluster_file) {
-        /* the cluster is Slurm's GPU nodes */
-        if (tide_slurm_cluster_spec(NULL, c.slurm_conf, c.partition, slurm_spec, sizeof slurm_spec, &err) < 0) {
-            tide_err_prefix(&err, "reading the cluster from Slurm: ");
-            rc = fail(&err);
-            goto out;
-        }
-        c.cluster = slurm_spec;
-        fprintf(stderr, "tide serve: Slurm's GPU nodes: %s\n", slurm_spec);
-    }
     char api_url[300];
-    if (slurm && !c.api_url) {
-        char host[256], port[8];
-        if (tide_http_listen_parse(c.listen, host, sizeof host, port, sizeof port, NULL) < 0 ||
-            !strcmp(port, "0")) {
-            rc = bad("--backend slurm: jobs need the API's address: give --listen with a fixed "
-                     "port, or --api-url");
-            goto out;
+} serve_t;
+
+/* The Slurm backend's defaults: the cluster is Slurm's GPU nodes (without
+ * --cluster), jobs reach the API at the --listen address (without
+ * --api-url). -1 to go on, or the exit status. */
+static int slurm_defaults(serve_t *v)
+{
+    cmdline_t *c = &v->c;
+    tide_error_t err = {0};
+    if (!c->cluster && !c->cluster_file) {
+        if (tide_slurm_cluster_spec(NULL, c->slurm_conf, c->partition, v->slurm_spec,
+                                    sizeof v->slurm_spec, &err) < 0) {
+            tide_err_prefix(&err, "reading the cluster from Slurm: ");
+            return fail(&err);
         }
+        c->cluster = v->slurm_spec;
+        fprintf(stderr, "tide serve: Slurm's GPU nodes: %s\n", v->slurm_spec);
+    }
+    if (!c->api_url) {
+        char host[256], port[8];
+        if (tide_http_listen_parse(c->listen, host, sizeof host, port, sizeof port, NULL) < 0 ||
+            !strcmp(port, "0"))
+            return bad("--backend slurm: jobs need the API's address: give --listen with a fixed "
+                       "port, or --api-url");
         int v6 = strchr(host, ':') != NULL;
         const char *h = !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1"
                         : !strcmp(host, "::")                ? "::1"
                                                              : host;
-        snprintf(api_url, sizeof api_url, v6 ? "http://[%s]:%s" : "http://%s:%s", h, port);
-        c.api_url = api_url;
+        snprintf(v->api_url, sizeof v->api_url, v6 ? "http://[%s]:%s" : "http://%s:%s", h, port);
+        c->api_url = v->api_url;
     }
-    if (c.cluster || c.cluster_file) {
-        tide_governance_init(&gov, NULL);
-        have_gov = 1;
-        cluster = c.cluster ? tide_cluster_file_from_arg_ex(c.cluster, &gov, &err)
-                            : tide_cluster_file_load_ex(c.cluster_file, &gov, &err);
-        if (!cluster) {
-            tide_err_prefix(&err, "%s: ", c.cluster ? "--cluster" : "--cluster-file");
-            rc = fail(&err);
-            goto out;
-        }
-        if (c.reserve > tide_cluster_gpus(cluster)) {
-            rc = bad("--reserve: %lld GPUs but the cluster has %d", c.reserve,
-                     tide_cluster_gpus(cluster));
-            goto out;
-        }
-        if (c.split_i >= 0 && c.split_i + c.split_t != tide_cluster_gpus(cluster)) {
-            rc = bad("--split: %lld + %lld GPUs but the cluster has %d", c.split_i, c.split_t,
-                     tide_cluster_gpus(cluster));
-            goto out;
-        }
-    }
-    if (c.services) {
-        if (!cluster) {
-            rc = bad("--services needs --cluster or --cluster-file (to resolve GPU types)");
-            goto out;
-        }
-        tide_read_opts_t ro = {.cluster = cluster};
-        if (!(svcs = tide_services_read_file(c.services, &ro, &err))) {
-            rc = fail(&err);
-            goto out;
-        }
-    }
-    auth = tide_auth_create();
-    if (c.tokens && tide_auth_load(auth, c.tokens, &err) < 0) {
-        tide_err_prefix(&err, "--tokens: ");
-        rc = fail(&err);
-        goto out;
-    }
-    if (!c.tokens && !is_loopback(c.listen)) {
-        rc = bad("--listen %s is not a loopback address: give --tokens (the API would be open)",
-                 c.listen);
-        goto out;
-    }
+    return -1;
+}
 
+/* The cluster (and its governance), the services, the tokens. -1 to go on,
+ * or the exit status. */
+static int load_inputs(serve_t *v)
+{
+    cmdline_t *c = &v->c;
+    tide_error_t err = {0};
+    if (c->cluster || c->cluster_file) {
+        tide_governance_init(&v->gov, NULL);
+        v->have_gov = 1;
+        v->cluster = c->cluster ? tide_cluster_file_from_arg_ex(c->cluster, &v->gov, &err)
+                                : tide_cluster_file_load_ex(c->cluster_file, &v->gov, &err);
+        if (!v->cluster) {
+            tide_err_prefix(&err, "%s: ", c->cluster ? "--cluster" : "--cluster-file");
+            return fail(&err);
+        }
+        int gpus = tide_cluster_gpus(v->cluster);
+        if (c->reserve > gpus)
+            return bad("--reserve: %lld GPUs but the cluster has %d", c->reserve, gpus);
+        if (c->split_i >= 0 && c->split_i + c->split_t != gpus)
+            return bad("--split: %lld + %lld GPUs but the cluster has %d", c->split_i, c->split_t,
+                       gpus);
+    }
+    if (c->services) {
+        if (!v->cluster)
+            return bad("--services needs --cluster or --cluster-file (to resolve GPU types)");
+        tide_read_opts_t ro = {.cluster = v->cluster};
+        if (!(v->svcs = tide_services_read_file(c->services, &ro, &err)))
+            return fail(&err);
+    }
+    v->auth = tide_auth_create();
+    if (c->tokens && tide_auth_load(v->auth, c->tokens, &err) < 0) {
+        tide_err_prefix(&err, "--tokens: ");
+        return fail(&err);
+    }
+    if (!c->tokens && !is_loopback(c->listen))
+        return bad("--listen %s is not a loopback address: give --tokens (the API would be open)",
+                   c->listen);
+    return -1;
+}
+
+/* The daemon's options from the command line (bo: the backend's). */
+static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *bo)
+{
+    const cmdline_t *c = &v->c;
+    tide_daemon_opts_default(o);
+    o->db_path = c->db;
+    o->cluster = v->cluster;
+    o->cluster_file = c->cluster_file ? c->cluster_file
+                      : (c->cluster && (strstr(c->cluster, ".yaml") || strstr(c->cluster, ".yml")))
+                          ? c->cluster
+                          : NULL;
+    o->gov = v->have_gov ? &v->gov : NULL;
+    if (v->svcs) {
+        o->services = v->svcs->v;
+        o->n_services = v->svcs->n;
+    }
+    o->policy = c->policy;
+    if (c->reserve >= 0)
+        o->reserve_gpus = (int)c->reserve;
+    if (c->split_i >= 0)
+        o->split_inf = (int)c->split_i;
+    o->backend = c->backend;
+    o->lease_max_s = c->lease_max;
+    o->lead_extra_s = c->lead_extra;
+    o->control_period_s = c->control_period;
+    *bo = (tide_backend_opts_t){
+        .slurm_conf = c->slurm_conf,
+        .partition = c->partition,
+        .infer_partition = c->infer_partition,
+        .ckpt_signal = c->ckpt_signal,
+        .replica_command = c->replica_command,
+        .workdir = c->workdir,
+        .api_url = c->api_url,
+        .deadline_slack_s = c->deadline_slack,
+    };
+    o->backend_opts = bo;
+    o->speed = c->speed;
+    o->tick_s = c->tick;
+    o->queries = c->dq;
+    o->n_queries = c->n_dq;
+    o->usage_interval_s = c->usage_interval;
+    o->check = c->check;
+    o->auth = v->auth;
+    o->tokens_path = c->tokens;
+}
+
+/* Serve the API and run the loop until a signal (sc) or a fatal error.
+ * Returns the exit status. */
+static int run(serve_t *v, sigctx_t *sc)
+{
+    const cmdline_t *c = &v->c;
+    tide_error_t err = {0};
+    size_t nr;
+    const tide_route_t *routes = tide_daemon_routes(&nr);
+    v->router = tide_router_create(routes, nr, v->auth, v->d);
+    tide_daemon_set_router(v->d, v->router);
+    if (!(v->srv = tide_http_server_start(c->listen, v->router, &err)))
+        return fail(&err);
+    printf("listening on %s\n", tide_http_server_url(v->srv));
+    fflush(stdout);
+    if (!c->tokens)
+        fprintf(stderr, "tide serve: no --tokens: the API is open on loopback (every caller is "
+                        "admin of team default)\n");
+    fprintf(stderr, "tide serve: %s on %s, database %s, backend %s, speed %gx\n",
+            tide_http_server_url(v->srv),
+            c->cluster ? c->cluster : c->cluster_file ? c->cluster_file : "(from the database)",
+            c->db, c->backend ? c->backend : "sim", c->speed > 0 ? c->speed : 1.0);
+    sc->d = v->d;
+    pthread_t st;
+    int have_st = pthread_create(&st, NULL, signal_thread, sc) == 0;
+    int rc = 0;
+    if (tide_daemon_run(v->d, &err) < 0)
+        rc = fail(&err);
+    tide_daemon_stop(v->d); /* release long polls before joining the connections */
+    if (have_st) {
+        pthread_kill(st, SIGUSR1);
+        pthread_join(st, NULL);
+    }
+    return rc;
+}
+
+static void serve_free(serve_t *v)
+{
+    tide_http_server_stop(v->srv);
+    tide_daemon_close(v->d);
+    tide_router_destroy(v->router);
+    tide_auth_destroy(v->auth);
+    tide_services_free(v->svcs);
+    if (v->have_gov)
+        tide_governance_free(&v->gov);
+    tide_cluster_destroy(v->cluster);
+    for (size_t i = 0; i < v->c.n_dq_buf; i++)
+        free(v->c.dq_buf[i]);
+    free(v->c.dq_buf);
+    free(v->c.dq);
+}
+
+int tide_cmd_serve(int argc, char **argv)
+{
+    serve_t v = {.c = {.reserve = -1, .split_i = -1, .split_t = -1, .listen = "127.0.0.1:7070"}};
+    int rc = parse_args(&v.c, argc, argv);
+    if (rc < 0 && v.c.backend && !strcmp(v.c.backend, "slurm"))
+        rc = slurm_defaults(&v);
+    if (rc < 0)
+        rc = load_inputs(&v);
+    if (rc >= 0) {
+        serve_free(&v);
+        return rc;
+    }
     /* signals: blocked here, before any thread exists, and waited for in one */
     sigctx_t sc;
     sigemptyset(&sc.set);
@@ -403,88 +522,13 @@ int tide_cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     tide_daemon_opts_t o;
-    tide_daemon_opts_default(&o);
-    o.db_path = c.db;
-    o.cluster = cluster;
-    o.cluster_file = c.cluster_file ? c.cluster_file
-                     : (c.cluster && (strstr(c.cluster, ".yaml") || strstr(c.cluster, ".yml")))
-                         ? c.cluster
-                         : NULL;
-    o.gov = have_gov ? &gov : NULL;
-    if (svcs) {
-        o.services = svcs->v;
-        o.n_services = svcs->n;
-    }
-    o.policy = c.policy;
-    if (c.reserve >= 0)
-        o.reserve_gpus = (int)c.reserve;
-    if (c.split_i >= 0)
-        o.split_inf = (int)c.split_i;
-    o.backend = c.backend;
-    o.lease_max_s = c.lease_max;
-    o.lead_extra_s = c.lead_extra;
-    o.control_period_s = c.control_period;
-    tide_backend_opts_t bo = {
-        .slurm_conf = c.slurm_conf,
-        .partition = c.partition,
-        .infer_partition = c.infer_partition,
-        .ckpt_signal = c.ckpt_signal,
-        .replica_command = c.replica_command,
-        .workdir = c.workdir,
-        .api_url = c.api_url,
-        .deadline_slack_s = c.deadline_slack,
-    };
-    o.backend_opts = &bo;
-    o.speed = c.speed;
-    o.tick_s = c.tick;
-    o.queries = c.dq;
-    o.n_queries = c.n_dq;
-    o.usage_interval_s = c.usage_interval;
-    o.check = c.check;
-    o.auth = auth;
-    o.tokens_path = c.tokens;
-    if (!(d = tide_daemon_open(&o, &err))) {
+    tide_backend_opts_t bo;
+    daemon_opts(&v, &o, &bo);
+    tide_error_t err = {0};
+    if (!(v.d = tide_daemon_open(&o, &err)))
         rc = fail(&err);
-        goto out;
-    }
-    size_t nr;
-    const tide_route_t *routes = tide_daemon_routes(&nr);
-    router = tide_router_create(routes, nr, auth, d);
-    tide_daemon_set_router(d, router);
-    if (!(srv = tide_http_server_start(c.listen, router, &err))) {
-        rc = fail(&err);
-        goto out;
-    }
-    printf("listening on %s\n", tide_http_server_url(srv));
-    fflush(stdout);
-    if (!c.tokens)
-        fprintf(stderr, "tide serve: no --tokens: the API is open on loopback (every caller is "
-                        "admin of team default)\n");
-    fprintf(stderr, "tide serve: %s on %s, database %s, backend %s, speed %gx\n",
-            tide_http_server_url(srv), c.cluster ? c.cluster : c.cluster_file ? c.cluster_file : "(from the database)",
-            c.db, c.backend ? c.backend : "sim", c.speed > 0 ? c.speed : 1.0);
-    sc.d = d;
-    pthread_t st;
-    int have_st = pthread_create(&st, NULL, signal_thread, &sc) == 0;
-    if (tide_daemon_run(d, &err) < 0)
-        rc = fail(&err);
-    tide_daemon_stop(d); /* release long polls before joining the connections */
-    if (have_st) {
-        pthread_kill(st, SIGUSR1);
-        pthread_join(st, NULL);
-    }
-out:
-    tide_http_server_stop(srv);
-    tide_daemon_close(d);
-    tide_router_destroy(router);
-    tide_auth_destroy(auth);
-    tide_services_free(svcs);
-    if (have_gov)
-        tide_governance_free(&gov);
-    tide_cluster_destroy(cluster);
-    for (size_t i = 0; i < c.n_dq_buf; i++)
-        free(c.dq_buf[i]);
-    free(c.dq_buf);
-    free(c.dq);
+    else
+        rc = run(&v, &sc);
+    serve_free(&v);
     return rc;
 }

@@ -1,5 +1,17 @@
-/* Private to src/daemon: the daemon's state, shared by daemon.c (loop,
- * steps, recovery), api.c (HTTP handlers), metrics.c and demand.c. */
+/* Private to src/daemon: the daemon's state and the functions its files
+ * share (libuv's internal.h style). The files, by concern:
+ *   daemon.c    open, the loop, close, small helpers
+ *   settings.c  the database's settings (cluster, policy, engine timings)
+ *   queue.c     accepted events: pending rows, the queues, waiting for a feed
+ *   step.c      one step: feed, persist, enact; derived state
+ *   recover.c   rebuild from the database (replay, reconcile with the backend)
+ *   epoch.c     service changes (a new epoch)
+ *   teams.c     team definitions and reloads
+ *   work.c      jobs' commands and environments for the backend
+ *   sample.c    usage snapshots (src/formats/usage.h's sampler)
+ *   ops.c       what the API does: one function per write, owning its transaction
+ *   api*.c      HTTP handlers by resource (api.c: the routes table, helpers)
+ *   metrics.c   /metrics;  demand.c  pulled demand sources */
 #ifndef TIDE_DAEMON_INTERNAL_H
 #define TIDE_DAEMON_INTERNAL_H
 
@@ -8,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "daemon/daemon.h"
+#include "http/codec.h"
 
 /* An accepted event not yet fed to the engine. API events are committed as
  * pending rows first (seq > 0); loop events (backend polls, pulled demand,
@@ -18,11 +31,23 @@ typedef struct dev {
     int64_t seq;              /* pending row, 0 = not yet persisted */
     char *job_id;             /* owned */
     char *service_name;       /* owned */
-    char *payload;            /* owned (team_set) */
+    char *payload;            /* owned (team_set: the team as stored) */
     const char *source;       /* static */
     tide_job_spec_t spec;     /* submits: id = job_id, team owned */
-    char *team;               /* owned (spec.team) */
+    char *team;               /* owned (spec.team, or tspec.name) */
+    tide_team_spec_t tspec;   /* team_set: the definition (name = team) */
+    int has_tspec;
 } dmn_ev_t;
+
+/* What an accepted event carries besides the engine event (borrowed; the
+ * queue copies it). */
+typedef struct dmn_evx {
+    const char *job_id;
+    const char *service_name;
+    const char *payload;           /* team_set: the team as stored (JSON) */
+    const tide_job_spec_t *spec;   /* submits */
+    const tide_team_spec_t *team;  /* team_set: the decoded definition */
+} dmn_evx_t;
 
 typedef struct devq {
     dmn_ev_t *v;
@@ -47,11 +72,19 @@ typedef struct notice {
     int acked;           /* the job acknowledged it */
 } notice_t;
 
+/* A job's command and environment (owned; work points into them). */
+typedef struct dwork {
+    tide_backend_work_t work;
+    char *command;
+    char **env;
+} dwork_t;
+
 /* Per job handle. */
 typedef struct djob {
     int db_state;        /* tide_job_state_t last written to the jobs table */
     int width;           /* width after the last START/RESIZE */
     notice_t notice;
+    dwork_t *work;       /* loaded at its first start or resize, NULL before */
 } djob_t;
 
 /* A pulled demand source. */
@@ -81,7 +114,8 @@ typedef struct dfetch {
 /* A team as last applied to the engine (to log only changes). */
 typedef struct dteam {
     char *name;
-    char *json;
+    char *json;              /* as stored */
+    tide_team_spec_t spec;   /* name = name */
 } dteam_t;
 
 struct tide_daemon {
@@ -97,6 +131,7 @@ struct tide_daemon {
     tide_config_t cfg;
     char policy[32];
     char backend_name[32];
+    const tide_backend_ops_t *be_ops; /* the backend's table: its capabilities */
     tide_backend_opts_t bopts;  /* strings owned (bo_*) */
     char *bo_conf, *bo_part, *bo_ipart, *bo_rcmd, *bo_workdir, *bo_api;
     double speed, tick_s;
@@ -134,6 +169,8 @@ struct tide_daemon {
     devq_t extra;              /* loop events (not persisted yet) */
     tide_event_t *evbuf;       /* scratch for a step */
     size_t n_evbuf, cap_evbuf;
+    const tide_backend_work_t **workv; /* scratch: the work of each action */
+    size_t cap_workv;
 
     /* derived from the action/event stream (rebuilt by replay) */
     drep_t *reps;
@@ -157,34 +194,125 @@ struct tide_daemon {
 tide_time_t dmn_clock_now(tide_daemon_t *d);          /* engine time now (lock held) */
 void dmn_log(tide_daemon_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dmn_kick(tide_daemon_t *d);                       /* wake the loop (lock held) */
+/* Per-handle views, grown on demand (never NULL for handle >= 0). */
+djob_t *dmn_job(tide_daemon_t *d, int32_t h);
+drep_t *dmn_rep(tide_daemon_t *d, int32_t r);
+/* An event of this kind naming nothing (-1 handles). */
+tide_event_t dmn_blank_event(int kind);
+/* The engine's id of job h / name of service s, NULL when none. */
+const char *dmn_job_id(const tide_engine_t *e, int32_t h);
+const char *dmn_service_name(const tide_engine_t *e, int32_t s);
 
-/* Accept an API event: append it as a pending row. Without an open
- * transaction it commits the row on its own and queues the event; inside the
- * caller's transaction it only appends, and the caller calls dmn_queue after
- * its commit. spec (for submits) is copied. Returns the row's seq or -1. */
-int64_t dmn_accept(tide_daemon_t *d, const tide_event_t *ev, const tide_job_spec_t *spec,
-                   const char *job_id, const char *service_name, const char *payload,
+/* ---- settings.c */
+/* Create the settings in a new database, or load them and check the
+ * options against them (fills d->cluster, d->cfg, d->policy, d->epoch). */
+int dmn_settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
+/* The node groups as JSON (caller frees): equal strings = equal clusters. */
+char *dmn_cluster_json(const tide_cluster_t *c);
+/* Would an engine with this configuration and these services start? (Some
+ * problems, like a reserve the services do not fit, only show at the first
+ * step.) 0 or -1 with err. */
+int dmn_probe(const tide_cluster_t *c, const tide_config_t *cfg, const tide_service_spec_t *v,
+              size_t n, tide_error_t *err);
+
+/* ---- queue.c */
+void dmn_devq_clear(devq_t *q);
+void dmn_devq_drop_front(devq_t *q, size_t k); /* drop (free) the first k */
+/* Append a copy of ev (with x) to q. */
+dmn_ev_t *dmn_devq_push(devq_t *q, const tide_event_t *ev, tide_time_t t, int64_t seq,
+                        const dmn_evx_t *x, const char *source);
+void dmn_dev_free(dmn_ev_t *v);
+
+/* The one way an API event enters: dmn_pending_append writes its pending
+ * row inside the caller's open transaction (seq and time into *seq, *t);
+ * after the commit dmn_queue queues it for the loop. dmn_accept does all
+ * three (begin, append, commit, queue) for a lone event. Lock held. */
+int dmn_pending_append(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x,
+                       int64_t *seq, tide_time_t *t, tide_error_t *err);
+void dmn_queue(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x, int64_t seq,
+               tide_time_t t);
+int64_t dmn_accept(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x,
                    tide_error_t *err);
-
-/* Queue an event whose pending row the caller committed (dmn_accept called
- * inside the caller's transaction returned seq). Lock held. */
-void dmn_queue(tide_daemon_t *d, const tide_event_t *ev, const tide_job_spec_t *spec, int64_t seq,
-               const char *job_id, const char *service_name, const char *payload);
 
 /* Wait (lock held, wall time bounded) until the pending event seq was fed,
  * when the loop runs. Returns 1 when fed. */
 int dmn_wait_fed(tide_daemon_t *d, int64_t seq, double timeout_s);
 
+/* ---- step.c */
+/* Update what the daemon derives from the stream (live and replay alike). */
+void dmn_derive(tide_daemon_t *d, tide_time_t t, const tide_event_t *ev, size_t n,
+                const tide_actions_t *acts);
+/* Resolve an event's job handle from its id (live and replay alike). */
+void dmn_resolve(const tide_daemon_t *d, tide_event_t *ev, const char *job_id);
+/* Step through everything due up to the engine time now (lock held). */
+int dmn_pump(tide_daemon_t *d, tide_error_t *err);
+
+/* ---- recover.c */
+/* A fresh engine for the current services; derived state reset. */
+int dmn_engine_build(tide_daemon_t *d, tide_error_t *err);
+/* Rebuild the engine from the database: replay the epoch, load pending
+ * events, check invariants, create the backend and reconcile with it. */
+int dmn_rebuild(tide_daemon_t *d, tide_error_t *err);
+/* A step could not be persisted: rebuild from what was committed. */
+int dmn_recover_inplace(tide_daemon_t *d, const tide_error_t *why, tide_error_t *err);
+
+/* ---- epoch.c */
+tide_service_spec_t *dmn_svcs_copy(const tide_service_spec_t *v, size_t n);
+void dmn_svcs_free(tide_service_spec_t *v, size_t n);
 /* Replace the service list (only while no job was ever submitted): a new
  * epoch with a fresh engine and backend. Lock held. */
 int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, tide_error_t *err);
+/* At open: --services that differ from the database's (before the rebuild). */
+int dmn_services_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
 
+/* ---- teams.c */
+/* Apply a team definition to the engine (before a step); json is the
+ * stored form, kept to log only changes. */
+void dmn_team_apply(tide_daemon_t *d, const tide_team_spec_t *t, const char *json);
+/* Decode a stored team definition (name owned by *name). 0 or -1 with err. */
+int dmn_team_decode(const char *json, tide_team_spec_t *t, char **name, tide_error_t *err);
+void dmn_teams_clear(tide_daemon_t *d);
+/* Log a team_set for each team of gov that differs from what the engine has. */
+int dmn_teams_accept(tide_daemon_t *d, const tide_governance_t *gov, int *changed,
+                     tide_error_t *err);
 /* Re-read the tokens file and the cluster file's teams (lock held). */
 int dmn_reload(tide_daemon_t *d, int *n_tokens, int *n_teams, int *changed, tide_error_t *err);
 
-/* Per-handle views, grown on demand (never NULL for handle >= 0). */
-djob_t *dmn_job(tide_daemon_t *d, int32_t h);
-drep_t *dmn_rep(tide_daemon_t *d, int32_t r);
+/* ---- work.c */
+/* The work of each action of acts (d->workv, acts->n entries; JOB_START and
+ * JOB_RESIZE get their job's command and environment, loaded from the
+ * jobs table once per job). */
+const tide_backend_work_t *const *dmn_work(tide_daemon_t *d, const tide_actions_t *acts);
+void dmn_work_free(dwork_t *w); /* NULL ok */
+/* Forget the work of jobs that completed or were cancelled in acts. */
+void dmn_work_release(tide_daemon_t *d, const tide_actions_t *acts);
+
+/* ---- ops.c: the API's writes; each owns its transaction (lock held) */
+/* Submit jr (an id is made when it has none; jr->id then owned by jr).
+ * EEXIST: the id is taken (*old_state gets that job's state). */
+int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, size_t n,
+                   tide_error_t *err);
+/* Cancel job id (engine handle h, -1 unseen). *state: its state after (or
+ * "cancelling"). ESTATE: already done or cancelled. */
+int dmn_job_cancel(tide_daemon_t *d, const char *id, int32_t h, const char **state,
+                   tide_error_t *err);
+/* Record a checkpoint manifest; a committed one feeds CKPT_COMMITTED (and
+ * a progress resync for backends whose jobs report it). *value: the
+ * progress used. ESTATE: committed while the job does not run. */
+int dmn_job_checkpoint(tide_daemon_t *d, const char *id, int32_t h, const tide_ckpt_request_t *ck,
+                       double *value, tide_error_t *err);
+/* Acknowledge job h's notice (*id: its id). ESTATE: none to acknowledge. */
+int dmn_notice_ack(tide_daemon_t *d, const char *id, int32_t h, uint64_t *notice_id,
+                   tide_error_t *err);
+int dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err);
+int dmn_demand_set(tide_daemon_t *d, int service, double rps, tide_error_t *err);
+/* Replica r reports ready: *ready 1 when it already was. ENOENT: not running. */
+int dmn_replica_ready(tide_daemon_t *d, int32_t r, const char **service, int *ready,
+                      tide_error_t *err);
+/* Add a service / change one's replica bounds (a new epoch). */
+int dmn_service_add(tide_daemon_t *d, const tide_service_spec_t *sp, tide_error_t *err);
+int dmn_service_bounds(tide_daemon_t *d, int s, int min_r, int has_min, int max_r, int has_max,
+                       tide_error_t *err);
 
 /* ---- metrics.c */
 char *dmn_metrics(tide_daemon_t *d, size_t *len); /* lock held; caller frees */
@@ -199,13 +327,57 @@ void dmn_demand_fetch(const dsrc_t *src, size_t n, dfetch_t *out, int timeout_ms
  * stale/failed sources are reported. */
 void dmn_demand_apply(tide_daemon_t *d, const dfetch_t *f, tide_time_t now);
 
-/* ---- usage (daemon.c) */
-/* Current cumulative usage rows (owned strings in *names pool); lock held. */
+/* ---- sample.c */
+/* Current cumulative usage rows (strings borrowed from the engine); lock held. */
 typedef struct usage_rows {
     tide_store_usage_t *v;
     size_t n, cap;
 } usage_rows_t;
 void dmn_usage_now(tide_daemon_t *d, usage_rows_t *out);
 void dmn_usage_free(usage_rows_t *r);
+
+/* ---- api.c: helpers the handlers share */
+#define API_D(app) ((tide_daemon_t *)(app))
+json_t *api_num(double v);            /* finite or 0 */
+json_t *api_time(tide_time_t t);      /* null when < 0 or never */
+json_t *api_str(const char *s);       /* null when NULL or not UTF-8 */
+void api_set(json_t *o, const char *k, json_t *v);
+void api_fail(tide_http_reply_t *rep, const tide_error_t *err);
+void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg);
+int api_is_admin(const tide_http_req_t *req);
+/* May the caller see / act on a job of `team`? Else a 403 is written. */
+int api_team_ok(const tide_http_req_t *req, const char *team, const char *id,
+                tide_http_reply_t *rep);
+/* Whole number query argument in [min, max] (def when absent). 0 ok, -1 400 written. */
+int api_q_int(const tide_http_req_t *req, const char *key, long long min, long long max,
+              long long def, long long *out, tide_http_reply_t *rep);
+/* 1 with a 503 written when the daemon is stopping. */
+int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep);
+
+/* Handlers by resource (api_jobs.c, api_services.c, api_nodes.c, api_usage.c,
+ * api_admin.c). */
+#define API_HANDLER(name) void name(void *app, const tide_http_req_t *req, tide_http_reply_t *rep)
+API_HANDLER(api_healthz);
+API_HANDLER(api_metrics);
+API_HANDLER(api_reload);
+API_HANDLER(api_events);
+API_HANDLER(api_cluster);
+API_HANDLER(api_nodes);
+API_HANDLER(api_node_state);
+API_HANDLER(api_leases);
+API_HANDLER(api_services);
+API_HANDLER(api_service_get);
+API_HANDLER(api_service_create);
+API_HANDLER(api_service_patch);
+API_HANDLER(api_demand);
+API_HANDLER(api_replica_ready);
+API_HANDLER(api_job_submit);
+API_HANDLER(api_jobs_list);
+API_HANDLER(api_job_get);
+API_HANDLER(api_job_cancel);
+API_HANDLER(api_job_ckpt);
+API_HANDLER(api_notice);
+API_HANDLER(api_notice_ack);
+API_HANDLER(api_usage);
 
 #endif

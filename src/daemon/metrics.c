@@ -71,15 +71,9 @@ static void http_count(void *ctx, const char *route, int status, unsigned long n
     tide_prom_sample(c->p, "tide_http_requests_total", l, 2, (double)n);
 }
 
-char *dmn_metrics(tide_daemon_t *d, size_t *len)
+/* GPUs by state, class and tier. */
+static void m_gpus(tide_daemon_t *d, tide_prom_t *p)
 {
-    tide_prom_t p;
-    tide_prom_init(&p);
-    const tide_engine_t *e = d->e;
-    tide_stats_t st;
-    tide_engine_stats(e, &st);
-
-    /* GPUs by state, class and tier */
     int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT];
     memset(cnt, 0, sizeof cnt);
     for (int g = 0; g < tide_cluster_gpus(d->cluster); g++) {
@@ -87,15 +81,19 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
         dmn_gpu_class(d, g, &c, &s, &t);
         cnt[c][s][t]++;
     }
-    tide_prom_family(&p, "tide_gpus", "gauge", "GPUs now by state, workload class and tier.");
+    tide_prom_family(p, "tide_gpus", "gauge", "GPUs now by state, workload class and tier.");
     for (size_t i = 0; i < sizeof combos / sizeof combos[0]; i++) {
         const combo_t *k = &combos[i];
         const char *l[] = {"state", tide_state_name(k->state), "class", tide_class_name(k->cls),
                            "tier", tide_tier_name(k->tier)};
-        tide_prom_sample(&p, "tide_gpus", l, 3, cnt[k->cls][k->state][k->tier]);
+        tide_prom_sample(p, "tide_gpus", l, 3, cnt[k->cls][k->state][k->tier]);
     }
+}
 
-    /* jobs */
+/* Jobs by state, the queue by priority, preemptions. */
+static void m_jobs(tide_daemon_t *d, tide_prom_t *p)
+{
+    const tide_engine_t *e = d->e;
     int by_state[TIDE_JOB_STATE_COUNT] = {0}, queued[TIDE_NPRIO] = {0};
     for (int h = 0; h < tide_engine_jobs(e); h++) {
         tide_job_info_t ji;
@@ -113,45 +111,53 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
             if (pr >= 1 && pr < TIDE_NPRIO)
                 queued[pr]++;
         }
-    tide_prom_family(&p, "tide_queue_depth", "gauge", "Training jobs waiting, by priority.");
+    tide_prom_family(p, "tide_queue_depth", "gauge", "Training jobs waiting, by priority.");
     for (int pr = TIDE_P1; pr < TIDE_NPRIO; pr++) {
         char pl[8];
         snprintf(pl, sizeof pl, "P%d", pr);
         const char *l[] = {"priority", pl};
-        tide_prom_sample(&p, "tide_queue_depth", l, 1, queued[pr]);
+        tide_prom_sample(p, "tide_queue_depth", l, 1, queued[pr]);
     }
-    tide_prom_family(&p, "tide_jobs", "gauge", "Training jobs by state.");
+    tide_prom_family(p, "tide_jobs", "gauge", "Training jobs by state.");
     for (int k = 0; k < TIDE_JOB_STATE_COUNT; k++) {
         const char *l[] = {"state", tide_job_state_name(k)};
-        tide_prom_sample(&p, "tide_jobs", l, 1, by_state[k]);
+        tide_prom_sample(p, "tide_jobs", l, 1, by_state[k]);
     }
-    tide_prom_family(&p, "tide_preemptions_total", "counter",
+    tide_prom_family(p, "tide_preemptions_total", "counter",
                      "Training jobs stopped by someone else (not completion or cancel), by reason.");
     for (int r = 1; r < TIDE_R_COUNT; r++) {
         if (r == TIDE_R_COMPLETE || r == TIDE_R_CANCEL)
             continue;
         const char *l[] = {"reason", tide_reason_name(r)};
-        tide_prom_sample(&p, "tide_preemptions_total", l, 1, (double)d->preempt[r]);
+        tide_prom_sample(p, "tide_preemptions_total", l, 1, (double)d->preempt[r]);
     }
+}
 
-    /* reclaim */
-    tide_prom_family(&p, "tide_reclaims_total", "counter", "Reclaims of lent GPUs started.");
-    tide_prom_sample(&p, "tide_reclaims_total", NULL, 0, st.reclaims);
-    tide_prom_family(&p, "tide_lease_late_total", "counter",
+/* Reclaims and their timing. */
+static void m_reclaim(tide_daemon_t *d, tide_prom_t *p, const tide_stats_t *st)
+{
+    const tide_engine_t *e = d->e;
+    tide_prom_family(p, "tide_reclaims_total", "counter", "Reclaims of lent GPUs started.");
+    tide_prom_sample(p, "tide_reclaims_total", NULL, 0, st->reclaims);
+    tide_prom_family(p, "tide_lease_late_total", "counter",
                      "Reclaims whose GPUs came back after the lease deadline.");
-    tide_prom_sample(&p, "tide_lease_late_total", NULL, 0, st.reclaims_late);
+    tide_prom_sample(p, "tide_lease_late_total", NULL, 0, st->reclaims_late);
     static const double bounds[] = {10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200};
     tide_samples_t sm = tide_engine_samples(e, TIDE_SAMPLE_RECLAIM_RETURN);
-    tide_prom_family(&p, "tide_reclaim_seconds", "histogram",
+    tide_prom_family(p, "tide_reclaim_seconds", "histogram",
                      "Engine seconds from a reclaim notice to the GPUs returned.");
-    tide_prom_histogram(&p, "tide_reclaim_seconds", NULL, 0, bounds,
+    tide_prom_histogram(p, "tide_reclaim_seconds", NULL, 0, bounds,
                         sizeof bounds / sizeof bounds[0], sm.v, sm.n);
+}
 
-    /* inference */
-    tide_prom_family(&p, "tide_inference_slo_attainment", "gauge",
+/* Inference: SLO attainment, demand, capacity, margins, demand sources. */
+static void m_inference(tide_daemon_t *d, tide_prom_t *p, const tide_stats_t *st)
+{
+    const tide_engine_t *e = d->e;
+    tide_prom_family(p, "tide_inference_slo_attainment", "gauge",
                      "Requests served within the SLO over requests demanded, since the start.");
-    tide_prom_sample(&p, "tide_inference_slo_attainment", NULL, 0,
-                     st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0);
+    tide_prom_sample(p, "tide_inference_slo_attainment", NULL, 0,
+                     st->requests_demanded > 0 ? st->requests_served / st->requests_demanded : 1.0);
     int ns = tide_engine_services(e);
     static const char *const svc_fam[][2] = {
         {"tide_demand_rps", "Demand observed per service (requests/s)."},
@@ -159,7 +165,7 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
         {"tide_forecast_margin", "Forecast safety margin per service (fraction)."},
     };
     for (int f = 0; f < 3; f++) {
-        tide_prom_family(&p, svc_fam[f][0], "gauge", svc_fam[f][1]);
+        tide_prom_family(p, svc_fam[f][0], "gauge", svc_fam[f][1]);
         for (int s = 0; s < ns; s++) {
             const tide_service_spec_t *sp = tide_engine_service(e, s);
             tide_forecast_info_t fc = {0};
@@ -169,37 +175,43 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
                 ready += d->reps[r].service == s && d->reps[r].state == REP_UP;
             double v = f == 0 ? fc.last_observed : f == 1 ? ready * sp->replica_rps : fc.margin;
             const char *l[] = {"service", sp->name};
-            tide_prom_sample(&p, svc_fam[f][0], l, 1, v);
+            tide_prom_sample(p, svc_fam[f][0], l, 1, v);
         }
     }
-    tide_prom_family(&p, "tide_demand_source_up", "gauge",
+    tide_prom_family(p, "tide_demand_source_up", "gauge",
                      "1 when the pulled demand source of a service gave a fresh value lately.");
     for (size_t i = 0; i < d->n_src; i++) {
         const char *l[] = {"service", d->src[i].service};
-        tide_prom_sample(&p, "tide_demand_source_up", l, 1, d->src[i].up);
+        tide_prom_sample(p, "tide_demand_source_up", l, 1, d->src[i].up);
     }
+}
 
-    /* engine and API */
-    tide_prom_family(&p, "tide_engine_steps_total", "counter",
+/* The engine and the API. */
+static void m_engine(tide_daemon_t *d, tide_prom_t *p)
+{
+    tide_prom_family(p, "tide_engine_steps_total", "counter",
                      "Engine steps taken by this process (replayed ones included).");
-    tide_prom_sample(&p, "tide_engine_steps_total", NULL, 0, (double)d->steps_total);
-    tide_prom_family(&p, "tide_engine_time_seconds", "gauge", "Engine clock at the last step.");
-    tide_prom_sample(&p, "tide_engine_time_seconds", NULL, 0, (double)d->now);
-    tide_prom_family(&p, "tide_events_rejected_total", "counter",
+    tide_prom_sample(p, "tide_engine_steps_total", NULL, 0, (double)d->steps_total);
+    tide_prom_family(p, "tide_engine_time_seconds", "gauge", "Engine clock at the last step.");
+    tide_prom_sample(p, "tide_engine_time_seconds", NULL, 0, (double)d->now);
+    tide_prom_family(p, "tide_events_rejected_total", "counter",
                      "Steps in which the engine rejected an event (stale or invalid).");
-    tide_prom_sample(&p, "tide_events_rejected_total", NULL, 0, (double)d->step_errors);
-    tide_prom_family(&p, "tide_replay_mismatches_total", "counter",
+    tide_prom_sample(p, "tide_events_rejected_total", NULL, 0, (double)d->step_errors);
+    tide_prom_family(p, "tide_replay_mismatches_total", "counter",
                      "Replayed steps whose actions differed from the recorded ones.");
-    tide_prom_sample(&p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);
-    tide_prom_family(&p, "tide_pending_events", "gauge", "API events accepted but not yet fed.");
-    tide_prom_sample(&p, "tide_pending_events", NULL, 0, (double)d->pending.n);
-    tide_prom_family(&p, "tide_http_requests_total", "counter", "HTTP requests by route and status.");
+    tide_prom_sample(p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);
+    tide_prom_family(p, "tide_pending_events", "gauge", "API events accepted but not yet fed.");
+    tide_prom_sample(p, "tide_pending_events", NULL, 0, (double)d->pending.n);
+    tide_prom_family(p, "tide_http_requests_total", "counter", "HTTP requests by route and status.");
     if (d->router) {
-        http_counts_t hc = {&p};
+        http_counts_t hc = {p};
         tide_router_counts(d->router, http_count, &hc);
     }
+}
 
-    /* backend: table of (name, type, help, field) */
+/* The backend: a table of (name, type, help, value). */
+static void m_backend(tide_daemon_t *d, tide_prom_t *p)
+{
     if (d->be) {
         tide_backend_status_t bs;
         tide_backend_status(d->be, &bs);
@@ -217,28 +229,32 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
             {"tide_backend_pending_ops", "gauge", "Changes waiting for the cluster engine to answer.", (double)bs.pending_ops},
         };
         for (size_t i = 0; i < sizeof bf / sizeof bf[0]; i++) {
-            tide_prom_family(&p, bf[i].name, bf[i].type, bf[i].help);
+            tide_prom_family(p, bf[i].name, bf[i].type, bf[i].help);
             const char *l[] = {"backend", d->backend_name};
-            tide_prom_sample(&p, bf[i].name, l, 1, bf[i].v);
+            tide_prom_sample(p, bf[i].name, l, 1, bf[i].v);
         }
-        tide_prom_family(&p, "tide_backend_job_ends_total", "counter",
+        tide_prom_family(p, "tide_backend_job_ends_total", "counter",
                          "Runs of jobs the backend saw end, by how they ended.");
         const char *ends[] = {"completed", "failed", "timeout"};
         double ev[] = {(double)bs.exits_ok, (double)bs.exits_failed, (double)bs.timeouts};
         for (int i = 0; i < 3; i++) {
             const char *l[] = {"backend", d->backend_name, "end", ends[i]};
-            tide_prom_sample(&p, "tide_backend_job_ends_total", l, 2, ev[i]);
+            tide_prom_sample(p, "tide_backend_job_ends_total", l, 2, ev[i]);
         }
     }
+}
 
-    /* teams */
+/* Teams: GPUs held, quotas, borrowing. */
+static void m_teams(tide_daemon_t *d, tide_prom_t *p)
+{
+    const tide_engine_t *e = d->e;
     static const char *const team_fam[][2] = {
         {"tide_team_gpus", "GPUs a team's training jobs hold now."},
         {"tide_team_quota_gpus", "A team's guaranteed training GPUs (teams with a quota)."},
         {"tide_team_borrowed_gpus", "GPUs a team holds beyond its quota."},
     };
     for (int f = 0; f < 3; f++) {
-        tide_prom_family(&p, team_fam[f][0], "gauge", team_fam[f][1]);
+        tide_prom_family(p, team_fam[f][0], "gauge", team_fam[f][1]);
         for (int t = 0; t < tide_engine_teams(e); t++) {
             tide_team_info_t ti;
             if (tide_engine_team_info(e, t, &ti) != 0 || !ti.team)
@@ -247,9 +263,24 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
                 continue;
             double v = f == 0 ? ti.used_gpus : f == 1 ? ti.quota_gpus : ti.borrowed_gpus;
             const char *l[] = {"team", ti.team};
-            tide_prom_sample(&p, team_fam[f][0], l, 1, v);
+            tide_prom_sample(p, team_fam[f][0], l, 1, v);
         }
     }
+}
+
+char *dmn_metrics(tide_daemon_t *d, size_t *len)
+{
+    tide_prom_t p;
+    tide_prom_init(&p);
+    tide_stats_t st;
+    tide_engine_stats(d->e, &st);
+    m_gpus(d, &p);
+    m_jobs(d, &p);
+    m_reclaim(d, &p, &st);
+    m_inference(d, &p, &st);
+    m_engine(d, &p);
+    m_backend(d, &p);
+    m_teams(d, &p);
     *len = p.n;
     char *out = p.buf ? p.buf : tide_xstrdup("");
     return out;

@@ -151,6 +151,158 @@ static void write_meta(tide_usage_t *u, pstate_t *p, const tide_engine_t *e)
     p->meta_written = 1;
 }
 
+/* ------------------------------------------------------------------ cells */
+
+/* Idle GPU-seconds per tier and type into cell: exact per tier (the
+ * engine's cells) and per type (the type's GPUs x elapsed minus what teams
+ * and services held: alloc_type; svc_a: replicas on Tier A). */
+static void idle_split(const tide_engine_t *e, const tide_stats_t *st, int nt,
+                       const double *alloc_type, const double *svc_a,
+                       double cell[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES])
+{
+    double elapsed = (double)(st->now - st->start);
+    double idle_tier[TIDE_T_COUNT] = {0};
+    for (int c = 0; c < TIDE_C_COUNT; c++)
+        for (int r = 0; r < TIDE_T_COUNT; r++)
+            idle_tier[r] += st->gpu_s[c][TIDE_S_IDLE][r];
+    memset(cell, 0, sizeof(double) * TIDE_T_COUNT * TIDE_MAX_GPU_TYPES);
+    if (nt == 1) {
+        for (int r = 0; r < TIDE_T_COUNT; r++)
+            cell[r][0] = idle_tier[r];
+        return;
+    }
+    if (nt < 1)
+        return;
+    double idle_type[TIDE_MAX_GPU_TYPES] = {0};
+    double a_sum = 0, rem_sum = 0, rem[TIDE_MAX_GPU_TYPES];
+    for (int k = 0; k < nt; k++) {
+        int reserve = 0;
+        int gpus = tide_engine_type_gpus(e, k, &reserve);
+        idle_type[k] = TIDE_MAX((double)gpus * elapsed - alloc_type[k], 0.0);
+        double a = (double)reserve * elapsed - svc_a[k];
+        cell[TIDE_T_A][k] = TIDE_MIN(TIDE_MAX(a, 0.0), idle_type[k]);
+        a_sum += cell[TIDE_T_A][k];
+    }
+    double scale = a_sum > 0 ? idle_tier[TIDE_T_A] / a_sum : 0;
+    for (int k = 0; k < nt; k++) {
+        cell[TIDE_T_A][k] *= scale;
+        rem[k] = TIDE_MAX(idle_type[k] - cell[TIDE_T_A][k], 0.0);
+        rem_sum += rem[k];
+    }
+    for (int r = 0; r < TIDE_T_COUNT; r++) {
+        if (r == TIDE_T_A && a_sum > 0)
+            continue;
+        /* (Tier A too when no type's reserve shows idle time: its total
+         * still goes somewhere, so the tier margin stays exact) */
+        for (int k = 0; k < nt; k++)
+            cell[r][k] = rem_sum > 0 ? idle_tier[r] * rem[k] / rem_sum
+                                     : (k == 0 ? idle_tier[r] : 0);
+    }
+}
+
+void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_usage_cell_fn fn,
+                      void *ctx)
+{
+    tide_stats_t st;
+    tide_engine_stats(e, &st);
+    int nt = count_types(e);
+    double alloc_type[TIDE_MAX_GPU_TYPES] = {0};
+    double svc_a[TIDE_MAX_GPU_TYPES] = {0}; /* replica GPU-seconds on Tier A per type */
+    tide_usage_cell_t x;
+    for (int i = 0; i < tide_engine_teams(e); i++) {
+        tide_team_stats_t ts;
+        if (tide_engine_team(e, i, &ts) != 0 || !ts.team)
+            continue;
+        x = (tide_usage_cell_t){.kind = TIDE_OWNER_TEAM, .index = i, .owner = ts.team};
+        for (x.cls = 0; x.cls < TIDE_C_COUNT; x.cls++)
+            for (x.state = 0; x.state < TIDE_S_COUNT; x.state++)
+                for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
+                    for (x.type = 0; x.type < nt; x.type++) {
+                        x.gpu_s = tide_engine_team_gpu_s(e, i, x.cls, x.state, x.tier, x.type);
+                        alloc_type[x.type] += x.gpu_s;
+                        x.cost = x.gpu_s / 3600.0 *
+                                 tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
+                        fn(ctx, &x);
+                    }
+    }
+    for (int i = 0; i < tide_engine_services(e); i++) {
+        const tide_service_spec_t *sp = tide_engine_service(e, i);
+        if (!sp)
+            continue;
+        x = (tide_usage_cell_t){.kind = TIDE_OWNER_SERVICE, .index = i, .owner = sp->name,
+                                .cls = TIDE_C_INFERENCE};
+        for (x.state = 0; x.state < TIDE_S_COUNT; x.state++)
+            for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
+                for (x.type = 0; x.type < nt; x.type++) {
+                    x.gpu_s = tide_engine_service_gpu_s(e, i, x.state, x.tier, x.type);
+                    alloc_type[x.type] += x.gpu_s;
+                    if (x.tier == TIDE_T_A)
+                        svc_a[x.type] += x.gpu_s;
+                    x.cost = x.gpu_s / 3600.0 *
+                             tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
+                    fn(ctx, &x);
+                }
+    }
+    double cell[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+    idle_split(e, &st, nt, alloc_type, svc_a, cell);
+    x = (tide_usage_cell_t){.kind = TIDE_OWNER_IDLE, .index = -1, .owner = "-",
+                            .cls = TIDE_C_NONE, .state = TIDE_S_IDLE};
+    for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
+        for (x.type = 0; x.type < nt; x.type++) {
+            x.gpu_s = cell[x.tier][x.type];
+            x.cost = x.gpu_s / 3600.0 *
+                     tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
+            fn(ctx, &x);
+        }
+}
+
+/* ----------------------------------------------------------------- sample */
+
+/* Grow p's written-so-far cells to the engine's teams and services. */
+static void ps_fit(pstate_t *p, const tide_engine_t *e, int nt)
+{
+    int teams = tide_engine_teams(e);
+    if (teams > p->n_teams) {
+        size_t per = (size_t)NCELL * (size_t)nt;
+        p->team = tide_xrealloc(p->team, (size_t)teams * per * sizeof *p->team);
+        memset(p->team + (size_t)p->n_teams * per, 0,
+               (size_t)(teams - p->n_teams) * per * sizeof *p->team);
+        p->n_teams = teams;
+    }
+    int ns = tide_engine_services(e);
+    if (ns > p->n_svcs) {
+        size_t per = (size_t)SVC_NCELL * (size_t)nt;
+        p->svc = tide_xrealloc(p->svc, (size_t)ns * per * sizeof *p->svc);
+        memset(p->svc + (size_t)p->n_svcs * per, 0,
+               (size_t)(ns - p->n_svcs) * per * sizeof *p->svc);
+        p->n_svcs = ns;
+    }
+}
+
+typedef struct sample_ctx {
+    tide_usage_t *u;
+    pstate_t *p;
+    int nt;
+} sample_ctx_t;
+
+/* One cell: the row for what it gained since the previous sample. */
+static void sample_cell(void *ctx, const tide_usage_cell_t *c)
+{
+    sample_ctx_t *s = ctx;
+    pstate_t *p = s->p;
+    size_t nt = (size_t)s->nt;
+    double *w;
+    if (c->kind == TIDE_OWNER_TEAM)
+        w = p->team + (size_t)c->index * NCELL * nt +
+            ((size_t)(c->cls * TIDE_S_COUNT + c->state) * TIDE_T_COUNT + c->tier) * nt + c->type;
+    else if (c->kind == TIDE_OWNER_SERVICE)
+        w = p->svc + (size_t)c->index * SVC_NCELL * nt +
+            (size_t)(c->state * TIDE_T_COUNT + c->tier) * nt + c->type;
+    else
+        w = &p->idle[c->tier][c->type];
+    emit(s->u, p, c->owner, c->kind, c->cls, c->state, c->tier, c->type, c->gpu_s, w);
+}
+
 int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
                       const tide_engine_t *e)
 {
@@ -165,103 +317,12 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
     p->n_types = nt;
     if (!p->meta_written)
         write_meta(u, p, e);
-
-    /* teams */
-    double alloc_type[TIDE_MAX_GPU_TYPES] = {0};
-    int teams = tide_engine_teams(e);
-    if (teams > p->n_teams) {
-        size_t per = (size_t)NCELL * (size_t)nt;
-        p->team = tide_xrealloc(p->team, (size_t)teams * per * sizeof *p->team);
-        memset(p->team + (size_t)p->n_teams * per, 0,
-               (size_t)(teams - p->n_teams) * per * sizeof *p->team);
-        p->n_teams = teams;
-    }
-    for (int i = 0; i < teams; i++) {
-        tide_team_stats_t ts;
-        if (tide_engine_team(e, i, &ts) != 0 || !ts.team)
-            continue;
-        double *w = p->team + (size_t)i * NCELL * (size_t)nt;
-        for (int c = 0; c < TIDE_C_COUNT; c++)
-            for (int s = 0; s < TIDE_S_COUNT; s++)
-                for (int r = 0; r < TIDE_T_COUNT; r++)
-                    for (int k = 0; k < nt; k++) {
-                        double v = tide_engine_team_gpu_s(e, i, c, s, r, k);
-                        alloc_type[k] += v;
-                        size_t cell = ((size_t)(c * TIDE_S_COUNT + s) * TIDE_T_COUNT + r) * nt + k;
-                        emit(u, p, ts.team, TIDE_OWNER_TEAM, c, s, r, k, v, &w[cell]);
-                    }
-    }
-
-    /* services */
-    int ns = tide_engine_services(e);
-    if (ns > p->n_svcs) {
-        size_t per = (size_t)SVC_NCELL * (size_t)nt;
-        p->svc = tide_xrealloc(p->svc, (size_t)ns * per * sizeof *p->svc);
-        memset(p->svc + (size_t)p->n_svcs * per, 0,
-               (size_t)(ns - p->n_svcs) * per * sizeof *p->svc);
-        p->n_svcs = ns;
-    }
-    double svc_a[TIDE_MAX_GPU_TYPES] = {0}; /* replica GPU-seconds on Tier A per type */
-    for (int i = 0; i < ns; i++) {
-        const tide_service_spec_t *sp = tide_engine_service(e, i);
-        if (!sp)
-            continue;
-        double *w = p->svc + (size_t)i * SVC_NCELL * (size_t)nt;
-        for (int s = 0; s < TIDE_S_COUNT; s++)
-            for (int r = 0; r < TIDE_T_COUNT; r++)
-                for (int k = 0; k < nt; k++) {
-                    double v = tide_engine_service_gpu_s(e, i, s, r, k);
-                    alloc_type[k] += v;
-                    if (r == TIDE_T_A)
-                        svc_a[k] += v;
-                    size_t cell = (size_t)(s * TIDE_T_COUNT + r) * nt + k;
-                    emit(u, p, sp->name, TIDE_OWNER_SERVICE, TIDE_C_INFERENCE, s, r, k, v,
-                         &w[cell]);
-                }
-    }
-
-    /* idle: exact per tier (engine cells) and per type (total - allocated) */
-    double elapsed = (double)(st.now - st.start);
-    double idle_tier[TIDE_T_COUNT] = {0};
-    for (int c = 0; c < TIDE_C_COUNT; c++)
-        for (int r = 0; r < TIDE_T_COUNT; r++)
-            idle_tier[r] += st.gpu_s[c][TIDE_S_IDLE][r];
-    double idle_type[TIDE_MAX_GPU_TYPES] = {0}, cell[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
-    memset(cell, 0, sizeof cell);
-    if (nt == 1) {
-        for (int r = 0; r < TIDE_T_COUNT; r++)
-            cell[r][0] = idle_tier[r];
-    } else if (nt > 1) {
-        double a_sum = 0, rem_sum = 0, rem[TIDE_MAX_GPU_TYPES];
-        for (int k = 0; k < nt; k++) {
-            int reserve = 0;
-            int gpus = tide_engine_type_gpus(e, k, &reserve);
-            idle_type[k] = TIDE_MAX((double)gpus * elapsed - alloc_type[k], 0.0);
-            double a = (double)reserve * elapsed - svc_a[k];
-            cell[TIDE_T_A][k] = TIDE_MIN(TIDE_MAX(a, 0.0), idle_type[k]);
-            a_sum += cell[TIDE_T_A][k];
-        }
-        double scale = a_sum > 0 ? idle_tier[TIDE_T_A] / a_sum : 0;
-        for (int k = 0; k < nt; k++) {
-            cell[TIDE_T_A][k] *= scale;
-            rem[k] = TIDE_MAX(idle_type[k] - cell[TIDE_T_A][k], 0.0);
-            rem_sum += rem[k];
-        }
-        for (int r = 0; r < TIDE_T_COUNT; r++) {
-            if (r == TIDE_T_A)
-                continue;
-            for (int k = 0; k < nt; k++)
-                cell[r][k] = rem_sum > 0 ? idle_tier[r] * rem[k] / rem_sum
-                                         : (k == 0 ? idle_tier[r] : 0);
-        }
-    }
-    for (int r = 0; r < TIDE_T_COUNT; r++)
-        for (int k = 0; k < nt; k++)
-            emit(u, p, "-", TIDE_OWNER_IDLE, TIDE_C_NONE, TIDE_S_IDLE, r, k, cell[r][k],
-                 &p->idle[r][k]);
+    ps_fit(p, e, nt);
+    sample_ctx_t sc = {u, p, nt};
+    tide_usage_cells(e, u->g, sample_cell, &sc);
 
     /* the teams' governance state now */
-    for (int i = 0; i < teams; i++) {
+    for (int i = 0; i < tide_engine_teams(e); i++) {
         tide_team_info_t ti;
         if (tide_engine_team_info(e, i, &ti) != 0 || !ti.team)
             continue;

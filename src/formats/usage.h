@@ -23,8 +23,9 @@
  * they are the type's GPUs x elapsed time minus what teams and services held.
  * The split of one tier across types is exact for Tier A (the reserve's GPUs
  * of each type minus the replicas on it) and for single-type clusters; tiers
- * B and D of multi-type clusters are split in proportion to each type's
- * remaining idle time (both margins stay exact). */
+ * B and D of multi-type clusters (and Tier A when no type's reserve shows
+ * idle time) are split in proportion to each type's remaining idle time
+ * (both margins stay exact). */
 #ifndef TIDE_SIM_USAGE_H
 #define TIDE_SIM_USAGE_H
 
@@ -61,6 +62,27 @@ tide_usage_t *tide_usage_open(const char *dir, const tide_governance_t *g, tide_
  * tide_usage_close reports it). */
 int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
                       const tide_engine_t *e);
+
+/* One cumulative usage figure of an engine: GPU-seconds since its start of
+ * one owner, class, state, tier and GPU type (the keys of usage.csv), and
+ * their cost. */
+typedef struct tide_usage_cell {
+    int kind;            /* TIDE_OWNER_TEAM, TIDE_OWNER_SERVICE or TIDE_OWNER_IDLE */
+    int index;           /* the team's or service's index in the engine, -1 for idle */
+    const char *owner;   /* team or service name, "-" for idle (borrowed from e) */
+    int cls, state, tier, type;
+    double gpu_s;
+    double cost;         /* gpu_s / 3600 x the price of its category */
+} tide_usage_cell_t;
+typedef void (*tide_usage_cell_fn)(void *ctx, const tide_usage_cell_t *c);
+
+/* The sampler behind tide_usage_sample and the daemon's usage snapshots:
+ * call fn for every cell of engine e, zeros included, in a fixed order
+ * (teams by class, state, tier, type; services by state, tier, type; idle
+ * by tier, type: the type varies fastest). g (may be NULL: no prices) gives
+ * the prices. */
+void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_usage_cell_fn fn,
+                      void *ctx);
 
 /* Flush and close the files, free u. Returns 0 or -1 with err (EIO) if any
  * write failed. NULL is a no-op (0). */

@@ -320,15 +320,20 @@ static void assert_env(const fjob_t *x, ...)
 
 /* ------------------------------------------------------------ fixture */
 
-static int job_cmd(void *ctx, const char *id, char **command, char ***env)
+/* Every job's work as submitted (the daemon hands it with each start). */
+static const char *const job_env[] = {"WANDB_PROJECT=tide", "NCCL_DEBUG=INFO", NULL};
+static const tide_backend_work_t job_work = {.command = "python train.py", .env = job_env};
+
+/* Enact acts as the daemon does: every action carries its job's work. */
+static int fx_enact(tide_backend_t *b, tide_time_t now, const tide_actions_t *acts,
+                    tide_error_t *err)
 {
-    (void)ctx;
-    (void)id;
-    *command = strdup("python train.py");
-    *env = calloc(3, sizeof **env);
-    (*env)[0] = strdup("WANDB_PROJECT=tide");
-    (*env)[1] = strdup("NCCL_DEBUG=INFO");
-    return 0;
+    const tide_backend_work_t **work = calloc(acts->n ? acts->n : 1, sizeof *work);
+    for (size_t i = 0; i < acts->n; i++)
+        work[i] = &job_work;
+    int refused = tide_backend_enact(b, now, acts, work, err);
+    free(work);
+    return refused;
 }
 
 static double clock_fn(void *ctx) { return ((fake_t *)ctx)->now; }
@@ -386,7 +391,7 @@ static fx_t *fx_new_svcs(int services)
     f->log = open_memstream(&f->logbuf, &f->loglen);
     fflush(f->log); /* logbuf is a string from now on */
     f->o = (tide_backend_opts_t){.slurm = &fk_ops, .unix_clock = clock_fn,
-                                 .unix_clock_ctx = &f->fk, .job_command = job_cmd, .log = f->log,
+                                 .unix_clock_ctx = &f->fk, .log = f->log,
                                  .replica_command = "serve --port 8000", .workdir = "/srv/tide",
                                  .api_url = "http://ctl:7070", .partition = "gpu"};
     f->b = fx_backend(f, &err);
@@ -454,7 +459,7 @@ static void fx_step(fx_t *f, tide_time_t t, const tide_event_t *extra, size_t nx
     if (tide_engine_step(f->e, t, all, n, &f->acts, &err) < 0)
         fail_msg("t=%lld: engine step: %s", (long long)t, err.msg);
     free(all);
-    f->refused = tide_backend_enact(f->b, t, &f->acts, &err);
+    f->refused = fx_enact(f->b, t, &f->acts, &err);
 }
 static void fx_tick(fx_t *f, tide_time_t t) { fx_step(f, t, NULL, 0); }
 static void fx_ev1(fx_t *f, tide_time_t t, tide_event_t ev) { fx_step(f, t, &ev, 1); }
@@ -465,7 +470,7 @@ static int enact1(fx_t *f, tide_action_t a, const int32_t *gpus, tide_error_t *e
     a.gpu_off = 0;
     tide_actions_t x = {.v = &a, .n = 1, .cap = 1, .gpus = (int32_t *)gpus,
                         .ngpus = gpus ? (size_t)a.n_gpus : 0};
-    return tide_backend_enact(f->b, f->now, &x, err);
+    return fx_enact(f->b, f->now, &x, err);
 }
 
 static const tide_action_t *fx_act(const fx_t *f, int kind, int32_t job)

@@ -672,6 +672,81 @@ static void test_fair_share_weights(void **state)
     assert_true(off[0] > on[0] + 0.2); /* FIFO favours the team that queues the most */
 }
 
+/* The sampler shared by usage.csv and the daemon's snapshots
+ * (tide_usage_cells): on a two-type cluster with a service and training,
+ * the idle cells of each tier sum over the types to the engine's idle
+ * GPU-seconds of that tier; each team's and service's cells to the engine's
+ * figures; and the type varies fastest (the daemon sums consecutive cells). */
+typedef struct cells {
+    double idle[TIDE_T_COUNT];
+    double team, svc;
+    int n, out_of_order;
+    tide_usage_cell_t prev;
+} cells_t;
+
+static void cell_add(void *ctx, const tide_usage_cell_t *c)
+{
+    cells_t *x = ctx;
+    if (x->n && c->type > 0 &&
+        (c->type != x->prev.type + 1 || c->kind != x->prev.kind || c->tier != x->prev.tier ||
+         c->state != x->prev.state || c->cls != x->prev.cls || c->index != x->prev.index))
+        x->out_of_order++;
+    if (c->kind == TIDE_OWNER_IDLE)
+        x->idle[c->tier] += c->gpu_s;
+    else if (c->kind == TIDE_OWNER_TEAM)
+        x->team += c->gpu_s;
+    else
+        x->svc += c->gpu_s;
+    x->prev = *c;
+    x->n++;
+}
+
+static void test_usage_cells_margins(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.reserve_gpus = 8;
+    ef_t *f = ef_new("2x8:h100,2x8:a100", &cfg);
+    int s = ef_service(f, "chat", 8, 100, 1, 60);
+    ef_tick(f, 0);
+    ef_demand(f, 10, s, 150);
+    tide_job_spec_t j1 = ef_job("j1", 2, 8, 8, 1, 20000);
+    tide_job_spec_t j2 = ef_job("j2", 3, 16, 8, 1, 20000);
+    ef_submit(f, 20, &j1);
+    ef_submit(f, 30, &j2);
+    ef_ticks(f, 7200, 60);
+    cells_t x;
+    memset(&x, 0, sizeof x);
+    tide_usage_cells(f->e, NULL, cell_add, &x);
+    assert_int_equal(x.out_of_order, 0);
+    assert_true(x.n > 0);
+    tide_stats_t st;
+    tide_engine_stats(f->e, &st);
+    double total_idle = 0;
+    for (int r = 0; r < TIDE_T_COUNT; r++) {
+        double want = 0;
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            want += st.gpu_s[c][TIDE_S_IDLE][r];
+        total_idle += want;
+        assert_true(fabs(x.idle[r] - want) <= 1e-6 * (1 + want));
+    }
+    assert_true(total_idle > 0);
+    double team = 0, svc = 0;
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            for (int st2 = 0; st2 < TIDE_S_COUNT; st2++)
+                for (int r = 0; r < TIDE_T_COUNT; r++) {
+                    for (int i = 0; i < tide_engine_teams(f->e); i++)
+                        team += tide_engine_team_gpu_s(f->e, i, c, st2, r, k);
+                    if (c == 0)
+                        svc += tide_engine_service_gpu_s(f->e, s, st2, r, k);
+                }
+    assert_true(team > 0 && svc > 0);
+    assert_true(fabs(x.team - team) <= 1e-6 * team);
+    assert_true(fabs(x.svc - svc) <= 1e-6 * svc);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -681,6 +756,7 @@ int main(void)
         cmocka_unit_test(test_borrow_limit),
         cmocka_unit_test(test_lend_cap),
         cmocka_unit_test(test_fair_share_weights),
+        cmocka_unit_test(test_usage_cells_margins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,390 @@
+/* The jobs API: submit, list, get, cancel, checkpoints, reclaim notices. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/internal.h"
+#include "util/util.h"
+
+/* ------------------------------------------------------------- rendering */
+
+static const char *notice_action(const notice_t *n)
+{
+    if (n->kind == TIDE_ACT_JOB_CKPT)
+        return "checkpoint";
+    return n->width < n->prev_width ? "shrink" : "grow";
+}
+
+static json_t *notice_json(const notice_t *n)
+{
+    json_t *o = json_object();
+    api_set(o, "id", json_integer((json_int_t)n->id));
+    api_set(o, "reason", json_string(n->reason ? tide_reason_name(n->reason) : "none"));
+    api_set(o, "action", json_string(notice_action(n)));
+    api_set(o, "deadline_s", json_integer(n->deadline));
+    api_set(o, "issued_s", json_integer(n->at));
+    api_set(o, "width", json_integer(n->width));
+    api_set(o, "acked", json_boolean(n->acked));
+    api_set(o, "active", json_boolean(n->active));
+    return o;
+}
+
+/* A job: the stored row (may be NULL) merged with the engine's view (h >= 0). */
+static json_t *job_json(tide_daemon_t *d, const tide_store_job_t *row, int32_t h)
+{
+    tide_job_info_t ji;
+    int live = h >= 0 && tide_engine_job(d->e, h, &ji) == 0;
+    const tide_job_spec_t *sp = live ? ji.spec : &row->spec;
+    char types[256];
+    json_t *o = json_object();
+    api_set(o, "id", api_str(sp->id));
+    api_set(o, "team", api_str(sp->team));
+    api_set(o, "state", json_string(live ? tide_job_state_name(ji.state) : (row ? row->state : "queued")));
+    api_set(o, "priority", json_integer(sp->priority));
+    api_set(o, "gpus", json_integer(sp->gpus));
+    api_set(o, "gang_gpus", json_integer(sp->gang_gpus));
+    api_set(o, "dp_min", json_integer(sp->dp_min));
+    api_set(o, "dp_max", json_integer(sp->gang_gpus > 0 ? sp->gpus / sp->gang_gpus : 0));
+    api_set(o, "duration_s", json_integer(sp->duration_s));
+    api_set(o, "ckpt_interval_s", json_integer(sp->ckpt_interval_s));
+    api_set(o, "ckpt_s", json_integer(sp->ckpt_s));
+    api_set(o, "restore_s", json_integer(sp->restore_s));
+    api_set(o, "gpu_types", json_string(tide_json_types_str(d->cluster, sp->gpu_types, types, sizeof types)));
+    int active = live && (ji.state == TIDE_JOB_RUNNING || ji.state == TIDE_JOB_RECLAIMING);
+    api_set(o, "width", json_integer(active ? ji.width : 0));
+    api_set(o, "phase", active ? json_string(tide_phase_name(ji.phase)) : json_null());
+    api_set(o, "progress_s", api_num(live ? ji.progress : 0));
+    api_set(o, "committed_s", api_num(live ? ji.committed : 0));
+    api_set(o, "submitted_s", json_integer(live ? ji.submitted : (row ? row->submitted_s : 0)));
+    api_set(o, "started_s", api_time(live ? ji.first_start : -1));
+    api_set(o, "finished_s", api_time(live ? ji.finished : -1));
+    api_set(o, "preemptions", json_integer(live ? ji.preemptions : 0));
+    api_set(o, "lost_gpu_s", api_num(live ? ji.lost_gpu_s : 0));
+    api_set(o, "lease", live && ji.lease >= 0 ? json_integer(ji.lease) : json_null());
+    if (row) {
+        api_set(o, "command", api_str(row->command));
+        json_t *env = row->env ? json_loads(row->env, 0, NULL) : NULL;
+        api_set(o, "env", env ? env : json_null());
+    }
+    const notice_t *n = live && (size_t)h < d->n_jobs ? &d->jobs[h].notice : NULL;
+    api_set(o, "notice", n && n->id && n->active && !n->acked ? notice_json(n) : json_null());
+    return o;
+}
+
+/* Find a job by id: its row (caller frees) and engine handle (-1 when the
+ * engine has not seen it yet). 0, or -1 with a 404/500 written. */
+static int job_lookup(tide_daemon_t *d, const char *id, tide_store_job_t *row, int32_t *h,
+                      tide_http_reply_t *rep)
+{
+    tide_error_t err = {0};
+    if (tide_store_job_get(d->st, id, row, &err) < 0) {
+        api_fail(rep, &err);
+        return -1;
+    }
+    *h = tide_engine_job_find(d->e, id);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- routes */
+
+/* 409 for an id already taken: the job's id and state. */
+static void reply_taken(tide_http_reply_t *rep, const char *id, const char *state)
+{
+    json_t *o = json_object();
+    json_t *e = json_pack("{s:s,s:s}", "code", "EEXIST", "message", "job already submitted");
+    api_set(o, "error", e);
+    api_set(o, "id", api_str(id));
+    api_set(o, "state", json_string(state));
+    tide_http_reply_json(rep, 409, o);
+}
+
+/* The request checks that need no lock: team, placement, a command when the
+ * backend runs one. 0, or -1 with the answer written. */
+static int submit_check(tide_daemon_t *d, const tide_http_req_t *req, tide_job_request_t *jr,
+                        tide_http_reply_t *rep)
+{
+    tide_error_t err = {0};
+    if (!jr->team)
+        jr->team = tide_xstrdup(req->who.team);
+    jr->spec.team = jr->team;
+    if (!api_is_admin(req) && strcmp(jr->team, req->who.team)) {
+        tide_http_reply_error(rep, 403, "EPERM", "team: a %s of team %s cannot submit for team %s",
+                              tide_role_name(req->who.role), req->who.team, jr->team);
+        return -1;
+    }
+    if (tide_job_fits(&jr->spec, d->cluster, &err) < 0) {
+        api_fail(rep, &err);
+        return -1;
+    }
+    if (d->be_ops->needs_command && (!jr->command || !*jr->command)) {
+        tide_http_reply_error(rep, 400, "EINVAL",
+                              "command: required with the %s backend (what the job's batch "
+                              "script runs)",
+                              d->backend_name);
+        return -1;
+    }
+    return 0;
+}
+
+API_HANDLER(api_job_submit)
+{
+    tide_daemon_t *d = API_D(app);
+    tide_job_request_t jr;
+    tide_error_t err = {0};
+    if (tide_json_job_request(req->body, req->body_len, d->cluster, &jr, &err) < 0) {
+        api_fail(rep, &err);
+        return;
+    }
+    if (submit_check(d, req, &jr, rep) < 0) {
+        tide_job_request_free(&jr);
+        return;
+    }
+    tide_daemon_lock(d);
+    if (!api_stopping(d, rep)) {
+        char old[32];
+        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0)
+            tide_http_reply_json(rep, 201,
+                                 json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
+        else if (err.code == TIDE_EEXIST)
+            reply_taken(rep, jr.id, old);
+        else
+            api_fail(rep, &err);
+    }
+    tide_daemon_unlock(d);
+    tide_job_request_free(&jr);
+}
+
+typedef struct list_ctx {
+    tide_daemon_t *d;
+    json_t *arr;
+    int64_t last, prev;
+} list_ctx_t;
+
+static int list_one(void *ctx, const tide_store_job_t *j)
+{
+    list_ctx_t *c = ctx;
+    json_array_append_new(c->arr, job_json(c->d, j, tide_engine_job_find(c->d->e, j->spec.id)));
+    c->prev = c->last;
+    c->last = j->seq;
+    return 0;
+}
+
+API_HANDLER(api_jobs_list)
+{
+    tide_daemon_t *d = API_D(app);
+    char tb[256], sb[64], cb[64];
+    const char *team = tide_http_query(req, "team", tb, sizeof tb);
+    const char *state = tide_http_query(req, "state", sb, sizeof sb);
+    const char *cursor = tide_http_query(req, "cursor", cb, sizeof cb);
+    long long prio, limit, after = 0;
+    if (team && !*team)
+        team = NULL;
+    if (state && !*state)
+        state = NULL;
+    if (api_q_int(req, "priority", 0, 3, 0, &prio, rep) < 0 ||
+        api_q_int(req, "limit", 1, 1000, 100, &limit, rep) < 0)
+        return;
+    if (cursor && *cursor && (tide_parse_int(cursor, &after) < 0 || after < 0)) {
+        api_bad(rep, "cursor: '%s' is not a cursor from a previous page", cursor);
+        return;
+    }
+    if (state) {
+        int ok = 0;
+        for (int k = 0; k < TIDE_JOB_STATE_COUNT; k++)
+            ok |= !strcmp(state, tide_job_state_name(k));
+        if (!ok) {
+            api_bad(rep, "state: '%s' is not queued, running, reclaiming, done or cancelled", state);
+            return;
+        }
+    }
+    if (!api_is_admin(req)) {
+        if (team && strcmp(team, req->who.team)) {
+            tide_http_reply_error(rep, 403, "EPERM", "team: a %s of team %s cannot list team %s",
+                                  tide_role_name(req->who.role), req->who.team, team);
+            return;
+        }
+        team = req->who.team;
+    }
+    tide_store_job_filter_t f = {.team = team, .state = state, .priority = (int)prio,
+                                 .after_seq = after, .limit = (int)limit + 1};
+    tide_daemon_lock(d);
+    list_ctx_t c = {.d = d, .arr = json_array(), .last = after};
+    tide_error_t err = {0};
+    int n = tide_store_jobs_list(d->st, &f, list_one, &c, &err);
+    tide_daemon_unlock(d);
+    if (n < 0) {
+        json_decref(c.arr);
+        api_fail(rep, &err);
+        return;
+    }
+    json_t *next = json_null();
+    if (n > limit) {
+        /* one more than asked: there is a next page, ending at the limit-th */
+        json_array_remove(c.arr, json_array_size(c.arr) - 1);
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)c.prev);
+        next = json_string(buf);
+    }
+    json_t *o = json_object();
+    api_set(o, "jobs", c.arr);
+    api_set(o, "next", next);
+    tide_http_reply_json(rep, 200, o);
+}
+
+API_HANDLER(api_job_get)
+{
+    tide_daemon_t *d = API_D(app);
+    tide_daemon_lock(d);
+    tide_store_job_t row;
+    int32_t h;
+    if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
+        if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
+            json_t *o = job_json(d, &row, h);
+            tide_error_t err = {0};
+            int64_t nck = tide_store_checkpoints_count(d->st, row.spec.id, &err);
+            api_set(o, "checkpoints", json_integer(nck > 0 ? nck : 0));
+            tide_backend_job_info_t bi;
+            if (h >= 0 && d->be && tide_backend_job_info(d->be, h, &bi) == 0) {
+                json_t *b = json_object();
+                api_set(b, "name", json_string(d->backend_name));
+                api_set(b, "ids", json_string(bi.ids));
+                api_set(b, "state", json_string(bi.state));
+                api_set(b, "nodes", json_string(bi.nodes));
+                api_set(b, "exit_code", bi.exit_code >= 0 ? json_integer(bi.exit_code) : json_null());
+                api_set(b, "restarts", json_integer(bi.restarts));
+                api_set(o, "backend", b);
+            }
+            tide_http_reply_json(rep, 200, o);
+        }
+        tide_store_job_free(&row);
+    }
+    tide_daemon_unlock(d);
+}
+
+API_HANDLER(api_job_cancel)
+{
+    tide_daemon_t *d = API_D(app);
+    tide_daemon_lock(d);
+    tide_store_job_t row;
+    int32_t h;
+    if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
+        goto out0;
+    if (!api_team_ok(req, row.spec.team, row.spec.id, rep) || api_stopping(d, rep))
+        goto out;
+    const char *state;
+    tide_error_t err = {0};
+    if (dmn_job_cancel(d, row.spec.id, h, &state, &err) < 0)
+        api_fail(rep, &err);
+    else
+        tide_http_reply_json(rep, 200,
+                             json_pack("{s:o,s:s}", "id", api_str(row.spec.id), "state", state));
+out:
+    tide_store_job_free(&row);
+out0:
+    tide_daemon_unlock(d);
+}
+
+API_HANDLER(api_job_ckpt)
+{
+    tide_daemon_t *d = API_D(app);
+    tide_ckpt_request_t ck;
+    tide_error_t err = {0};
+    if (tide_json_ckpt(req->body, req->body_len, &ck, &err) < 0) {
+        api_fail(rep, &err);
+        return;
+    }
+    tide_daemon_lock(d);
+    tide_store_job_t row;
+    int32_t h;
+    if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
+        goto out0;
+    if (!api_team_ok(req, row.spec.team, row.spec.id, rep) || api_stopping(d, rep))
+        goto out;
+    double value;
+    if (dmn_job_checkpoint(d, row.spec.id, h, &ck, &value, &err) < 0) {
+        api_fail(rep, &err);
+        goto out;
+    }
+    json_t *o = json_object();
+    api_set(o, "id", api_str(row.spec.id));
+    api_set(o, "committed", json_boolean(ck.committed));
+    api_set(o, "used", json_boolean(ck.committed));
+    api_set(o, "progress_s", ck.committed ? api_num(value) : json_null());
+    tide_http_reply_json(rep, 201, o);
+out:
+    tide_store_job_free(&row);
+out0:
+    tide_daemon_unlock(d);
+}
+
+API_HANDLER(api_notice)
+{
+    tide_daemon_t *d = API_D(app);
+    long long wait;
+    if (api_q_int(req, "wait", 0, 300, 0, &wait, rep) < 0)
+        return;
+    tide_daemon_lock(d);
+    tide_store_job_t row;
+    int32_t h;
+    if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
+        goto out0;
+    if (!api_team_ok(req, row.spec.team, row.spec.id, rep))
+        goto out;
+    uint64_t seen = h >= 0 ? dmn_job(d, h)->notice.id : 0;
+    const notice_t *hit = NULL;
+    if (h >= 0 && seen && dmn_job(d, h)->notice.active && !dmn_job(d, h)->notice.acked)
+        hit = &dmn_job(d, h)->notice;
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += (time_t)wait;
+    while (!hit && wait > 0 && !d->stop) {
+        if (pthread_cond_timedwait(&d->notice_cv, &d->mu, &dl) == ETIMEDOUT)
+            break;
+        h = tide_engine_job_find(d->e, row.spec.id);
+        if (h >= 0 && dmn_job(d, h)->notice.id > seen)
+            hit = &dmn_job(d, h)->notice;
+    }
+    json_t *o = json_object();
+    api_set(o, "id", api_str(row.spec.id));
+    api_set(o, "notice", hit ? notice_json(hit) : json_null());
+    tide_http_reply_json(rep, 200, o);
+out:
+    tide_store_job_free(&row);
+out0:
+    tide_daemon_unlock(d);
+}
+
+API_HANDLER(api_notice_ack)
+{
+    tide_daemon_t *d = API_D(app);
+    tide_error_t err = {0};
+    if (req->body_len) {
+        json_t *o = tide_json_parse_object(req->body, req->body_len, &err);
+        static const char *const none[] = {"id", NULL};
+        if (!o || tide_json_only(o, none, &err) < 0) {
+            json_decref(o);
+            api_fail(rep, &err);
+            return;
+        }
+        json_decref(o);
+    }
+    tide_daemon_lock(d);
+    tide_store_job_t row;
+    int32_t h;
+    if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
+        goto out0;
+    if (!api_team_ok(req, row.spec.team, row.spec.id, rep))
+        goto out;
+    uint64_t id;
+    if (dmn_notice_ack(d, row.spec.id, h, &id, &err) < 0)
+        api_fail(rep, &err);
+    else
+        tide_http_reply_json(rep, 200, json_pack("{s:o,s:I,s:b}", "id", api_str(row.spec.id),
+                                                 "notice", (json_int_t)id, "acked", 1));
+out:
+    tide_store_job_free(&row);
+out0:
+    tide_daemon_unlock(d);
+}

@@ -1,0 +1,196 @@
+/* The cluster API: the cluster and its statistics, nodes (and marking one
+ * failed or recovered), leases. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/internal.h"
+#include "util/util.h"
+
+API_HANDLER(api_cluster)
+{
+    (void)req;
+    tide_daemon_t *d = API_D(app);
+    tide_daemon_lock(d);
+    const tide_engine_t *e = d->e;
+    tide_stats_t st;
+    tide_engine_stats(e, &st);
+    json_t *o = json_object();
+    api_set(o, "policy", json_string(d->policy));
+    api_set(o, "now_s", json_integer(d->now));
+    api_set(o, "gpus", json_integer(tide_cluster_gpus(d->cluster)));
+    api_set(o, "nodes", json_integer(tide_cluster_nodes(d->cluster)));
+    api_set(o, "domains", json_integer(tide_cluster_domains(d->cluster)));
+    char spec[512];
+    tide_cluster_format(d->cluster, spec, sizeof spec);
+    api_set(o, "spec", json_string(spec));
+    json_t *types = json_array();
+    for (int t = 0; t < tide_cluster_types(d->cluster); t++) {
+        int reserve = 0;
+        int n = tide_engine_type_gpus(e, t, &reserve);
+        json_array_append_new(types, json_pack("{s:s,s:i,s:i}", "name",
+                                               tide_cluster_type_name(d->cluster, t), "gpus", n,
+                                               "reserve_gpus", reserve));
+    }
+    api_set(o, "types", types);
+    api_set(o, "backend", json_string(d->backend_name));
+    api_set(o, "speed", api_num(d->speed));
+    api_set(o, "epoch", json_integer(d->epoch));
+    json_t *s = json_object();
+    json_t *by_state = json_object(), *by_class = json_object(), *grid = json_object();
+    for (int k = 0; k < TIDE_S_COUNT; k++) {
+        int n = 0;
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            n += st.gpus_now[c][k];
+        api_set(by_state, tide_state_name(k), json_integer(n));
+    }
+    for (int c = 0; c < TIDE_C_COUNT; c++) {
+        int n = 0;
+        json_t *row = json_object();
+        for (int k = 0; k < TIDE_S_COUNT; k++) {
+            n += st.gpus_now[c][k];
+            if (st.gpus_now[c][k])
+                api_set(row, tide_state_name(k), json_integer(st.gpus_now[c][k]));
+        }
+        api_set(by_class, tide_class_name(c), json_integer(n));
+        api_set(grid, tide_class_name(c), row);
+    }
+    api_set(s, "gpus_by_state", by_state);
+    api_set(s, "gpus_by_class", by_class);
+    api_set(s, "gpus", grid);
+    api_set(s, "demand_rps", api_num(st.demand_rps));
+    api_set(s, "ready_rps", api_num(st.ready_rps));
+    api_set(s, "queue_jobs", json_integer(st.queue_jobs));
+    api_set(s, "queue_gpus", json_integer(st.queue_gpus));
+    api_set(s, "jobs_submitted", json_integer(st.jobs_submitted));
+    api_set(s, "jobs_completed", json_integer(st.jobs_completed));
+    api_set(s, "jobs_running", json_integer(st.jobs_running));
+    api_set(s, "replicas_ready", json_integer(st.replicas_ready));
+    api_set(s, "replicas_warming", json_integer(st.replicas_warming));
+    api_set(s, "preemptions", json_integer(st.preemptions));
+    api_set(s, "shrinks", json_integer(st.shrinks));
+    api_set(s, "reclaims", json_integer(st.reclaims));
+    api_set(s, "reclaims_late", json_integer(st.reclaims_late));
+    api_set(s, "leases_granted", json_integer(st.leases_granted));
+    api_set(s, "lost_gpu_hours", api_num(st.lost_gpu_s / 3600.0));
+    api_set(s, "slo_attainment",
+        api_num(st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0));
+    double total = (double)st.cluster_gpus * (double)(st.now - st.start), idle = 0;
+    for (int t = 0; t < TIDE_T_COUNT; t++)
+        idle += st.gpu_s[TIDE_C_NONE][TIDE_S_IDLE][t];
+    api_set(s, "utilization", api_num(total > 0 ? 1.0 - idle / total : 0));
+    api_set(o, "stats", s);
+    tide_daemon_unlock(d);
+    tide_http_reply_json(rep, 200, o);
+}
+
+API_HANDLER(api_nodes)
+{
+    (void)req;
+    tide_daemon_t *d = API_D(app);
+    tide_daemon_lock(d);
+    json_t *arr = json_array();
+    for (int n = 0; n < tide_cluster_nodes(d->cluster); n++) {
+        tide_node_info_t ni;
+        if (tide_cluster_node(d->cluster, n, &ni) != 0)
+            continue;
+        json_t *o = json_object();
+        api_set(o, "node", json_integer(n));
+        const char *bn = tide_backend_node_name(d->be, n);
+        if (bn)
+            api_set(o, "name", json_string(bn));
+        api_set(o, "type", json_string(tide_cluster_type_name(d->cluster, ni.type)));
+        api_set(o, "domain", json_integer(ni.domain));
+        api_set(o, "up", json_boolean(d->node_up[n]));
+        char z[2] = {tide_engine_gpu_zone(d->e, ni.first_gpu), 0};
+        api_set(o, "zone", json_string(z));
+        json_t *gs = json_array();
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
+            int32_t who;
+            int kind = tide_engine_gpu_owner(d->e, g, &who);
+            json_t *owner = json_null();
+            char buf[300];
+            if (kind == 1) {
+                const char *id = NULL;
+                tide_job_info_t ji;
+                if (tide_engine_job(d->e, who, &ji) == 0)
+                    id = ji.spec->id;
+                snprintf(buf, sizeof buf, "job:%s", id ? id : "?");
+                owner = api_str(buf);
+            } else if (kind == 2) {
+                snprintf(buf, sizeof buf, "replica:%d", (int)who);
+                owner = json_string(buf);
+            }
+            json_array_append_new(gs, json_pack("{s:i,s:o}", "gpu", g, "owner", owner));
+        }
+        api_set(o, "gpus", gs);
+        json_array_append_new(arr, o);
+    }
+    tide_daemon_unlock(d);
+    json_t *top = json_object();
+    api_set(top, "nodes", arr);
+    tide_http_reply_json(rep, 200, top);
+}
+
+API_HANDLER(api_node_state)
+{
+    tide_daemon_t *d = API_D(app);
+    long long node;
+    if (tide_parse_int(req->params[0], &node) < 0 || node < 0 ||
+        node >= tide_cluster_nodes(d->cluster)) {
+        tide_http_reply_error(rep, 404, "ENOENT", "no node '%s' (nodes are 0..%d)", req->params[0],
+                              tide_cluster_nodes(d->cluster) - 1);
+        return;
+    }
+    int up;
+    tide_error_t err = {0};
+    if (tide_json_node_state(req->body, req->body_len, &up, &err) < 0) {
+        api_fail(rep, &err);
+        return;
+    }
+    tide_daemon_lock(d);
+    if (api_stopping(d, rep)) {
+        tide_daemon_unlock(d);
+        return;
+    }
+    int rc = dmn_node_set(d, (int)node, up, &err);
+    tide_daemon_unlock(d);
+    if (rc < 0)
+        api_fail(rep, &err);
+    else
+        tide_http_reply_json(rep, 200, json_pack("{s:I,s:b}", "node", (json_int_t)node, "up", up));
+}
+
+API_HANDLER(api_leases)
+{
+    tide_daemon_t *d = API_D(app);
+    long long active;
+    if (api_q_int(req, "active", 0, 1, 0, &active, rep) < 0)
+        return;
+    tide_daemon_lock(d);
+    json_t *arr = json_array();
+    for (int l = 0; l < tide_engine_leases(d->e); l++) {
+        tide_lease_info_t li;
+        if (tide_engine_lease(d->e, l, &li) != 0 || (active && li.returned))
+            continue;
+        json_t *o = json_object();
+        api_set(o, "id", json_integer(l));
+        api_set(o, "job", json_null());
+        tide_job_info_t ji;
+        if (li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0)
+            api_set(o, "job", api_str(ji.spec->id));
+        api_set(o, "gpus", json_integer(li.gpus));
+        api_set(o, "start_s", json_integer(li.start));
+        api_set(o, "latest_return_s", api_time(li.latest_return));
+        api_set(o, "ckpt_cost_s", json_integer(li.ckpt_cost_s));
+        api_set(o, "can_shrink", json_boolean(li.can_shrink));
+        api_set(o, "noticed", json_boolean(li.noticed));
+        api_set(o, "returned", json_boolean(li.returned));
+        api_set(o, "late", json_boolean(li.late));
+        json_array_append_new(arr, o);
+    }
+    tide_daemon_unlock(d);
+    json_t *o = json_object();
+    api_set(o, "leases", arr);
+    tide_http_reply_json(rep, 200, o);
+}

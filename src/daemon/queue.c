@@ -1,0 +1,134 @@
+/* Accepted events: API events are committed as pending rows, then queued for
+ * the loop, which feeds them to the engine at its next step; loop events
+ * (backend polls, pulled demand, recovery) wait in their own queue. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/internal.h"
+#include "util/util.h"
+
+void dmn_dev_free(dmn_ev_t *v)
+{
+    free(v->job_id);
+    free(v->service_name);
+    free(v->payload);
+    free(v->team);
+    memset(v, 0, sizeof *v);
+}
+
+void dmn_devq_clear(devq_t *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        dmn_dev_free(&q->v[i]);
+    q->n = 0;
+}
+
+/* Submits point their job_spec at their own spec: re-link after moving. */
+static void devq_relink(devq_t *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (q->v[i].ev.kind == TIDE_EV_JOB_SUBMIT)
+            q->v[i].ev.job_spec = &q->v[i].spec;
+}
+
+void dmn_devq_drop_front(devq_t *q, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        dmn_dev_free(&q->v[i]);
+    if (k == 0)
+        return;
+    if (q->n > k)
+        memmove(q->v, q->v + k, (q->n - k) * sizeof *q->v);
+    q->n -= k;
+    devq_relink(q);
+}
+
+static char *dup_or_null(const char *s) { return s ? tide_xstrdup(s) : NULL; }
+
+dmn_ev_t *dmn_devq_push(devq_t *q, const tide_event_t *ev, tide_time_t t, int64_t seq,
+                        const dmn_evx_t *x, const char *source)
+{
+    static const dmn_evx_t none = {0};
+    if (!x)
+        x = &none;
+    tide_grow((void **)&q->v, &q->cap, q->n + 1, sizeof *q->v);
+    devq_relink(q); /* growing moved the array */
+    dmn_ev_t *v = &q->v[q->n++];
+    memset(v, 0, sizeof *v);
+    v->ev = *ev;
+    v->ev.job_spec = NULL;
+    v->t = t;
+    v->seq = seq;
+    v->job_id = dup_or_null(x->job_id);
+    v->service_name = dup_or_null(x->service_name);
+    v->payload = dup_or_null(x->payload);
+    v->source = source;
+    if (x->spec && ev->kind == TIDE_EV_JOB_SUBMIT) {
+        v->spec = *x->spec;
+        v->team = tide_xstrdup(x->spec->team ? x->spec->team : "");
+        v->spec.team = v->team;
+        if (!v->job_id)
+            v->job_id = tide_xstrdup(x->spec->id ? x->spec->id : "");
+        v->spec.id = v->job_id;
+        v->ev.job_spec = &v->spec;
+    } else if (x->team && ev->kind == TIDE_STORE_KIND_TEAM_SET) {
+        v->tspec = *x->team;
+        v->team = tide_xstrdup(x->team->name ? x->team->name : "");
+        v->tspec.name = v->team;
+        v->has_tspec = 1;
+    }
+    return v;
+}
+
+int dmn_pending_append(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x,
+                       int64_t *seq, tide_time_t *t, tide_error_t *err)
+{
+    *t = dmn_clock_now(d);
+    tide_store_event_t se = {.step = 0, .time_s = *t, .ev = *ev, .job_id = x ? x->job_id : NULL,
+                             .service_name = x ? x->service_name : NULL, .source = "api",
+                             .payload = x ? x->payload : NULL};
+    if (tide_store_event_append(d->st, &se, err) < 0)
+        return -1;
+    *seq = se.seq;
+    return 0;
+}
+
+void dmn_queue(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x, int64_t seq,
+               tide_time_t t)
+{
+    dmn_devq_push(&d->pending, ev, t, seq, x, "api");
+    dmn_kick(d);
+}
+
+int64_t dmn_accept(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x,
+                   tide_error_t *err)
+{
+    int64_t seq;
+    tide_time_t t;
+    if (tide_store_begin(d->st, err) < 0)
+        return -1;
+    if (dmn_pending_append(d, ev, x, &seq, &t, err) < 0) {
+        tide_store_rollback(d->st);
+        return -1;
+    }
+    if (tide_store_commit(d->st, err) < 0)
+        return -1;
+    dmn_queue(d, ev, x, seq, t);
+    return seq;
+}
+
+int dmn_wait_fed(tide_daemon_t *d, int64_t seq, double timeout_s)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    double end = (double)dl.tv_sec + dl.tv_nsec * 1e-9 + timeout_s;
+    while (d->fed_seq < seq && d->loop_running && !d->stop) {
+        dl.tv_sec = (time_t)end;
+        dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+        if (pthread_cond_timedwait(&d->step_cv, &d->mu, &dl) == ETIMEDOUT)
+            break;
+    }
+    return d->fed_seq >= seq;
+}

@@ -1,0 +1,262 @@
+/* Recovery: the engine rebuilt from the database. The recorded steps of the
+ * current epoch are replayed through a fresh engine (deterministic: the
+ * actions must match the recorded ones), pending events are loaded, the
+ * invariants checked; then the backend is created and reconciled: running
+ * jobs it does not know expire (requeued, loss counted), replicas it does not
+ * know fail. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/internal.h"
+#include "util/util.h"
+
+static void jobs_free(tide_daemon_t *d)
+{
+    for (size_t i = 0; i < d->n_jobs; i++)
+        dmn_work_free(d->jobs[i].work);
+    free(d->jobs);
+    d->jobs = NULL;
+    d->n_jobs = 0;
+}
+
+static void derived_reset(tide_daemon_t *d)
+{
+    free(d->reps);
+    d->reps = NULL;
+    d->n_reps = 0;
+    jobs_free(d);
+    int nn = tide_cluster_nodes(d->cluster);
+    free(d->node_up);
+    d->node_up = tide_xmalloc((size_t)(nn > 0 ? nn : 1));
+    memset(d->node_up, 1, (size_t)(nn > 0 ? nn : 1));
+    free(d->last_demand);
+    d->last_demand = tide_xmalloc((d->n_svcs ? d->n_svcs : 1) * sizeof *d->last_demand);
+    for (size_t i = 0; i < d->n_svcs; i++)
+        d->last_demand[i] = -1;
+    memset(d->preempt, 0, sizeof d->preempt);
+    dmn_teams_clear(d);
+    d->started = 0;
+    d->next_wake = 0;
+}
+
+int dmn_engine_build(tide_daemon_t *d, tide_error_t *err)
+{
+    tide_engine_destroy(d->e);
+    d->e = tide_engine_create(d->cluster, &d->cfg, err);
+    if (!d->e)
+        return -1;
+    for (size_t i = 0; i < d->n_svcs; i++) {
+        int idx = tide_engine_add_service(d->e, &d->svcs[i], err);
+        if (idx < 0)
+            return tide_err_prefix(err, "service %s: ", d->svcs[i].name);
+        if ((size_t)idx != i)
+            return tide_errf(err, TIDE_ESTATE, "service %s got index %d, expected %zu",
+                             d->svcs[i].name, idx, i);
+    }
+    derived_reset(d);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- replay */
+
+static int same_action(const tide_action_t *a, const tide_store_action_rec_t *r)
+{
+    return a->kind == r->kind && a->reason == r->reason && a->job == r->job &&
+           a->replica == r->replica && a->n_gpus == r->n_gpus &&
+           (a->kind != TIDE_ACT_JOB_START && a->kind != TIDE_ACT_JOB_RESIZE ? 1 : a->width == r->width);
+}
+
+/* A stored team definition applied to the engine (replay). */
+static void team_replay(tide_daemon_t *d, const char *payload)
+{
+    tide_team_spec_t t;
+    char *name = NULL;
+    tide_error_t err = {0};
+    if (dmn_team_decode(payload, &t, &name, &err) < 0)
+        dmn_log(d, "team definition ignored: %s", err.msg);
+    else
+        dmn_team_apply(d, &t, payload);
+    free(name);
+}
+
+static int replay_step(void *ctx, int64_t step, tide_time_t t, const tide_store_event_t *ev,
+                       size_t n, const tide_store_action_rec_t *rec, size_t nrec)
+{
+    tide_daemon_t *d = ctx;
+    d->n_evbuf = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].ev.kind == TIDE_STORE_KIND_TEAM_SET && ev[i].payload)
+            team_replay(d, ev[i].payload);
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].ev.kind < 0 || ev[i].ev.kind >= TIDE_EV_KIND_COUNT)
+            continue;
+        tide_event_t x = ev[i].ev;
+        dmn_resolve(d, &x, ev[i].job_id);
+        TIDE_PUSH(d->evbuf, d->n_evbuf, d->cap_evbuf, x);
+    }
+    tide_error_t err = {0};
+    if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &err) != 0) {
+        if (strstr(err.msg, "backwards"))
+            return 1;
+        d->step_errors++;
+    }
+    int same = d->acts.n == nrec;
+    for (size_t i = 0; same && i < nrec; i++)
+        same = same_action(&d->acts.v[i], &rec[i]);
+    if (!same) {
+        if (d->replay_mismatch < 5)
+            dmn_log(d, "replay: step %lld at t=%lld gave %zu actions, %zu were recorded "
+                       "(the engine is not deterministic, or the log was edited)",
+                    (long long)step, (long long)t, d->acts.n, nrec);
+        d->replay_mismatch++;
+    }
+    dmn_derive(d, t, d->evbuf, d->n_evbuf, &d->acts);
+    d->started = 1;
+    d->now = t;
+    d->next_wake = d->acts.next_wake;
+    d->step = step;
+    d->steps_total++;
+    return 0;
+}
+
+/* A pending (accepted, not fed) event back into the queue; a team
+ * definition is decoded here, once. */
+static int pending_load(void *ctx, int64_t step, tide_time_t t, const tide_store_event_t *ev,
+                        size_t n, const tide_store_action_rec_t *rec, size_t nrec)
+{
+    (void)step;
+    (void)t;
+    (void)rec;
+    (void)nrec;
+    tide_daemon_t *d = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].ev.kind < 0 || ev[i].ev.kind > TIDE_STORE_KIND_TEAM_SET)
+            continue;
+        dmn_evx_t x = {.job_id = ev[i].job_id, .service_name = ev[i].service_name,
+                       .payload = ev[i].payload};
+        if (ev[i].ev.kind == TIDE_EV_JOB_SUBMIT && ev[i].spec.id)
+            x.spec = &ev[i].spec;
+        tide_team_spec_t team;
+        char *name = NULL;
+        if (ev[i].ev.kind == TIDE_STORE_KIND_TEAM_SET && ev[i].payload) {
+            tide_error_t err = {0};
+            if (dmn_team_decode(ev[i].payload, &team, &name, &err) < 0)
+                dmn_log(d, "team definition ignored: %s", err.msg);
+            else
+                x.team = &team;
+        }
+        dmn_devq_push(&d->pending, &ev[i].ev, ev[i].time_s, ev[i].seq, &x, "api");
+        free(name);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- rebuild */
+
+/* Replay the epoch and load the pending events; the engine must then hold
+ * its invariants. */
+static int replay_all(tide_daemon_t *d, tide_error_t *err)
+{
+    d->replay_mismatch = 0;
+    int rc = tide_store_replay(d->st, d->epoch, replay_step, d, err);
+    if (rc != 0) {
+        if (rc > 0)
+            tide_errf(err, TIDE_EIO, "replay: time went backwards in the event log");
+        return tide_err_prefix(err, "recovery: ");
+    }
+    if (tide_store_pending(d->st, pending_load, d, err) != 0)
+        return tide_err_prefix(err, "recovery: ");
+    int64_t last;
+    tide_time_t lt;
+    if (tide_store_last_step(d->st, &last, &lt, err) < 0)
+        return -1;
+    d->step = last;
+    if (lt > d->now)
+        d->now = lt;
+    for (size_t i = 0; i < d->pending.n; i++)
+        if (d->pending.v[i].t > d->now)
+            d->now = d->pending.v[i].t;
+    if (d->started) {
+        tide_error_t ce = {0};
+        if (tide_engine_check(d->e, &ce) < 0)
+            return tide_errf(err, TIDE_ESTATE,
+                             "recovery: the engine rebuilt from %s violates an invariant: %s "
+                             "(refusing to run)",
+                             d->db_path, ce.msg);
+    }
+    /* the jobs table matches the engine after a complete replay */
+    for (int h = 0; h < tide_engine_jobs(d->e); h++) {
+        tide_job_info_t ji;
+        if (tide_engine_job(d->e, h, &ji) == 0)
+            dmn_job(d, h)->db_state = ji.state;
+    }
+    return 0;
+}
+
+/* What the engine believes runs but the backend does not know: jobs expire,
+ * replicas fail (loop events of the first step). */
+static void reconcile(tide_daemon_t *d, int *lost_jobs, int *lost_reps)
+{
+    *lost_jobs = *lost_reps = 0;
+    for (int h = 0; d->started && h < tide_engine_jobs(d->e); h++) {
+        tide_job_info_t ji;
+        if (tide_engine_job(d->e, h, &ji) != 0 ||
+            (ji.state != TIDE_JOB_RUNNING && ji.state != TIDE_JOB_RECLAIMING))
+            continue;
+        if (tide_backend_job_alive(d->be, h))
+            continue;
+        tide_event_t ev = dmn_blank_event(TIDE_EV_JOB_EXPIRED);
+        ev.job = h;
+        dmn_evx_t x = {.job_id = ji.spec->id};
+        dmn_devq_push(&d->extra, &ev, d->now, 0, &x, "recovery");
+        (*lost_jobs)++;
+    }
+    for (size_t r = 0; r < d->n_reps; r++) {
+        if (d->reps[r].state == REP_NONE || tide_backend_replica_alive(d->be, (int32_t)r))
+            continue;
+        tide_event_t ev = dmn_blank_event(TIDE_EV_REPLICA_FAILED);
+        ev.replica = (int32_t)r;
+        ev.service = d->reps[r].service;
+        dmn_evx_t x = {.service_name = dmn_service_name(d->e, ev.service)};
+        dmn_devq_push(&d->extra, &ev, d->now, 0, &x, "recovery");
+        (*lost_reps)++;
+    }
+}
+
+int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
+{
+    tide_backend_destroy(d->be);
+    d->be = NULL;
+    dmn_devq_clear(&d->pending);
+    dmn_devq_clear(&d->extra);
+    if (dmn_engine_build(d, err) < 0 || replay_all(d, err) < 0)
+        return -1;
+    if (!(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, err)))
+        return -1;
+    int lost_jobs, lost_reps;
+    reconcile(d, &lost_jobs, &lost_reps);
+    if (d->started)
+        dmn_log(d, "recovered %lld steps of epoch %lld from %s: %d jobs, %zu pending events; "
+                   "%d running jobs requeued (backend lost them), %d replicas restarted%s",
+                (long long)d->steps_total, (long long)d->epoch, d->db_path, tide_engine_jobs(d->e),
+                d->pending.n, lost_jobs, lost_reps,
+                d->replay_mismatch ? " (replay mismatches: see above)" : "");
+    return 0;
+}
+
+int dmn_recover_inplace(tide_daemon_t *d, const tide_error_t *why, tide_error_t *err)
+{
+    dmn_log(d, "could not persist a step (%s): rebuilding the engine from the database", why->msg);
+    int64_t steps = d->steps_total;
+    d->steps_total = 0;
+    int rc = dmn_rebuild(d, err);
+    d->steps_total += steps;
+    if (rc < 0) {
+        dmn_log(d, "rebuild failed: %s", err ? err->msg : "?");
+        d->failed = 1;
+        d->stop = 1;
+        pthread_cond_broadcast(&d->loop_cv);
+        pthread_cond_broadcast(&d->notice_cv);
+    }
+    return rc;
+}
