@@ -16,6 +16,7 @@
 #include "formats/csv.h"
 #include "formats/usage.h"
 #include "world/world.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #define DAY_S 86400
@@ -36,35 +37,6 @@ static double now_wall(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* mkdir -p. Returns 0 or -1 with err (EIO). */
-static int make_dirs(const char *path, tide_error_t *err)
-{
-    char *p = tide_xstrdup(path);
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/')
-        p[--n] = '\0';
-    for (char *s = p + 1;; s++) {
-        int end = *s == '\0';
-        if (*s == '/' || end) {
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                tide_errf(err, TIDE_EIO, "cannot create directory %s: %s", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            if (end)
-                break;
-            *s = '/';
-        }
-    }
-    struct stat st;
-    int ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-    if (!ok)
-        tide_errf(err, TIDE_EIO, "%s is not a directory", p);
-    free(p);
-    return ok ? 0 : -1;
 }
 
 static FILE *open_out(const char *dir, const char *name, char *path, size_t pathn,
@@ -1264,7 +1236,7 @@ static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t h
 
 int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
 {
-    if (check_opts(o, err) != 0 || make_dirs(o->out_dir, err) != 0)
+    if (check_opts(o, err) != 0 || tide_mkdir_p(o->out_dir, err) != 0)
         return -1;
     const char *const *names = o->policies;
     size_t np = o->n_policies;
