@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "util/util.h"
 
 #define DAY_S 86400.0
@@ -22,9 +23,6 @@ void tide_signals_opts_default(tide_signals_opts_t *o)
     o->idle_high = 0.30;
     o->slo_target = 0.999;
 }
-
-static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
 
 static double num(const json_t *o, const char *k)
 {
@@ -63,11 +61,11 @@ static void finding(json_t *arr, const char *signal, const char *level, double v
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     json_t *x = json_object();
-    jset(x, "signal", json_string(signal));
-    jset(x, "level", json_string(level));
-    jset(x, "value", jreal(value));
-    jset(x, "threshold", jreal(threshold));
-    jset(x, "message", json_string(msg));
+    tide_json_set(x, "signal", json_string(signal));
+    tide_json_set(x, "level", json_string(level));
+    tide_json_set(x, "value", tide_json_real(value));
+    tide_json_set(x, "threshold", tide_json_real(threshold));
+    tide_json_set(x, "message", json_string(msg));
     json_array_append_new(arr, x);
 }
 
@@ -178,24 +176,25 @@ static json_t *policy_signals(const char *dir, const char *name, const json_t *p
     double qfrac = gpus > 0 ? tl.queue_gpus / gpus : 0;
     double slo = num(json_object_get(p, "inference"), "slo_attainment");
 
-    jset(m, "preemptions", json_integer((json_int_t)num(tr, "preemptions")));
+    tide_json_set(m, "preemptions", json_integer((json_int_t)num(tr, "preemptions")));
     if (have_ev) {
-        jset(m, "stops_by_inference", json_integer(st.inference));
-        jset(m, "stops_by_contention", json_integer(st.contention));
-        jset(m, "stops_by_failure", json_integer(st.failure));
+        tide_json_set(m, "stops_by_inference", json_integer(st.inference));
+        tide_json_set(m, "stops_by_contention", json_integer(st.contention));
+        tide_json_set(m, "stops_by_failure", json_integer(st.failure));
     }
-    jset(m, "preemptions_per_day_per_100_gpus", jreal(rate));
-    jset(m, "p95_queue_h", jreal(p95_h));
-    jset(m, "mean_queue_h", jreal(num(tr, "mean_queue_s") / 3600.0));
-    jset(m, "mean_queue_gpus", jreal(tl.queue_gpus));
-    jset(m, "mean_queue_jobs", jreal(tl.queue_jobs));
-    jset(m, "utilization", jreal(util));
-    jset(m, "useful_utilization", jreal(num(p, "useful_utilization")));
-    jset(m, "idle_fraction", jreal(idle_frac));
-    jset(m, "idle_gpu_hours", jreal(idle_h));
-    jset(m, "idle_while_queued_gpu_hours", jreal(num(p, "idle_while_queued_gpu_hours")));
-    jset(m, "slo_attainment", jreal(slo));
-    jset(m, "gpu_hours_lost", jreal(num(tr, "gpu_hours_lost")));
+    tide_json_set(m, "preemptions_per_day_per_100_gpus", tide_json_real(rate));
+    tide_json_set(m, "p95_queue_h", tide_json_real(p95_h));
+    tide_json_set(m, "mean_queue_h", tide_json_real(num(tr, "mean_queue_s") / 3600.0));
+    tide_json_set(m, "mean_queue_gpus", tide_json_real(tl.queue_gpus));
+    tide_json_set(m, "mean_queue_jobs", tide_json_real(tl.queue_jobs));
+    tide_json_set(m, "utilization", tide_json_real(util));
+    tide_json_set(m, "useful_utilization", tide_json_real(num(p, "useful_utilization")));
+    tide_json_set(m, "idle_fraction", tide_json_real(idle_frac));
+    tide_json_set(m, "idle_gpu_hours", tide_json_real(idle_h));
+    tide_json_set(m, "idle_while_queued_gpu_hours",
+                  tide_json_real(num(p, "idle_while_queued_gpu_hours")));
+    tide_json_set(m, "slo_attainment", tide_json_real(slo));
+    tide_json_set(m, "gpu_hours_lost", tide_json_real(num(tr, "gpu_hours_lost")));
 
     int warned = 0;
     if (rate > o->preempt_per_day_per_100) {
@@ -237,8 +236,8 @@ static json_t *policy_signals(const char *dir, const char *name, const json_t *p
                 "no capacity signal: %.1f preemptions per day per 100 GPUs, p95 queue %.1f h, "
                 "utilization %.1f%%, SLO attainment %.4f",
                 rate, p95_h, 100 * util, slo);
-    jset(out, "metrics", m);
-    jset(out, "findings", fs);
+    tide_json_set(out, "metrics", m);
+    tide_json_set(out, "findings", fs);
     return out;
 }
 
@@ -287,7 +286,7 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     char path[4096];
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
     tide_csv_t *c = tide_csv_open_file(path, NULL);
-    jset(out, "available", json_false());
+    tide_json_set(out, "available", json_false());
     if (!c)
         return out;
     int cres = tide_csv_col(c, "reserve");
@@ -308,7 +307,8 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
         snprintf(train_col, sizeof train_col, "%s", tide_csv_colname(c, ctrain));
     if (cres < 0 || cslo < 0) {
         tide_csv_close(c);
-        jset(out, "note", json_string("sweep.csv has no reserve or slo_attainment column"));
+        tide_json_set(out, "note",
+                      json_string("sweep.csv has no reserve or slo_attainment column"));
         return out;
     }
     srow_t *rows = NULL;
@@ -347,9 +347,9 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     if (n)
         qsort(rows, n, sizeof *rows, srow_cmp);
     json_t *steps = json_array(), *rec = json_array();
-    jset(out, "available", json_true());
-    jset(out, "source", json_string("sweep.csv"));
-    jset(out, "training_column", train_col[0] ? json_string(train_col) : json_null());
+    tide_json_set(out, "available", json_true());
+    tide_json_set(out, "source", json_string("sweep.csv"));
+    tide_json_set(out, "training_column", train_col[0] ? json_string(train_col) : json_null());
     for (size_t i = 0; i < n; i++) {
         int last_of_group = i + 1 == n || strcmp(rows[i].key, rows[i + 1].key) != 0;
         if (!last_of_group) {
@@ -375,17 +375,19 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
                      a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
                      b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
             json_t *x = json_object();
-            jset(x, "policy", json_string(a->policy));
-            jset(x, "group", json_string(a->key));
-            jset(x, "reserve_from", jreal(a->reserve));
-            jset(x, "reserve_to", jreal(b->reserve));
-            jset(x, "slo_from", jreal(a->slo));
-            jset(x, "slo_to", jreal(b->slo));
-            jset(x, "training_gpu_hours_cost", isfinite(dtrain) ? jreal(dtrain) : json_null());
-            jset(x, "useful_gpu_hours_cost", isfinite(duse) ? jreal(duse) : json_null());
+            tide_json_set(x, "policy", json_string(a->policy));
+            tide_json_set(x, "group", json_string(a->key));
+            tide_json_set(x, "reserve_from", tide_json_real(a->reserve));
+            tide_json_set(x, "reserve_to", tide_json_real(b->reserve));
+            tide_json_set(x, "slo_from", tide_json_real(a->slo));
+            tide_json_set(x, "slo_to", tide_json_real(b->slo));
+            tide_json_set(x, "training_gpu_hours_cost",
+                          isfinite(dtrain) ? tide_json_real(dtrain) : json_null());
+            tide_json_set(x, "useful_gpu_hours_cost",
+                          isfinite(duse) ? tide_json_real(duse) : json_null());
             if (a->has_lost && b->has_lost)
-                jset(x, "gpu_hours_lost_delta", jreal(b->lost_h - a->lost_h));
-            jset(x, "message", json_string(msg));
+                tide_json_set(x, "gpu_hours_lost_delta", tide_json_real(b->lost_h - a->lost_h));
+            tide_json_set(x, "message", json_string(msg));
             json_array_append_new(steps, x);
         }
         /* recommendation: the smallest reserve of the group reaching the target */
@@ -409,15 +411,15 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
                          rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target, best->slo,
                          best->reserve);
             json_t *x = json_object();
-            jset(x, "group", json_string(rows[i].key));
-            jset(x, "reserve", hit ? jreal(hit->reserve) : json_null());
-            jset(x, "message", json_string(msg));
+            tide_json_set(x, "group", json_string(rows[i].key));
+            tide_json_set(x, "reserve", hit ? tide_json_real(hit->reserve) : json_null());
+            tide_json_set(x, "message", json_string(msg));
             json_array_append_new(rec, x);
         }
     }
     free(rows);
-    jset(out, "steps", steps);
-    jset(out, "recommend", rec);
+    tide_json_set(out, "steps", steps);
+    tide_json_set(out, "recommend", rec);
     return out;
 }
 
@@ -454,13 +456,13 @@ json_t *tide_signals_compute(const char *dir, const char *policy, const tide_sig
     }
     double gpus = num(sum, "cluster_gpus"), horizon = num(sum, "horizon_s");
     json_t *out = json_object(), *th = json_object(), *po = json_object();
-    jset(th, "preempt_per_day_per_100_gpus", jreal(o->preempt_per_day_per_100));
-    jset(th, "queue_p95_h", jreal(o->queue_p95_h));
-    jset(th, "queue_gpus_fraction", jreal(o->queue_gpus_frac));
-    jset(th, "utilization_low", jreal(o->util_low));
-    jset(th, "idle_high", jreal(o->idle_high));
-    jset(th, "slo_target", jreal(o->slo_target));
-    jset(out, "thresholds", th);
+    tide_json_set(th, "preempt_per_day_per_100_gpus", tide_json_real(o->preempt_per_day_per_100));
+    tide_json_set(th, "queue_p95_h", tide_json_real(o->queue_p95_h));
+    tide_json_set(th, "queue_gpus_fraction", tide_json_real(o->queue_gpus_frac));
+    tide_json_set(th, "utilization_low", tide_json_real(o->util_low));
+    tide_json_set(th, "idle_high", tide_json_real(o->idle_high));
+    tide_json_set(th, "slo_target", tide_json_real(o->slo_target));
+    tide_json_set(out, "thresholds", th);
     const char *name;
     json_t *p;
     json_object_foreach(pols, name, p)
@@ -471,14 +473,14 @@ json_t *tide_signals_compute(const char *dir, const char *policy, const tide_sig
             json_t *x = json_object(), *fs = json_array();
             finding(fs, "error", "info", 0, 0, "the policy failed: %s",
                     json_string_value(json_object_get(p, "error")));
-            jset(x, "findings", fs);
-            jset(po, name, x);
+            tide_json_set(x, "findings", fs);
+            tide_json_set(po, name, x);
             continue;
         }
-        jset(po, name, policy_signals(dir, name, p, gpus, horizon, o));
+        tide_json_set(po, name, policy_signals(dir, name, p, gpus, horizon, o));
     }
-    jset(out, "policies", po);
-    jset(out, "sweep", sweep_signals(dir, policy, gpus, horizon, o));
+    tide_json_set(out, "policies", po);
+    tide_json_set(out, "sweep", sweep_signals(dir, policy, gpus, horizon, o));
     json_decref(sum);
     return out;
 }

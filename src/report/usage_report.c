@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "formats/usage.h"
 #include "formats/usage_priv.h"
 #include "util/util.h"
@@ -19,14 +20,11 @@ void tide_usage_report_opts_default(tide_usage_report_opts_t *o)
     o->phase_cv = 0.5;
 }
 
-static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
-
 static json_t *hours_cost(double gpu_s, double cost)
 {
     json_t *o = json_object();
-    jset(o, "gpu_hours", jreal(gpu_s / 3600.0));
-    jset(o, "cost", jreal(cost));
+    tide_json_set(o, "gpu_hours", tide_json_real(gpu_s / 3600.0));
+    tide_json_set(o, "cost", tide_json_real(cost));
     return o;
 }
 
@@ -295,8 +293,8 @@ static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summa
     tide_time_t to = d->end;
     tide_time_t from = o->since_s > 0 && to > o->since_s ? to - o->since_s : 0;
     json_t *rep = json_object();
-    jset(rep, "from_s", json_integer(from));
-    jset(rep, "to_s", json_integer(to));
+    tide_json_set(rep, "from_s", json_integer(from));
+    tide_json_set(rep, "to_s", json_integer(to));
 
     /* the intervals of this policy (distinct sample times in range) */
     times_t iv = {0};
@@ -375,41 +373,42 @@ static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summa
     /* 1. GPU-hours by task type */
     json_t *bc = json_object();
     for (int c = 0; c < TIDE_C_COUNT; c++)
-        jset(bc, c == TIDE_C_NONE ? "idle" : tide_class_name(c), hours_cost(cls_s[c], cls_c[c]));
-    jset(rep, "by_class", bc);
-    jset(rep, "lost", hours_cost(lost_s, lost_c));
-    jset(rep, "total", hours_cost(tot_s, tot_c));
+        tide_json_set(bc, c == TIDE_C_NONE ? "idle" : tide_class_name(c),
+                      hours_cost(cls_s[c], cls_c[c]));
+    tide_json_set(rep, "by_class", bc);
+    tide_json_set(rep, "lost", hours_cost(lost_s, lost_c));
+    tide_json_set(rep, "total", hours_cost(tot_s, tot_c));
 
     /* 2. peak */
     json_t *pk = json_object();
-    jset(pk, "available", json_boolean(have_tl));
-    jset(pk, "quantile", jreal(o->peak_quantile));
-    jset(pk, "threshold_rps", jreal(thr));
-    jset(pk, "max_rps", jreal(max_rps));
-    jset(pk, "intervals", json_integer((json_int_t)peak.n));
-    jset(pk, "hours", jreal(peak_hours));
+    tide_json_set(pk, "available", json_boolean(have_tl));
+    tide_json_set(pk, "quantile", tide_json_real(o->peak_quantile));
+    tide_json_set(pk, "threshold_rps", tide_json_real(thr));
+    tide_json_set(pk, "max_rps", tide_json_real(max_rps));
+    tide_json_set(pk, "intervals", json_integer((json_int_t)peak.n));
+    tide_json_set(pk, "hours", tide_json_real(peak_hours));
     json_t *pt = json_array();
     size_t no;
     order_t *ord = sorted_teams(acc, nacc, 1, &no);
     for (size_t i = 0; i < no; i++) {
         const tacc_t *a = &acc[ord[i].id];
         json_t *x = json_object();
-        jset(x, "team", json_string(d->str.v[ord[i].id]));
-        jset(x, "gpu_hours", jreal(a->peak_gpu_s / 3600.0));
-        jset(x, "share", jreal(peak_total > 0 ? a->peak_gpu_s / peak_total : 0));
+        tide_json_set(x, "team", json_string(d->str.v[ord[i].id]));
+        tide_json_set(x, "gpu_hours", tide_json_real(a->peak_gpu_s / 3600.0));
+        tide_json_set(x, "share", tide_json_real(peak_total > 0 ? a->peak_gpu_s / peak_total : 0));
         json_array_append_new(pt, x);
     }
-    jset(pk, "top_team", no > 0 && acc[ord[0].id].peak_gpu_s > 0
+    tide_json_set(pk, "top_team", no > 0 && acc[ord[0].id].peak_gpu_s > 0
                              ? json_string(d->str.v[ord[0].id])
                              : json_null());
     free(ord);
-    jset(pk, "teams", pt);
-    jset(rep, "peak", pk);
+    tide_json_set(pk, "teams", pt);
+    tide_json_set(rep, "peak", pk);
 
     /* 3. long-lived inference replicas */
     double range_h = (double)(to - from) / 3600.0;
     json_t *sv = json_object();
-    jset(sv, "available", json_boolean(have_svc));
+    tide_json_set(sv, "available", json_boolean(have_svc));
     json_t *sa = json_array();
     order_t *so = tide_xmalloc((nsvc ? nsvc : 1) * sizeof *so);
     for (size_t s = 0; s < nsvc; s++)
@@ -429,29 +428,31 @@ static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summa
         always = floor(always + 1e-6);
         double per_gpu_h = s->gpu_s > 0 ? s->cost / (s->gpu_s / 3600.0) : 0;
         json_t *x = json_object();
-        jset(x, "service", json_string(d->str.v[s->id]));
-        jset(x, "gpus_per_replica", json_integer(s->gpr));
-        jset(x, "min_replicas", json_integer(s->min_rep));
-        jset(x, "gpu_hours", jreal(s->gpu_s / 3600.0));
-        jset(x, "replica_hours", jreal(s->gpu_s / 3600.0 / s->gpr));
-        jset(x, "mean_replicas", jreal(range_h > 0 ? s->gpu_s / 3600.0 / s->gpr / range_h : 0));
-        jset(x, "always_on_replicas", jreal(always));
-        jset(x, "floor_gpu_hours", jreal((double)s->min_rep * s->gpr * range_h));
-        jset(x, "cost", jreal(s->cost));
-        jset(x, "always_on_cost", jreal(always * s->gpr * range_h * per_gpu_h));
+        tide_json_set(x, "service", json_string(d->str.v[s->id]));
+        tide_json_set(x, "gpus_per_replica", json_integer(s->gpr));
+        tide_json_set(x, "min_replicas", json_integer(s->min_rep));
+        tide_json_set(x, "gpu_hours", tide_json_real(s->gpu_s / 3600.0));
+        tide_json_set(x, "replica_hours", tide_json_real(s->gpu_s / 3600.0 / s->gpr));
+        tide_json_set(x, "mean_replicas",
+                      tide_json_real(range_h > 0 ? s->gpu_s / 3600.0 / s->gpr / range_h : 0));
+        tide_json_set(x, "always_on_replicas", tide_json_real(always));
+        tide_json_set(x, "floor_gpu_hours", tide_json_real((double)s->min_rep * s->gpr * range_h));
+        tide_json_set(x, "cost", tide_json_real(s->cost));
+        tide_json_set(x, "always_on_cost", tide_json_real(always * s->gpr * range_h * per_gpu_h));
         json_array_append_new(sa, x);
     }
     free(so);
-    jset(sv, "services", sa);
-    jset(rep, "services", sv);
+    tide_json_set(sv, "services", sa);
+    tide_json_set(rep, "services", sv);
 
     /* 4. phase-like training demand */
     json_t *ph = json_object();
-    jset(ph, "rule", json_string("a team is phase-like when its daily training GPU-hours over "
-                                 "the full days of the range have a coefficient of variation "
-                                 "(population std / mean) above cv_threshold"));
-    jset(ph, "cv_threshold", jreal(o->phase_cv));
-    jset(ph, "days", json_integer(ndays));
+    tide_json_set(ph, "rule",
+                  json_string("a team is phase-like when its daily training GPU-hours over "
+                              "the full days of the range have a coefficient of variation "
+                              "(population std / mean) above cv_threshold"));
+    tide_json_set(ph, "cv_threshold", tide_json_real(o->phase_cv));
+    tide_json_set(ph, "days", json_integer(ndays));
     json_t *pa = json_array();
     ord = sorted_teams(acc, nacc, 0, &no);
     for (size_t i = 0; i < no && ndays >= 2; i++) {
@@ -467,14 +468,14 @@ static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summa
         var /= ndays;
         double cv = mean > 0 ? sqrt(var) / mean : 0;
         json_t *x = json_object();
-        jset(x, "team", json_string(d->str.v[ord[i].id]));
-        jset(x, "mean_daily_gpu_hours", jreal(mean));
-        jset(x, "cv", jreal(cv));
-        jset(x, "phase_like", json_boolean(mean > 0 && cv > o->phase_cv));
+        tide_json_set(x, "team", json_string(d->str.v[ord[i].id]));
+        tide_json_set(x, "mean_daily_gpu_hours", tide_json_real(mean));
+        tide_json_set(x, "cv", tide_json_real(cv));
+        tide_json_set(x, "phase_like", json_boolean(mean > 0 && cv > o->phase_cv));
         json_array_append_new(pa, x);
     }
-    jset(ph, "teams", pa);
-    jset(rep, "phases", ph);
+    tide_json_set(ph, "teams", pa);
+    tide_json_set(rep, "phases", ph);
 
     /* 5. preemptions and lost work */
     json_t *pr = json_object();
@@ -484,8 +485,8 @@ static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summa
                              : NULL;
     json_t *hz = summary ? json_object_get(summary, "horizon_s") : NULL;
     double days = hz && json_is_integer(hz) ? (double)json_integer_value(hz) / DAY_S : 0;
-    jset(pr, "available", json_boolean(json_is_object(pteams)));
-    jset(pr, "run_days", jreal(days));
+    tide_json_set(pr, "available", json_boolean(json_is_object(pteams)));
+    tide_json_set(pr, "run_days", tide_json_real(days));
     json_t *pra = json_array();
     for (size_t i = 0; i < no; i++) {
         const tacc_t *a = &acc[ord[i].id];
@@ -493,42 +494,42 @@ static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summa
         json_t *st = json_is_object(pteams) ? json_object_get(pteams, name) : NULL;
         json_int_t np = st ? json_integer_value(json_object_get(st, "preemptions")) : 0;
         json_t *x = json_object();
-        jset(x, "team", json_string(name));
-        jset(x, "preemptions", json_integer(np));
-        jset(x, "per_day", jreal(days > 0 ? (double)np / days : 0));
-        jset(x, "gpu_hours_lost", jreal(a->lost_gpu_s / 3600.0));
-        jset(x, "lost_cost", jreal(a->lost_cost));
+        tide_json_set(x, "team", json_string(name));
+        tide_json_set(x, "preemptions", json_integer(np));
+        tide_json_set(x, "per_day", tide_json_real(days > 0 ? (double)np / days : 0));
+        tide_json_set(x, "gpu_hours_lost", tide_json_real(a->lost_gpu_s / 3600.0));
+        tide_json_set(x, "lost_cost", tide_json_real(a->lost_cost));
         if (st && json_object_get(st, "mean_queue_s"))
-            jset(x, "mean_queue_s", json_incref(json_object_get(st, "mean_queue_s")));
+            tide_json_set(x, "mean_queue_s", json_incref(json_object_get(st, "mean_queue_s")));
         json_array_append_new(pra, x);
     }
-    jset(pr, "teams", pra);
-    jset(pr, "charged_to", json_string(TIDE_USAGE_LOST_OWNER));
-    jset(pr, "policy_lost_gpu_hours", jreal(lost_s / 3600.0));
-    jset(pr, "policy_lost_cost", jreal(lost_c));
-    jset(rep, "preemptions", pr);
+    tide_json_set(pr, "teams", pra);
+    tide_json_set(pr, "charged_to", json_string(TIDE_USAGE_LOST_OWNER));
+    tide_json_set(pr, "policy_lost_gpu_hours", tide_json_real(lost_s / 3600.0));
+    tide_json_set(pr, "policy_lost_cost", tide_json_real(lost_c));
+    tide_json_set(rep, "preemptions", pr);
     free(ord);
 
     /* 6. borrowing */
     int have_states = read_team_states(dir, policy, from, to, &d->str, &acc, &nacc);
     json_t *bo = json_object();
-    jset(bo, "above_quota_available", json_boolean(have_states));
+    tide_json_set(bo, "above_quota_available", json_boolean(have_states));
     json_t *ba = json_array();
     ord = sorted_teams(acc, nacc, 0, &no);
     for (size_t i = 0; i < no; i++) {
         const tacc_t *a = &acc[ord[i].id];
         json_t *x = json_object();
-        jset(x, "team", json_string(d->str.v[ord[i].id]));
-        jset(x, "quota_gpus", json_integer(a->quota_gpus));
-        jset(x, "gpu_hours", jreal(a->gpu_s / 3600.0));
-        jset(x, "cost", jreal(a->cost));
-        jset(x, "tier_c_gpu_hours", jreal(a->tier_c_gpu_s / 3600.0));
-        jset(x, "above_quota_gpu_hours", jreal(a->above_quota_gpu_s / 3600.0));
+        tide_json_set(x, "team", json_string(d->str.v[ord[i].id]));
+        tide_json_set(x, "quota_gpus", json_integer(a->quota_gpus));
+        tide_json_set(x, "gpu_hours", tide_json_real(a->gpu_s / 3600.0));
+        tide_json_set(x, "cost", tide_json_real(a->cost));
+        tide_json_set(x, "tier_c_gpu_hours", tide_json_real(a->tier_c_gpu_s / 3600.0));
+        tide_json_set(x, "above_quota_gpu_hours", tide_json_real(a->above_quota_gpu_s / 3600.0));
         json_array_append_new(ba, x);
     }
     free(ord);
-    jset(bo, "teams", ba);
-    jset(rep, "borrowing", bo);
+    tide_json_set(bo, "teams", ba);
+    tide_json_set(rep, "borrowing", bo);
 
     for (size_t i = 0; i < nacc; i++)
         free(acc[i].daily);
@@ -559,8 +560,9 @@ json_t *tide_usage_report(const char *dir, const char *policy, const tide_usage_
     json_t *top = json_object();
     json_t *pols = json_object();
     for (int i = 0; i < d.n_policies; i++)
-        jset(pols, d.str.v[d.policies[i]], report_policy(dir, &d, d.policies[i], summary, o));
-    jset(top, "policies", pols);
+        tide_json_set(pols, d.str.v[d.policies[i]],
+                      report_policy(dir, &d, d.policies[i], summary, o));
+    tide_json_set(top, "policies", pols);
     json_decref(summary);
     udata_free(&d);
     return top;
