@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/status.h"
 #include "util/util.h"
 
 int tide_client_init(tide_client_t *c, const char *server, const char *token, tide_error_t *err)
@@ -97,32 +98,13 @@ int tide_client_http(const tide_client_t *c, const char *method, const char *pat
     if (c->token && (size_t)snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n",
                                      c->token) >= sizeof auth)
         return tide_errf(err, TIDE_EINVAL, "token: too long");
-    tide_http_req_t rq = {
+    tide_http_call_t rq = {
         .method = method, .host = c->host, .port = c->port, .path = full,
         .headers = c->token ? auth : NULL, .body = body, .body_len = body_len, .what = c->url,
         .refused_hint = "(is `tide serve` running there? set --server or TIDE_SERVER)",
         .timeout_ms = (c->timeout_s > 0 ? c->timeout_s : 60) * 1000,
         .max = TIDE_CLIENT_MAX_RESPONSE};
     return tide_http_request(&rq, out, err);
-}
-
-int tide_client_status_code(int status)
-{
-    for (int code = 1; code < TIDE_ERRCODE_COUNT; code++)
-        if (tide_errcode_http(code) == status)
-            return code;
-    if (status >= 400 && status < 500)
-        return TIDE_EINVAL;
-    return TIDE_EIO;
-}
-
-/* The error code named by s ("ENOENT"), or -1. */
-static int code_by_name(const char *s)
-{
-    for (int code = 1; code < TIDE_ERRCODE_COUNT; code++)
-        if (!strcmp(tide_errcode_name(code), s))
-            return code;
-    return -1;
 }
 
 json_t *tide_client_call(const tide_client_t *c, const char *method, const char *path,
@@ -148,9 +130,9 @@ json_t *tide_client_call(const tide_client_t *c, const char *method, const char 
         const json_t *e = json_object_get(j, "error");
         const char *msg = json_string_value(json_object_get(e, "message"));
         const char *name = json_string_value(json_object_get(e, "code"));
-        int code = name ? code_by_name(name) : -1;
+        int code = tide_errcode_find(name);
         if (code < 0)
-            code = tide_client_status_code(r.status);
+            code = tide_http_status_code(r.status);
         if (msg)
             tide_errf(err, code, "%s", msg);
         else {

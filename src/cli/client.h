@@ -45,14 +45,10 @@ int tide_client_http(const tide_client_t *c, const char *method, const char *pat
  * response (caller owns it; an empty 2xx body gives an empty object). A
  * status >= 400 fails with the server's error message and a code mapped from
  * its "code" name (EINVAL, ENOENT...) or, failing that, from the status
- * (tide_client_status_code). *status (optional) gets the HTTP status, 0 when
+ * (tide_http_status_code). *status (optional) gets the HTTP status, 0 when
  * no response came. Errors: EIO transport or a non-JSON 2xx body. */
 json_t *tide_client_call(const tide_client_t *c, const char *method, const char *path,
                          const json_t *body, int *status, tide_error_t *err);
-
-/* Map an HTTP status to a tide error code: the first code whose
- * tide_errcode_http equals it; else 4xx -> EINVAL, others -> EIO. */
-int tide_client_status_code(int status);
 
 /* Append s URL-encoded (RFC 3986 unreserved kept) to buf of size n; returns
  * buf. Truncates safely. */

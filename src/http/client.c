@@ -49,7 +49,7 @@ static int wait_fd(int fd, short ev, double deadline)
 }
 
 /* "no response within 60 s" / "... 500 ms" */
-static int timed_out(const tide_http_req_t *rq, const char *doing, tide_error_t *err)
+static int timed_out(const tide_http_call_t *rq, const char *doing, tide_error_t *err)
 {
     int ms = rq->timeout_ms > 0 ? rq->timeout_ms : 1000;
     if (ms % 1000 == 0)
@@ -82,7 +82,7 @@ static int connect_one(const struct addrinfo *a, double deadline, int *last)
     return -1;
 }
 
-static int connect_to(const tide_http_req_t *rq, double deadline, tide_error_t *err)
+static int connect_to(const tide_http_call_t *rq, double deadline, tide_error_t *err)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int g = getaddrinfo(rq->host, rq->port, &hints, &res);
@@ -104,7 +104,7 @@ static int connect_to(const tide_http_req_t *rq, double deadline, tide_error_t *
 }
 
 /* Send p[0..n) before deadline. Returns 0 or -1 with err. */
-static int send_all(int fd, const char *p, size_t n, const tide_http_req_t *rq, double deadline,
+static int send_all(int fd, const char *p, size_t n, const tide_http_call_t *rq, double deadline,
                     tide_error_t *err)
 {
     while (n > 0) {
@@ -123,7 +123,7 @@ static int send_all(int fd, const char *p, size_t n, const tide_http_req_t *rq, 
 }
 
 /* The request line and headers (caller frees). */
-static char *request_head(const tide_http_req_t *rq, size_t *len)
+static char *request_head(const tide_http_call_t *rq, size_t *len)
 {
     char *req = NULL;
     FILE *f = open_memstream(&req, len);
@@ -252,7 +252,7 @@ static void copy_body(tide_http_resp_t *out, const char *p, size_t len)
 }
 
 /* A Content-Length body. Returns 1 / 0 (need more) / -1 like parse_response. */
-static int sized_body(const tide_http_req_t *rq, const char *cl, const char *body,
+static int sized_body(const tide_http_call_t *rq, const char *cl, const char *body,
                       const char *end, int eof, tide_http_resp_t *out, tide_error_t *err)
 {
     char *x;
@@ -275,7 +275,7 @@ static int sized_body(const tide_http_req_t *rq, const char *cl, const char *bod
 
 /* Try to parse a complete response from buf[0..n). eof: the peer closed.
  * Returns 1 (out filled), 0 (need more), -1 (malformed, err filled). */
-static int parse_response(const tide_http_req_t *rq, const char *buf, size_t n, int eof,
+static int parse_response(const tide_http_call_t *rq, const char *buf, size_t n, int eof,
                           tide_http_resp_t *out, tide_error_t *err)
 {
     const char *end = buf + n, *body = NULL;
@@ -318,7 +318,7 @@ static int parse_response(const tide_http_req_t *rq, const char *buf, size_t n, 
 }
 
 /* Receive until parse_response has a whole response. Returns 0 or -1. */
-static int receive(int fd, const tide_http_req_t *rq, double deadline, tide_http_resp_t *out,
+static int receive(int fd, const tide_http_call_t *rq, double deadline, tide_http_resp_t *out,
                    tide_error_t *err)
 {
     char *buf = NULL;
@@ -351,7 +351,7 @@ static int receive(int fd, const tide_http_req_t *rq, double deadline, tide_http
     return p > 0 ? 0 : -1;
 }
 
-int tide_http_request(const tide_http_req_t *rq, tide_http_resp_t *out, tide_error_t *err)
+int tide_http_request(const tide_http_call_t *rq, tide_http_resp_t *out, tide_error_t *err)
 {
     memset(out, 0, sizeof *out);
     double deadline = mono_ms() + (rq->timeout_ms > 0 ? rq->timeout_ms : 1000);

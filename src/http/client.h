@@ -12,7 +12,7 @@
 
 /* One request. host without brackets; path starts with '/' (query included,
  * already URL-encoded). */
-typedef struct tide_http_req {
+typedef struct tide_http_call {
     const char *method;       /* "GET", "POST", ... */
     const char *host;
     const char *port;         /* decimal */
@@ -24,7 +24,7 @@ typedef struct tide_http_req {
     const char *refused_hint; /* appended to "connection refused" (NULL = none) */
     int timeout_ms;           /* the whole request (<= 0: 1000) */
     size_t max;               /* largest body accepted */
-} tide_http_req_t;
+} tide_http_call_t;
 
 /* One response. body is owned, NUL-terminated (len excludes the NUL). */
 typedef struct tide_http_resp {
@@ -37,7 +37,7 @@ typedef struct tide_http_resp {
  * tide_http_resp_free). Any HTTP status is a success here. Errors: EIO
  * connect/send/receive failure, timeout or a malformed response, ERANGE a
  * body over rq->max; messages name rq->what. */
-int tide_http_request(const tide_http_req_t *rq, tide_http_resp_t *out, tide_error_t *err);
+int tide_http_request(const tide_http_call_t *rq, tide_http_resp_t *out, tide_error_t *err);
 
 /* Free r's body; safe twice. */
 void tide_http_resp_free(tide_http_resp_t *r);

@@ -80,7 +80,7 @@ int tide_http_get(const char *url, int timeout_ms, size_t max, char **body, size
     char host[256], port[8], path[4096];
     if (tide_http_url_parse(url, host, sizeof host, port, sizeof port, path, sizeof path, err) < 0)
         return -1;
-    tide_http_req_t rq = {.method = "GET", .host = host, .port = port, .path = path,
+    tide_http_call_t rq = {.method = "GET", .host = host, .port = port, .path = path,
                           .what = url, .timeout_ms = timeout_ms, .max = max};
     tide_http_resp_t r;
     if (tide_http_request(&rq, &r, err) < 0)
