@@ -279,6 +279,76 @@ static int srow_cmp(const void *a, const void *b)
     return x->reserve < y->reserve ? -1 : x->reserve > y->reserve;
 }
 
+/* The step from row a to the next row b of its group: what the larger
+ * reserve buys and costs. NULL when the reserve does not grow. */
+static json_t *reserve_step(const srow_t *a, const srow_t *b, double gpus, double horizon)
+{
+    double dres = b->reserve - a->reserve;
+    if (dres <= 0)
+        return NULL;
+    double dtrain = a->has_train && b->has_train ? a->train_h - b->train_h : NAN;
+    double duse = a->has_useful && b->has_useful && gpus > 0 && horizon > 0
+                      ? (a->useful - b->useful) * gpus * horizon / 3600.0
+                      : NAN;
+    char cost[256];
+    if (isfinite(dtrain))
+        snprintf(cost, sizeof cost, "cost %.1f training GPU-hours", dtrain);
+    else if (isfinite(duse))
+        snprintf(cost, sizeof cost,
+                 "cost %.1f useful GPU-hours (no training GPU-hours column)", duse);
+    else
+        snprintf(cost, sizeof cost, "at a training cost sweep.csv does not show");
+    char msg[768];
+    snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
+             "attainment from %.4f to %.4f and %s",
+             a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
+             b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
+    json_t *x = json_object();
+    tide_json_set(x, "policy", json_string(a->policy));
+    tide_json_set(x, "group", json_string(a->key));
+    tide_json_set(x, "reserve_from", tide_json_real(a->reserve));
+    tide_json_set(x, "reserve_to", tide_json_real(b->reserve));
+    tide_json_set(x, "slo_from", tide_json_real(a->slo));
+    tide_json_set(x, "slo_to", tide_json_real(b->slo));
+    tide_json_set(x, "training_gpu_hours_cost",
+                  isfinite(dtrain) ? tide_json_real(dtrain) : json_null());
+    tide_json_set(x, "useful_gpu_hours_cost",
+                  isfinite(duse) ? tide_json_real(duse) : json_null());
+    if (a->has_lost && b->has_lost)
+        tide_json_set(x, "gpu_hours_lost_delta", tide_json_real(b->lost_h - a->lost_h));
+    tide_json_set(x, "message", json_string(msg));
+    return x;
+}
+
+/* The recommendation of the group starting at rows[i]: the smallest reserve
+ * reaching the SLO target. */
+static json_t *group_recommendation(const srow_t *rows, size_t i, size_t n,
+                                    const tide_signals_opts_t *o)
+{
+    size_t j = i;
+    const srow_t *hit = NULL;
+    for (; j < n && !strcmp(rows[j].key, rows[i].key); j++)
+        if (!hit && rows[j].slo >= o->slo_target)
+            hit = &rows[j];
+    const srow_t *best = &rows[j - 1];
+    char msg[512];
+    if (hit)
+        snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
+                 "(SLO %.4f)",
+                 rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
+                 hit->reserve, hit->slo);
+    else
+        snprintf(msg, sizeof msg, "%s%sno reserve in the sweep reaches SLO %.4f (best "
+                 "%.4f at reserve %.0f)",
+                 rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target, best->slo,
+                 best->reserve);
+    json_t *x = json_object();
+    tide_json_set(x, "group", json_string(rows[i].key));
+    tide_json_set(x, "reserve", hit ? tide_json_real(hit->reserve) : json_null());
+    tide_json_set(x, "message", json_string(msg));
+    return x;
+}
+
 static json_t *sweep_signals(const char *dir, const char *policy, double gpus, double horizon,
                              const tide_signals_opts_t *o)
 {
@@ -353,69 +423,13 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     for (size_t i = 0; i < n; i++) {
         int last_of_group = i + 1 == n || strcmp(rows[i].key, rows[i + 1].key) != 0;
         if (!last_of_group) {
-            const srow_t *a = &rows[i], *b = &rows[i + 1];
-            double dres = b->reserve - a->reserve;
-            if (dres <= 0)
-                continue;
-            double dtrain = a->has_train && b->has_train ? a->train_h - b->train_h : NAN;
-            double duse = a->has_useful && b->has_useful && gpus > 0 && horizon > 0
-                              ? (a->useful - b->useful) * gpus * horizon / 3600.0
-                              : NAN;
-            char cost[256];
-            if (isfinite(dtrain))
-                snprintf(cost, sizeof cost, "cost %.1f training GPU-hours", dtrain);
-            else if (isfinite(duse))
-                snprintf(cost, sizeof cost,
-                         "cost %.1f useful GPU-hours (no training GPU-hours column)", duse);
-            else
-                snprintf(cost, sizeof cost, "at a training cost sweep.csv does not show");
-            char msg[768];
-            snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
-                     "attainment from %.4f to %.4f and %s",
-                     a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
-                     b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
-            json_t *x = json_object();
-            tide_json_set(x, "policy", json_string(a->policy));
-            tide_json_set(x, "group", json_string(a->key));
-            tide_json_set(x, "reserve_from", tide_json_real(a->reserve));
-            tide_json_set(x, "reserve_to", tide_json_real(b->reserve));
-            tide_json_set(x, "slo_from", tide_json_real(a->slo));
-            tide_json_set(x, "slo_to", tide_json_real(b->slo));
-            tide_json_set(x, "training_gpu_hours_cost",
-                          isfinite(dtrain) ? tide_json_real(dtrain) : json_null());
-            tide_json_set(x, "useful_gpu_hours_cost",
-                          isfinite(duse) ? tide_json_real(duse) : json_null());
-            if (a->has_lost && b->has_lost)
-                tide_json_set(x, "gpu_hours_lost_delta", tide_json_real(b->lost_h - a->lost_h));
-            tide_json_set(x, "message", json_string(msg));
-            json_array_append_new(steps, x);
+            json_t *step = reserve_step(&rows[i], &rows[i + 1], gpus, horizon);
+            if (!step)
+                continue; /* a repeated reserve: no step, and (as ever) no recommendation */
+            json_array_append_new(steps, step);
         }
-        /* recommendation: the smallest reserve of the group reaching the target */
-        int first_of_group = i == 0 || strcmp(rows[i].key, rows[i - 1].key) != 0;
-        if (first_of_group) {
-            size_t j = i;
-            const srow_t *hit = NULL;
-            for (; j < n && !strcmp(rows[j].key, rows[i].key); j++)
-                if (!hit && rows[j].slo >= o->slo_target)
-                    hit = &rows[j];
-            const srow_t *best = &rows[j - 1];
-            char msg[512];
-            if (hit)
-                snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
-                         "(SLO %.4f)",
-                         rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
-                         hit->reserve, hit->slo);
-            else
-                snprintf(msg, sizeof msg, "%s%sno reserve in the sweep reaches SLO %.4f (best "
-                         "%.4f at reserve %.0f)",
-                         rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target, best->slo,
-                         best->reserve);
-            json_t *x = json_object();
-            tide_json_set(x, "group", json_string(rows[i].key));
-            tide_json_set(x, "reserve", hit ? tide_json_real(hit->reserve) : json_null());
-            tide_json_set(x, "message", json_string(msg));
-            json_array_append_new(rec, x);
-        }
+        if (i == 0 || strcmp(rows[i].key, rows[i - 1].key) != 0)
+            json_array_append_new(rec, group_recommendation(rows, i, n, o));
     }
     free(rows);
     tide_json_set(out, "steps", steps);
