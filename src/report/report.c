@@ -1052,6 +1052,101 @@ static long long mtime_ns(const char *path)
     return (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 }
 
+/* The per-policy sections: timeline, misses, leases, faults, event kinds,
+ * storage and burst, each an object keyed by policy name in `order`. */
+static void policy_sections(json_t *root, json_t *order, json_t *summary, tline_t *tl,
+                            events_t *ev, double horizon)
+{
+    json_t *jt = json_object(), *jm = json_object(), *jl = json_object(), *jf = json_object(),
+           *jk = json_object(), *js = json_object(), *jb = json_object();
+    size_t i;
+    json_t *pv;
+    json_array_foreach(order, i, pv) {
+        const char *name = json_string_value(pv);
+        tpol_t *tp = NULL;
+        for (size_t j = 0; j < tl->npol; j++)
+            if (!strcmp(tl->pol[j].name, name))
+                tp = &tl->pol[j];
+        epol_t *ep = NULL;
+        for (size_t j = 0; j < ev->npol; j++)
+            if (!strcmp(ev->pol[j].name, name))
+                ep = &ev->pol[j];
+        if (tp) {
+            tide_json_set(jt, name, tl_policy_json(tl, tp));
+            tide_json_set(jm, name, misses_json(tl, tp));
+            json_t *pf = json_object_get(
+                json_object_get(json_object_get(summary, "policies"), name), "faults");
+            json_t *lim = json_object_get(json_object_get(pf, "storage"), "gbps");
+            if (!json_is_number(lim))
+                lim = json_object_get(json_object_get(json_object_get(summary, "faults"),
+                                                      "storage"), "gbps");
+            json_t *sj = storage_json(tl, tp, json_is_number(lim) ? json_number_value(lim) : NAN);
+            tide_json_set(js, name, sj ? sj : json_null());
+        }
+        if (ep) {
+            tide_json_set(jl, name, leases_json(ep));
+            json_t *fo = json_object();
+            tide_json_set(fo, "total", json_integer(ep->faults_total));
+            tide_json_set(fo, "rows", json_incref(ep->faults));
+            tide_json_set(jf, name, fo);
+            tide_json_set(jk, name, json_incref(ep->kinds));
+        }
+        json_t *b = burst_json(summary, name, ep, tl, tp, horizon);
+        tide_json_set(jb, name, b ? b : json_null());
+    }
+    tide_json_set(root, "timeline", jt);
+    tide_json_set(root, "misses", jm);
+    tide_json_set(root, "leases", jl);
+    tide_json_set(root, "faults", jf);
+    tide_json_set(root, "kinds", jk);
+    tide_json_set(root, "storage", js);
+    tide_json_set(root, "burst", jb);
+}
+
+/* Teams from usage.csv, bucketed on each policy's timeline intervals. */
+static json_t *teams_section(const char *dir, json_t *summary, json_t *order, tline_t *tl,
+                             double horizon)
+{
+    tide_report_grid_t *grid = tide_xcalloc(tl->npol ? tl->npol : 1, sizeof *grid);
+    for (size_t j = 0; j < tl->npol; j++) {
+        const tpol_t *tp = &tl->pol[j];
+        grid[j].policy = tp->name;
+        grid[j].n = tp->n;
+        grid[j].t = tide_xmalloc((tp->n ? tp->n : 1) * sizeof *grid[j].t);
+        for (size_t r = 0; r < tp->n; r++)
+            grid[j].t[r] = tval(tl, tp, r, 0);
+        double last = tp->n ? tval(tl, tp, tp->n - 1, 0) : 0;
+        grid[j].end = horizon > last ? horizon : last + (tp->n ? row_dt(tl, tp, tp->n - 1) : 0);
+    }
+    json_t *teams = tide_report_teams(dir, summary, order, grid, tl->npol);
+    for (size_t j = 0; j < tl->npol; j++)
+        free(grid[j].t);
+    free(grid);
+
+    return teams;
+}
+
+/* Write the page with the data root to out_html. Returns 0 or -1 (EIO). */
+static int write_report_file(const char *out_html, const char *dir, const json_t *root,
+                             tide_error_t *err)
+{
+    char *text = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_PRESERVE_ORDER |
+                                      JSON_REAL_PRECISION(10));
+    if (!text)
+        return tide_errf(err, TIDE_EIO, "cannot encode the report data");
+    FILE *f = fopen(out_html, "w");
+    if (!f) {
+        tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
+        free(text);
+        return -1;
+    }
+    int bad = write_html(f, dir, text) != 0;
+    free(text);
+    if (fclose(f) != 0 || bad)
+        return tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
+    return 0;
+}
+
 int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
 {
     if (!dir || !*dir)
@@ -1106,68 +1201,10 @@ int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
     tide_json_set(root, "extra_columns", extra);
     tide_json_set(root, "events_present", json_boolean(ev.present));
 
-    json_t *jt = json_object(), *jm = json_object(), *jl = json_object(), *jf = json_object(),
-           *jk = json_object(), *js = json_object(), *jb = json_object();
-    size_t i;
-    json_t *pv;
-    json_array_foreach(order, i, pv) {
-        const char *name = json_string_value(pv);
-        tpol_t *tp = NULL;
-        for (size_t j = 0; j < tl.npol; j++)
-            if (!strcmp(tl.pol[j].name, name))
-                tp = &tl.pol[j];
-        epol_t *ep = NULL;
-        for (size_t j = 0; j < ev.npol; j++)
-            if (!strcmp(ev.pol[j].name, name))
-                ep = &ev.pol[j];
-        if (tp) {
-            tide_json_set(jt, name, tl_policy_json(&tl, tp));
-            tide_json_set(jm, name, misses_json(&tl, tp));
-            json_t *pf = json_object_get(
-                json_object_get(json_object_get(summary, "policies"), name), "faults");
-            json_t *lim = json_object_get(json_object_get(pf, "storage"), "gbps");
-            if (!json_is_number(lim))
-                lim = json_object_get(json_object_get(json_object_get(summary, "faults"),
-                                                      "storage"), "gbps");
-            json_t *sj = storage_json(&tl, tp, json_is_number(lim) ? json_number_value(lim) : NAN);
-            tide_json_set(js, name, sj ? sj : json_null());
-        }
-        if (ep) {
-            tide_json_set(jl, name, leases_json(ep));
-            json_t *fo = json_object();
-            tide_json_set(fo, "total", json_integer(ep->faults_total));
-            tide_json_set(fo, "rows", json_incref(ep->faults));
-            tide_json_set(jf, name, fo);
-            tide_json_set(jk, name, json_incref(ep->kinds));
-        }
-        json_t *b = burst_json(summary, name, ep, &tl, tp, horizon);
-        tide_json_set(jb, name, b ? b : json_null());
-    }
-    tide_json_set(root, "timeline", jt);
-    tide_json_set(root, "misses", jm);
-    tide_json_set(root, "leases", jl);
-    tide_json_set(root, "faults", jf);
-    tide_json_set(root, "kinds", jk);
-    tide_json_set(root, "storage", js);
-    tide_json_set(root, "burst", jb);
+    policy_sections(root, order, summary, &tl, &ev, horizon);
     tide_json_set(root, "sweep", sweep ? json_incref(sweep) : json_null());
 
-    /* teams from usage.csv, bucketed on each policy's timeline intervals */
-    tide_report_grid_t *grid = tide_xcalloc(tl.npol ? tl.npol : 1, sizeof *grid);
-    for (size_t j = 0; j < tl.npol; j++) {
-        const tpol_t *tp = &tl.pol[j];
-        grid[j].policy = tp->name;
-        grid[j].n = tp->n;
-        grid[j].t = tide_xmalloc((tp->n ? tp->n : 1) * sizeof *grid[j].t);
-        for (size_t r = 0; r < tp->n; r++)
-            grid[j].t[r] = tval(&tl, tp, r, 0);
-        double last = tp->n ? tval(&tl, tp, tp->n - 1, 0) : 0;
-        grid[j].end = horizon > last ? horizon : last + (tp->n ? row_dt(&tl, tp, tp->n - 1) : 0);
-    }
-    tide_json_set(root, "teams", tide_report_teams(dir, summary, order, grid, tl.npol));
-    for (size_t j = 0; j < tl.npol; j++)
-        free(grid[j].t);
-    free(grid);
+    tide_json_set(root, "teams", teams_section(dir, summary, order, &tl, horizon));
 
     /* capacity signals (default thresholds), every policy; a failure only
      * loses the section */
@@ -1180,24 +1217,8 @@ int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
     }
     tide_json_set(root, "signals", sig);
 
-    char *text = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_PRESERVE_ORDER |
-                                      JSON_REAL_PRECISION(10));
-    if (!text) {
-        tide_errf(err, TIDE_EIO, "cannot encode the report data");
+    if (write_report_file(out_html, dir, root, err) < 0)
         goto out;
-    }
-    FILE *f = fopen(out_html, "w");
-    if (!f) {
-        tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
-        free(text);
-        goto out;
-    }
-    int bad = write_html(f, dir, text) != 0;
-    free(text);
-    if (fclose(f) != 0 || bad) {
-        tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
-        goto out;
-    }
     rc = 0;
 out:
     json_decref(root);
