@@ -550,134 +550,180 @@ typedef struct ecols {
     int policy, time, kind, job, service, lease, gpus, reason, deadline, value;
 } ecols_t;
 
+/* One events.csv row, its numbers parsed (NAN when absent). */
+typedef struct erow {
+    const char *kind, *job, *reason, *service;
+    double t, lease_id, gpus, deadline, value;
+} erow_t;
+
+/* A fault or an unknown kind: listed, and burst windows opened or closed. */
+static void fault_row(epol_t *p, const erow_t *e)
+{
+    p->faults_total++;
+    if (json_array_size(p->faults) < TIDE_REPORT_MAX_FAULTS) {
+        json_t *r = json_array();
+        json_array_append_new(r, tide_json_num(e->t));
+        json_array_append_new(r, json_string(e->kind));
+        json_array_append_new(r, jstr_or_null(e->reason));
+        json_array_append_new(r, jstr_or_null(e->job));
+        json_array_append_new(r, jstr_or_null(e->service));
+        json_array_append_new(r, tide_json_num(e->gpus));
+        json_array_append_new(r, tide_json_num(e->value));
+        json_array_append_new(p->faults, r);
+    }
+    if (!ci_contains(e->kind, "burst") && !(e->reason && ci_contains(e->reason, "burst")))
+        return;
+    if (ci_contains(e->kind, "end") || ci_contains(e->kind, "stop")) {
+        /* closes the latest open window */
+        for (int i = p->nbw; i-- > 0;)
+            if (isnan(p->bw_e[i]) || p->bw_e[i] == e->t) {
+                p->bw_e[i] = e->t;
+                break;
+            }
+    } else if (p->nbw < TIDE_REPORT_MAX_BURSTS) {
+        p->bw_s[p->nbw] = e->t;
+        p->bw_e[p->nbw] = isfinite(e->deadline) && e->deadline > e->t ? e->deadline : NAN;
+        p->bw_f[p->nbw] = e->value;
+        p->nbw++;
+    }
+}
+
+static void ev_lease_grant(epol_t *p, const erow_t *e)
+{
+    if (!isfinite(e->lease_id) || e->lease_id < 0 || e->lease_id >= MAX_LEASE_ID)
+        return;
+    size_t id = (size_t)e->lease_id;
+    if (id >= p->nid) {
+        size_t nn = TIDE_MAX(id + 1, p->nid * 2);
+        p->by_id = tide_xrealloc(p->by_id, nn * sizeof *p->by_id);
+        for (size_t i = p->nid; i < nn; i++)
+            p->by_id[i] = -1;
+        p->nid = nn;
+    }
+    lease_t l = {.grant = e->t,
+                 .ret = NAN,
+                 .deadline = e->deadline,
+                 .gpus = isfinite(e->gpus) ? (int)e->gpus : 0,
+                 .job = tide_xstrdup_nonempty(e->job),
+                 .open = -1};
+    p->by_id[id] = (int)p->nl;
+    TIDE_PUSH(p->l, p->nl, p->capl, l);
+    if (e->job && *e->job)
+        smap_put(&p->job_lease, e->job, (int)p->nl - 1);
+}
+
+static void ev_lease_renew(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_by_id(p, e->lease_id);
+    if (!l || !isnan(l->ret))
+        return;
+    if (isfinite(e->deadline))
+        l->deadline = e->deadline;
+    if (e->reason && *e->reason)
+        episode_open(l, e->t, e->reason);
+    else if (l->open >= 0) { /* renewed: the notice was withdrawn */
+        episode_t *ep = &l->ep[l->open];
+        if (isnan(ep->end)) {
+            ep->end = e->t;
+            ep->how = EP_WITHDRAWN;
+        }
+        l->open = -1;
+    }
+}
+
+static void ev_ckpt_notice(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_of_job(p, e->job);
+    if (l && isnan(l->ret)) {
+        episode_open(l, e->t, e->reason);
+        if (isfinite(e->deadline))
+            l->deadline = e->deadline;
+    }
+}
+
+static void ev_ckpt_committed(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_of_job(p, e->job);
+    if (l && l->open >= 0 && isnan(l->ep[l->open].commit) && isnan(l->ep[l->open].end))
+        l->ep[l->open].commit = e->t;
+}
+
+static void ev_job_resize(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_of_job(p, e->job);
+    if (l && l->open >= 0 && isnan(l->ep[l->open].end) && e->reason &&
+        !strcmp(e->reason, "reclaim")) {
+        l->ep[l->open].end = e->t;
+        l->ep[l->open].how = EP_SHRUNK;
+    }
+}
+
+static void ev_lease_return(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_by_id(p, e->lease_id);
+    if (!l || !isnan(l->ret))
+        return;
+    l->ret = e->t;
+    l->ret_reason = tide_xstrdup_nonempty(e->reason);
+    l->late = (e->reason && !strcmp(e->reason, "deadline")) ||
+              (isfinite(l->deadline) && l->deadline > 0 && e->t > l->deadline);
+    if (l->open >= 0) {
+        episode_t *ep = &l->ep[l->open];
+        if (isnan(ep->end) || ep->how == EP_SHRUNK) {
+            ep->end = e->t;
+            ep->how = EP_RETURNED;
+        }
+        l->open = -1;
+    }
+    if (l->job && smap_get(&p->job_lease, l->job) == (int)(l - p->l))
+        smap_put(&p->job_lease, l->job, -1);
+}
+
+/* What the lease timeline reads from each event kind. */
+static const struct {
+    const char *kind;
+    void (*fn)(epol_t *p, const erow_t *e);
+} event_fns[] = {
+    {"lease_grant", ev_lease_grant},       {"lease_renew", ev_lease_renew},
+    {"ckpt_notice", ev_ckpt_notice},       {"ckpt_committed", ev_ckpt_committed},
+    {"job_resize", ev_job_resize},         {"lease_return", ev_lease_return},
+};
+
+/* A number field, NAN when absent or not a number. */
+static double field_or_nan(tide_csv_t *c, int col)
+{
+    double v;
+    return field_num(tide_csv_field(c, col), &v) == 0 ? v : NAN;
+}
+
 static void event_row(epol_t *p, const ecols_t *ec, tide_csv_t *c)
 {
-    const char *kind = tide_csv_field(c, ec->kind);
-    const char *job = tide_csv_field(c, ec->job);
-    const char *reason = tide_csv_field(c, ec->reason);
-    double t, lease_id, gpus, deadline, value;
-    if (!kind || !*kind || field_num(tide_csv_field(c, ec->time), &t) != 0 || !isfinite(t))
+    erow_t e = {.kind = tide_csv_field(c, ec->kind),
+                .job = tide_csv_field(c, ec->job),
+                .reason = tide_csv_field(c, ec->reason),
+                .service = tide_csv_field(c, ec->service)};
+    if (!e.kind || !*e.kind || field_num(tide_csv_field(c, ec->time), &e.t) != 0 || !isfinite(e.t))
         return;
-    if (field_num(tide_csv_field(c, ec->lease), &lease_id) != 0)
-        lease_id = NAN;
-    if (field_num(tide_csv_field(c, ec->gpus), &gpus) != 0)
-        gpus = NAN;
-    if (field_num(tide_csv_field(c, ec->deadline), &deadline) != 0)
-        deadline = NAN;
-    if (field_num(tide_csv_field(c, ec->value), &value) != 0)
-        value = NAN;
+    e.lease_id = field_or_nan(c, ec->lease);
+    e.gpus = field_or_nan(c, ec->gpus);
+    e.deadline = field_or_nan(c, ec->deadline);
+    e.value = field_or_nan(c, ec->value);
 
-    json_t *cnt = json_object_get(p->kinds, kind);
+    json_t *cnt = json_object_get(p->kinds, e.kind);
     if (cnt)
         json_integer_set(cnt, json_integer_value(cnt) + 1);
     else
-        tide_json_set(p->kinds, kind, json_integer(1));
+        tide_json_set(p->kinds, e.kind, json_integer(1));
 
-    if (!kind_known(kind) || (reason && !strcmp(reason, "failure"))) {
-        p->faults_total++;
-        if (json_array_size(p->faults) < TIDE_REPORT_MAX_FAULTS) {
-            json_t *r = json_array();
-            json_array_append_new(r, tide_json_num(t));
-            json_array_append_new(r, json_string(kind));
-            json_array_append_new(r, jstr_or_null(reason));
-            json_array_append_new(r, jstr_or_null(job));
-            json_array_append_new(r, jstr_or_null(tide_csv_field(c, ec->service)));
-            json_array_append_new(r, tide_json_num(gpus));
-            json_array_append_new(r, tide_json_num(value));
-            json_array_append_new(p->faults, r);
-        }
-        if (ci_contains(kind, "burst") || (reason && ci_contains(reason, "burst"))) {
-            if (ci_contains(kind, "end") || ci_contains(kind, "stop")) {
-                /* closes the latest open window */
-                for (int i = p->nbw; i-- > 0;)
-                    if (isnan(p->bw_e[i]) || p->bw_e[i] == t) {
-                        p->bw_e[i] = t;
-                        break;
-                    }
-            } else if (p->nbw < TIDE_REPORT_MAX_BURSTS) {
-                p->bw_s[p->nbw] = t;
-                p->bw_e[p->nbw] = isfinite(deadline) && deadline > t ? deadline : NAN;
-                p->bw_f[p->nbw] = value;
-                p->nbw++;
-            }
-        }
+    if (!kind_known(e.kind) || (e.reason && !strcmp(e.reason, "failure"))) {
+        fault_row(p, &e);
         return;
     }
-
-    if (!strcmp(kind, "lease_grant")) {
-        if (!isfinite(lease_id) || lease_id < 0 || lease_id >= MAX_LEASE_ID)
+    for (size_t i = 0; i < sizeof event_fns / sizeof event_fns[0]; i++)
+        if (!strcmp(e.kind, event_fns[i].kind)) {
+            event_fns[i].fn(p, &e);
             return;
-        size_t id = (size_t)lease_id;
-        if (id >= p->nid) {
-            size_t nn = TIDE_MAX(id + 1, p->nid * 2);
-            p->by_id = tide_xrealloc(p->by_id, nn * sizeof *p->by_id);
-            for (size_t i = p->nid; i < nn; i++)
-                p->by_id[i] = -1;
-            p->nid = nn;
         }
-        lease_t l = {.grant = t,
-                     .ret = NAN,
-                     .deadline = deadline,
-                     .gpus = isfinite(gpus) ? (int)gpus : 0,
-                     .job = tide_xstrdup_nonempty(job),
-                     .open = -1};
-        p->by_id[id] = (int)p->nl;
-        TIDE_PUSH(p->l, p->nl, p->capl, l);
-        if (job && *job)
-            smap_put(&p->job_lease, job, (int)p->nl - 1);
-    } else if (!strcmp(kind, "lease_renew")) {
-        lease_t *l = lease_by_id(p, lease_id);
-        if (!l || !isnan(l->ret))
-            return;
-        if (isfinite(deadline))
-            l->deadline = deadline;
-        if (reason && *reason)
-            episode_open(l, t, reason);
-        else if (l->open >= 0) { /* renewed: the notice was withdrawn */
-            episode_t *e = &l->ep[l->open];
-            if (isnan(e->end)) {
-                e->end = t;
-                e->how = EP_WITHDRAWN;
-            }
-            l->open = -1;
-        }
-    } else if (!strcmp(kind, "ckpt_notice")) {
-        lease_t *l = lease_of_job(p, job);
-        if (l && isnan(l->ret)) {
-            episode_open(l, t, reason);
-            if (isfinite(deadline))
-                l->deadline = deadline;
-        }
-    } else if (!strcmp(kind, "ckpt_committed")) {
-        lease_t *l = lease_of_job(p, job);
-        if (l && l->open >= 0 && isnan(l->ep[l->open].commit) && isnan(l->ep[l->open].end))
-            l->ep[l->open].commit = t;
-    } else if (!strcmp(kind, "job_resize")) {
-        lease_t *l = lease_of_job(p, job);
-        if (l && l->open >= 0 && isnan(l->ep[l->open].end) && reason &&
-            !strcmp(reason, "reclaim")) {
-            l->ep[l->open].end = t;
-            l->ep[l->open].how = EP_SHRUNK;
-        }
-    } else if (!strcmp(kind, "lease_return")) {
-        lease_t *l = lease_by_id(p, lease_id);
-        if (!l || !isnan(l->ret))
-            return;
-        l->ret = t;
-        l->ret_reason = tide_xstrdup_nonempty(reason);
-        l->late = (reason && !strcmp(reason, "deadline")) ||
-                  (isfinite(l->deadline) && l->deadline > 0 && t > l->deadline);
-        if (l->open >= 0) {
-            episode_t *e = &l->ep[l->open];
-            if (isnan(e->end) || e->how == EP_SHRUNK) {
-                e->end = t;
-                e->how = EP_RETURNED;
-            }
-            l->open = -1;
-        }
-        if (l->job && smap_get(&p->job_lease, l->job) == (int)(l - p->l))
-            smap_put(&p->job_lease, l->job, -1);
-    }
 }
 
 static int events_read(const char *path, events_t *ev, tide_error_t *err)
