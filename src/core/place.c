@@ -64,13 +64,42 @@ int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, u
     return 1;
 }
 
+/* Domains of one size dividing a gang larger than each: how many of each
+ * size (at most 16 sizes: one per node group in practice). */
+typedef struct sizecount {
+    int sizes[16], counts[16], ns;
+} sizecount_t;
+
+static void sizecount_add(sizecount_t *sc, int gpus)
+{
+    int k = 0;
+    while (k < sc->ns && sc->sizes[k] != gpus)
+        k++;
+    if (k == sc->ns) {
+        if (sc->ns == 16)
+            return;
+        sc->sizes[sc->ns] = gpus;
+        sc->counts[sc->ns++] = 0;
+    }
+    sc->counts[k]++;
+}
+
+/* Gangs of `gang` GPUs the counted domains make, whole domains of one size each. */
+static int sizecount_gangs(const sizecount_t *sc, int gang)
+{
+    int cap = 0;
+    for (int k = 0; k < sc->ns; k++)
+        cap += sc->counts[k] / (gang / sc->sizes[k]);
+    return cap;
+}
+
 /* Gangs larger than one domain take whole domains of one size. Capacity in
  * such gangs, summed over the domain sizes that divide the gang: domains
  * whole and free (avail, or d->free when NULL) in the zones allowed. */
 static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, uint32_t types,
                           unsigned zones, int kind, int32_t owner)
 {
-    int sizes[16], counts[16], ns = 0;
+    sizecount_t sc = {.ns = 0};
     for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
         if (gang <= d->gpus || gang % d->gpus)
@@ -80,23 +109,10 @@ static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, ui
         if (!tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
         int a = avail ? avail[i] : d->free;
-        if (a != d->gpus || d->up_gpus != d->gpus)
-            continue;
-        int k = 0;
-        while (k < ns && sizes[k] != d->gpus)
-            k++;
-        if (k == ns) {
-            if (ns == 16)
-                continue;
-            sizes[ns] = d->gpus;
-            counts[ns++] = 0;
-        }
-        counts[k]++;
+        if (a == d->gpus && d->up_gpus == d->gpus)
+            sizecount_add(&sc, d->gpus);
     }
-    int cap = 0;
-    for (int k = 0; k < ns; k++)
-        cap += counts[k] / (gang / sizes[k]);
-    return cap;
+    return sizecount_gangs(&sc, gang);
 }
 
 int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
@@ -117,28 +133,14 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
 /* Whole domains of one size dividing the gang, summed over the sizes. */
 static int whole_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types)
 {
-    int sizes[16], counts[16], ns = 0;
+    sizecount_t sc = {.ns = 0};
     for (int i = 0; i < n_doms; i++) {
         const domain_t *d = &doms[i];
-        if (d->gpus <= 0 || gang <= d->gpus || gang % d->gpus)
-            continue;
-        if (types && !(types & (1u << d->type)))
-            continue;
-        int k = 0;
-        while (k < ns && sizes[k] != d->gpus)
-            k++;
-        if (k == ns) {
-            if (ns == 16)
-                continue;
-            sizes[ns] = d->gpus;
-            counts[ns++] = 0;
-        }
-        counts[k]++;
+        if (d->gpus > 0 && gang > d->gpus && gang % d->gpus == 0 &&
+            (!types || (types & (1u << d->type))))
+            sizecount_add(&sc, d->gpus);
     }
-    int cap = 0;
-    for (int k = 0; k < ns; k++)
-        cap += counts[k] / (gang / sizes[k]);
-    return cap;
+    return sizecount_gangs(&sc, gang);
 }
 
 int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types)
