@@ -50,6 +50,14 @@ typedef struct tide_job_spec {
  * Errors: EINVAL with a message naming the field. */
 int tide_job_spec_normalize(tide_job_spec_t *j, tide_error_t *err);
 
+/* Could a job of spec s ever run on cluster c (all of it empty)? Each gang
+ * must fit inside one high-speed domain of an accepted GPU type, or (gangs
+ * larger than every domain) be whole accepted domains of one size, and dp_min
+ * gangs must fit at once. The engine refuses a JOB_SUBMIT by the same rule.
+ * Returns 0, or -1 with EINVAL naming the field ("gang_gpus: ...",
+ * "dp_min: ...") or a cluster without GPUs. */
+int tide_job_spec_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err);
+
 /* Validate a service spec. Errors: EINVAL naming the field. */
 int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err);
 

@@ -43,10 +43,12 @@ int tide_errf(tide_error_t *err, int code, const char *fmt, ...)
 int tide_err_prefix(tide_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Name of an error code ("EINVAL"), its CLI exit status and HTTP status. */
+/* Name of an error code ("EINVAL"; "EUNKNOWN" out of range). The CLI maps a
+ * code to its exit status (tide_cli_exit_code), the HTTP layer to a status
+ * (tide_http_status). */
 const char *tide_errcode_name(int code);
-int tide_errcode_exit(int code);
-int tide_errcode_http(int code);
+/* The code named name ("ENOENT"), or -1. */
+int tide_errcode_find(const char *name);
 
 #ifdef __cplusplus
 }

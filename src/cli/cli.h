@@ -3,13 +3,16 @@
 #define TIDE_CLI_H
 
 /* Each subcommand gets argv with argv[0] = its own name. Returns the process
- * exit status (0 ok, 2 usage / bad input, see tide_errcode_exit). Every
+ * exit status (0 ok, 2 usage / bad input, see tide_cli_exit_code). Every
  * subcommand answers --help / -h with its usage on stdout and status 0. */
 typedef int (*tide_cmd_fn)(int argc, char **argv);
 
 struct tide_error;
 /* Print "tide CMD: <message> (see tide CMD --help)" on stderr; returns 2. */
 int tide_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The exit status of a tide error code: EINVAL and ERANGE 2, ENOENT 3,
+ * EEXIST 4, ENOMEM 5, EIO 6, ESTATE 7 (0 for OK, 1 unknown). One table. */
+int tide_cli_exit_code(int code);
 /* Print "tide CMD: <err->msg>" on stderr; returns the exit status of err's code. */
 int tide_cli_fail(const char *cmd, const struct tide_error *err);
 /* getopt_long returned ':' (missing value) or '?' (unknown option): print the

@@ -17,10 +17,21 @@ int tide_cli_usage_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+/* The exit status of each error code (docs/cli.md). */
+static const int exit_status[TIDE_ERRCODE_COUNT] = {
+    [TIDE_OK] = 0,     [TIDE_EINVAL] = 2, [TIDE_ENOENT] = 3, [TIDE_EEXIST] = 4,
+    [TIDE_ENOMEM] = 5, [TIDE_EIO] = 6,    [TIDE_ESTATE] = 7, [TIDE_ERANGE] = 2,
+};
+
+int tide_cli_exit_code(int code)
+{
+    return code >= 0 && code < TIDE_ERRCODE_COUNT ? exit_status[code] : 1;
+}
+
 int tide_cli_fail(const char *cmd, const tide_error_t *err)
 {
     fprintf(stderr, "tide %s: %s\n", cmd, err->msg);
-    return tide_errcode_exit(err->code ? err->code : TIDE_EINVAL);
+    return tide_cli_exit_code(err->code ? err->code : TIDE_EINVAL);
 }
 
 int tide_cli_getopt_error(const char *cmd, int o, char **argv)

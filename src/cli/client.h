@@ -1,8 +1,7 @@
-/* A small blocking HTTP/1.1 client for the tide API (docs/api.md), used by
- * the CLI's client commands. Plain http only (the daemon listens on loopback
- * or behind a proxy); one connection per request ("Connection: close");
- * Content-Length, chunked and read-to-close response bodies. JSON through
- * jansson. */
+/* The client of the tide API (docs/api.md) used by the CLI's client
+ * commands: the server URL and token, JSON requests and error mapping. Plain
+ * http only (the daemon listens on loopback or behind a proxy); the transport
+ * is the one HTTP client in http/client.h. */
 #ifndef TIDE_CLI_CLIENT_H
 #define TIDE_CLI_CLIENT_H
 
@@ -10,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "http/client.h"
 #include "tide/types.h"
 
 #define TIDE_CLIENT_DEFAULT_URL "http://127.0.0.1:7070"
@@ -22,15 +22,8 @@ typedef struct tide_client {
     char prefix[256]; /* path prefix from the URL ("" or "/x"), no trailing '/' */
     char url[600];    /* the URL as given, for messages */
     char *token;      /* owned; NULL = send no Authorization header */
-    int timeout_s;    /* receive timeout per request (default 60) */
+    int timeout_s;    /* whole-request timeout (default 60) */
 } tide_client_t;
-
-/* One response. body is owned, NUL-terminated (len excludes the NUL). */
-typedef struct tide_http_resp {
-    int status;
-    char *body;
-    size_t len;
-} tide_http_resp_t;
 
 /* Parse server ("http://host[:port][/prefix]", NULL = $TIDE_SERVER or the
  * default) and take token (NULL = $TIDE_TOKEN or none; "" = none).
@@ -41,25 +34,21 @@ void tide_client_fini(tide_client_t *c); /* frees the token; safe twice */
 /* Send one request (path starts with '/', already URL-encoded; body may be
  * NULL) and read the whole response into out (caller frees it with
  * tide_http_resp_free). Any HTTP status is a success here.
- * Errors: EIO for transport failures, the message naming the URL
+ * Errors: EIO for transport failures (ERANGE a body over
+ * TIDE_CLIENT_MAX_RESPONSE), the message naming the URL
  * ("cannot connect to http://127.0.0.1:7070: Connection refused"). */
 int tide_client_http(const tide_client_t *c, const char *method, const char *path,
                      const char *body, size_t body_len, tide_http_resp_t *out,
                      tide_error_t *err);
-void tide_http_resp_free(tide_http_resp_t *r);
 
 /* Send a request with a JSON body (NULL = none) and return the parsed JSON
  * response (caller owns it; an empty 2xx body gives an empty object). A
  * status >= 400 fails with the server's error message and a code mapped from
  * its "code" name (EINVAL, ENOENT...) or, failing that, from the status
- * (tide_client_status_code). *status (optional) gets the HTTP status, 0 when
+ * (tide_http_status_code). *status (optional) gets the HTTP status, 0 when
  * no response came. Errors: EIO transport or a non-JSON 2xx body. */
 json_t *tide_client_call(const tide_client_t *c, const char *method, const char *path,
                          const json_t *body, int *status, tide_error_t *err);
-
-/* Map an HTTP status to a tide error code: the first code whose
- * tide_errcode_http equals it; else 4xx -> EINVAL, others -> EIO. */
-int tide_client_status_code(int status);
 
 /* Append s URL-encoded (RFC 3986 unreserved kept) to buf of size n; returns
  * buf. Truncates safely. */

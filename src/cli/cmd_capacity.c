@@ -117,7 +117,7 @@ int tide_cmd_capacity(int argc, char **argv)
     json_t *sig = tide_signals_compute(argv[optind], policy, &so, &err);
     if (!sig) {
         fprintf(stderr, "tide capacity: %s\n", err.msg);
-        return tide_errcode_exit(err.code ? err.code : TIDE_EINVAL);
+        return tide_cli_exit_code(err.code ? err.code : TIDE_EINVAL);
     }
     if (json) {
         rc = json_dumpf(sig, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
@@ -127,5 +127,5 @@ int tide_cmd_capacity(int argc, char **argv)
         rc = tide_signals_print(stdout, sig);
     }
     json_decref(sig);
-    return rc == 0 ? 0 : tide_errcode_exit(TIDE_EIO);
+    return rc == 0 ? 0 : tide_cli_exit_code(TIDE_EIO);
 }

@@ -73,6 +73,110 @@ static void sleep_s(double s)
         ;
 }
 
+/* --interval: a duration >= 1s ("2s") or milliseconds >= 10 ("500ms").
+ * Returns 0, or -1 with *why set. */
+static int parse_interval(const char *arg, double *out, const char **why)
+{
+    size_t l = strlen(arg);
+    double ms;
+    int64_t s;
+    if (l > 2 && !strcmp(arg + l - 2, "ms")) {
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(l - 2), arg);
+        if (tide_parse_double(tmp, &ms) < 0 || ms < 10) {
+            *why = "is not a duration >= 10ms";
+            return -1;
+        }
+        *out = ms / 1000;
+        return 0;
+    }
+    if (tide_parse_duration(arg, &s) == 0 && s >= 1) {
+        *out = (double)s;
+        return 0;
+    }
+    *why = "is not a duration (1s, 500ms)";
+    return -1;
+}
+
+/* One `tide events` run: options and progress. */
+typedef struct evrun {
+    long long cursor, limit, printed;
+    double interval;
+    int follow, json, header;
+    json_t *all; /* --json without --follow: every event, printed at the end */
+} evrun_t;
+
+/* Print (or collect) a page of events up to the limit. Returns 1 when the
+ * limit cut the page (*last_seq = the last event printed), else 0. */
+static int print_page(evrun_t *r, const json_t *evs, long long *last_seq)
+{
+    size_t i;
+    json_t *e;
+    *last_seq = -1;
+    json_array_foreach(evs, i, e) {
+        if (r->limit > 0 && r->printed >= r->limit)
+            return 1;
+        r->printed++;
+        if (json_is_integer(json_object_get(e, "seq")))
+            *last_seq = (long long)json_integer_value(json_object_get(e, "seq"));
+        if (r->all)
+            json_array_append(r->all, e);
+        else if (r->json) {
+            json_dumpf(e, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            putchar('\n');
+        } else
+            print_event(e);
+    }
+    return 0;
+}
+
+/* Page through /v1/events from r->cursor (following when asked). Returns 0
+ * or the exit status (message printed). */
+static int fetch_events(tide_client_t *c, evrun_t *r)
+{
+    for (;;) {
+        char path[128];
+        long long want = EVENTS_PAGE;
+        if (r->limit > 0 && r->limit - r->printed < want)
+            want = r->limit - r->printed;
+        snprintf(path, sizeof path, "/v1/events?cursor=%lld&limit=%lld", r->cursor, want);
+        tide_error_t err = {0};
+        json_t *page = tide_remote_get(c, path, &err);
+        if (!page)
+            return tide_remote_fail(&err);
+        const json_t *evs = json_object_get(page, "events");
+        const json_t *next = json_object_get(page, "next");
+        if (!json_is_array(evs)) {
+            json_decref(page);
+            tide_errf(&err, TIDE_EIO, "GET /v1/events: the answer has no \"events\" array");
+            return tide_remote_fail(&err);
+        }
+        if (!r->json && !r->header) {
+            print_header();
+            r->header = 1;
+        }
+        long long last_seq;
+        int truncated = print_page(r, evs, &last_seq);
+        size_t got = json_array_size(evs);
+        long long nc = json_is_number(next) ? (long long)json_number_value(next) : r->cursor;
+        if (json_is_string(next))
+            tide_parse_int(json_string_value(next), &nc);
+        if (truncated && last_seq >= 0)
+            nc = last_seq; /* resume right after the last event printed */
+        int moved = nc != r->cursor;
+        r->cursor = nc;
+        json_decref(page);
+        fflush(stdout);
+        if (r->limit > 0 && r->printed >= r->limit)
+            return 0;
+        if (got > 0 && moved)
+            continue; /* more may be waiting */
+        if (!r->follow)
+            return 0;
+        sleep_s(r->interval);
+    }
+}
+
 int tide_cmd_events(int argc, char **argv)
 {
     enum { O_INTERVAL = 256 };
@@ -86,9 +190,9 @@ int tide_cmd_events(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     tide_remote_opts_t ro = {0};
-    long long cursor = 0, limit = -1;
-    double interval = 1.0;
-    int o, rc, follow = 0;
+    evrun_t r = {.limit = -1, .interval = 1.0};
+    const char *why;
+    int o, rc;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":hc:n:f", longopts, NULL)) != -1) {
@@ -96,31 +200,18 @@ int tide_cmd_events(int argc, char **argv)
             continue;
         switch (o) {
         case 'c':
-            if (tide_parse_int(optarg, &cursor) < 0 || cursor < 0)
+            if (tide_parse_int(optarg, &r.cursor) < 0 || r.cursor < 0)
                 return BAD("--cursor: '%s' is not a whole number >= 0", optarg);
             break;
         case 'n':
-            if (tide_parse_int(optarg, &limit) < 0 || limit < 1)
+            if (tide_parse_int(optarg, &r.limit) < 0 || r.limit < 1)
                 return BAD("--limit: '%s' is not a whole number >= 1", optarg);
             break;
-        case 'f': follow = 1; break;
-        case O_INTERVAL: {
-            size_t l = strlen(optarg);
-            double ms;
-            int64_t s;
-            if (l > 2 && !strcmp(optarg + l - 2, "ms")) {
-                char tmp[64];
-                snprintf(tmp, sizeof tmp, "%.*s", (int)(l - 2), optarg);
-                if (tide_parse_double(tmp, &ms) < 0 || ms < 10)
-                    return BAD("--interval: '%s' is not a duration >= 10ms", optarg);
-                interval = ms / 1000;
-            } else if (tide_parse_duration(optarg, &s) == 0 && s >= 1) {
-                interval = (double)s;
-            } else {
-                return BAD("--interval: '%s' is not a duration (1s, 500ms)", optarg);
-            }
+        case 'f': r.follow = 1; break;
+        case O_INTERVAL:
+            if (parse_interval(optarg, &r.interval, &why) < 0)
+                return BAD("--interval: '%s' %s", optarg, why);
             break;
-        }
         case 'h': events_usage(stdout); return 0;
         default: return tide_cli_getopt_error("events", o, argv);
         }
@@ -131,82 +222,19 @@ int tide_cmd_events(int argc, char **argv)
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;
-    json_t *all = (ro.json && !follow) ? json_array() : NULL;
-    long long printed = 0;
-    int header = 0;
-    rc = 0;
-    for (;;) {
-        char path[128];
-        long long want = EVENTS_PAGE;
-        if (limit > 0 && limit - printed < want)
-            want = limit - printed;
-        snprintf(path, sizeof path, "/v1/events?cursor=%lld&limit=%lld", cursor, want);
-        tide_error_t err = {0};
-        json_t *page = tide_remote_get(&c, path, &err);
-        if (!page) {
-            rc = tide_remote_fail(&err);
-            break;
-        }
-        const json_t *evs = json_object_get(page, "events");
-        const json_t *next = json_object_get(page, "next");
-        if (!json_is_array(evs)) {
-            json_decref(page);
-            tide_errf(&err, TIDE_EIO, "GET /v1/events: the answer has no \"events\" array");
-            rc = tide_remote_fail(&err);
-            break;
-        }
-        if (!ro.json && !header) {
-            print_header();
-            header = 1;
-        }
-        size_t i;
-        json_t *e;
-        int truncated = 0;
-        long long last_seq = -1;
-        json_array_foreach(evs, i, e) {
-            if (limit > 0 && printed >= limit) {
-                truncated = 1;
-                break;
-            }
-            printed++;
-            if (json_is_integer(json_object_get(e, "seq")))
-                last_seq = (long long)json_integer_value(json_object_get(e, "seq"));
-            if (all)
-                json_array_append(all, e);
-            else if (ro.json) {
-                json_dumpf(e, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-                putchar('\n');
-            } else
-                print_event(e);
-        }
-        size_t got = json_array_size(evs);
-        long long nc = json_is_number(next) ? (long long)json_number_value(next) : cursor;
-        if (json_is_string(next))
-            tide_parse_int(json_string_value(next), &nc);
-        if (truncated && last_seq >= 0)
-            nc = last_seq; /* resume right after the last event printed */
-        int moved = nc != cursor;
-        cursor = nc;
-        json_decref(page);
-        fflush(stdout);
-        if (limit > 0 && printed >= limit)
-            break;
-        if (got > 0 && moved)
-            continue; /* more may be waiting */
-        if (!follow)
-            break;
-        sleep_s(interval);
-    }
+    r.json = ro.json;
+    r.all = (ro.json && !r.follow) ? json_array() : NULL;
+    rc = fetch_events(&c, &r);
     tide_client_fini(&c);
-    if (all) {
+    if (r.all) {
         if (rc == 0) {
-            json_t *out = json_pack("{s:O,s:I}", "events", all, "next", (json_int_t)cursor);
+            json_t *out = json_pack("{s:O,s:I}", "events", r.all, "next", (json_int_t)r.cursor);
             tide_remote_print_json(out);
             json_decref(out);
         }
-        json_decref(all);
-    } else if (!ro.json && rc == 0 && !follow) {
-        printf("next cursor: %lld\n", cursor);
+        json_decref(r.all);
+    } else if (!ro.json && rc == 0 && !r.follow) {
+        printf("next cursor: %lld\n", r.cursor);
     }
     return rc;
 }

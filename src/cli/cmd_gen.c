@@ -114,7 +114,7 @@ int tide_cmd_gen(int argc, char **argv)
     tide_error_t err = {0};
     if (tide_gen_write_ex(&o, &s, &err) < 0) {
         fprintf(stderr, "tide gen: %s\n", err.msg);
-        return tide_errcode_exit(err.code);
+        return tide_cli_exit_code(err.code);
     }
     printf("tide gen: %s -> %s: cluster %s, %d days, seed %llu; %ld jobs (%ld backlog at t=0, "
            "%.1f/day), offered load %.2fx of %.1f training GPUs; demand peak %d GPUs, "

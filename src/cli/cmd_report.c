@@ -57,7 +57,7 @@ int tide_cmd_report(int argc, char **argv)
     tide_error_t err = {0};
     if (tide_report_write(dir, out, &err) != 0) {
         fprintf(stderr, "tide report: %s\n", err.msg);
-        return tide_errcode_exit(err.code ? err.code : TIDE_EINVAL);
+        return tide_cli_exit_code(err.code ? err.code : TIDE_EINVAL);
     }
     if (out)
         printf("tide report: wrote %s\n", out);
@@ -97,7 +97,7 @@ int tide_cli_sim_finish(const char *spec, const char *report, const tide_sim_opt
         tide_sweep_grid_free(&g);
         if (rc != 0) {
             fprintf(stderr, "tide sim: %s\n", err.msg);
-            return tide_errcode_exit(err.code ? err.code : TIDE_EINVAL);
+            return tide_cli_exit_code(err.code ? err.code : TIDE_EINVAL);
         }
         printf("tide sim: wrote %s/sweep.csv, %s/sweep.json (runs in %s/sweep/)\n", o->out_dir,
                o->out_dir, o->out_dir);
@@ -105,7 +105,7 @@ int tide_cli_sim_finish(const char *spec, const char *report, const tide_sim_opt
     if (report) {
         if (tide_report_write(o->out_dir, report, &err) != 0) {
             fprintf(stderr, "tide sim: --report: %s\n", err.msg);
-            return tide_errcode_exit(err.code ? err.code : TIDE_EINVAL);
+            return tide_cli_exit_code(err.code ? err.code : TIDE_EINVAL);
         }
         printf("tide sim: wrote report %s\n", report);
     }

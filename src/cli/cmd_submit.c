@@ -80,7 +80,7 @@ static int load_file(const char *path, json_t **out)
     if (!j) {
         fprintf(stderr, "tide submit: %s:%d: %s\n", !strcmp(path, "-") ? "<stdin>" : path,
                 je.line, je.text);
-        return strstr(je.text, "unable to open") ? tide_errcode_exit(TIDE_ENOENT) : 2;
+        return strstr(je.text, "unable to open") ? tide_cli_exit_code(TIDE_ENOENT) : 2;
     }
     if (!json_is_object(j)) {
         json_decref(j);

@@ -364,7 +364,7 @@ static int cmd_import(int argc, char **argv)
     if (tide_trace_import(c.format, (const char *const *)argv + optind, (size_t)(argc - optind),
                           &c.t, c.out, &sum, &err) < 0) {
         fprintf(stderr, "tide trace import: %s\n", err.msg);
-        rc = tide_errcode_exit(err.code ? err.code : TIDE_EINVAL);
+        rc = tide_cli_exit_code(err.code ? err.code : TIDE_EINVAL);
         goto out;
     }
     printf("tide trace import: %s\n", sum.line);

@@ -117,7 +117,7 @@ int tide_cmd_usage_dir(int argc, char **argv)
             rc = tide_usage_report_print(stdout, r);
         }
         json_decref(r);
-        return rc == 0 ? 0 : tide_errcode_exit(TIDE_EIO);
+        return rc == 0 ? 0 : tide_cli_exit_code(TIDE_EIO);
     }
     if (by) {
         if ((q.n_keys = tide_usage_parse_by(by, q.keys, &err)) < 0)
@@ -132,5 +132,5 @@ int tide_cmd_usage_dir(int argc, char **argv)
         return fail(&err);
     int rc = tide_usage_table_print(stdout, &t, format);
     tide_usage_table_free(&t);
-    return rc == 0 ? 0 : tide_errcode_exit(TIDE_EIO);
+    return rc == 0 ? 0 : tide_cli_exit_code(TIDE_EIO);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "util/util.h"
 
 int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg)
@@ -29,7 +30,7 @@ int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c)
 int tide_remote_fail(const tide_error_t *err)
 {
     fprintf(stderr, "tide: %s\n", err->msg[0] ? err->msg : "unknown error");
-    return tide_errcode_exit(err->code ? err->code : TIDE_EIO);
+    return tide_cli_exit_code(err->code ? err->code : TIDE_EIO);
 }
 
 void tide_remote_print_json(const json_t *j)

@@ -47,7 +47,7 @@ int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg);
 int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c);
 
 /* Print "tide: <message>" on stderr and return the exit status for err's
- * code (tide_errcode_exit). */
+ * code (tide_cli_exit_code). */
 int tide_remote_fail(const tide_error_t *err);
 
 

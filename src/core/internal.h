@@ -295,6 +295,12 @@ int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, u
               int32_t owner);
 int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner);
+/* Gangs of `gang` GPUs that domains doms[0..n_doms) hold when empty, among
+ * the accepted types (0 = any): gangs inside one domain when any domain is
+ * large enough (as tide__capacity_for places them), else whole domains of
+ * one size dividing the gang. The one rule behind tide__capacity_empty and
+ * tide_job_spec_fits. */
+int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types);
 int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster */
 void tide__alloc_free(alloc_t *a);
 void tide__alloc_push(alloc_t *a, int32_t gpu);

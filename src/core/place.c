@@ -64,45 +64,62 @@ int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, u
     return 1;
 }
 
-/* Gangs larger than one domain take whole domains of one size. Capacity in
- * such gangs, summed over the domain sizes that divide the gang. */
-static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, uint32_t types,
-                          unsigned zones, int kind, int32_t owner, int ignore_zones)
+/* Domains of one size dividing a gang larger than each: how many of each
+ * size (at most 16 sizes: one per node group in practice). */
+typedef struct sizecount {
+    int sizes[16], counts[16], ns;
+} sizecount_t;
+
+static void sizecount_add(sizecount_t *sc, int gpus)
 {
-    int sizes[16], counts[16], ns = 0;
+    int k = 0;
+    while (k < sc->ns && sc->sizes[k] != gpus)
+        k++;
+    if (k == sc->ns) {
+        if (sc->ns == 16)
+            return;
+        sc->sizes[sc->ns] = gpus;
+        sc->counts[sc->ns++] = 0;
+    }
+    sc->counts[k]++;
+}
+
+/* Gangs of `gang` GPUs the counted domains make, whole domains of one size each. */
+static int sizecount_gangs(const sizecount_t *sc, int gang)
+{
+    int cap = 0;
+    for (int k = 0; k < sc->ns; k++)
+        cap += sc->counts[k] / (gang / sc->sizes[k]);
+    return cap;
+}
+
+/* Gangs larger than one domain take whole domains of one size. Capacity in
+ * such gangs, summed over the domain sizes that divide the gang: domains
+ * whole and free (avail, or d->free when NULL) in the zones allowed. */
+static int whole_capacity(const tide_engine_t *e, const int *avail, int gang, uint32_t types,
+                          unsigned zones, int kind, int32_t owner)
+{
+    sizecount_t sc = {.ns = 0};
     for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
         if (gang <= d->gpus || gang % d->gpus)
             continue;
         if (types && !(types & (1u << d->type)))
             continue;
-        if (!ignore_zones && !tide__domain_ok(e, d, types, zones, kind, owner))
+        if (!tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
-        int a = ignore_zones ? d->gpus : (avail ? avail[i] : d->free);
-        if (a != d->gpus || (!ignore_zones && d->up_gpus != d->gpus))
-            continue;
-        int k = 0;
-        while (k < ns && sizes[k] != d->gpus)
-            k++;
-        if (k == ns) {
-            if (ns == 16)
-                continue;
-            sizes[ns] = d->gpus;
-            counts[ns++] = 0;
-        }
-        counts[k]++;
+        int a = avail ? avail[i] : d->free;
+        if (a == d->gpus && d->up_gpus == d->gpus)
+            sizecount_add(&sc, d->gpus);
     }
-    int cap = 0;
-    for (int k = 0; k < ns; k++)
-        cap += counts[k] / (gang / sizes[k]);
-    return cap;
+    return sizecount_gangs(&sc, gang);
 }
 
 int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner)
 {
     if (gang > e->max_dom_gpus)
-        return whole_capacity(e, avail, gang, types, zones, kind, owner, 0);
+        return whole_capacity(e, avail, gang, types, zones, kind, owner);
     int cap = 0;
     for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
@@ -113,17 +130,69 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
     return cap;
 }
 
-int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
+/* Whole domains of one size dividing the gang, summed over the sizes. */
+static int whole_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types)
 {
-    if (gang > e->max_dom_gpus)
-        return whole_capacity(e, NULL, gang, types, 0, 0, -1, 1);
+    sizecount_t sc = {.ns = 0};
+    for (int i = 0; i < n_doms; i++) {
+        const domain_t *d = &doms[i];
+        if (d->gpus > 0 && gang > d->gpus && gang % d->gpus == 0 &&
+            (!types || (types & (1u << d->type))))
+            sizecount_add(&sc, d->gpus);
+    }
+    return sizecount_gangs(&sc, gang);
+}
+
+int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types)
+{
+    if (gang <= 0)
+        return 0;
+    int max = 0;
+    for (int i = 0; i < n_doms; i++)
+        max = TIDE_MAX(max, doms[i].gpus);
+    if (gang > max)
+        return whole_on_empty(doms, n_doms, gang, types);
     int cap = 0;
-    for (int i = 0; i < e->n_doms; i++) {
-        const domain_t *d = &e->doms[i];
+    for (int i = 0; i < n_doms; i++) {
+        const domain_t *d = &doms[i];
         if (gang <= d->gpus && (!types || (types & (1u << d->type))))
             cap += d->gpus / gang;
     }
     return cap;
+}
+
+int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
+{
+    return tide__gangs_on_empty(e->doms, e->n_doms, gang, types);
+}
+
+int tide_job_spec_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err)
+{
+    int nd = tide_cluster_domains(c), nn = tide_cluster_nodes(c);
+    if (nd <= 0 || tide_cluster_gpus(c) <= 0)
+        return tide_errf(err, TIDE_EINVAL, "the cluster has no GPUs");
+    domain_t *doms = tide_xcalloc((size_t)nd, sizeof *doms);
+    for (int n = 0; n < nn; n++) {
+        tide_node_info_t ni;
+        if (tide_cluster_node(c, n, &ni) == 0 && ni.domain >= 0 && ni.domain < nd) {
+            if (doms[ni.domain].gpus == 0)
+                doms[ni.domain].type = ni.type;
+            doms[ni.domain].gpus += ni.gpus;
+        }
+    }
+    int g = s->gang_gpus, cap = tide__gangs_on_empty(doms, nd, g, s->gpu_types);
+    free(doms);
+    if (cap <= 0)
+        return tide_errf(err, TIDE_EINVAL,
+                         "gang_gpus: a gang of %d GPUs can never be placed on this cluster (a gang "
+                         "must fit one high-speed domain or be whole domains of the accepted types)",
+                         g);
+    if (cap < s->dp_min)
+        return tide_errf(err, TIDE_EINVAL,
+                         "dp_min: %d gangs of %d GPUs can never run at once on this cluster (it "
+                         "holds %d such gangs of the accepted types)",
+                         s->dp_min, g, cap);
+    return 0;
 }
 
 /* Take `gang` free GPUs inside domain d for owner. */

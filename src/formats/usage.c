@@ -462,6 +462,75 @@ void udata_free(udata_t *d)
     memset(d, 0, sizeof *d);
 }
 
+/* The columns of usage.csv that udata_load reads. */
+static const char *const ucols[] = {"policy", "time_s", "owner", "kind", "class",
+                                    "state",  "tier",   "gpu_type", "gpu_s", "cost"};
+enum { C_POLICY, C_TIME, C_OWNER, C_KIND, C_CLASS, C_STATE, C_TIER, C_TYPE, C_GPU_S, C_COST,
+       C_N };
+
+/* The time, names and numbers of the current row into x (strings not
+ * interned). Returns 0 or -1 with err naming the cell. */
+static int parse_urec(tide_csv_t *c, const int *col, urec_t *x, tide_error_t *err)
+{
+    memset(x, 0, sizeof *x);
+    long long t;
+    if (tide_parse_int(tide_csv_field(c, col[C_TIME]), &t) < 0 || t < 0)
+        return tide_csv_fail(c, err, col[C_TIME], TIDE_EINVAL, "not a time in seconds: '%s'",
+                             tide_csv_field(c, col[C_TIME]));
+    x->t = t;
+    int k = tide_owner_kind_find(tide_csv_field(c, col[C_KIND]));
+    int cls = name_index(tide_csv_field(c, col[C_CLASS]), tide_class_name, TIDE_C_COUNT);
+    int st = name_index(tide_csv_field(c, col[C_STATE]), tide_state_name, TIDE_S_COUNT);
+    int tier = name_index(tide_csv_field(c, col[C_TIER]), tide_tier_name, TIDE_T_COUNT);
+    int bad = k < 0 ? C_KIND : cls < 0 ? C_CLASS : st < 0 ? C_STATE : tier < 0 ? C_TIER : -1;
+    if (bad >= 0)
+        return tide_csv_fail(c, err, col[bad], TIDE_EINVAL, "unknown %s '%s'", ucols[bad],
+                             tide_csv_field(c, col[bad]));
+    if (tide_parse_double(tide_csv_field(c, col[C_GPU_S]), &x->gpu_s) < 0)
+        return tide_csv_fail(c, err, col[C_GPU_S], TIDE_EINVAL, "not a number: '%s'",
+                             tide_csv_field(c, col[C_GPU_S]));
+    const char *cs = tide_csv_field(c, col[C_COST]);
+    if (*cs && tide_parse_double(cs, &x->cost) < 0)
+        return tide_csv_fail(c, err, col[C_COST], TIDE_EINVAL, "not a number: '%s'", cs);
+    x->kind = (signed char)k;
+    x->cls = (signed char)cls;
+    x->state = (signed char)st;
+    x->tier = (signed char)tier;
+    return 0;
+}
+
+/* "policy 'x' is not in path (it has: a, b)" */
+static int policy_missing(const char *policy, const char *path, const strtab_t *all,
+                          tide_error_t *err)
+{
+    char list[512] = "";
+    for (size_t i = 0; i < all->n; i++) {
+        if (i)
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, all->v[i], sizeof list - strlen(list) - 1);
+    }
+    return tide_errf(err, TIDE_EINVAL, "policy '%s' is not in %s (it has: %s)", policy, path,
+                     all->n ? list : "no rows");
+}
+
+/* The run's end: summary.json's horizon, else the last interval's end. */
+static void udata_end(const char *dir, udata_t *d, tide_time_t last_dt)
+{
+    json_t *sum = usage_load_json(dir, "summary.json", NULL);
+    json_t *h = sum ? json_object_get(sum, "horizon_s") : NULL;
+    d->have_summary = sum != NULL;
+    if (h && json_is_integer(h)) {
+        d->end = (tide_time_t)json_integer_value(h);
+        d->horizon_known = 1;
+    } else {
+        tide_time_t mx = 0;
+        for (size_t i = 0; i < d->n; i++)
+            mx = TIDE_MAX(mx, d->v[i].t);
+        d->end = mx + last_dt;
+    }
+    json_decref(sum);
+}
+
 int udata_load(const char *dir, const char *policy, udata_t *d, tide_error_t *err)
 {
     memset(d, 0, sizeof *d);
@@ -472,15 +541,11 @@ int udata_load(const char *dir, const char *policy, udata_t *d, tide_error_t *er
     tide_csv_t *c = tide_csv_open_file(path, err);
     if (!c)
         return -1;
-    static const char *const cols[] = {"policy", "time_s", "owner", "kind", "class",
-                                       "state",  "tier",   "gpu_type", "gpu_s", "cost"};
-    enum { C_POLICY, C_TIME, C_OWNER, C_KIND, C_CLASS, C_STATE, C_TIER, C_TYPE, C_GPU_S,
-           C_COST, C_N };
     int col[C_N];
     for (int i = 0; i < C_N; i++) {
-        col[i] = tide_csv_col(c, cols[i]);
+        col[i] = tide_csv_col(c, ucols[i]);
         if (col[i] < 0) {
-            tide_errf(err, TIDE_EINVAL, "%s:1: missing column '%s'", path, cols[i]);
+            tide_errf(err, TIDE_EINVAL, "%s:1: missing column '%s'", path, ucols[i]);
             tide_csv_close(c);
             return -1;
         }
@@ -504,38 +569,8 @@ int udata_load(const char *dir, const char *policy, udata_t *d, tide_error_t *er
             continue;
         seen_policy = 1;
         urec_t x;
-        memset(&x, 0, sizeof x);
-        long long t;
-        if (tide_parse_int(tide_csv_field(c, col[C_TIME]), &t) < 0 || t < 0) {
-            rc = tide_csv_fail(c, err, col[C_TIME], TIDE_EINVAL, "not a time in seconds: '%s'",
-                               tide_csv_field(c, col[C_TIME]));
+        if ((rc = parse_urec(c, col, &x, err)) < 0)
             break;
-        }
-        x.t = t;
-        int k = tide_owner_kind_find(tide_csv_field(c, col[C_KIND]));
-        int cls = name_index(tide_csv_field(c, col[C_CLASS]), tide_class_name, TIDE_C_COUNT);
-        int st = name_index(tide_csv_field(c, col[C_STATE]), tide_state_name, TIDE_S_COUNT);
-        int tier = name_index(tide_csv_field(c, col[C_TIER]), tide_tier_name, TIDE_T_COUNT);
-        int bad = k < 0 ? C_KIND : cls < 0 ? C_CLASS : st < 0 ? C_STATE : tier < 0 ? C_TIER : -1;
-        if (bad >= 0) {
-            rc = tide_csv_fail(c, err, col[bad], TIDE_EINVAL, "unknown %s '%s'", cols[bad],
-                               tide_csv_field(c, col[bad]));
-            break;
-        }
-        if (tide_parse_double(tide_csv_field(c, col[C_GPU_S]), &x.gpu_s) < 0) {
-            rc = tide_csv_fail(c, err, col[C_GPU_S], TIDE_EINVAL, "not a number: '%s'",
-                               tide_csv_field(c, col[C_GPU_S]));
-            break;
-        }
-        const char *cs = tide_csv_field(c, col[C_COST]);
-        if (*cs && tide_parse_double(cs, &x.cost) < 0) {
-            rc = tide_csv_fail(c, err, col[C_COST], TIDE_EINVAL, "not a number: '%s'", cs);
-            break;
-        }
-        x.kind = (signed char)k;
-        x.cls = (signed char)cls;
-        x.state = (signed char)st;
-        x.tier = (signed char)tier;
         x.policy = strtab_intern(&d->str, pol);
         x.owner = strtab_intern(&d->str, tide_csv_field(c, col[C_OWNER]));
         x.type = strtab_intern(&d->str, tide_csv_field(c, col[C_TYPE]));
@@ -562,35 +597,14 @@ int udata_load(const char *dir, const char *policy, udata_t *d, tide_error_t *er
         TIDE_PUSH(d->v, d->n, d->cap, x);
     }
     tide_csv_close(c);
-    if (rc == 0 && !seen_policy) {
-        char list[512] = "";
-        for (size_t i = 0; i < all.n; i++) {
-            if (i)
-                strncat(list, ", ", sizeof list - strlen(list) - 1);
-            strncat(list, all.v[i], sizeof list - strlen(list) - 1);
-        }
-        rc = tide_errf(err, TIDE_EINVAL, "policy '%s' is not in %s (it has: %s)", policy, path,
-                       all.n ? list : "no rows");
-    }
+    if (rc == 0 && !seen_policy)
+        rc = policy_missing(policy, path, &all, err);
     strtab_free(&all);
     if (rc < 0) {
         udata_free(d);
         return -1;
     }
-    /* the run's end: summary.json's horizon, else the last interval's end */
-    json_t *sum = usage_load_json(dir, "summary.json", NULL);
-    json_t *h = sum ? json_object_get(sum, "horizon_s") : NULL;
-    d->have_summary = sum != NULL;
-    if (h && json_is_integer(h)) {
-        d->end = (tide_time_t)json_integer_value(h);
-        d->horizon_known = 1;
-    } else {
-        tide_time_t mx = 0;
-        for (size_t i = 0; i < d->n; i++)
-            mx = TIDE_MAX(mx, d->v[i].t);
-        d->end = mx + last_dt;
-    }
-    json_decref(sum);
+    udata_end(dir, d, last_dt);
     return 0;
 }
 

@@ -367,55 +367,7 @@ int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
 
 int tide_job_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err)
 {
-    int nd = 0, *dgpus = NULL, *dtype = NULL;
-    if (domains(c, &nd, &dgpus, &dtype) < 0)
-        return tide_errf(err, TIDE_EINVAL, "the cluster has no GPUs");
-    long long g = s->gang_gpus, total = 0;
-    int inside = 0;
-    for (int d = 0; d < nd; d++) {
-        if (s->gpu_types && !(s->gpu_types & (1u << dtype[d])))
-            continue;
-        total += dgpus[d];
-        if (g <= dgpus[d])
-            inside = 1;
-    }
-    int ok = inside;
-    if (!ok) {
-        /* whole domains of one size dividing the gang, enough of them: GPUs of
-         * accepted domains per distinct size (few sizes: one per node group) */
-        long long *sz = NULL, *tot = NULL;
-        size_t ns = 0, cs = 0, ct = 0;
-        for (int d = 0; d < nd; d++) {
-            if ((s->gpu_types && !(s->gpu_types & (1u << dtype[d]))) || g % dgpus[d])
-                continue;
-            size_t k = 0;
-            while (k < ns && sz[k] != dgpus[d])
-                k++;
-            if (k == ns) {
-                size_t nt = ns;
-                TIDE_PUSH(sz, ns, cs, (long long)dgpus[d]);
-                TIDE_PUSH(tot, nt, ct, 0LL);
-            }
-            tot[k] += dgpus[d];
-        }
-        for (size_t k = 0; k < ns && !ok; k++)
-            ok = tot[k] >= g;
-        free(sz);
-        free(tot);
-    }
-    free(dgpus);
-    free(dtype);
-    if (!ok)
-        return tide_errf(err, TIDE_EINVAL,
-                         "gang_gpus: a gang of %lld GPUs can never be placed on this cluster (a gang "
-                         "must fit one high-speed domain or be whole domains of the accepted types)",
-                         g);
-    if ((long long)s->dp_min * g > total)
-        return tide_errf(err, TIDE_EINVAL,
-                         "dp_min: %d gangs of %lld GPUs need more GPUs than the cluster has of the "
-                         "accepted types (%lld)",
-                         s->dp_min, g, total);
-    return 0;
+    return tide_job_spec_fits(s, c, err);
 }
 
 /* ---------------------------------------------------------------- services */

@@ -46,9 +46,9 @@ int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
                           tide_job_request_t *out, tide_error_t *err);
 void tide_job_request_free(tide_job_request_t *r); /* NULL ok; safe twice */
 
-/* Could the job ever be placed on c? (The engine's rule: each gang inside one
- * high-speed domain of an accepted type or made of whole such domains, and
- * dp_min gangs no more GPUs than the cluster has.) 0 or -1 with EINVAL. */
+/* Could the job ever be placed on c? The core's rule, tide_job_spec_fits
+ * (include/tide/engine.h), which the engine applies to a submit: 0 or -1 with
+ * EINVAL naming gang_gpus or dp_min. */
 int tide_job_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err);
 
 /* A service definition (POST /v1/services): the services.csv fields

@@ -1,20 +1,13 @@
-/* Plain-socket HTTP GET and Prometheus query responses. */
+/* HTTP GET of a URL (through http/client.c) and Prometheus query responses. */
 #include "http/get.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "http/client.h"
 #include "util/util.h"
 
 int tide_http_url_parse(const char *url, char *host, size_t hostn, char *port, size_t portn,
@@ -78,93 +71,6 @@ int tide_http_url_parse(const char *url, char *host, size_t hostn, char *port, s
     return 0;
 }
 
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* Wait for fd to be ready for ev until deadline. Returns 0, or -1 (timeout/error). */
-static int wait_fd(int fd, short ev, double deadline)
-{
-    for (;;) {
-        int left = (int)(deadline - mono_ms());
-        if (left <= 0)
-            return -1;
-        struct pollfd p = {.fd = fd, .events = ev};
-        int rc = poll(&p, 1, left);
-        if (rc > 0)
-            return 0;
-        if (rc < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-static int connect_to(const char *host, const char *port, double deadline, tide_error_t *err)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int g = getaddrinfo(host, port, &hints, &res);
-    if (g != 0)
-        return tide_errf(err, TIDE_EIO, "%s: %s", host, gai_strerror(g));
-    int fd = -1;
-    int last = 0;
-    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-        if (fd < 0) {
-            last = errno;
-            continue;
-        }
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-            break;
-        if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 0) {
-            int e = 0;
-            socklen_t l = sizeof e;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
-            if (e == 0)
-                break;
-            last = e;
-        } else {
-            last = errno == EINPROGRESS ? ETIMEDOUT : errno;
-        }
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0)
-        return tide_errf(err, TIDE_EIO, "cannot connect to %s:%s: %s", host, port, strerror(last));
-    return fd;
-}
-
-/* Decode a chunked body in place. Returns the new length or -1. */
-static long dechunk(char *b, size_t n)
-{
-    size_t i = 0, o = 0;
-    for (;;) {
-        char *end;
-        if (i >= n)
-            return -1;
-        unsigned long sz = strtoul(b + i, &end, 16);
-        if (end == b + i)
-            return -1;
-        char *nl = memchr(end, '\n', n - (size_t)(end - b));
-        if (!nl)
-            return -1;
-        i = (size_t)(nl - b) + 1;
-        if (sz == 0)
-            break;
-        if (sz > n - i)
-            return -1;
-        memmove(b + o, b + i, sz);
-        o += sz;
-        i += sz;
-        while (i < n && (b[i] == '\r' || b[i] == '\n'))
-            i++;
-    }
-    b[o] = '\0';
-    return (long)o;
-}
-
 int tide_http_get(const char *url, int timeout_ms, size_t max, char **body, size_t *len,
                   int *status, tide_error_t *err)
 {
@@ -174,102 +80,14 @@ int tide_http_get(const char *url, int timeout_ms, size_t max, char **body, size
     char host[256], port[8], path[4096];
     if (tide_http_url_parse(url, host, sizeof host, port, sizeof port, path, sizeof path, err) < 0)
         return -1;
-    double deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 1000);
-    int fd = connect_to(host, port, deadline, err);
-    if (fd < 0)
+    tide_http_call_t rq = {.method = "GET", .host = host, .port = port, .path = path,
+                          .what = url, .timeout_ms = timeout_ms, .max = max};
+    tide_http_resp_t r;
+    if (tide_http_request(&rq, &r, err) < 0)
         return -1;
-    char req[4600];
-    int rl = snprintf(req, sizeof req,
-                      "GET %s HTTP/1.0\r\nHost: %s:%s\r\nAccept: application/json\r\n"
-                      "User-Agent: tide\r\nConnection: close\r\n\r\n",
-                      path, host, port);
-    size_t sent = 0;
-    while (sent < (size_t)rl) {
-        if (wait_fd(fd, POLLOUT, deadline) < 0) {
-            close(fd);
-            return tide_errf(err, TIDE_EIO, "%s: timed out sending", url);
-        }
-        ssize_t w = send(fd, req + sent, (size_t)rl - sent, MSG_NOSIGNAL);
-        if (w < 0 && errno != EINTR && errno != EAGAIN) {
-            int e = errno;
-            close(fd);
-            return tide_errf(err, TIDE_EIO, "%s: %s", url, strerror(e));
-        }
-        if (w > 0)
-            sent += (size_t)w;
-    }
-    size_t limit = max + 65536; /* headers */
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (wait_fd(fd, POLLIN, deadline) < 0) {
-            close(fd);
-            free(buf);
-            return tide_errf(err, TIDE_EIO, "%s: timed out after %d ms", url, timeout_ms);
-        }
-        tide_grow((void **)&buf, &cap, n + 16384 + 1, 1);
-        ssize_t r = recv(fd, buf + n, 16384, 0);
-        if (r == 0)
-            break;
-        if (r < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            int e = errno;
-            close(fd);
-            free(buf);
-            return tide_errf(err, TIDE_EIO, "%s: %s", url, strerror(e));
-        }
-        n += (size_t)r;
-        if (n > limit) {
-            close(fd);
-            free(buf);
-            return tide_errf(err, TIDE_ERANGE, "%s: response larger than %zu bytes", url, max);
-        }
-    }
-    close(fd);
-    if (!buf) {
-        return tide_errf(err, TIDE_EIO, "%s: empty response", url);
-    }
-    buf[n] = '\0';
-    int maj, min, st;
-    if (sscanf(buf, "HTTP/%d.%d %d", &maj, &min, &st) != 3) {
-        free(buf);
-        return tide_errf(err, TIDE_EIO, "%s: not an HTTP response", url);
-    }
-    char *hend = strstr(buf, "\r\n\r\n");
-    size_t skip = 4;
-    if (!hend) {
-        hend = strstr(buf, "\n\n");
-        skip = 2;
-    }
-    if (!hend) {
-        free(buf);
-        return tide_errf(err, TIDE_EIO, "%s: truncated response headers", url);
-    }
-    *hend = '\0';
-    int chunked = 0;
-    for (char *h = strchr(buf, '\n'); h; h = strchr(h + 1, '\n'))
-        if (!strncasecmp(h + 1, "transfer-encoding:", 18) && strstr(h + 19, "chunked"))
-            chunked = 1;
-    size_t off = (size_t)(hend - buf) + skip;
-    size_t bl = n - off;
-    memmove(buf, buf + off, bl);
-    buf[bl] = '\0';
-    if (chunked) {
-        long d = dechunk(buf, bl);
-        if (d < 0) {
-            free(buf);
-            return tide_errf(err, TIDE_EIO, "%s: bad chunked body", url);
-        }
-        bl = (size_t)d;
-    }
-    if (bl > max) {
-        free(buf);
-        return tide_errf(err, TIDE_ERANGE, "%s: response larger than %zu bytes", url, max);
-    }
-    *body = buf;
-    *len = bl;
-    *status = st;
+    *body = r.body;
+    *len = r.len;
+    *status = r.status;
     return 0;
 }
 

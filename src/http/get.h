@@ -1,6 +1,6 @@
-/* tide http: a minimal blocking HTTP/1.0 GET for pulling demand from a
- * Prometheus query URL (plain http only), and the parser of a Prometheus
- * instant-query response. libmicrohttpd has no client side. */
+/* tide http: GET of a URL for pulling demand from a Prometheus query URL
+ * (plain http only; the transport is http/client.h), and the parser of a
+ * Prometheus instant-query response. */
 #ifndef TIDE_HTTP_GET_H
 #define TIDE_HTTP_GET_H
 

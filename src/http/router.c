@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/status.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------------- matching */
@@ -192,7 +193,7 @@ void tide_http_reply_error(tide_http_reply_t *r, int status, const char *code, c
 void tide_http_reply_err(tide_http_reply_t *r, const tide_error_t *err)
 {
     int code = err && err->code ? err->code : TIDE_EIO;
-    tide_http_reply_error(r, tide_errcode_http(code), tide_errcode_name(code), "%s",
+    tide_http_reply_error(r, tide_http_status(code), tide_errcode_name(code), "%s",
                           err && err->msg[0] ? err->msg : "internal error");
 }
 

@@ -83,8 +83,8 @@ void tide_http_reply_json(tide_http_reply_t *r, int status, json_t *j);
 void tide_http_reply_error(tide_http_reply_t *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The error of a failed call: HTTP status and code name from tide's error
- * table (tide_errcode_http / tide_errcode_name). */
+/* The error of a failed call: HTTP status (tide_http_status) and code name
+ * (tide_errcode_name). */
 void tide_http_reply_err(tide_http_reply_t *r, const tide_error_t *err);
 
 /* Plain body with a content type (text copied). */

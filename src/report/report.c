@@ -17,6 +17,7 @@
 
 #include "report_assets.h" /* generated: tide_report_css[], tide_report_js[] */
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "report/report_priv.h"
 #include "report/signals.h"
 #include "util/util.h"
@@ -25,20 +26,6 @@
 #define MAX_LEASE_ID (1 << 24) /* lease handles beyond this are ignored */
 
 /* ------------------------------------------------------------ small helpers */
-
-static json_t *jnum(double v)
-{
-    if (!isfinite(v))
-        return json_null();
-    if (v == floor(v) && fabs(v) < 1e15)
-        return json_integer((json_int_t)v);
-    return json_real(v);
-}
-
-/* v rounded to 2 decimals (the precision of timeline.csv). */
-static json_t *jnum2(double v) { return jnum(isfinite(v) ? round(v * 100.0) / 100.0 : v); }
-
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
 
 static int ci_contains(const char *hay, const char *needle)
 {
@@ -220,21 +207,21 @@ static json_t *tl_policy_json(const tline_t *t, const tpol_t *p)
         k = 1;
     json_t *o = json_object();
     double raw = p->n ? row_dt(t, p, 0) : 300;
-    jset(o, "raw_step", jnum(raw));
-    jset(o, "step", jnum(raw * (double)k));
-    jset(o, "n_raw", json_integer((json_int_t)p->n));
-    jset(o, "factor", json_integer((json_int_t)k));
+    tide_json_set(o, "raw_step", tide_json_num(raw));
+    tide_json_set(o, "step", tide_json_num(raw * (double)k));
+    tide_json_set(o, "n_raw", json_integer((json_int_t)p->n));
+    tide_json_set(o, "factor", json_integer((json_int_t)k));
     json_t *ts = json_array();
     json_t *cols = json_object();
     json_t **arr = tide_xcalloc((size_t)t->ncols, sizeof *arr);
     for (int c = 1; c < t->ncols; c++)
         if (!t->cols[c].bad) {
             arr[c] = json_array();
-            jset(cols, t->cols[c].name, arr[c]);
+            tide_json_set(cols, t->cols[c].name, arr[c]);
         }
     for (size_t b = 0; b < p->n; b += k) {
         size_t e = TIDE_MIN(b + k, p->n);
-        json_array_append_new(ts, jnum(tval(t, p, b, 0)));
+        json_array_append_new(ts, tide_json_num(tval(t, p, b, 0)));
         for (int c = 1; c < t->ncols; c++) {
             if (!arr[c])
                 continue;
@@ -249,12 +236,12 @@ static json_t *tl_policy_json(const tline_t *t, const tpol_t *p)
                 cnt++;
             }
             double v = cnt == 0 ? NAN : t->cols[c].extra ? mx : sum / (double)cnt;
-            json_array_append_new(arr[c], jnum2(v));
+            json_array_append_new(arr[c], tide_json_round(v, 2));
         }
     }
     free(arr);
-    jset(o, "t", ts);
-    jset(o, "cols", cols);
+    tide_json_set(o, "t", ts);
+    tide_json_set(o, "cols", cols);
     return o;
 }
 
@@ -282,9 +269,9 @@ static json_t *misses_json(const tline_t *t, const tpol_t *p)
         }
         if (s >= 0 && n < TIDE_REPORT_MAX_MISSES) {
             json_t *iv = json_array();
-            json_array_append_new(iv, jnum(s));
-            json_array_append_new(iv, jnum(e));
-            json_array_append_new(iv, jnum2(worst));
+            json_array_append_new(iv, tide_json_num(s));
+            json_array_append_new(iv, tide_json_num(e));
+            json_array_append_new(iv, tide_json_round(worst, 2));
             json_array_append_new(a, iv);
             n++;
         }
@@ -330,16 +317,16 @@ static json_t *storage_json(const tline_t *t, const tpol_t *p, double limit)
     if (n > 0 && (active > 0 || (isfinite(limit) && limit > 0))) {
         qsort(v, n, sizeof *v, cmp_double);
         o = json_object();
-        jset(o, "column", json_string(t->cols[col].name));
-        jset(o, "max", jnum2(mx));
-        jset(o, "peak_t", jnum(peak_t));
-        jset(o, "mean", jnum(round(sum / (double)n * 1000) / 1000));
-        jset(o, "median", jnum2(v[n / 2]));
-        jset(o, "p99", jnum2(v[(size_t)floor(0.99 * (double)(n - 1))]));
-        jset(o, "intervals", json_integer((json_int_t)n));
-        jset(o, "active_intervals", json_integer((json_int_t)active));
-        jset(o, "limit_gbps", jnum(limit));
-        jset(o, "near_limit_intervals", json_integer((json_int_t)near));
+        tide_json_set(o, "column", json_string(t->cols[col].name));
+        tide_json_set(o, "max", tide_json_round(mx, 2));
+        tide_json_set(o, "peak_t", tide_json_num(peak_t));
+        tide_json_set(o, "mean", tide_json_num(round(sum / (double)n * 1000) / 1000));
+        tide_json_set(o, "median", tide_json_round(v[n / 2], 2));
+        tide_json_set(o, "p99", tide_json_round(v[(size_t)floor(0.99 * (double)(n - 1))], 2));
+        tide_json_set(o, "intervals", json_integer((json_int_t)n));
+        tide_json_set(o, "active_intervals", json_integer((json_int_t)active));
+        tide_json_set(o, "limit_gbps", tide_json_num(limit));
+        tide_json_set(o, "near_limit_intervals", json_integer((json_int_t)near));
     }
     free(v);
     return o;
@@ -371,13 +358,13 @@ static json_t *window_json(const tline_t *t, const tpol_t *p, double t0, double 
         short_n += r < d;
     }
     json_t *o = json_object();
-    jset(o, "start", jnum(t0));
-    jset(o, "end", jnum(t1));
-    jset(o, "intervals", json_integer(n));
-    jset(o, "slo", jnum(dem_sum > 0 ? srv_sum / dem_sum : 1.0));
-    jset(o, "min_ready_ratio", isfinite(worst) ? jnum(worst) : json_null());
-    jset(o, "peak_demand_rps", jnum2(peak));
-    jset(o, "short_intervals", json_integer(short_n));
+    tide_json_set(o, "start", tide_json_num(t0));
+    tide_json_set(o, "end", tide_json_num(t1));
+    tide_json_set(o, "intervals", json_integer(n));
+    tide_json_set(o, "slo", tide_json_num(dem_sum > 0 ? srv_sum / dem_sum : 1.0));
+    tide_json_set(o, "min_ready_ratio", isfinite(worst) ? tide_json_num(worst) : json_null());
+    tide_json_set(o, "peak_demand_rps", tide_json_round(peak, 2));
+    tide_json_set(o, "short_intervals", json_integer(short_n));
     return o;
 }
 
@@ -563,130 +550,180 @@ typedef struct ecols {
     int policy, time, kind, job, service, lease, gpus, reason, deadline, value;
 } ecols_t;
 
+/* One events.csv row, its numbers parsed (NAN when absent). */
+typedef struct erow {
+    const char *kind, *job, *reason, *service;
+    double t, lease_id, gpus, deadline, value;
+} erow_t;
+
+/* A fault or an unknown kind: listed, and burst windows opened or closed. */
+static void fault_row(epol_t *p, const erow_t *e)
+{
+    p->faults_total++;
+    if (json_array_size(p->faults) < TIDE_REPORT_MAX_FAULTS) {
+        json_t *r = json_array();
+        json_array_append_new(r, tide_json_num(e->t));
+        json_array_append_new(r, json_string(e->kind));
+        json_array_append_new(r, jstr_or_null(e->reason));
+        json_array_append_new(r, jstr_or_null(e->job));
+        json_array_append_new(r, jstr_or_null(e->service));
+        json_array_append_new(r, tide_json_num(e->gpus));
+        json_array_append_new(r, tide_json_num(e->value));
+        json_array_append_new(p->faults, r);
+    }
+    if (!ci_contains(e->kind, "burst") && !(e->reason && ci_contains(e->reason, "burst")))
+        return;
+    if (ci_contains(e->kind, "end") || ci_contains(e->kind, "stop")) {
+        /* closes the latest open window */
+        for (int i = p->nbw; i-- > 0;)
+            if (isnan(p->bw_e[i]) || p->bw_e[i] == e->t) {
+                p->bw_e[i] = e->t;
+                break;
+            }
+    } else if (p->nbw < TIDE_REPORT_MAX_BURSTS) {
+        p->bw_s[p->nbw] = e->t;
+        p->bw_e[p->nbw] = isfinite(e->deadline) && e->deadline > e->t ? e->deadline : NAN;
+        p->bw_f[p->nbw] = e->value;
+        p->nbw++;
+    }
+}
+
+static void ev_lease_grant(epol_t *p, const erow_t *e)
+{
+    if (!isfinite(e->lease_id) || e->lease_id < 0 || e->lease_id >= MAX_LEASE_ID)
+        return;
+    size_t id = (size_t)e->lease_id;
+    if (id >= p->nid) {
+        size_t nn = TIDE_MAX(id + 1, p->nid * 2);
+        p->by_id = tide_xrealloc(p->by_id, nn * sizeof *p->by_id);
+        for (size_t i = p->nid; i < nn; i++)
+            p->by_id[i] = -1;
+        p->nid = nn;
+    }
+    lease_t l = {.grant = e->t,
+                 .ret = NAN,
+                 .deadline = e->deadline,
+                 .gpus = isfinite(e->gpus) ? (int)e->gpus : 0,
+                 .job = tide_xstrdup_nonempty(e->job),
+                 .open = -1};
+    p->by_id[id] = (int)p->nl;
+    TIDE_PUSH(p->l, p->nl, p->capl, l);
+    if (e->job && *e->job)
+        smap_put(&p->job_lease, e->job, (int)p->nl - 1);
+}
+
+static void ev_lease_renew(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_by_id(p, e->lease_id);
+    if (!l || !isnan(l->ret))
+        return;
+    if (isfinite(e->deadline))
+        l->deadline = e->deadline;
+    if (e->reason && *e->reason)
+        episode_open(l, e->t, e->reason);
+    else if (l->open >= 0) { /* renewed: the notice was withdrawn */
+        episode_t *ep = &l->ep[l->open];
+        if (isnan(ep->end)) {
+            ep->end = e->t;
+            ep->how = EP_WITHDRAWN;
+        }
+        l->open = -1;
+    }
+}
+
+static void ev_ckpt_notice(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_of_job(p, e->job);
+    if (l && isnan(l->ret)) {
+        episode_open(l, e->t, e->reason);
+        if (isfinite(e->deadline))
+            l->deadline = e->deadline;
+    }
+}
+
+static void ev_ckpt_committed(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_of_job(p, e->job);
+    if (l && l->open >= 0 && isnan(l->ep[l->open].commit) && isnan(l->ep[l->open].end))
+        l->ep[l->open].commit = e->t;
+}
+
+static void ev_job_resize(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_of_job(p, e->job);
+    if (l && l->open >= 0 && isnan(l->ep[l->open].end) && e->reason &&
+        !strcmp(e->reason, "reclaim")) {
+        l->ep[l->open].end = e->t;
+        l->ep[l->open].how = EP_SHRUNK;
+    }
+}
+
+static void ev_lease_return(epol_t *p, const erow_t *e)
+{
+    lease_t *l = lease_by_id(p, e->lease_id);
+    if (!l || !isnan(l->ret))
+        return;
+    l->ret = e->t;
+    l->ret_reason = tide_xstrdup_nonempty(e->reason);
+    l->late = (e->reason && !strcmp(e->reason, "deadline")) ||
+              (isfinite(l->deadline) && l->deadline > 0 && e->t > l->deadline);
+    if (l->open >= 0) {
+        episode_t *ep = &l->ep[l->open];
+        if (isnan(ep->end) || ep->how == EP_SHRUNK) {
+            ep->end = e->t;
+            ep->how = EP_RETURNED;
+        }
+        l->open = -1;
+    }
+    if (l->job && smap_get(&p->job_lease, l->job) == (int)(l - p->l))
+        smap_put(&p->job_lease, l->job, -1);
+}
+
+/* What the lease timeline reads from each event kind. */
+static const struct {
+    const char *kind;
+    void (*fn)(epol_t *p, const erow_t *e);
+} event_fns[] = {
+    {"lease_grant", ev_lease_grant},       {"lease_renew", ev_lease_renew},
+    {"ckpt_notice", ev_ckpt_notice},       {"ckpt_committed", ev_ckpt_committed},
+    {"job_resize", ev_job_resize},         {"lease_return", ev_lease_return},
+};
+
+/* A number field, NAN when absent or not a number. */
+static double field_or_nan(tide_csv_t *c, int col)
+{
+    double v;
+    return field_num(tide_csv_field(c, col), &v) == 0 ? v : NAN;
+}
+
 static void event_row(epol_t *p, const ecols_t *ec, tide_csv_t *c)
 {
-    const char *kind = tide_csv_field(c, ec->kind);
-    const char *job = tide_csv_field(c, ec->job);
-    const char *reason = tide_csv_field(c, ec->reason);
-    double t, lease_id, gpus, deadline, value;
-    if (!kind || !*kind || field_num(tide_csv_field(c, ec->time), &t) != 0 || !isfinite(t))
+    erow_t e = {.kind = tide_csv_field(c, ec->kind),
+                .job = tide_csv_field(c, ec->job),
+                .reason = tide_csv_field(c, ec->reason),
+                .service = tide_csv_field(c, ec->service)};
+    if (!e.kind || !*e.kind || field_num(tide_csv_field(c, ec->time), &e.t) != 0 || !isfinite(e.t))
         return;
-    if (field_num(tide_csv_field(c, ec->lease), &lease_id) != 0)
-        lease_id = NAN;
-    if (field_num(tide_csv_field(c, ec->gpus), &gpus) != 0)
-        gpus = NAN;
-    if (field_num(tide_csv_field(c, ec->deadline), &deadline) != 0)
-        deadline = NAN;
-    if (field_num(tide_csv_field(c, ec->value), &value) != 0)
-        value = NAN;
+    e.lease_id = field_or_nan(c, ec->lease);
+    e.gpus = field_or_nan(c, ec->gpus);
+    e.deadline = field_or_nan(c, ec->deadline);
+    e.value = field_or_nan(c, ec->value);
 
-    json_t *cnt = json_object_get(p->kinds, kind);
+    json_t *cnt = json_object_get(p->kinds, e.kind);
     if (cnt)
         json_integer_set(cnt, json_integer_value(cnt) + 1);
     else
-        jset(p->kinds, kind, json_integer(1));
+        tide_json_set(p->kinds, e.kind, json_integer(1));
 
-    if (!kind_known(kind) || (reason && !strcmp(reason, "failure"))) {
-        p->faults_total++;
-        if (json_array_size(p->faults) < TIDE_REPORT_MAX_FAULTS) {
-            json_t *r = json_array();
-            json_array_append_new(r, jnum(t));
-            json_array_append_new(r, json_string(kind));
-            json_array_append_new(r, jstr_or_null(reason));
-            json_array_append_new(r, jstr_or_null(job));
-            json_array_append_new(r, jstr_or_null(tide_csv_field(c, ec->service)));
-            json_array_append_new(r, jnum(gpus));
-            json_array_append_new(r, jnum(value));
-            json_array_append_new(p->faults, r);
-        }
-        if (ci_contains(kind, "burst") || (reason && ci_contains(reason, "burst"))) {
-            if (ci_contains(kind, "end") || ci_contains(kind, "stop")) {
-                /* closes the latest open window */
-                for (int i = p->nbw; i-- > 0;)
-                    if (isnan(p->bw_e[i]) || p->bw_e[i] == t) {
-                        p->bw_e[i] = t;
-                        break;
-                    }
-            } else if (p->nbw < TIDE_REPORT_MAX_BURSTS) {
-                p->bw_s[p->nbw] = t;
-                p->bw_e[p->nbw] = isfinite(deadline) && deadline > t ? deadline : NAN;
-                p->bw_f[p->nbw] = value;
-                p->nbw++;
-            }
-        }
+    if (!kind_known(e.kind) || (e.reason && !strcmp(e.reason, "failure"))) {
+        fault_row(p, &e);
         return;
     }
-
-    if (!strcmp(kind, "lease_grant")) {
-        if (!isfinite(lease_id) || lease_id < 0 || lease_id >= MAX_LEASE_ID)
+    for (size_t i = 0; i < sizeof event_fns / sizeof event_fns[0]; i++)
+        if (!strcmp(e.kind, event_fns[i].kind)) {
+            event_fns[i].fn(p, &e);
             return;
-        size_t id = (size_t)lease_id;
-        if (id >= p->nid) {
-            size_t nn = TIDE_MAX(id + 1, p->nid * 2);
-            p->by_id = tide_xrealloc(p->by_id, nn * sizeof *p->by_id);
-            for (size_t i = p->nid; i < nn; i++)
-                p->by_id[i] = -1;
-            p->nid = nn;
         }
-        lease_t l = {.grant = t, .ret = NAN, .deadline = deadline,
-                     .gpus = isfinite(gpus) ? (int)gpus : 0, .job = tide_xstrdup_nonempty(job), .open = -1};
-        p->by_id[id] = (int)p->nl;
-        TIDE_PUSH(p->l, p->nl, p->capl, l);
-        if (job && *job)
-            smap_put(&p->job_lease, job, (int)p->nl - 1);
-    } else if (!strcmp(kind, "lease_renew")) {
-        lease_t *l = lease_by_id(p, lease_id);
-        if (!l || !isnan(l->ret))
-            return;
-        if (isfinite(deadline))
-            l->deadline = deadline;
-        if (reason && *reason)
-            episode_open(l, t, reason);
-        else if (l->open >= 0) { /* renewed: the notice was withdrawn */
-            episode_t *e = &l->ep[l->open];
-            if (isnan(e->end)) {
-                e->end = t;
-                e->how = EP_WITHDRAWN;
-            }
-            l->open = -1;
-        }
-    } else if (!strcmp(kind, "ckpt_notice")) {
-        lease_t *l = lease_of_job(p, job);
-        if (l && isnan(l->ret)) {
-            episode_open(l, t, reason);
-            if (isfinite(deadline))
-                l->deadline = deadline;
-        }
-    } else if (!strcmp(kind, "ckpt_committed")) {
-        lease_t *l = lease_of_job(p, job);
-        if (l && l->open >= 0 && isnan(l->ep[l->open].commit) && isnan(l->ep[l->open].end))
-            l->ep[l->open].commit = t;
-    } else if (!strcmp(kind, "job_resize")) {
-        lease_t *l = lease_of_job(p, job);
-        if (l && l->open >= 0 && isnan(l->ep[l->open].end) && reason &&
-            !strcmp(reason, "reclaim")) {
-            l->ep[l->open].end = t;
-            l->ep[l->open].how = EP_SHRUNK;
-        }
-    } else if (!strcmp(kind, "lease_return")) {
-        lease_t *l = lease_by_id(p, lease_id);
-        if (!l || !isnan(l->ret))
-            return;
-        l->ret = t;
-        l->ret_reason = tide_xstrdup_nonempty(reason);
-        l->late = (reason && !strcmp(reason, "deadline")) ||
-                  (isfinite(l->deadline) && l->deadline > 0 && t > l->deadline);
-        if (l->open >= 0) {
-            episode_t *e = &l->ep[l->open];
-            if (isnan(e->end) || e->how == EP_SHRUNK) {
-                e->end = t;
-                e->how = EP_RETURNED;
-            }
-            l->open = -1;
-        }
-        if (l->job && smap_get(&p->job_lease, l->job) == (int)(l - p->l))
-            smap_put(&p->job_lease, l->job, -1);
-    }
 }
 
 static int events_read(const char *path, events_t *ev, tide_error_t *err)
@@ -763,10 +800,10 @@ static json_t *leases_json(const epol_t *p)
     for (size_t j = 0; j < shown; j++) {
         const lease_t *l = &p->l[pick[j] & 0xffffffffULL];
         json_t *r = json_array();
-        json_array_append_new(r, jnum(l->grant));
-        json_array_append_new(r, jnum(l->ret));
+        json_array_append_new(r, tide_json_num(l->grant));
+        json_array_append_new(r, tide_json_num(l->ret));
         json_array_append_new(r, json_integer(l->gpus));
-        json_array_append_new(r, jnum(l->deadline));
+        json_array_append_new(r, tide_json_num(l->deadline));
         json_array_append_new(r, json_integer(l->late));
         json_array_append_new(r, jstr_or_null(l->job));
         json_array_append_new(r, jstr_or_null(l->ret_reason));
@@ -774,9 +811,9 @@ static json_t *leases_json(const epol_t *p)
         for (size_t k = 0; k < l->nep; k++) {
             const episode_t *e = &l->ep[k];
             json_t *x = json_array();
-            json_array_append_new(x, jnum(e->notice));
-            json_array_append_new(x, jnum(e->commit));
-            json_array_append_new(x, jnum(e->end));
+            json_array_append_new(x, tide_json_num(e->notice));
+            json_array_append_new(x, tide_json_num(e->commit));
+            json_array_append_new(x, tide_json_num(e->end));
             json_array_append_new(x, json_string(EP_HOW[e->how]));
             json_array_append_new(x, jstr_or_null(e->reason));
             json_array_append_new(eps, x);
@@ -785,12 +822,12 @@ static json_t *leases_json(const epol_t *p)
         json_array_append_new(rows, r);
     }
     free(pick);
-    jset(o, "total", json_integer((json_int_t)p->nl));
-    jset(o, "shown", json_integer((json_int_t)shown));
-    jset(o, "noticed", json_integer(noticed));
-    jset(o, "episodes", json_integer(episodes));
-    jset(o, "late", json_integer(late));
-    jset(o, "rows", rows);
+    tide_json_set(o, "total", json_integer((json_int_t)p->nl));
+    tide_json_set(o, "shown", json_integer((json_int_t)shown));
+    tide_json_set(o, "noticed", json_integer(noticed));
+    tide_json_set(o, "episodes", json_integer(episodes));
+    tide_json_set(o, "late", json_integer(late));
+    tide_json_set(o, "rows", rows);
     return o;
 }
 
@@ -868,18 +905,18 @@ static json_t *window_of(double s, double e, double factor, const char *source,
     json_t *o = tp ? window_json(t, tp, s, e) : NULL;
     if (!o) {
         o = json_object();
-        jset(o, "start", jnum(s));
-        jset(o, "end", jnum(e));
+        tide_json_set(o, "start", tide_json_num(s));
+        tide_json_set(o, "end", tide_json_num(e));
     }
-    jset(o, "source", json_string(source));
-    jset(o, "end_known", json_boolean(end_known));
+    tide_json_set(o, "source", json_string(source));
+    tide_json_set(o, "end_known", json_boolean(end_known));
     if (isfinite(factor) && factor > 0 && factor <= 1000)
-        jset(o, "factor", jnum(factor));
+        tide_json_set(o, "factor", tide_json_num(factor));
     /* the same hours one day earlier, as a reference */
     if (tp && s >= 86400) {
         json_t *ref = window_json(t, tp, s - 86400, e - 86400);
         if (ref)
-            jset(o, "day_before", ref);
+            tide_json_set(o, "day_before", ref);
     }
     return o;
 }
@@ -1061,6 +1098,101 @@ static long long mtime_ns(const char *path)
     return (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 }
 
+/* The per-policy sections: timeline, misses, leases, faults, event kinds,
+ * storage and burst, each an object keyed by policy name in `order`. */
+static void policy_sections(json_t *root, json_t *order, json_t *summary, tline_t *tl,
+                            events_t *ev, double horizon)
+{
+    json_t *jt = json_object(), *jm = json_object(), *jl = json_object(), *jf = json_object(),
+           *jk = json_object(), *js = json_object(), *jb = json_object();
+    size_t i;
+    json_t *pv;
+    json_array_foreach(order, i, pv) {
+        const char *name = json_string_value(pv);
+        tpol_t *tp = NULL;
+        for (size_t j = 0; j < tl->npol; j++)
+            if (!strcmp(tl->pol[j].name, name))
+                tp = &tl->pol[j];
+        epol_t *ep = NULL;
+        for (size_t j = 0; j < ev->npol; j++)
+            if (!strcmp(ev->pol[j].name, name))
+                ep = &ev->pol[j];
+        if (tp) {
+            tide_json_set(jt, name, tl_policy_json(tl, tp));
+            tide_json_set(jm, name, misses_json(tl, tp));
+            json_t *pf = json_object_get(
+                json_object_get(json_object_get(summary, "policies"), name), "faults");
+            json_t *lim = json_object_get(json_object_get(pf, "storage"), "gbps");
+            if (!json_is_number(lim))
+                lim = json_object_get(json_object_get(json_object_get(summary, "faults"),
+                                                      "storage"), "gbps");
+            json_t *sj = storage_json(tl, tp, json_is_number(lim) ? json_number_value(lim) : NAN);
+            tide_json_set(js, name, sj ? sj : json_null());
+        }
+        if (ep) {
+            tide_json_set(jl, name, leases_json(ep));
+            json_t *fo = json_object();
+            tide_json_set(fo, "total", json_integer(ep->faults_total));
+            tide_json_set(fo, "rows", json_incref(ep->faults));
+            tide_json_set(jf, name, fo);
+            tide_json_set(jk, name, json_incref(ep->kinds));
+        }
+        json_t *b = burst_json(summary, name, ep, tl, tp, horizon);
+        tide_json_set(jb, name, b ? b : json_null());
+    }
+    tide_json_set(root, "timeline", jt);
+    tide_json_set(root, "misses", jm);
+    tide_json_set(root, "leases", jl);
+    tide_json_set(root, "faults", jf);
+    tide_json_set(root, "kinds", jk);
+    tide_json_set(root, "storage", js);
+    tide_json_set(root, "burst", jb);
+}
+
+/* Teams from usage.csv, bucketed on each policy's timeline intervals. */
+static json_t *teams_section(const char *dir, json_t *summary, json_t *order, tline_t *tl,
+                             double horizon)
+{
+    tide_report_grid_t *grid = tide_xcalloc(tl->npol ? tl->npol : 1, sizeof *grid);
+    for (size_t j = 0; j < tl->npol; j++) {
+        const tpol_t *tp = &tl->pol[j];
+        grid[j].policy = tp->name;
+        grid[j].n = tp->n;
+        grid[j].t = tide_xmalloc((tp->n ? tp->n : 1) * sizeof *grid[j].t);
+        for (size_t r = 0; r < tp->n; r++)
+            grid[j].t[r] = tval(tl, tp, r, 0);
+        double last = tp->n ? tval(tl, tp, tp->n - 1, 0) : 0;
+        grid[j].end = horizon > last ? horizon : last + (tp->n ? row_dt(tl, tp, tp->n - 1) : 0);
+    }
+    json_t *teams = tide_report_teams(dir, summary, order, grid, tl->npol);
+    for (size_t j = 0; j < tl->npol; j++)
+        free(grid[j].t);
+    free(grid);
+
+    return teams;
+}
+
+/* Write the page with the data root to out_html. Returns 0 or -1 (EIO). */
+static int write_report_file(const char *out_html, const char *dir, const json_t *root,
+                             tide_error_t *err)
+{
+    char *text = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_PRESERVE_ORDER |
+                                      JSON_REAL_PRECISION(10));
+    if (!text)
+        return tide_errf(err, TIDE_EIO, "cannot encode the report data");
+    FILE *f = fopen(out_html, "w");
+    if (!f) {
+        tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
+        free(text);
+        return -1;
+    }
+    int bad = write_html(f, dir, text) != 0;
+    free(text);
+    if (fclose(f) != 0 || bad)
+        return tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
+    return 0;
+}
+
 int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
 {
     if (!dir || !*dir)
@@ -1098,85 +1230,27 @@ int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
     double horizon = json_number_value(json_object_get(summary, "horizon_s"));
 
     root = json_object();
-    jset(root, "format", json_integer(1));
-    jset(root, "dir", json_string(dir));
+    tide_json_set(root, "format", json_integer(1));
+    tide_json_set(root, "dir", json_string(dir));
     json_t *order = policy_order(summary, &tl);
-    jset(root, "policies", order);
-    jset(root, "summary", json_incref(summary));
+    tide_json_set(root, "policies", order);
+    tide_json_set(root, "summary", json_incref(summary));
     json_t *cols = json_array();
     for (int k = 1; k < tl.ncols; k++)
         if (!tl.cols[k].bad)
             json_array_append_new(cols, json_string(tl.cols[k].name));
-    jset(root, "timeline_columns", cols);
+    tide_json_set(root, "timeline_columns", cols);
     json_t *extra = json_array();
     for (int k = 1; k < tl.ncols; k++)
         if (tl.cols[k].extra && !tl.cols[k].bad)
             json_array_append_new(extra, json_string(tl.cols[k].name));
-    jset(root, "extra_columns", extra);
-    jset(root, "events_present", json_boolean(ev.present));
+    tide_json_set(root, "extra_columns", extra);
+    tide_json_set(root, "events_present", json_boolean(ev.present));
 
-    json_t *jt = json_object(), *jm = json_object(), *jl = json_object(), *jf = json_object(),
-           *jk = json_object(), *js = json_object(), *jb = json_object();
-    size_t i;
-    json_t *pv;
-    json_array_foreach(order, i, pv) {
-        const char *name = json_string_value(pv);
-        tpol_t *tp = NULL;
-        for (size_t j = 0; j < tl.npol; j++)
-            if (!strcmp(tl.pol[j].name, name))
-                tp = &tl.pol[j];
-        epol_t *ep = NULL;
-        for (size_t j = 0; j < ev.npol; j++)
-            if (!strcmp(ev.pol[j].name, name))
-                ep = &ev.pol[j];
-        if (tp) {
-            jset(jt, name, tl_policy_json(&tl, tp));
-            jset(jm, name, misses_json(&tl, tp));
-            json_t *pf = json_object_get(json_object_get(json_object_get(summary, "policies"), name),
-                                         "faults");
-            json_t *lim = json_object_get(json_object_get(pf, "storage"), "gbps");
-            if (!json_is_number(lim))
-                lim = json_object_get(json_object_get(json_object_get(summary, "faults"),
-                                                      "storage"), "gbps");
-            json_t *sj = storage_json(&tl, tp, json_is_number(lim) ? json_number_value(lim) : NAN);
-            jset(js, name, sj ? sj : json_null());
-        }
-        if (ep) {
-            jset(jl, name, leases_json(ep));
-            json_t *fo = json_object();
-            jset(fo, "total", json_integer(ep->faults_total));
-            jset(fo, "rows", json_incref(ep->faults));
-            jset(jf, name, fo);
-            jset(jk, name, json_incref(ep->kinds));
-        }
-        json_t *b = burst_json(summary, name, ep, &tl, tp, horizon);
-        jset(jb, name, b ? b : json_null());
-    }
-    jset(root, "timeline", jt);
-    jset(root, "misses", jm);
-    jset(root, "leases", jl);
-    jset(root, "faults", jf);
-    jset(root, "kinds", jk);
-    jset(root, "storage", js);
-    jset(root, "burst", jb);
-    jset(root, "sweep", sweep ? json_incref(sweep) : json_null());
+    policy_sections(root, order, summary, &tl, &ev, horizon);
+    tide_json_set(root, "sweep", sweep ? json_incref(sweep) : json_null());
 
-    /* teams from usage.csv, bucketed on each policy's timeline intervals */
-    tide_report_grid_t *grid = tide_xcalloc(tl.npol ? tl.npol : 1, sizeof *grid);
-    for (size_t j = 0; j < tl.npol; j++) {
-        const tpol_t *tp = &tl.pol[j];
-        grid[j].policy = tp->name;
-        grid[j].n = tp->n;
-        grid[j].t = tide_xmalloc((tp->n ? tp->n : 1) * sizeof *grid[j].t);
-        for (size_t r = 0; r < tp->n; r++)
-            grid[j].t[r] = tval(&tl, tp, r, 0);
-        double last = tp->n ? tval(&tl, tp, tp->n - 1, 0) : 0;
-        grid[j].end = horizon > last ? horizon : last + (tp->n ? row_dt(&tl, tp, tp->n - 1) : 0);
-    }
-    jset(root, "teams", tide_report_teams(dir, summary, order, grid, tl.npol));
-    for (size_t j = 0; j < tl.npol; j++)
-        free(grid[j].t);
-    free(grid);
+    tide_json_set(root, "teams", teams_section(dir, summary, order, &tl, horizon));
 
     /* capacity signals (default thresholds), every policy; a failure only
      * loses the section */
@@ -1184,28 +1258,13 @@ int tide_report_write(const char *dir, const char *out_html, tide_error_t *err)
     json_t *sig = tide_signals_compute(dir, NULL, NULL, &serr);
     if (!sig) {
         sig = json_object();
-        jset(sig, "error", json_string(serr.msg[0] ? serr.msg : "capacity signals failed"));
+        tide_json_set(sig, "error",
+                      json_string(serr.msg[0] ? serr.msg : "capacity signals failed"));
     }
-    jset(root, "signals", sig);
+    tide_json_set(root, "signals", sig);
 
-    char *text = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_PRESERVE_ORDER |
-                                      JSON_REAL_PRECISION(10));
-    if (!text) {
-        tide_errf(err, TIDE_EIO, "cannot encode the report data");
+    if (write_report_file(out_html, dir, root, err) < 0)
         goto out;
-    }
-    FILE *f = fopen(out_html, "w");
-    if (!f) {
-        tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
-        free(text);
-        goto out;
-    }
-    int bad = write_html(f, dir, text) != 0;
-    free(text);
-    if (fclose(f) != 0 || bad) {
-        tide_errf(err, TIDE_EIO, "cannot write %s: %s", out_html, strerror(errno));
-        goto out;
-    }
     rc = 0;
 out:
     json_decref(root);

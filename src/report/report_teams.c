@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "formats/governance.h"
 #include "report/report.h"
 #include "formats/usage.h"
@@ -32,25 +33,12 @@ static const char *const SER_NAMES[SER_N] = {"p1",        "p2",    "p3",     "tr
                                              "checkpointing", "restoring", "other", "lost_h",
                                              "tier_c"};
 
-static json_t *jnum(double v)
-{
-    if (!isfinite(v))
-        return json_null();
-    if (v == floor(v) && fabs(v) < 1e15)
-        return json_integer((json_int_t)v);
-    return json_real(v);
-}
-
-static json_t *jnum2(double v) { return jnum(isfinite(v) ? round(v * 100.0) / 100.0 : v); }
-
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
-
 /* [GPU-hours, cost] */
 static json_t *hc(double gpu_s, double cost)
 {
     json_t *a = json_array();
-    json_array_append_new(a, jnum(gpu_s / 3600.0));
-    json_array_append_new(a, jnum(cost));
+    json_array_append_new(a, tide_json_num(gpu_s / 3600.0));
+    json_array_append_new(a, tide_json_num(cost));
     return a;
 }
 
@@ -441,19 +429,17 @@ static void grid_json(json_t *o, const upol_t *p, double *dur)
         size_t i0 = b * p->k, i1 = TIDE_MIN(i0 + p->k, g->n);
         double end = i1 < g->n ? g->t[i1] : g->end;
         dur[b] = end - g->t[i0];
-        json_array_append_new(ts, jnum(g->t[i0]));
+        json_array_append_new(ts, tide_json_num(g->t[i0]));
     }
     double raw = g->n >= 2 ? g->t[1] - g->t[0] : g->end - g->t[0];
-    jset(o, "t", ts);
-    jset(o, "raw_step", jnum(raw));
-    jset(o, "step", jnum(raw * (double)p->k));
-    jset(o, "n_raw", json_integer((json_int_t)g->n));
-    jset(o, "factor", json_integer((json_int_t)p->k));
+    tide_json_set(o, "t", ts);
+    tide_json_set(o, "raw_step", tide_json_num(raw));
+    tide_json_set(o, "step", tide_json_num(raw * (double)p->k));
+    tide_json_set(o, "n_raw", json_integer((json_int_t)g->n));
+    tide_json_set(o, "factor", json_integer((json_int_t)p->k));
 }
 
 /* v rounded to 1 decimal. */
-static json_t *jnum1(double v) { return jnum(isfinite(v) ? round(v * 10.0) / 10.0 : v); }
-
 /* A team's series: mean GPUs per bucket (GPU-hours per hour) to 0.1 GPU, lost
  * work in GPU-hours per bucket to 0.01; all-zero series are left out, and so
  * is `training`, which the page derives (classes minus the other states) to
@@ -472,11 +458,11 @@ static json_t *series_json(const upol_t *p, const owner_t *o, const double *dur)
         json_t *a = json_array();
         for (size_t b = 0; b < p->nb; b++) {
             double v = o->ser[b * SER_N + (size_t)k];
-            json_array_append_new(a, k == SER_LOST ? jnum2(v / 3600.0)
-                                     : dur[b] > 0  ? jnum1(v / dur[b])
+            json_array_append_new(a, k == SER_LOST ? tide_json_round(v / 3600.0, 2)
+                                     : dur[b] > 0  ? tide_json_round(v / dur[b], 1)
                                                    : json_null());
         }
-        jset(s, SER_NAMES[k], a);
+        tide_json_set(s, SER_NAMES[k], a);
     }
     return s;
 }
@@ -494,51 +480,55 @@ static json_t *team_json(const upol_t *p, const owner_t *o, const json_t *summar
 {
     json_t *x = json_object();
     double lost_s = o->st_s[TIDE_S_LOST], lost_c = o->st_c[TIDE_S_LOST];
-    jset(x, "name", json_string(o->name));
-    jset(x, "gpu_hours", jnum(o->gpu_s / 3600.0));
-    jset(x, "share", jnum(teams_s > 0 ? o->gpu_s / teams_s : 0));
-    jset(x, "cost", jnum(o->cost - lost_c)); /* lost work is the policy's */
-    jset(x, "lost_gpu_hours", jnum(lost_s / 3600.0));
-    jset(x, "lost_cost", jnum(lost_c));
-    jset(x, "tier_c_gpu_hours", jnum(o->tier_c_s / 3600.0));
-    jset(x, "above_quota_gpu_hours", p->have_states ? jnum(o->above_s / 3600.0) : json_null());
-    jset(x, "weight", o->seen_state ? jnum(o->weight) : json_null());
-    jset(x, "quota_gpus", o->seen_state && o->quota >= 0 ? json_integer(o->quota) : json_null());
+    tide_json_set(x, "name", json_string(o->name));
+    tide_json_set(x, "gpu_hours", tide_json_num(o->gpu_s / 3600.0));
+    tide_json_set(x, "share", tide_json_num(teams_s > 0 ? o->gpu_s / teams_s : 0));
+    tide_json_set(x, "cost", tide_json_num(o->cost - lost_c)); /* lost work is the policy's */
+    tide_json_set(x, "lost_gpu_hours", tide_json_num(lost_s / 3600.0));
+    tide_json_set(x, "lost_cost", tide_json_num(lost_c));
+    tide_json_set(x, "tier_c_gpu_hours", tide_json_num(o->tier_c_s / 3600.0));
+    tide_json_set(x, "above_quota_gpu_hours",
+                  p->have_states ? tide_json_num(o->above_s / 3600.0) : json_null());
+    tide_json_set(x, "weight", o->seen_state ? tide_json_num(o->weight) : json_null());
+    tide_json_set(x, "quota_gpus",
+                  o->seen_state && o->quota >= 0 ? json_integer(o->quota) : json_null());
     json_t *bs = json_object();
     for (int s = 0; s < TIDE_S_COUNT; s++)
         if (o->st_s[s] != 0 || o->st_c[s] != 0)
-            jset(bs, tide_state_name(s), hc(o->st_s[s], o->st_c[s]));
-    jset(x, "by_state", bs);
+            tide_json_set(bs, tide_state_name(s), hc(o->st_s[s], o->st_c[s]));
+    tide_json_set(x, "by_state", bs);
     json_t *bc = json_object();
     for (int c = 0; c < TIDE_C_COUNT; c++)
         if (o->cl_s[c] != 0 || o->cl_c[c] != 0)
-            jset(bc, tide_class_name(c), hc(o->cl_s[c], o->cl_c[c]));
-    jset(x, "by_class", bc);
+            tide_json_set(bc, tide_class_name(c), hc(o->cl_s[c], o->cl_c[c]));
+    tide_json_set(x, "by_class", bc);
     json_t *st = summary_team(summary, p->name, o->name);
     static const char *const keys[] = {"preemptions", "gpu_hours_lost", "mean_queue_s", "jobs"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         json_t *v = json_object_get(st, keys[k]);
-        jset(x, keys[k], json_is_number(v) ? json_incref(v) : json_null());
+        tide_json_set(x, keys[k], json_is_number(v) ? json_incref(v) : json_null());
     }
-    jset(x, "series", with_series && o->ser ? series_json(p, o, dur) : json_null());
+    tide_json_set(x, "series", with_series && o->ser ? series_json(p, o, dur) : json_null());
     return x;
 }
 
 static json_t *service_json(const owner_t *o, double horizon)
 {
     json_t *x = json_object();
-    jset(x, "name", json_string(o->name));
-    jset(x, "gpu_hours", jnum(o->gpu_s / 3600.0));
-    jset(x, "cost", jnum(o->cost));
-    jset(x, "serving_gpu_hours", jnum(o->st_s[TIDE_S_SERVING] / 3600.0));
-    jset(x, "warming_gpu_hours", jnum(o->st_s[TIDE_S_WARMING] / 3600.0));
+    tide_json_set(x, "name", json_string(o->name));
+    tide_json_set(x, "gpu_hours", tide_json_num(o->gpu_s / 3600.0));
+    tide_json_set(x, "cost", tide_json_num(o->cost));
+    tide_json_set(x, "serving_gpu_hours", tide_json_num(o->st_s[TIDE_S_SERVING] / 3600.0));
+    tide_json_set(x, "warming_gpu_hours", tide_json_num(o->st_s[TIDE_S_WARMING] / 3600.0));
     int g = o->gpr;
-    jset(x, "gpus_per_replica", g > 0 ? json_integer(g) : json_null());
-    jset(x, "replica_hours", g > 0 ? jnum(o->gpu_s / 3600.0 / g) : json_null());
-    jset(x, "mean_replicas",
-         g > 0 && horizon > 0 ? jnum(o->gpu_s / g / horizon) : json_null());
-    jset(x, "min_replicas", g > 0 && o->min_rep >= 0 ? json_integer(o->min_rep) : json_null());
-    jset(x, "max_replicas", g > 0 && o->max_rep >= 0 ? json_integer(o->max_rep) : json_null());
+    tide_json_set(x, "gpus_per_replica", g > 0 ? json_integer(g) : json_null());
+    tide_json_set(x, "replica_hours", g > 0 ? tide_json_num(o->gpu_s / 3600.0 / g) : json_null());
+    tide_json_set(x, "mean_replicas",
+         g > 0 && horizon > 0 ? tide_json_num(o->gpu_s / g / horizon) : json_null());
+    tide_json_set(x, "min_replicas",
+                  g > 0 && o->min_rep >= 0 ? json_integer(o->min_rep) : json_null());
+    tide_json_set(x, "max_replicas",
+                  g > 0 && o->max_rep >= 0 ? json_integer(o->max_rep) : json_null());
     return x;
 }
 
@@ -552,23 +542,24 @@ static json_t *policy_json(upol_t *p, const json_t *summary, double horizon)
                                                         p->name),
                                         "teams"),
                         tn, tv) omap_get(&p->teams, tn);
-    jset(o, "rows", json_integer((json_int_t)p->rows));
+    tide_json_set(o, "rows", json_integer((json_int_t)p->rows));
     double *dur = NULL;
     if (p->g && p->nb) {
         dur = tide_xcalloc(p->nb, sizeof *dur);
         grid_json(o, p, dur);
     }
-    jset(o, "total", hc(p->total_s, p->total_c));
-    jset(o, "teams_total", hc(p->kind_s[TIDE_OWNER_TEAM], p->kind_c[TIDE_OWNER_TEAM]));
-    jset(o, "services_total", hc(p->kind_s[TIDE_OWNER_SERVICE], p->kind_c[TIDE_OWNER_SERVICE]));
-    jset(o, "idle_total", hc(p->kind_s[TIDE_OWNER_IDLE], p->kind_c[TIDE_OWNER_IDLE]));
-    jset(o, "lost", hc(p->lost_s, p->lost_c));
-    jset(o, "lost_owner", json_string(TIDE_USAGE_LOST_OWNER));
+    tide_json_set(o, "total", hc(p->total_s, p->total_c));
+    tide_json_set(o, "teams_total", hc(p->kind_s[TIDE_OWNER_TEAM], p->kind_c[TIDE_OWNER_TEAM]));
+    tide_json_set(o, "services_total",
+                  hc(p->kind_s[TIDE_OWNER_SERVICE], p->kind_c[TIDE_OWNER_SERVICE]));
+    tide_json_set(o, "idle_total", hc(p->kind_s[TIDE_OWNER_IDLE], p->kind_c[TIDE_OWNER_IDLE]));
+    tide_json_set(o, "lost", hc(p->lost_s, p->lost_c));
+    tide_json_set(o, "lost_owner", json_string(TIDE_USAGE_LOST_OWNER));
     json_t *cat = json_object();
     for (int c = 0; c < TIDE_COST_COUNT; c++)
-        jset(cat, tide_cost_name(c), hc(p->cat_s[c], p->cat_c[c]));
-    jset(o, "categories", cat);
-    jset(o, "above_quota_available", json_boolean(p->have_states));
+        tide_json_set(cat, tide_cost_name(c), hc(p->cat_s[c], p->cat_c[c]));
+    tide_json_set(o, "categories", cat);
+    tide_json_set(o, "above_quota_available", json_boolean(p->have_states));
 
     double teams_s = 0;
     for (size_t i = 0; i < p->teams.n; i++)
@@ -585,9 +576,9 @@ static json_t *policy_json(upol_t *p, const json_t *summary, double horizon)
         rest_c += tv2[i]->cost - tv2[i]->st_c[TIDE_S_LOST];
     }
     free(tv2);
-    jset(o, "teams", ta);
-    jset(o, "teams_count", json_integer((json_int_t)p->teams.n));
-    jset(o, "teams_not_listed", hc(rest_s, rest_c));
+    tide_json_set(o, "teams", ta);
+    tide_json_set(o, "teams_count", json_integer((json_int_t)p->teams.n));
+    tide_json_set(o, "teams_not_listed", hc(rest_s, rest_c));
 
     owner_t **sv = sorted(&p->svcs);
     json_t *sa = json_array();
@@ -595,9 +586,9 @@ static json_t *policy_json(upol_t *p, const json_t *summary, double horizon)
     for (size_t i = 0; i < shown; i++)
         json_array_append_new(sa, service_json(sv[i], horizon));
     free(sv);
-    jset(o, "services", sa);
-    jset(o, "services_count", json_integer((json_int_t)p->svcs.n));
-    jset(o, "services_meta", json_boolean(p->have_svc));
+    tide_json_set(o, "services", sa);
+    tide_json_set(o, "services_count", json_integer((json_int_t)p->svcs.n));
+    tide_json_set(o, "services_meta", json_boolean(p->have_svc));
     free(dur);
     return o;
 }
@@ -618,26 +609,27 @@ json_t *tide_report_teams(const char *dir, const json_t *summary, const json_t *
                           const tide_report_grid_t *grid, size_t ngrid)
 {
     json_t *out = json_object();
-    jset(out, "max_points", json_integer(TIDE_REPORT_MAX_TEAM_POINTS));
-    jset(out, "max_teams", json_integer(TIDE_REPORT_MAX_TEAMS));
-    jset(out, "max_series", json_integer(TIDE_REPORT_MAX_TEAM_SERIES));
+    tide_json_set(out, "max_points", json_integer(TIDE_REPORT_MAX_TEAM_POINTS));
+    tide_json_set(out, "max_teams", json_integer(TIDE_REPORT_MAX_TEAMS));
+    tide_json_set(out, "max_series", json_integer(TIDE_REPORT_MAX_TEAM_SERIES));
     char path[PATH_N];
     snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_CSV);
     struct stat st;
     if (stat(path, &st) != 0) {
-        jset(out, "available", json_false());
-        jset(out, "missing", json_true());
-        jset(out, "error", json_string("usage.csv was not found next to summary.json (a run "
-                                       "from before usage accounting): re-run tide sim to get "
-                                       "the per-team figures"));
+        tide_json_set(out, "available", json_false());
+        tide_json_set(out, "missing", json_true());
+        tide_json_set(out, "error",
+                      json_string("usage.csv was not found next to summary.json (a run "
+                                  "from before usage accounting): re-run tide sim to get "
+                                  "the per-team figures"));
         return out;
     }
     uset_t u = {.n = 0};
     tide_error_t err = {0};
     if (read_usage(path, &u, grid, ngrid, &err) != 0) {
         uset_free(&u);
-        jset(out, "available", json_false());
-        jset(out, "error", json_string(err.msg[0] ? err.msg : "usage.csv cannot be read"));
+        tide_json_set(out, "available", json_false());
+        tide_json_set(out, "error", json_string(err.msg[0] ? err.msg : "usage.csv cannot be read"));
         return out;
     }
     snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_TEAMS_CSV);
@@ -651,11 +643,11 @@ json_t *tide_report_teams(const char *dir, const json_t *summary, const json_t *
             const owner_t *o = &u.pol[i].teams.v[j];
             gov = o->seen_state && (o->quota >= 0 || (isfinite(o->weight) && o->weight != 1));
         }
-    jset(out, "available", json_true());
-    jset(out, "governance", json_boolean(gov));
+    tide_json_set(out, "available", json_true());
+    tide_json_set(out, "governance", json_boolean(gov));
     json_t *gs = json_object_get(summary, "governance");
     if (gs)
-        jset(out, "governance_summary", json_incref(gs));
+        tide_json_set(out, "governance_summary", json_incref(gs));
     double horizon = json_number_value(json_object_get(summary, "horizon_s"));
     json_t *pols = json_object();
     size_t i;
@@ -663,9 +655,9 @@ json_t *tide_report_teams(const char *dir, const json_t *summary, const json_t *
     json_array_foreach(order, i, pv) {
         upol_t *p = uset_find(&u, json_string_value(pv));
         if (p)
-            jset(pols, p->name, policy_json(p, summary, horizon));
+            tide_json_set(pols, p->name, policy_json(p, summary, horizon));
     }
-    jset(out, "policies", pols);
+    tide_json_set(out, "policies", pols);
     uset_free(&u);
     return out;
 }

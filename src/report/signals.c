@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "util/util.h"
 
 #define DAY_S 86400.0
@@ -22,9 +23,6 @@ void tide_signals_opts_default(tide_signals_opts_t *o)
     o->idle_high = 0.30;
     o->slo_target = 0.999;
 }
-
-static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
 
 static double num(const json_t *o, const char *k)
 {
@@ -63,11 +61,11 @@ static void finding(json_t *arr, const char *signal, const char *level, double v
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     json_t *x = json_object();
-    jset(x, "signal", json_string(signal));
-    jset(x, "level", json_string(level));
-    jset(x, "value", jreal(value));
-    jset(x, "threshold", jreal(threshold));
-    jset(x, "message", json_string(msg));
+    tide_json_set(x, "signal", json_string(signal));
+    tide_json_set(x, "level", json_string(level));
+    tide_json_set(x, "value", tide_json_real(value));
+    tide_json_set(x, "threshold", tide_json_real(threshold));
+    tide_json_set(x, "message", json_string(msg));
     json_array_append_new(arr, x);
 }
 
@@ -178,24 +176,25 @@ static json_t *policy_signals(const char *dir, const char *name, const json_t *p
     double qfrac = gpus > 0 ? tl.queue_gpus / gpus : 0;
     double slo = num(json_object_get(p, "inference"), "slo_attainment");
 
-    jset(m, "preemptions", json_integer((json_int_t)num(tr, "preemptions")));
+    tide_json_set(m, "preemptions", json_integer((json_int_t)num(tr, "preemptions")));
     if (have_ev) {
-        jset(m, "stops_by_inference", json_integer(st.inference));
-        jset(m, "stops_by_contention", json_integer(st.contention));
-        jset(m, "stops_by_failure", json_integer(st.failure));
+        tide_json_set(m, "stops_by_inference", json_integer(st.inference));
+        tide_json_set(m, "stops_by_contention", json_integer(st.contention));
+        tide_json_set(m, "stops_by_failure", json_integer(st.failure));
     }
-    jset(m, "preemptions_per_day_per_100_gpus", jreal(rate));
-    jset(m, "p95_queue_h", jreal(p95_h));
-    jset(m, "mean_queue_h", jreal(num(tr, "mean_queue_s") / 3600.0));
-    jset(m, "mean_queue_gpus", jreal(tl.queue_gpus));
-    jset(m, "mean_queue_jobs", jreal(tl.queue_jobs));
-    jset(m, "utilization", jreal(util));
-    jset(m, "useful_utilization", jreal(num(p, "useful_utilization")));
-    jset(m, "idle_fraction", jreal(idle_frac));
-    jset(m, "idle_gpu_hours", jreal(idle_h));
-    jset(m, "idle_while_queued_gpu_hours", jreal(num(p, "idle_while_queued_gpu_hours")));
-    jset(m, "slo_attainment", jreal(slo));
-    jset(m, "gpu_hours_lost", jreal(num(tr, "gpu_hours_lost")));
+    tide_json_set(m, "preemptions_per_day_per_100_gpus", tide_json_real(rate));
+    tide_json_set(m, "p95_queue_h", tide_json_real(p95_h));
+    tide_json_set(m, "mean_queue_h", tide_json_real(num(tr, "mean_queue_s") / 3600.0));
+    tide_json_set(m, "mean_queue_gpus", tide_json_real(tl.queue_gpus));
+    tide_json_set(m, "mean_queue_jobs", tide_json_real(tl.queue_jobs));
+    tide_json_set(m, "utilization", tide_json_real(util));
+    tide_json_set(m, "useful_utilization", tide_json_real(num(p, "useful_utilization")));
+    tide_json_set(m, "idle_fraction", tide_json_real(idle_frac));
+    tide_json_set(m, "idle_gpu_hours", tide_json_real(idle_h));
+    tide_json_set(m, "idle_while_queued_gpu_hours",
+                  tide_json_real(num(p, "idle_while_queued_gpu_hours")));
+    tide_json_set(m, "slo_attainment", tide_json_real(slo));
+    tide_json_set(m, "gpu_hours_lost", tide_json_real(num(tr, "gpu_hours_lost")));
 
     int warned = 0;
     if (rate > o->preempt_per_day_per_100) {
@@ -237,8 +236,8 @@ static json_t *policy_signals(const char *dir, const char *name, const json_t *p
                 "no capacity signal: %.1f preemptions per day per 100 GPUs, p95 queue %.1f h, "
                 "utilization %.1f%%, SLO attainment %.4f",
                 rate, p95_h, 100 * util, slo);
-    jset(out, "metrics", m);
-    jset(out, "findings", fs);
+    tide_json_set(out, "metrics", m);
+    tide_json_set(out, "findings", fs);
     return out;
 }
 
@@ -280,6 +279,76 @@ static int srow_cmp(const void *a, const void *b)
     return x->reserve < y->reserve ? -1 : x->reserve > y->reserve;
 }
 
+/* The step from row a to the next row b of its group: what the larger
+ * reserve buys and costs. NULL when the reserve does not grow. */
+static json_t *reserve_step(const srow_t *a, const srow_t *b, double gpus, double horizon)
+{
+    double dres = b->reserve - a->reserve;
+    if (dres <= 0)
+        return NULL;
+    double dtrain = a->has_train && b->has_train ? a->train_h - b->train_h : NAN;
+    double duse = a->has_useful && b->has_useful && gpus > 0 && horizon > 0
+                      ? (a->useful - b->useful) * gpus * horizon / 3600.0
+                      : NAN;
+    char cost[256];
+    if (isfinite(dtrain))
+        snprintf(cost, sizeof cost, "cost %.1f training GPU-hours", dtrain);
+    else if (isfinite(duse))
+        snprintf(cost, sizeof cost,
+                 "cost %.1f useful GPU-hours (no training GPU-hours column)", duse);
+    else
+        snprintf(cost, sizeof cost, "at a training cost sweep.csv does not show");
+    char msg[768];
+    snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
+             "attainment from %.4f to %.4f and %s",
+             a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
+             b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
+    json_t *x = json_object();
+    tide_json_set(x, "policy", json_string(a->policy));
+    tide_json_set(x, "group", json_string(a->key));
+    tide_json_set(x, "reserve_from", tide_json_real(a->reserve));
+    tide_json_set(x, "reserve_to", tide_json_real(b->reserve));
+    tide_json_set(x, "slo_from", tide_json_real(a->slo));
+    tide_json_set(x, "slo_to", tide_json_real(b->slo));
+    tide_json_set(x, "training_gpu_hours_cost",
+                  isfinite(dtrain) ? tide_json_real(dtrain) : json_null());
+    tide_json_set(x, "useful_gpu_hours_cost",
+                  isfinite(duse) ? tide_json_real(duse) : json_null());
+    if (a->has_lost && b->has_lost)
+        tide_json_set(x, "gpu_hours_lost_delta", tide_json_real(b->lost_h - a->lost_h));
+    tide_json_set(x, "message", json_string(msg));
+    return x;
+}
+
+/* The recommendation of the group starting at rows[i]: the smallest reserve
+ * reaching the SLO target. */
+static json_t *group_recommendation(const srow_t *rows, size_t i, size_t n,
+                                    const tide_signals_opts_t *o)
+{
+    size_t j = i;
+    const srow_t *hit = NULL;
+    for (; j < n && !strcmp(rows[j].key, rows[i].key); j++)
+        if (!hit && rows[j].slo >= o->slo_target)
+            hit = &rows[j];
+    const srow_t *best = &rows[j - 1];
+    char msg[512];
+    if (hit)
+        snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
+                 "(SLO %.4f)",
+                 rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
+                 hit->reserve, hit->slo);
+    else
+        snprintf(msg, sizeof msg, "%s%sno reserve in the sweep reaches SLO %.4f (best "
+                 "%.4f at reserve %.0f)",
+                 rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target, best->slo,
+                 best->reserve);
+    json_t *x = json_object();
+    tide_json_set(x, "group", json_string(rows[i].key));
+    tide_json_set(x, "reserve", hit ? tide_json_real(hit->reserve) : json_null());
+    tide_json_set(x, "message", json_string(msg));
+    return x;
+}
+
 static json_t *sweep_signals(const char *dir, const char *policy, double gpus, double horizon,
                              const tide_signals_opts_t *o)
 {
@@ -287,7 +356,7 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     char path[4096];
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
     tide_csv_t *c = tide_csv_open_file(path, NULL);
-    jset(out, "available", json_false());
+    tide_json_set(out, "available", json_false());
     if (!c)
         return out;
     int cres = tide_csv_col(c, "reserve");
@@ -308,7 +377,8 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
         snprintf(train_col, sizeof train_col, "%s", tide_csv_colname(c, ctrain));
     if (cres < 0 || cslo < 0) {
         tide_csv_close(c);
-        jset(out, "note", json_string("sweep.csv has no reserve or slo_attainment column"));
+        tide_json_set(out, "note",
+                      json_string("sweep.csv has no reserve or slo_attainment column"));
         return out;
     }
     srow_t *rows = NULL;
@@ -347,77 +417,23 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     if (n)
         qsort(rows, n, sizeof *rows, srow_cmp);
     json_t *steps = json_array(), *rec = json_array();
-    jset(out, "available", json_true());
-    jset(out, "source", json_string("sweep.csv"));
-    jset(out, "training_column", train_col[0] ? json_string(train_col) : json_null());
+    tide_json_set(out, "available", json_true());
+    tide_json_set(out, "source", json_string("sweep.csv"));
+    tide_json_set(out, "training_column", train_col[0] ? json_string(train_col) : json_null());
     for (size_t i = 0; i < n; i++) {
         int last_of_group = i + 1 == n || strcmp(rows[i].key, rows[i + 1].key) != 0;
         if (!last_of_group) {
-            const srow_t *a = &rows[i], *b = &rows[i + 1];
-            double dres = b->reserve - a->reserve;
-            if (dres <= 0)
-                continue;
-            double dtrain = a->has_train && b->has_train ? a->train_h - b->train_h : NAN;
-            double duse = a->has_useful && b->has_useful && gpus > 0 && horizon > 0
-                              ? (a->useful - b->useful) * gpus * horizon / 3600.0
-                              : NAN;
-            char cost[256];
-            if (isfinite(dtrain))
-                snprintf(cost, sizeof cost, "cost %.1f training GPU-hours", dtrain);
-            else if (isfinite(duse))
-                snprintf(cost, sizeof cost,
-                         "cost %.1f useful GPU-hours (no training GPU-hours column)", duse);
-            else
-                snprintf(cost, sizeof cost, "at a training cost sweep.csv does not show");
-            char msg[768];
-            snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
-                     "attainment from %.4f to %.4f and %s",
-                     a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
-                     b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
-            json_t *x = json_object();
-            jset(x, "policy", json_string(a->policy));
-            jset(x, "group", json_string(a->key));
-            jset(x, "reserve_from", jreal(a->reserve));
-            jset(x, "reserve_to", jreal(b->reserve));
-            jset(x, "slo_from", jreal(a->slo));
-            jset(x, "slo_to", jreal(b->slo));
-            jset(x, "training_gpu_hours_cost", isfinite(dtrain) ? jreal(dtrain) : json_null());
-            jset(x, "useful_gpu_hours_cost", isfinite(duse) ? jreal(duse) : json_null());
-            if (a->has_lost && b->has_lost)
-                jset(x, "gpu_hours_lost_delta", jreal(b->lost_h - a->lost_h));
-            jset(x, "message", json_string(msg));
-            json_array_append_new(steps, x);
+            json_t *step = reserve_step(&rows[i], &rows[i + 1], gpus, horizon);
+            if (!step)
+                continue; /* a repeated reserve: no step, and (as ever) no recommendation */
+            json_array_append_new(steps, step);
         }
-        /* recommendation: the smallest reserve of the group reaching the target */
-        int first_of_group = i == 0 || strcmp(rows[i].key, rows[i - 1].key) != 0;
-        if (first_of_group) {
-            size_t j = i;
-            const srow_t *hit = NULL;
-            for (; j < n && !strcmp(rows[j].key, rows[i].key); j++)
-                if (!hit && rows[j].slo >= o->slo_target)
-                    hit = &rows[j];
-            const srow_t *best = &rows[j - 1];
-            char msg[512];
-            if (hit)
-                snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
-                         "(SLO %.4f)",
-                         rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
-                         hit->reserve, hit->slo);
-            else
-                snprintf(msg, sizeof msg, "%s%sno reserve in the sweep reaches SLO %.4f (best "
-                         "%.4f at reserve %.0f)",
-                         rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target, best->slo,
-                         best->reserve);
-            json_t *x = json_object();
-            jset(x, "group", json_string(rows[i].key));
-            jset(x, "reserve", hit ? jreal(hit->reserve) : json_null());
-            jset(x, "message", json_string(msg));
-            json_array_append_new(rec, x);
-        }
+        if (i == 0 || strcmp(rows[i].key, rows[i - 1].key) != 0)
+            json_array_append_new(rec, group_recommendation(rows, i, n, o));
     }
     free(rows);
-    jset(out, "steps", steps);
-    jset(out, "recommend", rec);
+    tide_json_set(out, "steps", steps);
+    tide_json_set(out, "recommend", rec);
     return out;
 }
 
@@ -454,13 +470,13 @@ json_t *tide_signals_compute(const char *dir, const char *policy, const tide_sig
     }
     double gpus = num(sum, "cluster_gpus"), horizon = num(sum, "horizon_s");
     json_t *out = json_object(), *th = json_object(), *po = json_object();
-    jset(th, "preempt_per_day_per_100_gpus", jreal(o->preempt_per_day_per_100));
-    jset(th, "queue_p95_h", jreal(o->queue_p95_h));
-    jset(th, "queue_gpus_fraction", jreal(o->queue_gpus_frac));
-    jset(th, "utilization_low", jreal(o->util_low));
-    jset(th, "idle_high", jreal(o->idle_high));
-    jset(th, "slo_target", jreal(o->slo_target));
-    jset(out, "thresholds", th);
+    tide_json_set(th, "preempt_per_day_per_100_gpus", tide_json_real(o->preempt_per_day_per_100));
+    tide_json_set(th, "queue_p95_h", tide_json_real(o->queue_p95_h));
+    tide_json_set(th, "queue_gpus_fraction", tide_json_real(o->queue_gpus_frac));
+    tide_json_set(th, "utilization_low", tide_json_real(o->util_low));
+    tide_json_set(th, "idle_high", tide_json_real(o->idle_high));
+    tide_json_set(th, "slo_target", tide_json_real(o->slo_target));
+    tide_json_set(out, "thresholds", th);
     const char *name;
     json_t *p;
     json_object_foreach(pols, name, p)
@@ -471,14 +487,14 @@ json_t *tide_signals_compute(const char *dir, const char *policy, const tide_sig
             json_t *x = json_object(), *fs = json_array();
             finding(fs, "error", "info", 0, 0, "the policy failed: %s",
                     json_string_value(json_object_get(p, "error")));
-            jset(x, "findings", fs);
-            jset(po, name, x);
+            tide_json_set(x, "findings", fs);
+            tide_json_set(po, name, x);
             continue;
         }
-        jset(po, name, policy_signals(dir, name, p, gpus, horizon, o));
+        tide_json_set(po, name, policy_signals(dir, name, p, gpus, horizon, o));
     }
-    jset(out, "policies", po);
-    jset(out, "sweep", sweep_signals(dir, policy, gpus, horizon, o));
+    tide_json_set(out, "policies", po);
+    tide_json_set(out, "sweep", sweep_signals(dir, policy, gpus, horizon, o));
     json_decref(sum);
     return out;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "formats/usage.h"
 #include "formats/usage_priv.h"
 #include "util/util.h"
@@ -19,14 +20,11 @@ void tide_usage_report_opts_default(tide_usage_report_opts_t *o)
     o->phase_cv = 0.5;
 }
 
-static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
-
 static json_t *hours_cost(double gpu_s, double cost)
 {
     json_t *o = json_object();
-    jset(o, "gpu_hours", jreal(gpu_s / 3600.0));
-    jset(o, "cost", jreal(cost));
+    tide_json_set(o, "gpu_hours", tide_json_real(gpu_s / 3600.0));
+    tide_json_set(o, "cost", tide_json_real(cost));
     return o;
 }
 
@@ -288,256 +286,327 @@ static order_t *sorted_teams(const tacc_t *acc, size_t n, int which, size_t *out
     return o;
 }
 
-static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summary,
-                             const tide_usage_report_opts_t *o)
+/* One policy's report in the making: the range, the records summed. */
+typedef struct polrep {
+    const char *dir, *policy;
+    udata_t *d;
+    int pid;
+    const tide_usage_report_opts_t *o;
+    tide_time_t from, to;
+    times_t iv;                   /* the intervals: distinct sample times in range */
+    double cls_s[TIDE_C_COUNT], cls_c[TIDE_C_COUNT], tot_s, tot_c, lost_s, lost_c;
+    tacc_t *acc;                  /* per team, indexed by strtab id */
+    size_t nacc;
+    times_t peak;                 /* the peak intervals */
+    double thr, max_rps, peak_hours, peak_total;
+    int have_tl;
+    tide_time_t d0, d1;           /* full days in range, for the phase rule */
+    int ndays;
+    svcmeta_t *svc;
+    size_t nsvc;
+    int have_svc;
+} polrep_t;
+
+/* The range, the intervals, the peak and the services of policy pid. */
+static void polrep_init(polrep_t *p, const char *dir, udata_t *d, int pid,
+                        const tide_usage_report_opts_t *o)
 {
-    const char *policy = d->str.v[pid];
-    tide_time_t to = d->end;
-    tide_time_t from = o->since_s > 0 && to > o->since_s ? to - o->since_s : 0;
-    json_t *rep = json_object();
-    jset(rep, "from_s", json_integer(from));
-    jset(rep, "to_s", json_integer(to));
-
-    /* the intervals of this policy (distinct sample times in range) */
-    times_t iv = {0};
+    memset(p, 0, sizeof *p);
+    p->dir = dir;
+    p->d = d;
+    p->pid = pid;
+    p->o = o;
+    p->policy = d->str.v[pid];
+    p->to = d->end;
+    p->from = o->since_s > 0 && p->to > o->since_s ? p->to - o->since_s : 0;
     for (size_t i = 0; i < d->n; i++)
-        if (d->v[i].policy == pid && d->v[i].t >= from && d->v[i].t < to)
-            TIDE_PUSH(iv.v, iv.n, iv.cap, d->v[i].t);
-    uniq(&iv);
+        if (d->v[i].policy == pid && d->v[i].t >= p->from && d->v[i].t < p->to)
+            TIDE_PUSH(p->iv.v, p->iv.n, p->iv.cap, d->v[i].t);
+    uniq(&p->iv);
+    p->have_tl = peak_times(dir, p->policy, p->from, p->to, o->peak_quantile, &p->peak, &p->thr,
+                            &p->max_rps, &p->peak_hours);
+    p->d0 = (p->from + DAY_S - 1) / DAY_S;
+    p->d1 = p->to / DAY_S;
+    p->ndays = p->d1 > p->d0 ? (int)(p->d1 - p->d0) : 0;
+    read_services(dir, p->policy, &d->str, &p->svc, &p->nsvc, &p->have_svc);
+    for (size_t s = 0; s < p->nsvc; s++)
+        p->svc[s].per = tide_xcalloc(p->iv.n ? p->iv.n : 1, sizeof *p->svc[s].per);
+}
 
-    double cls_s[TIDE_C_COUNT] = {0}, cls_c[TIDE_C_COUNT] = {0}, tot_s = 0, tot_c = 0;
-    double lost_s = 0, lost_c = 0;
-    tacc_t *acc = NULL;
-    size_t nacc = 0;
-    times_t peak = {0};
-    double thr = 0, max_rps = 0;
-    double peak_hours = 0;
-    int have_tl = peak_times(dir, policy, from, to, o->peak_quantile, &peak, &thr, &max_rps,
-                             &peak_hours);
-    double peak_total = 0;
-    /* full days in range for the phase rule */
-    tide_time_t d0 = (from + DAY_S - 1) / DAY_S, d1 = to / DAY_S;
-    int ndays = d1 > d0 ? (int)(d1 - d0) : 0;
-    svcmeta_t *svc = NULL;
-    size_t nsvc = 0;
-    int have_svc = 0;
-    read_services(dir, policy, &d->str, &svc, &nsvc, &have_svc);
-    for (size_t s = 0; s < nsvc; s++)
-        svc[s].per = tide_xcalloc(iv.n ? iv.n : 1, sizeof *svc[s].per);
+static void polrep_free(polrep_t *p)
+{
+    for (size_t i = 0; i < p->nacc; i++)
+        free(p->acc[i].daily);
+    free(p->acc);
+    for (size_t s = 0; s < p->nsvc; s++)
+        free(p->svc[s].per);
+    free(p->svc);
+    free(p->iv.v);
+    free(p->peak.v);
+}
 
-    for (size_t i = 0; i < d->n; i++) {
-        const urec_t *r = &d->v[i];
-        if (r->policy != pid || r->t < from || r->t >= to)
+/* A team's record: its totals, peak share and daily GPU-seconds. */
+static void add_team_record(polrep_t *p, const urec_t *r)
+{
+    tacc_t *a = team_acc(&p->acc, &p->nacc, r->owner);
+    a->seen = 1;
+    a->gpu_s += r->gpu_s;
+    a->cost += r->state == TIDE_S_LOST ? 0 : r->cost;
+    if (r->tier == TIDE_T_C)
+        a->tier_c_gpu_s += r->gpu_s;
+    if (r->state == TIDE_S_LOST) {
+        a->lost_gpu_s += r->gpu_s;
+        a->lost_cost += r->cost;
+    }
+    if (find_time(&p->peak, r->t) >= 0) {
+        a->peak_gpu_s += r->gpu_s;
+        p->peak_total += r->gpu_s;
+    }
+    tide_time_t day = r->t / DAY_S;
+    if (p->ndays > 0 && day >= p->d0 && day < p->d1) {
+        if (!a->daily)
+            a->daily = tide_xcalloc((size_t)p->ndays, sizeof *a->daily);
+        a->daily[day - p->d0] += r->gpu_s;
+    }
+}
+
+/* Sum the policy's records in range by class, team and service. */
+static void polrep_sum(polrep_t *p)
+{
+    for (size_t i = 0; i < p->d->n; i++) {
+        const urec_t *r = &p->d->v[i];
+        if (r->policy != p->pid || r->t < p->from || r->t >= p->to)
             continue;
-        cls_s[r->cls] += r->gpu_s;
-        cls_c[r->cls] += r->cost;
-        tot_s += r->gpu_s;
-        tot_c += r->cost;
+        p->cls_s[r->cls] += r->gpu_s;
+        p->cls_c[r->cls] += r->cost;
+        p->tot_s += r->gpu_s;
+        p->tot_c += r->cost;
         if (r->state == TIDE_S_LOST) {
-            lost_s += r->gpu_s;
-            lost_c += r->cost;
+            p->lost_s += r->gpu_s;
+            p->lost_c += r->cost;
         }
         if (r->kind == TIDE_OWNER_TEAM) {
-            tacc_t *a = team_acc(&acc, &nacc, r->owner);
-            a->seen = 1;
-            a->gpu_s += r->gpu_s;
-            a->cost += r->state == TIDE_S_LOST ? 0 : r->cost;
-            if (r->tier == TIDE_T_C)
-                a->tier_c_gpu_s += r->gpu_s;
-            if (r->state == TIDE_S_LOST) {
-                a->lost_gpu_s += r->gpu_s;
-                a->lost_cost += r->cost;
-            }
-            if (find_time(&peak, r->t) >= 0) {
-                a->peak_gpu_s += r->gpu_s;
-                peak_total += r->gpu_s;
-            }
-            if (ndays > 0) {
-                tide_time_t day = r->t / DAY_S;
-                if (day >= d0 && day < d1) {
-                    if (!a->daily)
-                        a->daily = tide_xcalloc((size_t)ndays, sizeof *a->daily);
-                    a->daily[day - d0] += r->gpu_s;
-                }
-            }
+            add_team_record(p, r);
         } else if (r->kind == TIDE_OWNER_SERVICE) {
-            for (size_t s = 0; s < nsvc; s++)
-                if (svc[s].id == r->owner) {
-                    svc[s].gpu_s += r->gpu_s;
-                    svc[s].cost += r->cost;
-                    long k = find_time(&iv, r->t);
+            for (size_t s = 0; s < p->nsvc; s++)
+                if (p->svc[s].id == r->owner) {
+                    p->svc[s].gpu_s += r->gpu_s;
+                    p->svc[s].cost += r->cost;
+                    long k = find_time(&p->iv, r->t);
                     if (k >= 0)
-                        svc[s].per[k] += r->gpu_s;
+                        p->svc[s].per[k] += r->gpu_s;
                 }
         }
     }
+}
 
-    /* 1. GPU-hours by task type */
+/* 1. GPU-hours by task type */
+static void section_classes(const polrep_t *p, json_t *rep)
+{
     json_t *bc = json_object();
     for (int c = 0; c < TIDE_C_COUNT; c++)
-        jset(bc, c == TIDE_C_NONE ? "idle" : tide_class_name(c), hours_cost(cls_s[c], cls_c[c]));
-    jset(rep, "by_class", bc);
-    jset(rep, "lost", hours_cost(lost_s, lost_c));
-    jset(rep, "total", hours_cost(tot_s, tot_c));
+        tide_json_set(bc, c == TIDE_C_NONE ? "idle" : tide_class_name(c),
+                      hours_cost(p->cls_s[c], p->cls_c[c]));
+    tide_json_set(rep, "by_class", bc);
+    tide_json_set(rep, "lost", hours_cost(p->lost_s, p->lost_c));
+    tide_json_set(rep, "total", hours_cost(p->tot_s, p->tot_c));
+}
 
-    /* 2. peak */
+/* 2. peak */
+static json_t *section_peak(const polrep_t *p)
+{
     json_t *pk = json_object();
-    jset(pk, "available", json_boolean(have_tl));
-    jset(pk, "quantile", jreal(o->peak_quantile));
-    jset(pk, "threshold_rps", jreal(thr));
-    jset(pk, "max_rps", jreal(max_rps));
-    jset(pk, "intervals", json_integer((json_int_t)peak.n));
-    jset(pk, "hours", jreal(peak_hours));
+    tide_json_set(pk, "available", json_boolean(p->have_tl));
+    tide_json_set(pk, "quantile", tide_json_real(p->o->peak_quantile));
+    tide_json_set(pk, "threshold_rps", tide_json_real(p->thr));
+    tide_json_set(pk, "max_rps", tide_json_real(p->max_rps));
+    tide_json_set(pk, "intervals", json_integer((json_int_t)p->peak.n));
+    tide_json_set(pk, "hours", tide_json_real(p->peak_hours));
     json_t *pt = json_array();
     size_t no;
-    order_t *ord = sorted_teams(acc, nacc, 1, &no);
+    order_t *ord = sorted_teams(p->acc, p->nacc, 1, &no);
     for (size_t i = 0; i < no; i++) {
-        const tacc_t *a = &acc[ord[i].id];
+        const tacc_t *a = &p->acc[ord[i].id];
         json_t *x = json_object();
-        jset(x, "team", json_string(d->str.v[ord[i].id]));
-        jset(x, "gpu_hours", jreal(a->peak_gpu_s / 3600.0));
-        jset(x, "share", jreal(peak_total > 0 ? a->peak_gpu_s / peak_total : 0));
+        tide_json_set(x, "team", json_string(p->d->str.v[ord[i].id]));
+        tide_json_set(x, "gpu_hours", tide_json_real(a->peak_gpu_s / 3600.0));
+        tide_json_set(x, "share",
+                      tide_json_real(p->peak_total > 0 ? a->peak_gpu_s / p->peak_total : 0));
         json_array_append_new(pt, x);
     }
-    jset(pk, "top_team", no > 0 && acc[ord[0].id].peak_gpu_s > 0
-                             ? json_string(d->str.v[ord[0].id])
-                             : json_null());
+    tide_json_set(pk, "top_team", no > 0 && p->acc[ord[0].id].peak_gpu_s > 0
+                                      ? json_string(p->d->str.v[ord[0].id])
+                                      : json_null());
     free(ord);
-    jset(pk, "teams", pt);
-    jset(rep, "peak", pk);
+    tide_json_set(pk, "teams", pt);
+    return pk;
+}
 
-    /* 3. long-lived inference replicas */
-    double range_h = (double)(to - from) / 3600.0;
+/* Replicas a service held in every interval (whole replicas). */
+static double always_on(const polrep_t *p, const svcmeta_t *s)
+{
+    double always = p->iv.n ? INFINITY : 0;
+    for (size_t k = 0; k < p->iv.n; k++) {
+        tide_time_t end = k + 1 < p->iv.n ? p->iv.v[k + 1] : p->to;
+        double dt = (double)(end - p->iv.v[k]);
+        if (dt > 0)
+            always = TIDE_MIN(always, s->per[k] / dt / s->gpr);
+    }
+    if (!isfinite(always))
+        always = 0;
+    return floor(always + 1e-6);
+}
+
+/* 3. long-lived inference replicas */
+static json_t *section_services(const polrep_t *p)
+{
+    double range_h = (double)(p->to - p->from) / 3600.0;
     json_t *sv = json_object();
-    jset(sv, "available", json_boolean(have_svc));
+    tide_json_set(sv, "available", json_boolean(p->have_svc));
     json_t *sa = json_array();
-    order_t *so = tide_xmalloc((nsvc ? nsvc : 1) * sizeof *so);
-    for (size_t s = 0; s < nsvc; s++)
-        so[s] = (order_t){(int)s, svc[s].gpu_s / svc[s].gpr};
-    qsort(so, nsvc, sizeof *so, cmp_order);
-    for (size_t i = 0; i < nsvc; i++) {
-        const svcmeta_t *s = &svc[so[i].id];
-        double always = iv.n ? INFINITY : 0;
-        for (size_t k = 0; k < iv.n; k++) {
-            tide_time_t end = k + 1 < iv.n ? iv.v[k + 1] : to;
-            double dt = (double)(end - iv.v[k]);
-            if (dt > 0)
-                always = TIDE_MIN(always, s->per[k] / dt / s->gpr);
-        }
-        if (!isfinite(always))
-            always = 0;
-        always = floor(always + 1e-6);
+    order_t *so = tide_xmalloc((p->nsvc ? p->nsvc : 1) * sizeof *so);
+    for (size_t s = 0; s < p->nsvc; s++)
+        so[s] = (order_t){(int)s, p->svc[s].gpu_s / p->svc[s].gpr};
+    qsort(so, p->nsvc, sizeof *so, cmp_order);
+    for (size_t i = 0; i < p->nsvc; i++) {
+        const svcmeta_t *s = &p->svc[so[i].id];
+        double always = always_on(p, s);
         double per_gpu_h = s->gpu_s > 0 ? s->cost / (s->gpu_s / 3600.0) : 0;
         json_t *x = json_object();
-        jset(x, "service", json_string(d->str.v[s->id]));
-        jset(x, "gpus_per_replica", json_integer(s->gpr));
-        jset(x, "min_replicas", json_integer(s->min_rep));
-        jset(x, "gpu_hours", jreal(s->gpu_s / 3600.0));
-        jset(x, "replica_hours", jreal(s->gpu_s / 3600.0 / s->gpr));
-        jset(x, "mean_replicas", jreal(range_h > 0 ? s->gpu_s / 3600.0 / s->gpr / range_h : 0));
-        jset(x, "always_on_replicas", jreal(always));
-        jset(x, "floor_gpu_hours", jreal((double)s->min_rep * s->gpr * range_h));
-        jset(x, "cost", jreal(s->cost));
-        jset(x, "always_on_cost", jreal(always * s->gpr * range_h * per_gpu_h));
+        tide_json_set(x, "service", json_string(p->d->str.v[s->id]));
+        tide_json_set(x, "gpus_per_replica", json_integer(s->gpr));
+        tide_json_set(x, "min_replicas", json_integer(s->min_rep));
+        tide_json_set(x, "gpu_hours", tide_json_real(s->gpu_s / 3600.0));
+        tide_json_set(x, "replica_hours", tide_json_real(s->gpu_s / 3600.0 / s->gpr));
+        tide_json_set(x, "mean_replicas",
+                      tide_json_real(range_h > 0 ? s->gpu_s / 3600.0 / s->gpr / range_h : 0));
+        tide_json_set(x, "always_on_replicas", tide_json_real(always));
+        tide_json_set(x, "floor_gpu_hours", tide_json_real((double)s->min_rep * s->gpr * range_h));
+        tide_json_set(x, "cost", tide_json_real(s->cost));
+        tide_json_set(x, "always_on_cost", tide_json_real(always * s->gpr * range_h * per_gpu_h));
         json_array_append_new(sa, x);
     }
     free(so);
-    jset(sv, "services", sa);
-    jset(rep, "services", sv);
+    tide_json_set(sv, "services", sa);
+    return sv;
+}
 
-    /* 4. phase-like training demand */
+/* 4. phase-like training demand */
+static json_t *section_phases(const polrep_t *p)
+{
     json_t *ph = json_object();
-    jset(ph, "rule", json_string("a team is phase-like when its daily training GPU-hours over "
-                                 "the full days of the range have a coefficient of variation "
-                                 "(population std / mean) above cv_threshold"));
-    jset(ph, "cv_threshold", jreal(o->phase_cv));
-    jset(ph, "days", json_integer(ndays));
+    tide_json_set(ph, "rule",
+                  json_string("a team is phase-like when its daily training GPU-hours over "
+                              "the full days of the range have a coefficient of variation "
+                              "(population std / mean) above cv_threshold"));
+    tide_json_set(ph, "cv_threshold", tide_json_real(p->o->phase_cv));
+    tide_json_set(ph, "days", json_integer(p->ndays));
     json_t *pa = json_array();
-    ord = sorted_teams(acc, nacc, 0, &no);
-    for (size_t i = 0; i < no && ndays >= 2; i++) {
-        const tacc_t *a = &acc[ord[i].id];
+    size_t no;
+    order_t *ord = sorted_teams(p->acc, p->nacc, 0, &no);
+    int nd = p->ndays;
+    for (size_t i = 0; i < no && nd >= 2; i++) {
+        const tacc_t *a = &p->acc[ord[i].id];
         double mean = 0, var = 0;
-        for (int k = 0; k < ndays; k++)
+        for (int k = 0; k < nd; k++)
             mean += (a->daily ? a->daily[k] : 0) / 3600.0;
-        mean /= ndays;
-        for (int k = 0; k < ndays; k++) {
+        mean /= nd;
+        for (int k = 0; k < nd; k++) {
             double x = (a->daily ? a->daily[k] : 0) / 3600.0 - mean;
             var += x * x;
         }
-        var /= ndays;
+        var /= nd;
         double cv = mean > 0 ? sqrt(var) / mean : 0;
         json_t *x = json_object();
-        jset(x, "team", json_string(d->str.v[ord[i].id]));
-        jset(x, "mean_daily_gpu_hours", jreal(mean));
-        jset(x, "cv", jreal(cv));
-        jset(x, "phase_like", json_boolean(mean > 0 && cv > o->phase_cv));
+        tide_json_set(x, "team", json_string(p->d->str.v[ord[i].id]));
+        tide_json_set(x, "mean_daily_gpu_hours", tide_json_real(mean));
+        tide_json_set(x, "cv", tide_json_real(cv));
+        tide_json_set(x, "phase_like", json_boolean(mean > 0 && cv > p->o->phase_cv));
         json_array_append_new(pa, x);
     }
-    jset(ph, "teams", pa);
-    jset(rep, "phases", ph);
+    free(ord);
+    tide_json_set(ph, "teams", pa);
+    return ph;
+}
 
-    /* 5. preemptions and lost work */
+/* 5. preemptions and lost work (counts from the run's summary.json) */
+static json_t *section_preemptions(const polrep_t *p, json_t *summary)
+{
     json_t *pr = json_object();
-    json_t *pteams = summary ? json_object_get(json_object_get(json_object_get(summary, "policies"),
-                                                               policy),
-                                               "teams")
-                             : NULL;
+    json_t *pol = json_object_get(json_object_get(summary, "policies"), p->policy);
+    json_t *pteams = summary ? json_object_get(pol, "teams") : NULL;
     json_t *hz = summary ? json_object_get(summary, "horizon_s") : NULL;
     double days = hz && json_is_integer(hz) ? (double)json_integer_value(hz) / DAY_S : 0;
-    jset(pr, "available", json_boolean(json_is_object(pteams)));
-    jset(pr, "run_days", jreal(days));
+    tide_json_set(pr, "available", json_boolean(json_is_object(pteams)));
+    tide_json_set(pr, "run_days", tide_json_real(days));
     json_t *pra = json_array();
+    size_t no;
+    order_t *ord = sorted_teams(p->acc, p->nacc, 0, &no);
     for (size_t i = 0; i < no; i++) {
-        const tacc_t *a = &acc[ord[i].id];
-        const char *name = d->str.v[ord[i].id];
+        const tacc_t *a = &p->acc[ord[i].id];
+        const char *name = p->d->str.v[ord[i].id];
         json_t *st = json_is_object(pteams) ? json_object_get(pteams, name) : NULL;
         json_int_t np = st ? json_integer_value(json_object_get(st, "preemptions")) : 0;
         json_t *x = json_object();
-        jset(x, "team", json_string(name));
-        jset(x, "preemptions", json_integer(np));
-        jset(x, "per_day", jreal(days > 0 ? (double)np / days : 0));
-        jset(x, "gpu_hours_lost", jreal(a->lost_gpu_s / 3600.0));
-        jset(x, "lost_cost", jreal(a->lost_cost));
+        tide_json_set(x, "team", json_string(name));
+        tide_json_set(x, "preemptions", json_integer(np));
+        tide_json_set(x, "per_day", tide_json_real(days > 0 ? (double)np / days : 0));
+        tide_json_set(x, "gpu_hours_lost", tide_json_real(a->lost_gpu_s / 3600.0));
+        tide_json_set(x, "lost_cost", tide_json_real(a->lost_cost));
         if (st && json_object_get(st, "mean_queue_s"))
-            jset(x, "mean_queue_s", json_incref(json_object_get(st, "mean_queue_s")));
+            tide_json_set(x, "mean_queue_s", json_incref(json_object_get(st, "mean_queue_s")));
         json_array_append_new(pra, x);
     }
-    jset(pr, "teams", pra);
-    jset(pr, "charged_to", json_string(TIDE_USAGE_LOST_OWNER));
-    jset(pr, "policy_lost_gpu_hours", jreal(lost_s / 3600.0));
-    jset(pr, "policy_lost_cost", jreal(lost_c));
-    jset(rep, "preemptions", pr);
     free(ord);
+    tide_json_set(pr, "teams", pra);
+    tide_json_set(pr, "charged_to", json_string(TIDE_USAGE_LOST_OWNER));
+    tide_json_set(pr, "policy_lost_gpu_hours", tide_json_real(p->lost_s / 3600.0));
+    tide_json_set(pr, "policy_lost_cost", tide_json_real(p->lost_c));
+    return pr;
+}
 
-    /* 6. borrowing */
-    int have_states = read_team_states(dir, policy, from, to, &d->str, &acc, &nacc);
+/* 6. borrowing (quota and above-quota hours from team_states.csv) */
+static json_t *section_borrowing(polrep_t *p)
+{
+    int have_states =
+        read_team_states(p->dir, p->policy, p->from, p->to, &p->d->str, &p->acc, &p->nacc);
     json_t *bo = json_object();
-    jset(bo, "above_quota_available", json_boolean(have_states));
+    tide_json_set(bo, "above_quota_available", json_boolean(have_states));
     json_t *ba = json_array();
-    ord = sorted_teams(acc, nacc, 0, &no);
+    size_t no;
+    order_t *ord = sorted_teams(p->acc, p->nacc, 0, &no);
     for (size_t i = 0; i < no; i++) {
-        const tacc_t *a = &acc[ord[i].id];
+        const tacc_t *a = &p->acc[ord[i].id];
         json_t *x = json_object();
-        jset(x, "team", json_string(d->str.v[ord[i].id]));
-        jset(x, "quota_gpus", json_integer(a->quota_gpus));
-        jset(x, "gpu_hours", jreal(a->gpu_s / 3600.0));
-        jset(x, "cost", jreal(a->cost));
-        jset(x, "tier_c_gpu_hours", jreal(a->tier_c_gpu_s / 3600.0));
-        jset(x, "above_quota_gpu_hours", jreal(a->above_quota_gpu_s / 3600.0));
+        tide_json_set(x, "team", json_string(p->d->str.v[ord[i].id]));
+        tide_json_set(x, "quota_gpus", json_integer(a->quota_gpus));
+        tide_json_set(x, "gpu_hours", tide_json_real(a->gpu_s / 3600.0));
+        tide_json_set(x, "cost", tide_json_real(a->cost));
+        tide_json_set(x, "tier_c_gpu_hours", tide_json_real(a->tier_c_gpu_s / 3600.0));
+        tide_json_set(x, "above_quota_gpu_hours", tide_json_real(a->above_quota_gpu_s / 3600.0));
         json_array_append_new(ba, x);
     }
     free(ord);
-    jset(bo, "teams", ba);
-    jset(rep, "borrowing", bo);
+    tide_json_set(bo, "teams", ba);
+    return bo;
+}
 
-    for (size_t i = 0; i < nacc; i++)
-        free(acc[i].daily);
-    free(acc);
-    for (size_t s = 0; s < nsvc; s++)
-        free(svc[s].per);
-    free(svc);
-    free(iv.v);
-    free(peak.v);
+static json_t *report_policy(const char *dir, udata_t *d, int pid, json_t *summary,
+                             const tide_usage_report_opts_t *o)
+{
+    polrep_t p;
+    polrep_init(&p, dir, d, pid, o);
+    polrep_sum(&p);
+    json_t *rep = json_object();
+    tide_json_set(rep, "from_s", json_integer(p.from));
+    tide_json_set(rep, "to_s", json_integer(p.to));
+    section_classes(&p, rep);
+    tide_json_set(rep, "peak", section_peak(&p));
+    tide_json_set(rep, "services", section_services(&p));
+    tide_json_set(rep, "phases", section_phases(&p));
+    tide_json_set(rep, "preemptions", section_preemptions(&p, summary));
+    tide_json_set(rep, "borrowing", section_borrowing(&p));
+    polrep_free(&p);
     return rep;
 }
 
@@ -559,8 +628,9 @@ json_t *tide_usage_report(const char *dir, const char *policy, const tide_usage_
     json_t *top = json_object();
     json_t *pols = json_object();
     for (int i = 0; i < d.n_policies; i++)
-        jset(pols, d.str.v[d.policies[i]], report_policy(dir, &d, d.policies[i], summary, o));
-    jset(top, "policies", pols);
+        tide_json_set(pols, d.str.v[d.policies[i]],
+                      report_policy(dir, &d, d.policies[i], summary, o));
+    tide_json_set(top, "policies", pols);
     json_decref(summary);
     udata_free(&d);
     return top;

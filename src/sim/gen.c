@@ -87,6 +87,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "util/fs.h"
 #include "util/util.h"
 
 #define DAY_S 86400
@@ -700,41 +701,6 @@ static int job_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* mkdir -p. */
-static int make_dirs(const char *path, tide_error_t *err)
-{
-    char *p = tide_xstrdup(path);
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/')
-        p[--n] = '\0';
-    for (char *q = p + 1; *q; q++) {
-        if (*q != '/')
-            continue;
-        *q = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            int e = errno;
-            tide_errf(err, TIDE_EIO, "cannot create directory '%s': %s", p, strerror(e));
-            free(p);
-            return -1;
-        }
-        *q = '/';
-    }
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-        int e = errno;
-        tide_errf(err, TIDE_EIO, "cannot create directory '%s': %s", p, strerror(e));
-        free(p);
-        return -1;
-    }
-    struct stat st;
-    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        tide_errf(err, TIDE_EIO, "'%s' exists and is not a directory", p);
-        free(p);
-        return -1;
-    }
-    free(p);
-    return 0;
-}
-
 typedef int (*write_fn)(FILE *f, const ctx_t *c);
 
 static int write_services(FILE *f, const ctx_t *c)
@@ -874,7 +840,7 @@ int tide_gen_write_ex(const tide_gen_opts_t *o, tide_gen_summary_t *sum, tide_er
             snprintf(c.jobs[i].id, sizeof c.jobs[i].id, "j%06zu", i + 1);
 
     int rc = -1;
-    if (make_dirs(o->outdir, err) < 0 ||
+    if (tide_mkdir_p(o->outdir, err) < 0 ||
         write_file(o->outdir, "services.csv", write_services, &c, err) < 0 ||
         write_file(o->outdir, "demand.csv", write_demand, &c, err) < 0 ||
         write_file(o->outdir, "jobs.csv", write_jobs, &c, err) < 0)

@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "formats/usage.h"
 #include "world/world.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #define DAY_S 86400
@@ -36,35 +38,6 @@ static double now_wall(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* mkdir -p. Returns 0 or -1 with err (EIO). */
-static int make_dirs(const char *path, tide_error_t *err)
-{
-    char *p = tide_xstrdup(path);
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/')
-        p[--n] = '\0';
-    for (char *s = p + 1;; s++) {
-        int end = *s == '\0';
-        if (*s == '/' || end) {
-            *s = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                tide_errf(err, TIDE_EIO, "cannot create directory %s: %s", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            if (end)
-                break;
-            *s = '/';
-        }
-    }
-    struct stat st;
-    int ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-    if (!ok)
-        tide_errf(err, TIDE_EIO, "%s is not a directory", p);
-    free(p);
-    return ok ? 0 : -1;
 }
 
 static FILE *open_out(const char *dir, const char *name, char *path, size_t pathn,
@@ -828,10 +801,6 @@ static int replay(run_t *r, tide_error_t *err)
 
 /* ------------------------------------------------------------ summary.json */
 
-static json_t *jreal(double v) { return json_real(isfinite(v) ? v : 0.0); }
-
-static void jset(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
-
 static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 /* Gang-size buckets by total GPUs of the job: [1,2), [2,4), ... [32,64), [64,inf). */
@@ -854,8 +823,8 @@ typedef struct qacc {
 static json_t *qacc_json(const qacc_t *q)
 {
     json_t *o = json_object();
-    jset(o, "jobs", json_integer(q->jobs));
-    jset(o, "mean_queue_s", jreal(ratio(q->sum, q->jobs)));
+    tide_json_set(o, "jobs", json_integer(q->jobs));
+    tide_json_set(o, "mean_queue_s", tide_json_real(ratio(q->sum, q->jobs)));
     return o;
 }
 
@@ -898,25 +867,25 @@ static json_t *training_json(const run_t *r, const tide_stats_t *st, tabrow_t *t
         g->sum += q;
     }
     json_t *o = json_object();
-    jset(o, "jobs_submitted", json_integer(st->jobs_submitted));
-    jset(o, "jobs_completed", json_integer(st->jobs_completed));
-    jset(o, "mean_jct_s", jreal(ratio(jct_sum, done)));
-    jset(o, "mean_queue_s", jreal(ratio(q_sum, (double)nq)));
-    jset(o, "p95_queue_s", jreal(tide_quantile(queue, nq, 0.95)));
-    jset(o, "preemptions", json_integer(st->preemptions));
-    jset(o, "shrinks", json_integer(st->shrinks));
-    jset(o, "gpu_hours_lost", jreal(st->lost_gpu_s / 3600.0));
+    tide_json_set(o, "jobs_submitted", json_integer(st->jobs_submitted));
+    tide_json_set(o, "jobs_completed", json_integer(st->jobs_completed));
+    tide_json_set(o, "mean_jct_s", tide_json_real(ratio(jct_sum, done)));
+    tide_json_set(o, "mean_queue_s", tide_json_real(ratio(q_sum, (double)nq)));
+    tide_json_set(o, "p95_queue_s", tide_json_real(tide_quantile(queue, nq, 0.95)));
+    tide_json_set(o, "preemptions", json_integer(st->preemptions));
+    tide_json_set(o, "shrinks", json_integer(st->shrinks));
+    tide_json_set(o, "gpu_hours_lost", tide_json_real(st->lost_gpu_s / 3600.0));
     json_t *qp = json_object();
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         char k[8];
         snprintf(k, sizeof k, "P%d", p);
-        jset(qp, k, qacc_json(&by_prio[p]));
+        tide_json_set(qp, k, qacc_json(&by_prio[p]));
     }
-    jset(o, "queue_by_priority", qp);
+    tide_json_set(o, "queue_by_priority", qp);
     json_t *qg = json_object();
     for (int b = 0; b < N_GANG; b++)
-        jset(qg, gang_labels[b], qacc_json(&by_gang[b]));
-    jset(o, "queue_by_gang_size", qg);
+        tide_json_set(qg, gang_labels[b], qacc_json(&by_gang[b]));
+    tide_json_set(o, "queue_by_gang_size", qg);
     free(queue);
     tab->mean_queue_s = ratio(q_sum, (double)nq);
     tab->jobs_done = st->jobs_completed;
@@ -937,12 +906,12 @@ static json_t *teams_json(const tide_engine_t *e)
     json_t *o = json_object();
     for (int i = 0; i < k; i++) {
         json_t *x = json_object();
-        jset(x, "gpu_hours", jreal(t[i].gpu_s / 3600.0));
-        jset(x, "gpu_hours_lost", jreal(t[i].lost_gpu_s / 3600.0));
-        jset(x, "preemptions", json_integer(t[i].preemptions));
-        jset(x, "jobs", json_integer(t[i].jobs));
-        jset(x, "mean_queue_s", jreal(ratio(t[i].queue_s_sum, t[i].jobs)));
-        jset(o, t[i].team, x);
+        tide_json_set(x, "gpu_hours", tide_json_real(t[i].gpu_s / 3600.0));
+        tide_json_set(x, "gpu_hours_lost", tide_json_real(t[i].lost_gpu_s / 3600.0));
+        tide_json_set(x, "preemptions", json_integer(t[i].preemptions));
+        tide_json_set(x, "jobs", json_integer(t[i].jobs));
+        tide_json_set(x, "mean_queue_s", tide_json_real(ratio(t[i].queue_s_sum, t[i].jobs)));
+        tide_json_set(o, t[i].team, x);
     }
     free(t);
     return o;
@@ -958,28 +927,29 @@ static json_t *faults_json(const run_t *r)
 {
     const fault_stats_t *f = &r->fs;
     json_t *o = json_object();
-    jset(o, "bursts", json_integer(f->bursts));
-    jset(o, "nodes_failed", json_integer(f->nodes_failed));
-    jset(o, "nodes_recovered", json_integer(f->nodes_recovered));
-    jset(o, "rank_failures", json_integer(f->rank_failures));
-    jset(o, "rank_failures_skipped", json_integer(f->rank_failures_skipped));
-    jset(o, "ctl_outages", json_integer(f->ctl_outages));
-    jset(o, "ctl_down_s", json_integer(f->ctl_down_s));
-    jset(o, "events_held", json_integer(f->events_held));
-    jset(o, "jobs_expired", json_integer(f->jobs_expired));
+    tide_json_set(o, "bursts", json_integer(f->bursts));
+    tide_json_set(o, "nodes_failed", json_integer(f->nodes_failed));
+    tide_json_set(o, "nodes_recovered", json_integer(f->nodes_recovered));
+    tide_json_set(o, "rank_failures", json_integer(f->rank_failures));
+    tide_json_set(o, "rank_failures_skipped", json_integer(f->rank_failures_skipped));
+    tide_json_set(o, "ctl_outages", json_integer(f->ctl_outages));
+    tide_json_set(o, "ctl_down_s", json_integer(f->ctl_down_s));
+    tide_json_set(o, "events_held", json_integer(f->events_held));
+    tide_json_set(o, "jobs_expired", json_integer(f->jobs_expired));
     if (tide_inject_storage_gbps(r->o->inject) > 0) {
         tide_world_storage_t ws;
         tide_world_storage(r->w, r->horizon, &ws);
         json_t *so = json_object();
-        jset(so, "gbps", jreal(ws.gbps));
-        jset(so, "peak_demand_gbps", jreal(ws.peak_gbps));
-        jset(so, "mean_demand_gbps", jreal(ratio(ws.demand_gb, (double)r->horizon)));
-        jset(so, "saturated_s", jreal(ws.saturated_s));
-        jset(so, "transfers", json_integer(ws.transfers));
-        jset(so, "moved_gb", jreal(ws.moved_gb));
-        jset(so, "p99_ckpt_s", jreal(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
-        jset(so, "p99_warmup_s", jreal(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
-        jset(o, "storage", so);
+        tide_json_set(so, "gbps", tide_json_real(ws.gbps));
+        tide_json_set(so, "peak_demand_gbps", tide_json_real(ws.peak_gbps));
+        tide_json_set(so, "mean_demand_gbps",
+                      tide_json_real(ratio(ws.demand_gb, (double)r->horizon)));
+        tide_json_set(so, "saturated_s", tide_json_real(ws.saturated_s));
+        tide_json_set(so, "transfers", json_integer(ws.transfers));
+        tide_json_set(so, "moved_gb", tide_json_real(ws.moved_gb));
+        tide_json_set(so, "p99_ckpt_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
+        tide_json_set(so, "p99_warmup_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
+        tide_json_set(o, "storage", so);
     }
     return o;
 }
@@ -995,57 +965,60 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     json_t *o = json_object();
     tab->util = 1.0 - ratio(tot.state[TIDE_S_IDLE], total);
     tab->useful = ratio(st.useful_serving_gpu_s + training, total);
-    jset(o, "utilization", jreal(tab->util));
-    jset(o, "productive_utilization",
-         jreal(ratio(tot.state[TIDE_S_SERVING] + training, total)));
-    jset(o, "useful_utilization", jreal(tab->useful));
+    tide_json_set(o, "utilization", tide_json_real(tab->util));
+    tide_json_set(o, "productive_utilization",
+         tide_json_real(ratio(tot.state[TIDE_S_SERVING] + training, total)));
+    tide_json_set(o, "useful_utilization", tide_json_real(tab->useful));
 
     static const char *const state_keys[TIDE_S_COUNT] = {
         "serving", "warming", "training", "checkpointing", "restoring", "lost", "idle"};
     json_t *gh = json_object();
     for (int k = 0; k < TIDE_S_COUNT; k++)
-        jset(gh, state_keys[k], jreal(tot.state[k] / 3600.0));
-    jset(o, "gpu_hours", gh);
+        tide_json_set(gh, state_keys[k], tide_json_real(tot.state[k] / 3600.0));
+    tide_json_set(o, "gpu_hours", gh);
     static const char *const cls_keys[] = {"inference", "p1", "p2", "p3"};
     json_t *gc = json_object();
     for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
-        jset(gc, cls_keys[c], jreal(tot.cls[c] / 3600.0));
-    jset(o, "gpu_hours_by_class", gc);
+        tide_json_set(gc, cls_keys[c], tide_json_real(tot.cls[c] / 3600.0));
+    tide_json_set(o, "gpu_hours_by_class", gc);
     static const char *const tier_keys[TIDE_T_COUNT] = {"A", "B", "C", "D"};
     json_t *gt = json_object();
     for (int k = 0; k < TIDE_T_COUNT; k++)
-        jset(gt, tier_keys[k], jreal(tot.tier[k] / 3600.0));
-    jset(o, "gpu_hours_by_tier", gt);
+        tide_json_set(gt, tier_keys[k], tide_json_real(tot.tier[k] / 3600.0));
+    tide_json_set(o, "gpu_hours_by_tier", gt);
 
     json_t *inf = json_object();
     tab->slo = st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0;
-    jset(inf, "slo_attainment", jreal(tab->slo));
-    jset(inf, "unserved_requests", jreal(TIDE_MAX(st.requests_demanded - st.requests_served, 0.0)));
-    jset(inf, "demanded_requests", jreal(st.requests_demanded));
-    jset(o, "inference", inf);
+    tide_json_set(inf, "slo_attainment", tide_json_real(tab->slo));
+    tide_json_set(inf, "unserved_requests",
+                  tide_json_real(TIDE_MAX(st.requests_demanded - st.requests_served, 0.0)));
+    tide_json_set(inf, "demanded_requests", tide_json_real(st.requests_demanded));
+    tide_json_set(o, "inference", inf);
 
-    jset(o, "training", training_json(r, &st, tab));
+    tide_json_set(o, "training", training_json(r, &st, tab));
 
     json_t *rc = json_object();
     tab->reclaims = st.reclaims;
     tab->late = st.reclaims_late;
     tab->p99_lead = samples_p99(r->e, TIDE_SAMPLE_RECLAIM_RETURN);
-    jset(rc, "count", json_integer(st.reclaims));
-    jset(rc, "late", json_integer(st.reclaims_late));
-    jset(rc, "p99_lead_s", jreal(tab->p99_lead));
-    jset(rc, "p99_notice_to_ready_s", jreal(samples_p99(r->e, TIDE_SAMPLE_RECLAIM_TO_READY)));
-    jset(rc, "leases_granted", json_integer(st.leases_granted));
-    jset(rc, "borrowed_gpu_hours", jreal(st.borrowed_gpu_s / 3600.0));
-    jset(o, "reclaim", rc);
+    tide_json_set(rc, "count", json_integer(st.reclaims));
+    tide_json_set(rc, "late", json_integer(st.reclaims_late));
+    tide_json_set(rc, "p99_lead_s", tide_json_real(tab->p99_lead));
+    tide_json_set(rc, "p99_notice_to_ready_s",
+                  tide_json_real(samples_p99(r->e, TIDE_SAMPLE_RECLAIM_TO_READY)));
+    tide_json_set(rc, "leases_granted", json_integer(st.leases_granted));
+    tide_json_set(rc, "borrowed_gpu_hours", tide_json_real(st.borrowed_gpu_s / 3600.0));
+    tide_json_set(o, "reclaim", rc);
 
-    jset(o, "idle_while_queued_gpu_hours", jreal(st.idle_while_queued_gpu_s / 3600.0));
+    tide_json_set(o, "idle_while_queued_gpu_hours",
+                  tide_json_real(st.idle_while_queued_gpu_s / 3600.0));
     if (r->o->inject && r->o->inject->n > 0)
-        jset(o, "faults", faults_json(r));
-    jset(o, "teams", teams_json(r->e));
-    jset(o, "events", json_integer(r->rows));
-    jset(o, "steps", json_integer(r->steps));
-    jset(o, "input_events", json_integer(r->input_events));
-    jset(o, "wall_s", jreal(wall));
+        tide_json_set(o, "faults", faults_json(r));
+    tide_json_set(o, "teams", teams_json(r->e));
+    tide_json_set(o, "events", json_integer(r->rows));
+    tide_json_set(o, "steps", json_integer(r->steps));
+    tide_json_set(o, "input_events", json_integer(r->input_events));
+    tide_json_set(o, "wall_s", tide_json_real(wall));
     tab->ok = 1;
     return o;
 }
@@ -1237,17 +1210,17 @@ static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t h
 {
     int gpus = tide_cluster_gpus(o->cluster);
     json_t *top = json_object();
-    jset(top, "horizon_s", json_integer(horizon));
-    jset(top, "cluster_gpus", json_integer(gpus));
+    tide_json_set(top, "horizon_s", json_integer(horizon));
+    tide_json_set(top, "cluster_gpus", json_integer(gpus));
     if (o->seed <= (uint64_t)INT64_MAX)
-        jset(top, "seed", json_integer((json_int_t)o->seed));
+        tide_json_set(top, "seed", json_integer((json_int_t)o->seed));
     else /* beyond JSON's safe integers anyway: keep every digit */
-        jset(top, "seed", json_sprintf("%llu", (unsigned long long)o->seed));
+        tide_json_set(top, "seed", json_sprintf("%llu", (unsigned long long)o->seed));
     json_t *orc = json_object();
-    jset(orc, "max_utilization",
-         jreal(ratio(oracle > 0 ? oracle : 0, (double)gpus * (double)horizon)));
-    jset(top, "oracle", orc);
-    jset(top, "policies", json_incref(pols));
+    tide_json_set(orc, "max_utilization",
+         tide_json_real(ratio(oracle > 0 ? oracle : 0, (double)gpus * (double)horizon)));
+    tide_json_set(top, "oracle", orc);
+    tide_json_set(top, "policies", json_incref(pols));
     FILE *f = open_out(o->out_dir, "summary.json", out->sum_path, sizeof out->sum_path, err);
     int rc = -1;
     if (f) {
@@ -1264,7 +1237,7 @@ static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t h
 
 int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
 {
-    if (check_opts(o, err) != 0 || make_dirs(o->out_dir, err) != 0)
+    if (check_opts(o, err) != 0 || tide_mkdir_p(o->out_dir, err) != 0)
         return -1;
     const char *const *names = o->policies;
     size_t np = o->n_policies;
@@ -1320,9 +1293,9 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
                 first = perr;
             failed++;
             pj = json_object();
-            jset(pj, "error", json_string(perr.msg));
+            tide_json_set(pj, "error", json_string(perr.msg));
         }
-        jset(pols, names[i], pj);
+        tide_json_set(pols, names[i], pj);
     }
     int rc = 0;
     if (close_out(out.tl, out.tl_path, err) != 0)

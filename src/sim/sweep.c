@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "formats/csv.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #define PATH_N 4096
@@ -332,27 +333,6 @@ void tide_sweep_result_free(tide_sweep_result_t *r)
     memset(r, 0, sizeof *r);
 }
 
-static int mkdir_p(const char *path, tide_error_t *err)
-{
-    char *p = tide_xstrdup(path);
-    for (char *s = p + 1;; s++) {
-        int end = *s == '\0';
-        if (*s == '/' || end) {
-            *s = '\0';
-            if (*p && mkdir(p, 0777) != 0 && errno != EEXIST) {
-                tide_errf(err, TIDE_EIO, "cannot create directory %s: %s", p, strerror(errno));
-                free(p);
-                return -1;
-            }
-            if (end)
-                break;
-            *s = '/';
-        }
-    }
-    free(p);
-    return 0;
-}
-
 /* Everything the workers share. Only `next`, `done` and the progress output
  * are touched under the lock; each point writes only its own rows. */
 typedef struct pool {
@@ -662,7 +642,7 @@ int tide_sweep_run(const tide_sim_opts_t *base, const tide_sweep_grid_t *g, cons
             p.np++;
     char dir[PATH_N];
     snprintf(dir, sizeof dir, "%s/sweep", base->out_dir);
-    if (mkdir_p(dir, err) != 0)
+    if (tide_mkdir_p(dir, err) != 0)
         return -1;
 
     if (threads <= 0) {

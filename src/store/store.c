@@ -208,6 +208,7 @@ static int64_t col_opt(sqlite3_stmt *st, int i)
 static const char *migration(int n, size_t *len)
 {
     char tag[48];
+    *len = 0;
     snprintf(tag, sizeof tag, "-- migration %d:", n);
     const char *p = strstr(tide_store_schema_sql, tag);
     if (!p)
@@ -257,8 +258,10 @@ static int migrate(tide_store_t *s, tide_error_t *err)
                          "database schema version %d is newer than this tide (%d): upgrade tide",
                          have, latest);
     for (int v = have + 1; v <= latest; v++) {
-        size_t len;
+        size_t len = 0;
         const char *text = migration(v, &len);
+        if (!text)
+            return tide_errf(err, TIDE_ESTATE, "migration %d: missing from the schema", v);
         char *sql = tide_xmalloc(len + 128);
         memcpy(sql, text, len);
         snprintf(sql + len, 128,

@@ -13,6 +13,7 @@
 #include "formats/csv.h"
 #include "formats/workload_io.h"
 #include "trace/trace.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 /* --------------------------------------------------------------- date-times */
@@ -150,35 +151,6 @@ int tide_trace_read_all(const char *path, char **buf, size_t *len, tide_error_t 
     *buf = b;
     *len = n;
     return 0;
-}
-
-int tide_trace_make_dirs(const char *path, tide_error_t *err)
-{
-    if (!path || !*path)
-        return tide_errf(err, TIDE_EINVAL, "empty output directory");
-    char *p = tide_xstrdup(path);
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/')
-        p[--n] = '\0';
-    int rc = 0;
-    for (char *q = p + 1;; q++) {
-        int end = *q == '\0';
-        if (!end && *q != '/')
-            continue;
-        *q = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            rc = tide_errf(err, TIDE_EIO, "cannot create directory '%s': %s", p, strerror(errno));
-            break;
-        }
-        if (end)
-            break;
-        *q = '/';
-    }
-    struct stat st;
-    if (rc == 0 && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)))
-        rc = tide_errf(err, TIDE_EIO, "'%s' exists and is not a directory", p);
-    free(p);
-    return rc;
 }
 
 int tide_trace_write_file(const char *dir, const char *name, tide_trace_write_fn fn,
@@ -641,7 +613,7 @@ static int import_demand(const struct format *F, const char *const *srcs, size_t
     }
     if (tide_trace_fit_apply(&d, &fit, &res, err) < 0)
         goto out;
-    if (tide_trace_make_dirs(outdir, err) < 0)
+    if (tide_mkdir_p(outdir, err) < 0)
         goto out;
     tide_trace_out_t out = {&d, &fit};
     if (tide_trace_write_file(outdir, "services.csv", tide_trace_services_write, &out, err) < 0 ||

@@ -10,6 +10,7 @@
 #include "formats/csv.h"
 #include "formats/workload_io.h"
 #include "trace/trace.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #define PH_NODE_GPUS 8          /* Philly nodes: assume 8 GPUs */
@@ -366,7 +367,7 @@ int tide_trace_philly_import(const char *const *srcs, size_t n, const tide_trace
             goto out;
     if (tide_trace_philly_convert(&p, &o->philly, &j, err) < 0)
         goto out;
-    if (tide_trace_make_dirs(outdir, err) < 0 ||
+    if (tide_mkdir_p(outdir, err) < 0 ||
         tide_trace_write_file(outdir, "jobs.csv", tide_trace_jobs_write, &j, err) < 0)
         goto out;
     sum->sources = (long long)n;

@@ -42,9 +42,6 @@ const char *tide_trace_fmt_datetime(double t, char *buf, size_t n);
  * or -1 with err (ENOENT missing, EIO unreadable or over TIDE_TRACE_MAX_FILE). */
 int tide_trace_read_all(const char *path, char **buf, size_t *len, tide_error_t *err);
 
-/* mkdir -p. Returns 0 or -1 with err (EIO). */
-int tide_trace_make_dirs(const char *path, tide_error_t *err);
-
 /* Write dir/name through dir/name.tmp and a rename: fn(f, ctx) writes the
  * content and returns 0 or -1. Returns 0 or -1 with err (EIO). */
 typedef int (*tide_trace_write_fn)(FILE *f, const void *ctx);

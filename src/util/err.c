@@ -1,23 +1,17 @@
-/* Errors: one table maps each code to a name, a CLI exit status and an HTTP status. */
+/* Errors: tide_errf and the name of each code. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tide/types.h"
 
-static const struct {
-    const char *name;
-    int exit_code;
-    int http;
-} errtab[TIDE_ERRCODE_COUNT] = {
-    [TIDE_OK] = {"OK", 0, 200},
-    [TIDE_EINVAL] = {"EINVAL", 2, 400},
-    [TIDE_ENOENT] = {"ENOENT", 3, 404},
-    [TIDE_EEXIST] = {"EEXIST", 4, 409},
-    [TIDE_ENOMEM] = {"ENOMEM", 5, 503},
-    [TIDE_EIO] = {"EIO", 6, 500},
-    [TIDE_ESTATE] = {"ESTATE", 7, 409},
-    [TIDE_ERANGE] = {"ERANGE", 2, 400},
+/* The name of each code (the JSON "code" of an API error). Its exit status
+ * lives with the CLI (src/cli/cli_util.c), its HTTP status with the HTTP
+ * layer (src/http/router.c). */
+static const char *const errnames[TIDE_ERRCODE_COUNT] = {
+    [TIDE_OK] = "OK",         [TIDE_EINVAL] = "EINVAL", [TIDE_ENOENT] = "ENOENT",
+    [TIDE_EEXIST] = "EEXIST", [TIDE_ENOMEM] = "ENOMEM", [TIDE_EIO] = "EIO",
+    [TIDE_ESTATE] = "ESTATE", [TIDE_ERANGE] = "ERANGE",
 };
 
 int tide_errf(tide_error_t *err, int code, const char *fmt, ...)
@@ -55,6 +49,12 @@ int tide_err_prefix(tide_error_t *err, const char *fmt, ...)
 
 static int valid(int code) { return code >= 0 && code < TIDE_ERRCODE_COUNT; }
 
-const char *tide_errcode_name(int code) { return valid(code) ? errtab[code].name : "EUNKNOWN"; }
-int tide_errcode_exit(int code) { return valid(code) ? errtab[code].exit_code : 1; }
-int tide_errcode_http(int code) { return valid(code) ? errtab[code].http : 500; }
+const char *tide_errcode_name(int code) { return valid(code) ? errnames[code] : "EUNKNOWN"; }
+
+int tide_errcode_find(const char *name)
+{
+    for (int code = 0; name && code < TIDE_ERRCODE_COUNT; code++)
+        if (!strcmp(errnames[code], name))
+            return code;
+    return -1;
+}

@@ -385,6 +385,55 @@ static void test_impossible_typed_gang_rejected_at_submit(void **state)
     ef_free(f);
 }
 
+/* tide_job_spec_fits (what the API checks before it accepts a job) and the
+ * engine's submit agree, case by case, on a cluster of mixed domain sizes. */
+static void test_spec_fits_matches_submit(void **state)
+{
+    (void)state;
+    ef_t *f = train_only("2x8:H100/2,4x4:A100,1x8:A100"); /* H100 16; A100 4,4,4,4,8 */
+    uint32_t a100 = 0, h100 = 0;
+    tide_error_t err = {0};
+    assert_int_equal(tide_cluster_type_mask(f->c, "A100", &a100, &err), 0);
+    assert_int_equal(tide_cluster_type_mask(f->c, "H100", &h100, &err), 0);
+    static const struct {
+        int gang, dp_min, type; /* type: 0 any, 1 H100, 2 A100 */
+        int fits;
+        const char *field;
+    } cases[] = {
+        {8, 2, 1, 1, NULL},       /* two gangs in the 16-GPU H100 domain */
+        {8, 3, 1, 0, "dp_min:"},  /* a third does not fit */
+        {16, 1, 0, 1, NULL},      /* inside the H100 domain */
+        {16, 1, 2, 0, "gang_gpus:"}, /* no A100 domain that large */
+        {32, 1, 0, 0, "gang_gpus:"}, /* not enough whole domains of one size */
+        {3, 6, 2, 1, NULL},       /* 1 per 4-GPU domain + 2 in the 8-GPU one */
+        {3, 7, 2, 0, "dp_min:"},  /* 21 <= 24 A100 GPUs, yet only 6 gangs fit */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "case%zu", i);
+        int g = cases[i].gang, n = cases[i].dp_min;
+        tide_job_spec_t j = ef_job(id, 1, g * n, g, n, 3600);
+        j.gpu_types = cases[i].type == 1 ? h100 : cases[i].type == 2 ? a100 : 0;
+        tide_job_spec_t norm = j;
+        assert_int_equal(tide_job_spec_normalize(&norm, &err), 0);
+        err = (tide_error_t){0};
+        int rc = tide_job_spec_fits(&norm, f->c, &err);
+        if ((rc == 0) != cases[i].fits)
+            fail_msg("%s: tide_job_spec_fits %d (%s)", id, rc, err.msg);
+        if (!cases[i].fits) {
+            assert_int_equal(err.code, TIDE_EINVAL);
+            assert_non_null(strstr(err.msg, cases[i].field));
+            expect_rejected(f, (tide_time_t)i, &j);
+        } else {
+            tide_event_t ev = ef_ev(TIDE_EV_JOB_SUBMIT);
+            ev.job_spec = &j;
+            assert_int_equal(ef_step_rc(f, (tide_time_t)i, &ev, 1, &err), 0);
+            assert_true(tide_engine_job_find(f->e, id) >= 0);
+        }
+    }
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_impossible_gang_rejected_at_submit),
         cmocka_unit_test(test_bad_submit_does_not_block_batch),
         cmocka_unit_test(test_impossible_typed_gang_rejected_at_submit),
+        cmocka_unit_test(test_spec_fits_matches_submit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

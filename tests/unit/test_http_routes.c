@@ -24,6 +24,7 @@
 #include "http/prom.h"
 #include "http/router.h"
 #include "http/server.h"
+#include "http/status.h"
 
 /* ---------------------------------------------------------------- routes */
 
@@ -688,10 +689,40 @@ static void test_get_parsing(void **state)
     assert_int_equal(tide_http_listen_parse("x:99999", lh, sizeof lh, lp, sizeof lp, &err), -1);
 }
 
+/* Error codes <-> names and HTTP statuses, both ways. */
+static void test_status_table(void **state)
+{
+    (void)state;
+    static const struct {
+        int code;
+        const char *name;
+        int status;
+    } t[] = {{TIDE_EINVAL, "EINVAL", 400}, {TIDE_ENOENT, "ENOENT", 404},
+             {TIDE_EEXIST, "EEXIST", 409}, {TIDE_ENOMEM, "ENOMEM", 503},
+             {TIDE_EIO, "EIO", 500},       {TIDE_ESTATE, "ESTATE", 409},
+             {TIDE_ERANGE, "ERANGE", 400}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        assert_string_equal(tide_errcode_name(t[i].code), t[i].name);
+        assert_int_equal(tide_errcode_find(t[i].name), t[i].code);
+        assert_int_equal(tide_http_status(t[i].code), t[i].status);
+    }
+    assert_string_equal(tide_errcode_name(99), "EUNKNOWN");
+    assert_int_equal(tide_errcode_find("EPERM"), -1);
+    assert_int_equal(tide_errcode_find(NULL), -1);
+    assert_int_equal(tide_http_status(99), 500);
+    /* back: the first code with that status, else by class */
+    assert_int_equal(tide_http_status_code(404), TIDE_ENOENT);
+    assert_int_equal(tide_http_status_code(409), TIDE_EEXIST);
+    assert_int_equal(tide_http_status_code(400), TIDE_EINVAL);
+    assert_int_equal(tide_http_status_code(403), TIDE_EINVAL);
+    assert_int_equal(tide_http_status_code(502), TIDE_EIO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_table),   cmocka_unit_test(test_unescape),
+        cmocka_unit_test(test_status_table),
         cmocka_unit_test(test_role_matrix),   cmocka_unit_test(test_auth_check),
         cmocka_unit_test(test_route_roles),   cmocka_unit_test(test_job_validation),
         cmocka_unit_test(test_other_bodies),  cmocka_unit_test(test_prom),
