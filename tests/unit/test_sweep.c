@@ -274,7 +274,7 @@ static void test_sweep_run(void **state)
     json_t *r0 = json_array_get(json_object_get(j, "rows"), 0);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r0, "params"), "reserve")),
                      8);
-    assert_int_equal(json_object_size(json_object_get(j, "front_by_policy")), 5);
+    assert_int_equal(json_object_size(json_object_get(j, "front_by_policy")), 6);
     json_decref(j);
 
     /* one thread gives the same figures (the runs share nothing) */
