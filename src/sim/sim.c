@@ -557,8 +557,8 @@ static void rebook_losses(run_t *r)
     size_t n = r->nrows;
     for (size_t i = 0; i < r->nloss && n > 0; i++) {
         const loss_t *l = &r->loss[i];
-        size_t b = n - 1;
-        while (b > 0 && v[b].t0 > l->booked)
+        size_t b = n - 1; /* the row whose end snapshot holds the step: t0 < booked <= t1 */
+        while (b > 0 && v[b].t0 >= l->booked)
             b--;
         double span = l->rate > 0 ? l->gpu_s / l->rate : 0;
         double from = (double)l->end - span, moved = 0, left = l->gpu_s;
