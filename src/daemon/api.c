@@ -296,7 +296,10 @@ static void h_cluster(void *app, const tide_http_req_t *req, tide_http_reply_t *
     set(s, "shrinks", json_integer(st.shrinks));
     set(s, "reclaims", json_integer(st.reclaims));
     set(s, "reclaims_late", json_integer(st.reclaims_late));
+    set(s, "leases_expired", json_integer(st.leases_expired));
     set(s, "leases_granted", json_integer(st.leases_granted));
+    set(s, "tier_a_breach_gpu_s", jnum(st.tier_a_breach_gpu_s));
+    set(s, "tier_a_short_gpus", json_integer(st.tier_a_short_gpus));
     set(s, "lost_gpu_hours", jnum(st.lost_gpu_s / 3600.0));
     set(s, "slo_attainment",
         jnum(st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0));
