@@ -51,7 +51,7 @@ demo: build
 	$(BUILD)/tide gen --scenario seed200 --days 14 --seed 1 --out $(DEMO_OUT)
 	$(BUILD)/tide sim --cluster 25x8:H100 --services $(DEMO_OUT)/services.csv \
 	  --demand $(DEMO_OUT)/demand.csv --jobs $(DEMO_OUT)/jobs.csv \
-	  --policy isolated,static,preempt,elastic,timeshare --split 80:120 --reserve 40 \
+	  --policy isolated,static,preempt,k8s,elastic,timeshare --split 80:120 --reserve 40 \
 	  --horizon 14d --seed 1 --out $(DEMO_OUT)/sim --report $(DEMO_OUT)/report.html
 	@echo "report: $(abspath $(DEMO_OUT)/report.html) (open it in a browser)"
 

@@ -64,7 +64,7 @@ int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err);
 /* ----------------------------------------------------------------- config */
 
 typedef struct tide_config {
-    const char *policy;        /* "elastic", "static", "preempt", "isolated", "timeshare" */
+    const char *policy;        /* "elastic", "static", "preempt", "k8s", "isolated", "timeshare" */
     int reserve_gpus;          /* Tier A GPUs for `elastic` (-1 = sum of service floors) */
     int split_inf;             /* inference GPUs for `static`/`timeshare` (-1 = auto) */
     int night_start_h;         /* `timeshare` window, hours of day [start, end) */
@@ -86,6 +86,12 @@ typedef struct tide_config {
     int warm_start;            /* replicas placed at the very first step count as
                                   ready at once: a replay starts from a running
                                   cluster, not a cold one (simulator) */
+    double headroom;           /* `preempt` and `k8s`: replicas = ceil(demand x
+                                  (1 + headroom) / replica_rps); 0.25 is an
+                                  autoscaler's 80% utilisation target (0.25) */
+    tide_time_t hpa_window_s;  /* `k8s`: scale-down stabilisation window, the
+                                  highest recommendation over it is kept
+                                  (HPA's default, 300) */
 } tide_config_t;
 
 /* Fill c with defaults (elastic). */
@@ -294,6 +300,18 @@ typedef struct tide_lease_info {
 int tide_engine_leases(const tide_engine_t *e);
 int tide_engine_lease(const tide_engine_t *e, int32_t lease, tide_lease_info_t *out);
 
+/* Replicas (handles 0..n-1, stopped ones included). */
+typedef struct tide_replica_info {
+    int service;
+    int ready;     /* passed warm-up */
+    int stopped;
+    int gpus;
+    int tier;      /* TIDE_T_A on the reserve, else TIDE_T_B */
+} tide_replica_info_t;
+int tide_engine_replicas(const tide_engine_t *e);
+/* Fill out for replica r. Returns 0, or -1 for an unknown handle. */
+int tide_engine_replica(const tide_engine_t *e, int32_t r, tide_replica_info_t *out);
+
 /* Owner of each GPU: -1 free, else a job handle (kind 1) or replica handle
  * (kind 2). Returns the kind (0 free). */
 int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner);
@@ -350,9 +368,16 @@ typedef struct tide_stats {
     int shrinks;
     double lost_gpu_s;
     /* reclaim */
-    int reclaims, reclaims_late;
+    int reclaims, reclaims_late;   /* late: a reclaim notice whose deadline passed */
+    int leases_expired;            /* leases that ran out without a notice (the job was
+                                      stopped at its latest return) */
     int leases_granted;
     double borrowed_gpu_s;         /* GPU-seconds training held under leases */
+    /* Tier A: GPU-seconds the healthy reserve stayed below its size (failed
+     * nodes not yet replaced by healthy domains); 0 for policies without one */
+    double tier_a_breach_gpu_s;
+    int tier_a_target_gpus;        /* the reserve's size (0 = no reserve) */
+    int tier_a_short_gpus;         /* GPUs below the reserve now */
     /* instantaneous */
     int gpus_now[TIDE_C_COUNT][TIDE_S_COUNT];
     int queue_jobs, queue_gpus;

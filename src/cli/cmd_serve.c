@@ -40,7 +40,7 @@ static void serve_usage(FILE *f)
             "                          pull SVC's demand every tick from a Prometheus query\n"
             "                          URL (http://.../api/v1/query?query=...); repeatable\n"
             "policy (fixed when the database is created):\n"
-            "      --policy NAME       elastic (default), static, preempt, isolated, timeshare\n"
+            "      --policy NAME       elastic (default), static, preempt, k8s, isolated, timeshare\n"
             "      --reserve N         Tier A GPUs for elastic (default: sum of service floors)\n"
             "      --split I:T         static/timeshare partition: I inference + T training GPUs\n"
             "daemon:\n"

@@ -32,12 +32,23 @@ static void sim_usage(FILE *f)
             "      --jobs J.csv        training jobs (required)\n"
             "policies and their knobs:\n"
             "      --policy LIST       comma-separated, run in this order (default all:\n"
-            "                          isolated,static,preempt,elastic,timeshare)\n"
+            "                          isolated,static,preempt,k8s,elastic,timeshare)\n"
+            "                          isolated  separate pools, inference at its peak\n"
+            "                          static    fixed split, inference autoscales inside\n"
+            "                          preempt   one pool, replicas for observed demand +\n"
+            "                                    headroom, training killed when needed\n"
+            "                          k8s       one pool, HPA (headroom, 5-min scale-down\n"
+            "                                    window) + Kueue-style priority preemption\n"
+            "                          elastic   Tier A reserve, forecast, leases, reclaim\n"
+            "                          timeshare fixed split, training borrows at night\n"
             "      --reserve N         Tier A GPUs for elastic (default: sum of service floors)\n"
             "      --split I:T         static/timeshare partition: I inference + T training\n"
             "                          GPUs; I+T must equal the cluster's GPUs (default auto)\n"
             "      --night A-B         timeshare training window, hours A..B-1 (0-23, default 22-8)\n"
             "      --margin X          floor of the forecast safety margin (default 0.05)\n"
+            "      --headroom X        preempt/k8s: replicas = ceil(demand x (1+X) / replica_rps)\n"
+            "                          (default 0.25: an autoscaler's 80%% utilisation target)\n"
+            "      --hpa-window D      k8s: scale-down stabilisation window (default 5m, HPA's)\n"
             "run:\n"
             "      --seed N            seed recorded in summary.json (default 0)\n"
             "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"
@@ -75,6 +86,8 @@ typedef struct cmdline {
     long long split_i, split_t; /* -1 = not given */
     int night_a, night_b;       /* -1 = not given */
     double margin;              /* < 0 = not given */
+    double headroom;            /* < 0 = not given */
+    int64_t hpa_window;         /* < 0 = not given */
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
@@ -157,7 +170,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
     };
     enum { O_INJECT = 1000 };
-    enum { O_REPORT = 1100, O_SWEEP };
+    enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW };
     static const struct option longopts[] = {
         {"cluster", required_argument, NULL, O_CLUSTER},
         {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
@@ -179,6 +192,8 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         {"inject", required_argument, NULL, O_INJECT},
         {"report", required_argument, NULL, O_REPORT},
         {"sweep", required_argument, NULL, O_SWEEP},
+        {"headroom", required_argument, NULL, O_HEADROOM},
+        {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -222,6 +237,15 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_MARGIN:
             if (tide_parse_double(optarg, &c->margin) < 0 || c->margin < 0 || c->margin > 1)
                 return bad("--margin: '%s' is not a number in 0..1", optarg);
+            break;
+        case O_HEADROOM:
+            if (tide_parse_double(optarg, &c->headroom) < 0 || !(c->headroom >= 0) ||
+                c->headroom > 100)
+                return bad("--headroom: '%s' is not a number in 0..100 (0.25 = 25%%)", optarg);
+            break;
+        case O_HPA_WINDOW:
+            if (tide_parse_duration(optarg, &c->hpa_window) < 0 || c->hpa_window < 0)
+                return bad("--hpa-window: '%s' is not a duration (90s, 5m, 1h)", optarg);
             break;
         case O_SEED:
             if (parse_seed(optarg, &c->seed) < 0)
@@ -322,13 +346,17 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
             return bad("--margin: %g is above the margin ceiling %g", c->margin, cfg->margin_max);
         cfg->margin_min = c->margin;
     }
+    if (c->headroom >= 0)
+        cfg->headroom = c->headroom;
+    if (c->hpa_window >= 0)
+        cfg->hpa_window_s = c->hpa_window;
     return -1;
 }
 
 int tide_cmd_sim(int argc, char **argv)
 {
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
-                   .margin = -1};
+                   .margin = -1, .headroom = -1, .hpa_window = -1};
     inputs_t in = {0};
     tide_error_t err = {0};
     int rc = parse_args(&c, argc, argv);

@@ -1,7 +1,8 @@
-/* GPU-second accounting by class, state and tier; inference SLO; the oracle
- * bound. Counters of GPUs per (class, state, tier) change only when an
- * allocation or a phase changes; tide__acct_advance integrates them over time, so
- * the cost per step is constant. */
+/* GPU-second accounting by class, state and tier; inference SLO; Tier A
+ * breach; the oracle bound. Counters of GPUs per (class, state, tier) change
+ * only when an allocation or a phase changes; tide__acct_advance integrates
+ * them over time, so the cost per step is constant (the oracle's is
+ * logarithmic in the jobs it holds). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,82 @@ static const int idle_tier[Z_COUNT] = {[Z_RESERVE] = TIDE_T_A, [Z_INF] = TIDE_T_
 static int needed_replicas(const service_t *s)
 {
     return s->demand > 0 ? (int)ceil(s->demand / s->spec.replica_rps - 1e-9) : 0;
+}
+
+/* ------------------------------------------------------------- the oracle
+ * A fluid bound: inference gets exactly its need, the other up GPUs go to the
+ * training submitted so far with no gangs, placement, checkpoints or switching
+ * costs, but each job at most at its own width (gpus). When the jobs present
+ * want more than the spare GPUs, every job runs at the same fraction f of its
+ * width (processor sharing), so all of them advance by f x dt full-width
+ * seconds: one virtual clock V (integral of f) serves them all, and a job
+ * submitted at V0 with duration d is done when V reaches V0 + d. A min-heap
+ * of those finishing points keeps the cost per step logarithmic. */
+
+static void orc_sift_up(oracle_job_t *h, size_t i)
+{
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (h[p].vf <= h[i].vf)
+            break;
+        oracle_job_t t = h[p];
+        h[p] = h[i];
+        h[i] = t;
+        i = p;
+    }
+}
+
+static void orc_sift_down(oracle_job_t *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && h[l].vf < h[m].vf)
+            m = l;
+        if (l + 1 < n && h[l + 1].vf < h[m].vf)
+            m = l + 1;
+        if (m == i)
+            return;
+        oracle_job_t t = h[m];
+        h[m] = h[i];
+        h[i] = t;
+        i = m;
+    }
+}
+
+void tide__oracle_submit(tide_engine_t *e, tide_time_t duration_s, int gpus)
+{
+    if (duration_s <= 0 || gpus <= 0)
+        return;
+    oracle_job_t x = {.vf = e->orc_v + (double)duration_s, .gpus = gpus};
+    TIDE_PUSH(e->orc, e->orc_n, e->orc_cap, x);
+    orc_sift_up(e->orc, e->orc_n - 1);
+    e->orc_width += gpus;
+}
+
+/* Training GPU-seconds the fluid does in dt seconds with `spare` GPUs. */
+static double oracle_train(tide_engine_t *e, double spare, double dt)
+{
+    double work = 0;
+    while (dt > 0 && spare > 0 && e->orc_n > 0) {
+        double c = (double)e->orc_width;
+        double f = spare < c ? spare / c : 1.0;
+        double dv = e->orc[0].vf - e->orc_v; /* virtual time to the next finish */
+        if (dv > f * dt) {
+            e->orc_v += f * dt;
+            work += f * c * dt;
+            break;
+        }
+        double t1 = dv > 0 ? dv / f : 0;
+        work += f * c * t1;
+        dt -= t1;
+        e->orc_v = e->orc[0].vf;
+        while (e->orc_n > 0 && e->orc[0].vf <= e->orc_v) {
+            e->orc_width -= e->orc[0].gpus;
+            e->orc[0] = e->orc[--e->orc_n];
+            orc_sift_down(e->orc, e->orc_n, 0);
+        }
+    }
+    return work;
 }
 
 void tide__acct_advance(tide_engine_t *e, tide_time_t now)
@@ -34,10 +111,15 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
         }
     st->borrowed_gpu_s += borrowed * dt;
     for (int z = 0; z < Z_COUNT; z++) {
-        int idle = e->zone_free[z] + (e->zone_total[z] - e->zone_gpus[z]);
-        if (idle)
-            st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][idle_tier[z]] += idle * dt;
+        if (e->zone_free[z])
+            st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][idle_tier[z]] += e->zone_free[z] * dt;
+        /* GPUs on nodes that are down are idle, and never part of the reserve */
+        int down = e->zone_total[z] - e->zone_gpus[z];
+        if (down)
+            st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][z == Z_RESERVE ? TIDE_T_B : idle_tier[z]] += down * dt;
     }
+    if (e->reserve_short > 0)
+        st->tier_a_breach_gpu_s += e->reserve_short * dt;
     for (int t = 0; t < e->n_teams; t++)
         e->teams[t].gpu_s += e->teams[t].gpus_now * dt;
 
@@ -57,10 +139,7 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
         up += e->zone_gpus[z];
     if (need_inf > up)
         need_inf = up;
-    double spare = (double)(up - need_inf) * dt;
-    double drain = e->oracle_backlog < spare ? e->oracle_backlog : spare;
-    e->oracle_backlog -= drain;
-    st->oracle_gpu_s += need_inf * dt + drain;
+    st->oracle_gpu_s += need_inf * dt + oracle_train(e, (double)(up - need_inf), dt);
 
     if (e->queue_gpus > 0) {
         unsigned tz = tide__train_zones_now(e, e->now);

@@ -59,7 +59,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     }
     const tide_policy_t *pol = tide_policy_find(cfg->policy);
     if (!pol) {
-        tide_errf(err, TIDE_EINVAL, "unknown policy '%s' (isolated, static, preempt, elastic, timeshare)",
+        tide_errf(err, TIDE_EINVAL, "unknown policy '%s' (isolated, static, preempt, k8s, elastic, timeshare)",
                   cfg->policy ? cfg->policy : "(null)");
         return NULL;
     }
@@ -67,7 +67,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         cfg->backfill_depth < 1 || cfg->margin_min < 0 || cfg->margin_max < cfg->margin_min ||
         cfg->margin_quantile <= 0 || cfg->margin_quantile > 1 || cfg->night_start_h < 0 ||
         cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
-        cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0) {
+        cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0 ||
+        !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0) {
         tide_errf(err, TIDE_EINVAL, "invalid engine configuration (a period, margin or hour out of range)");
         return NULL;
     }
@@ -143,7 +144,10 @@ void tide_engine_destroy(tide_engine_t *e)
         tide__fc_free(&e->svcs[s].fc);
         free(e->svcs[s].cells);
         free(e->svcs[s].warm.v);
+        free(e->svcs[s].hpa);
     }
+    free(e->reserve_type);
+    free(e->orc);
     free(e->svcs);
     for (size_t r = 0; r < e->n_reps; r++)
         tide__alloc_free(&e->reps[r].alloc);
@@ -289,7 +293,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     e->teams[j->team].jobs++;
     e->teams[j->team].waiting++;
     e->teams[j->team].waiting_submit_sum += (double)j->submitted;
-    e->oracle_backlog += (double)sp.duration_s * sp.gpus;
+    tide__oracle_submit(e, sp.duration_s, sp.gpus);
     return 0;
 }
 
@@ -346,7 +350,8 @@ static int ev_phase(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 static int claimed_by_service(const tide_engine_t *e, const job_t *j)
 {
     for (int k = 0; k < j->alloc.n; k++)
-        if (e->doms[e->gpu_dom[j->alloc.gpus[k]]].claim_kind == CLAIM_SERVICE)
+        if (e->doms[e->gpu_dom[j->alloc.gpus[k]]].claim_kind == CLAIM_SERVICE ||
+            e->doms[e->gpu_dom[j->alloc.gpus[k]]].claim_kind == CLAIM_RESERVE)
             return 1;
     return 0;
 }
@@ -458,6 +463,7 @@ static void node_set(tide_engine_t *e, int n, int up)
         e->zone_gpus[d->zone] += nd->gpus;
         e->zone_free[d->zone] += nd->gpus;
     }
+    e->reserve_dirty = 1;
     e->sched_dirty = e->infer_dirty = 1;
 }
 
@@ -518,6 +524,8 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
         report_progress(e, j, ev);
+        if (j->state == TIDE_JOB_RUNNING)
+            e->st.leases_expired++; /* no notice was pending: not a late reclaim */
         tide__job_stop(e, ev->job, TIDE_R_DEADLINE, 1);
         return 0;
     case TIDE_EV_NODE_FAILED:
@@ -544,6 +552,7 @@ static int first_step(tide_engine_t *e, tide_time_t now, tide_error_t *err)
         e->zone_free[e->doms[d].zone] += e->doms[d].free;
         e->zone_total[e->doms[d].zone] += e->doms[d].gpus;
     }
+    tide__reserve_init(e);
     e->start = e->now = now;
     e->st.start = now;
     e->started = 1;
@@ -595,6 +604,8 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     } else if (now >= e->next_deadline) {
         tide__lease_tick(e, now);
     }
+    if (e->reserve_dirty)
+        tide__reserve_update(e, now);
     if (e->infer_dirty) {
         e->infer_dirty = 0;
         tide__infer_pass(e, now);
@@ -830,6 +841,21 @@ int tide_engine_lease(const tide_engine_t *e, int32_t id, tide_lease_info_t *out
     return 0;
 }
 
+int tide_engine_replicas(const tide_engine_t *e) { return (int)e->n_reps; }
+
+int tide_engine_replica(const tide_engine_t *e, int32_t r, tide_replica_info_t *out)
+{
+    if (r < 0 || (size_t)r >= e->n_reps)
+        return -1;
+    const replica_t *rp = &e->reps[r];
+    out->service = rp->service;
+    out->ready = rp->state == REP_READY;
+    out->stopped = rp->state == REP_STOPPED;
+    out->gpus = rp->alloc.n;
+    out->tier = rp->tier;
+    return 0;
+}
+
 int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner)
 {
     if (gpu < 0 || gpu >= e->n_gpus) {
@@ -876,6 +902,8 @@ void tide_engine_stats(const tide_engine_t *e, tide_stats_t *out)
         for (int s = 0; s < TIDE_S_COUNT; s++)
             idle -= out->gpus_now[c][s];
     out->gpus_now[TIDE_C_NONE][TIDE_S_IDLE] = idle;
+    out->tier_a_target_gpus = e->reserve_target;
+    out->tier_a_short_gpus = e->reserve_short;
     out->queue_jobs = 0;
     for (int p = 0; p < TIDE_NPRIO; p++)
         out->queue_jobs += (int)e->qn[p];

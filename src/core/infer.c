@@ -37,6 +37,30 @@ static tide_time_t window(tide_engine_t *e, int si)
     return (tide_time_t)ceil(w) + e->cfg.lead_extra_s + e->cfg.tick_s;
 }
 
+/* `k8s` (HPA): scale up to the recommendation at once; scale down only to
+ * the highest recommendation of the stabilisation window. The window is a
+ * deque of (time, replicas) with decreasing values: its head is the maximum. */
+static void hpa_targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *down)
+{
+    service_t *s = &e->svcs[si];
+    int want = clamp_replicas(s, replicas_for(s, s->demand, e->cfg.headroom));
+    while (s->hpa_n > 0 && s->hpa[s->hpa_n - 1].n <= want)
+        s->hpa_n--;
+    struct hpa_rec rec = {now, want};
+    TIDE_PUSH(s->hpa, s->hpa_n, s->hpa_cap, rec);
+    size_t old = 0;
+    while (old < s->hpa_n && s->hpa[old].t < now - e->cfg.hpa_window_s)
+        old++;
+    if (old > 0 && old == s->hpa_n)
+        old--; /* keep the newest */
+    if (old) {
+        memmove(s->hpa, s->hpa + old, (s->hpa_n - old) * sizeof *s->hpa);
+        s->hpa_n -= old;
+    }
+    *up = want;
+    *down = s->hpa[0].n;
+}
+
 static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *down)
 {
     service_t *s = &e->svcs[si];
@@ -45,8 +69,12 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         *up = *down = clamp_replicas(s, s->spec.fixed_replicas ? s->spec.fixed_replicas : 0);
         return;
     case SCALE_REACTIVE:
-        /* Kueue/HPA-style: exactly what the observed demand needs right now */
-        *up = *down = clamp_replicas(s, replicas_for(s, s->demand, 0));
+        /* what the observed demand needs right now, plus the headroom of an
+         * autoscaler's utilisation target */
+        *up = *down = clamp_replicas(s, replicas_for(s, s->demand, e->cfg.headroom));
+        return;
+    case SCALE_HPA:
+        hpa_targets(e, si, now, up, down);
         return;
     default: {
         tide_time_t h = window(e, si);
@@ -241,7 +269,9 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
             }
             if (down > s->hold_max)
                 s->hold_max = down;
-            if (now - s->down_since >= e->cfg.scale_down_hold_s) {
+            /* `k8s` has its own window (hpa_targets) */
+            tide_time_t hold = e->pol->scale_mode == SCALE_HPA ? 0 : e->cfg.scale_down_hold_s;
+            if (now - s->down_since >= hold) {
                 scale_down(e, si, active - s->hold_max);
                 s->down_since = -1;
             }

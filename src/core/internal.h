@@ -14,9 +14,10 @@ enum { Z_RESERVE = 0, Z_INF, Z_TRAIN, Z_SHARED, Z_COUNT };
 /* GPU owner kinds. */
 enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2 };
 
-/* Claim on a domain: GPUs being emptied for a service's replicas or for a
- * high-priority job; no one else may start there meanwhile. */
-enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB };
+/* Claim on a domain: GPUs being emptied for a service's replicas, for a
+ * high-priority job, or for the Tier A reserve (reserve.c); no one else may
+ * start there meanwhile. */
+enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB, CLAIM_RESERVE };
 
 typedef struct domain {
     int first_node, n_nodes;
@@ -29,6 +30,7 @@ typedef struct domain {
     int32_t claim_id;
     int claim_n;           /* replicas (service claim) */
     tide_time_t claim_since;
+    int borrowed;          /* a shared domain standing in for failed reserve GPUs */
 } domain_t;
 
 typedef struct node {
@@ -147,6 +149,9 @@ typedef struct service {
     tide_time_t down_since;    /* need below capacity since (-1: not) */
     int hold_max;              /* highest need seen since down_since */
     samples_t warm;            /* measured warm-up times */
+    struct hpa_rec { tide_time_t t; int n; } *hpa; /* `k8s`: recommendations in the
+                                  stabilisation window, values decreasing */
+    size_t hpa_n, hpa_cap;
     lc_t *cells;               /* [state][tier][type] */
 } service_t;
 
@@ -170,6 +175,12 @@ typedef struct team {
 } team_t;
 
 struct tide_policy;
+
+/* A job in the oracle's fluid schedule: done when the virtual clock reaches vf. */
+typedef struct oracle_job {
+    double vf;
+    int gpus;
+} oracle_job_t;
 
 /* A reservation for the head job of a priority (EASY backfill). */
 typedef struct reservation {
@@ -233,12 +244,19 @@ struct tide_engine {
     /* accounting */
     int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT]; /* GPUs now (idle derived) */
     tide_stats_t st;
-    double oracle_backlog;   /* GPU-seconds of training work not yet done by the oracle */
+    oracle_job_t *orc;       /* the oracle's unfinished jobs, a min-heap on vf (acct.c) */
+    size_t orc_n, orc_cap;
+    double orc_v;            /* its virtual clock: full-width seconds every job advanced */
+    long orc_width;          /* sum of the widths (GPUs) of its unfinished jobs */
     samples_t smp[TIDE_SAMPLE_COUNT];
     double declared_ckpt_max;
     int n_types;
     int quotas_on;           /* some team has a quota */
     tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
+    int reserve_target;      /* Tier A GPUs the layout gave the reserve */
+    int *reserve_type;       /* ... per GPU type */
+    int reserve_short;       /* healthy reserve GPUs missing now */
+    int reserve_dirty;       /* node changed or a drain for the reserve is pending */
 
     /* scratch */
     int *scratch_a, *scratch_b, *scratch_c;
@@ -251,7 +269,7 @@ struct tide_engine {
 
 /* ------------------------------------------------------------ policies */
 
-enum { SCALE_FORECAST = 0, SCALE_REACTIVE, SCALE_FIXED };
+enum { SCALE_FORECAST = 0, SCALE_REACTIVE, SCALE_FIXED, SCALE_HPA };
 enum { RECLAIM_NONE = 0, RECLAIM_GRACEFUL, RECLAIM_KILL };
 
 typedef struct tide_policy {
@@ -275,7 +293,7 @@ typedef struct tide_policy {
 
 const tide_policy_t *tide_policy_find(const char *name);
 extern const tide_policy_t tide_policy_isolated, tide_policy_static, tide_policy_preempt,
-    tide_policy_elastic, tide_policy_timeshare;
+    tide_policy_k8s, tide_policy_elastic, tide_policy_timeshare;
 
 /* layout helpers (policy.c) */
 int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err);
@@ -318,6 +336,7 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now);
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
 void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
+void tide__oracle_submit(tide_engine_t *e, tide_time_t duration_s, int gpus);
 void tide__samples_add(samples_t *s, double v);
 double tide__samples_q99(samples_t *s);
 
@@ -352,6 +371,10 @@ tide_time_t tide__reclaim_lead(tide_engine_t *e, int service);
 /* infer.c */
 void tide__infer_pass(tide_engine_t *e, tide_time_t now);
 void tide__replica_stop(tide_engine_t *e, int32_t r, int reason);
+
+/* reserve.c: Tier A follows healthy GPUs */
+void tide__reserve_init(tide_engine_t *e);                  /* after the layout */
+void tide__reserve_update(tide_engine_t *e, tide_time_t now); /* move, drain, give back */
 
 /* reclaim.c */
 typedef struct victim {

@@ -267,8 +267,8 @@ void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
     for (int k = 0; k < j->alloc.n; k++)
         tide__dom_release(e, j->alloc.gpus[k]);
     j->alloc.n = 0;
-    if (j->lease >= 0)
-        tide__lease_return(e, h, reason, reason == TIDE_R_DEADLINE);
+    if (j->lease >= 0) /* late: a notice was pending and its deadline passed */
+        tide__lease_return(e, h, reason, reason == TIDE_R_DEADLINE && j->state == TIDE_JOB_RECLAIMING);
     j->n_leased = 0;
     running_del(e, h);
     e->st.jobs_running--;

@@ -100,6 +100,8 @@ void tide__lease_tick(tide_engine_t *e, tide_time_t now)
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
             if (now >= l->latest_return) {
+                if (j->state == TIDE_JOB_RUNNING)
+                    e->st.leases_expired++; /* ran out without a notice */
                 tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
                 continue;
             }

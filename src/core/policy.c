@@ -4,13 +4,14 @@
 #include "core/internal.h"
 
 static const tide_policy_t *const policies[] = {
-    &tide_policy_isolated, &tide_policy_static, &tide_policy_preempt, &tide_policy_elastic,
-    &tide_policy_timeshare,
+    &tide_policy_isolated, &tide_policy_static, &tide_policy_preempt, &tide_policy_k8s,
+    &tide_policy_elastic,  &tide_policy_timeshare,
 };
 #define N_POLICIES (sizeof policies / sizeof policies[0])
 
-static const char *const policy_names[N_POLICIES + 1] = {"isolated", "static", "preempt",
-                                                         "elastic", "timeshare", NULL};
+static const char *const policy_names[N_POLICIES + 1] = {"isolated", "static",  "preempt",
+                                                         "k8s",      "elastic", "timeshare",
+                                                         NULL};
 
 const char *const *tide_policy_names(void) { return policy_names; }
 

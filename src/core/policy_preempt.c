@@ -1,6 +1,8 @@
-/* preempt: one pool (Kueue-style). Inference scales on observed demand; when
- * the free GPUs are not enough it stops the cheapest training at once (work
- * since the last checkpoint is lost) and then warms up. */
+/* preempt: one pool (Kueue-style). Inference scales on observed demand with
+ * headroom (replicas = ceil(demand x (1 + headroom) / replica_rps), an
+ * autoscaler's utilisation target; `--headroom`, default 0.25); when the free
+ * GPUs are not enough it stops the cheapest training at once (work since the
+ * last checkpoint is lost) and then warms up. */
 #include "core/internal.h"
 
 static int layout(tide_engine_t *e, tide_error_t *err)

@@ -95,6 +95,8 @@ void tide_config_default(tide_config_t *c)
     c->backfill_depth = 256;
     c->fairshare = 1;
     c->fairshare_half_life_s = 86400;
+    c->headroom = 0.25;
+    c->hpa_window_s = 300;
 #ifdef TIDE_DEBUG_INVARIANTS
     c->check_invariants = 1;
 #endif

@@ -8,18 +8,19 @@
 #include <string.h>
 
 #include "daemon/internal.h"
+#include "formats/json.h"
 #include "util/util.h"
 
 /* ---------------------------------------------------------------- helpers */
 
-json_t *api_num(double v) { return json_real(isfinite(v) ? v : 0.0); }
+json_t *api_num(double v) { return tide_json_real(v); }
 
 json_t *api_time(tide_time_t t)
 {
     return t < 0 || t == TIDE_TIME_NEVER ? json_null() : json_integer(t);
 }
 
-void api_set(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
+void api_set(json_t *o, const char *k, json_t *v) { tide_json_set(o, k, v); }
 
 /* A string that may be invalid UTF-8 (ids are bytes): JSON null then. */
 json_t *api_str(const char *s)

@@ -114,7 +114,7 @@ static int submit_check(tide_daemon_t *d, const tide_http_req_t *req, tide_job_r
                               tide_role_name(req->who.role), req->who.team, jr->team);
         return -1;
     }
-    if (tide_job_fits(&jr->spec, d->cluster, &err) < 0) {
+    if (tide_job_spec_fits(&jr->spec, d->cluster, &err) < 0) {
         api_fail(rep, &err);
         return -1;
     }

@@ -71,7 +71,10 @@ API_HANDLER(api_cluster)
     api_set(s, "shrinks", json_integer(st.shrinks));
     api_set(s, "reclaims", json_integer(st.reclaims));
     api_set(s, "reclaims_late", json_integer(st.reclaims_late));
+    api_set(s, "leases_expired", json_integer(st.leases_expired));
     api_set(s, "leases_granted", json_integer(st.leases_granted));
+    api_set(s, "tier_a_breach_gpu_s", api_num(st.tier_a_breach_gpu_s));
+    api_set(s, "tier_a_short_gpus", json_integer(st.tier_a_short_gpus));
     api_set(s, "lost_gpu_hours", api_num(st.lost_gpu_s / 3600.0));
     api_set(s, "slo_attainment",
         api_num(st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0));

@@ -140,8 +140,14 @@ static void m_reclaim(tide_daemon_t *d, tide_prom_t *p, const tide_stats_t *st)
     tide_prom_family(p, "tide_reclaims_total", "counter", "Reclaims of lent GPUs started.");
     tide_prom_sample(p, "tide_reclaims_total", NULL, 0, st->reclaims);
     tide_prom_family(p, "tide_lease_late_total", "counter",
-                     "Reclaims whose GPUs came back after the lease deadline.");
+                     "Reclaims whose GPUs came back after the notice's deadline.");
     tide_prom_sample(p, "tide_lease_late_total", NULL, 0, st->reclaims_late);
+    tide_prom_family(p, "tide_lease_expired_total", "counter",
+                     "Leases that ran out without a reclaim notice (the job was stopped).");
+    tide_prom_sample(p, "tide_lease_expired_total", NULL, 0, st->leases_expired);
+    tide_prom_family(p, "tide_tier_a_breach_gpu_seconds_total", "counter",
+                     "GPU-seconds the healthy Tier A reserve stayed below its size.");
+    tide_prom_sample(p, "tide_tier_a_breach_gpu_seconds_total", NULL, 0, st->tier_a_breach_gpu_s);
     static const double bounds[] = {10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200};
     tide_samples_t sm = tide_engine_samples(e, TIDE_SAMPLE_RECLAIM_RETURN);
     tide_prom_family(p, "tide_reclaim_seconds", "histogram",

@@ -365,11 +365,6 @@ int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
     return rc;
 }
 
-int tide_job_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err)
-{
-    return tide_job_spec_fits(s, c, err);
-}
-
 /* ---------------------------------------------------------------- services */
 
 static const char *const svc_fields[] = {"service", "name", "gpus_per_replica", "replica_rps",

@@ -40,16 +40,12 @@ typedef struct tide_job_request {
 
 /* Parse and validate (types, ranges, gang_gpus divides gpus, dp_min, GPU type
  * names against cluster c - may be NULL: then gpu_types must be absent or
- * "any"). Does not check that the gang fits the cluster (tide_job_fits).
+ * "any"). Does not check that the gang fits the cluster (tide_job_spec_fits,
+ * include/tide/engine.h).
  * On success the caller frees out with tide_job_request_free. */
 int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
                           tide_job_request_t *out, tide_error_t *err);
 void tide_job_request_free(tide_job_request_t *r); /* NULL ok; safe twice */
-
-/* Could the job ever be placed on c? The core's rule, tide_job_spec_fits
- * (include/tide/engine.h), which the engine applies to a submit: 0 or -1 with
- * EINVAL naming gang_gpus or dp_min. */
-int tide_job_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err);
 
 /* A service definition (POST /v1/services): the services.csv fields
  * ("service" or "name" for the name). name points into out (owned). Checks as

@@ -28,7 +28,7 @@
     ['p2_gpus', 'P2 training', '#1c7ed6'], ['p3_gpus', 'P3 training', '#74c0fc'],
     ['idle', 'idle', '#ced4da']];
   var POLICY_COLORS = { isolated: '#868e96', 'static': '#a0522d', preempt: '#e03131',
-    elastic: '#2f9e44', timeshare: '#7048e8' };
+    k8s: '#f08c00', elastic: '#2f9e44', timeshare: '#7048e8' };
   var EXTRA_COLORS = ['#1098ad', '#d6336c', '#5c940d', '#e8590c', '#3b5bdb'];
 
   /* ----------------------------------------------------------- formatting */
@@ -1169,6 +1169,8 @@
     ['GPU-h lost', function (p) { return get(p, 'training.gpu_hours_lost'); }, 1, -1],
     ['reclaims', function (p) { return get(p, 'reclaim.count'); }, 0, 0],
     ['late', function (p) { return get(p, 'reclaim.late'); }, 0, -1],
+    ['lease expiries', function (p) { return get(p, 'lease.expired'); }, 0, -1],
+    ['Tier A breach GPU-h', function (p) { return get(p, 'tier_a.breach_gpu_s') / 3600; }, 2, -1],
     ['P99 lead s (to GPUs back)', function (p) { return get(p, 'reclaim.p99_lead_s'); }, 0, 0],
     ['P99 to ready s', function (p) { return get(p, 'reclaim.p99_notice_to_ready_s'); }, 0, 0],
     ['leases', function (p) { return get(p, 'reclaim.leases_granted'); }, 0, 0],
@@ -1245,6 +1247,11 @@
     else a1 += '. (No isolated baseline in this run: add it with --policy isolated,...)';
     a1 += ' The timeline shows ready < demand in ' + misses.length + ' stretch' + (misses.length === 1 ? '' : 'es') +
       (misses.length ? ' totalling ' + dur(missT) + ' (shaded red in the charts)' : '') + '.';
+    var ta = p.tier_a || {};
+    if (ta.reserve_gpus > 0)
+      a1 += ' Tier A (' + num(ta.reserve_gpus) + ' GPUs): ' + (ta.breach_gpu_s > 0 ?
+        verdict('badv', num(ta.breach_gpu_s / 3600, 2) + ' GPU-hours below the reserve') +
+        '(failed GPUs not yet replaced by healthy ones).' : verdict('ok', 'never below the reserve.'));
     q.push(['Did inference keep its SLO (vs the isolated baseline)?', a1]);
     /* 2 */
     var jct = function (x) { return x.jobs_completed > 0 ? dur(x.mean_jct_s) : '\u2013 (no job completed)'; };
@@ -1272,7 +1279,9 @@
       leads.sort(function (a, b) { return a - b; });
       a3 = 'P99 reclaim notice \u2192 warm replica taking traffic: <b>' + dur(r.p99_notice_to_ready_s) + '</b>; notice \u2192 GPUs ' +
         'returned: <b>' + dur(r.p99_lead_s) + '</b> (P99) over ' + num(r.count) + ' reclaims, ' +
-        (r.late ? verdict('badv', num(r.late) + ' late') : verdict('ok', 'none late')) + '(' + num(r.leases_granted) +
+        (r.late ? verdict('badv', num(r.late) + ' late') : verdict('ok', 'none late')) +
+        (get(p, 'lease.expired') > 0 ? verdict('warn', num(get(p, 'lease.expired')) + ' lease(s) expired') : '') +
+        '(' + num(r.leases_granted) +
         ' leases, ' + num(r.borrowed_gpu_hours, 0) + ' GPU-hours borrowed).' +
         (leads.length ? ' From events.csv (' + leads.length + ' reclaim notices): median notice \u2192 GPUs back ' +
           '(returned, or the job shrank off them) ' + dur(leads[Math.floor(leads.length / 2)]) + ', max ' +

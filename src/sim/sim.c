@@ -237,12 +237,49 @@ static void snap_take(snap_t *s, const tide_stats_t *st, tide_time_t t)
     s->running_jobs = st->jobs_running;
 }
 
+/* One buffered timeline row [t0, t1). */
+typedef struct tlrow {
+    tide_time_t t0, t1;
+    double state[TIDE_S_COUNT];  /* GPU-seconds in the row */
+    double cls[TIDE_C_COUNT];
+    double leased, tier_a, storage_gb;
+    double demand_rps, ready_rps;
+    int queue_jobs, queue_gpus, running_jobs;
+} tlrow_t;
+
+/* Work thrown away (GPU-seconds) that the engine booked at `booked`, done at
+ * about `rate` GPUs up to the job's death at `end`. */
+typedef struct loss {
+    tide_time_t booked, end;
+    double gpu_s, rate;
+} loss_t;
+
+typedef struct death {
+    int32_t job;
+    tide_time_t t;
+} death_t;
+
+/* The serving layer while tide is down: replicas keep serving (and warming
+ * ones become ready), demand keeps coming; the engine learns of it later. */
+typedef struct down_serve {
+    int open;                    /* an outage is being measured */
+    tide_time_t t;               /* integrated up to */
+    double *dem;                 /* per service: demand now (rps) */
+    int *ready;                  /* per service: ready replicas */
+    unsigned char *rstate;       /* per replica handle: 0 gone, 1 warming, 2 ready */
+    size_t nrep;
+    size_t seen;                 /* events of r->ev already applied */
+    double demanded, served, useful;        /* true figures since the engine's last step */
+    double e_demanded, e_served, e_useful;  /* the engine's totals when it went down */
+} down_serve_t;
+
 /* What the table needs per policy. */
 typedef struct tabrow {
     const char *policy;
     int ok;
     double util, useful, slo, mean_queue_s, lost_h, p99_lead;
-    int jobs_done, preemptions, reclaims, late;
+    int jobs_done, preemptions, reclaims, late, expired;
+    double breach_h;
 } tabrow_t;
 
 /* Fault counters of one policy (summary.json policies.<name>.faults). */
@@ -290,6 +327,17 @@ typedef struct run {
     size_t npending, cappending;
     fault_stats_t fs;
     tide_usage_t *usage;         /* usage.csv writer */
+    /* timeline rows of this policy, written when it ends (losses are booked
+     * back into the rows where the thrown-away work was done) */
+    tlrow_t *rows_v;
+    size_t nrows, caprows;
+    loss_t *loss;
+    size_t nloss, caploss;
+    death_t *deaths;             /* jobs that died while tide was down */
+    size_t ndeaths, capdeaths;
+    /* serving while tide is down: the serving layer keeps going */
+    down_serve_t ds;
+    double fix_demanded, fix_served, fix_useful; /* true minus the engine's books */
 } run_t;
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
@@ -345,11 +393,60 @@ static void gather(run_t *r, tide_time_t t)
     }
 }
 
+/* When job died: at t, or earlier while tide was down. */
+static tide_time_t death_time(const run_t *r, int32_t job, tide_time_t t)
+{
+    for (size_t i = 0; i < r->ndeaths; i++)
+        if (r->deaths[i].job == job)
+            return r->deaths[i].t;
+    return t;
+}
+
+static void note_death(run_t *r, int32_t job, tide_time_t t)
+{
+    if (death_time(r, job, -1) >= 0)
+        return; /* the first death counts */
+    death_t d = {.job = job, .t = t};
+    TIDE_PUSH(r->deaths, r->ndeaths, r->capdeaths, d);
+}
+
+/* The losses the engine booked in the step at t (for rebook_losses): each
+ * stopped job's work since its commit, at its full width up to its death,
+ * scaled to what the engine actually moved to lost. */
+static void note_losses(run_t *r, tide_time_t t, double lost_delta)
+{
+    double sum = 0;
+    size_t first = r->nloss;
+    for (size_t i = 0; i < r->acts.n; i++) {
+        const tide_action_t *a = &r->acts.v[i];
+        tide_job_info_t ji;
+        if (a->kind != TIDE_ACT_JOB_STOP || !(a->value > 0) ||
+            tide_engine_job(r->e, a->job, &ji) != 0 || !ji.spec)
+            continue;
+        loss_t l = {.booked = t, .end = death_time(r, a->job, t),
+                    .gpu_s = a->value * ji.spec->gpus, .rate = ji.spec->gpus};
+        sum += l.gpu_s;
+        TIDE_PUSH(r->loss, r->nloss, r->caploss, l);
+    }
+    double f = sum > 0 ? lost_delta / sum : 0;
+    for (size_t i = first; i < r->nloss; i++)
+        r->loss[i].gpu_s *= f;
+    r->ndeaths = 0;
+}
+
 /* One engine step at t with the gathered events; log and enact. */
 static int step(run_t *r, tide_time_t t, tide_error_t *err)
 {
+    tide_stats_t before;
+    tide_engine_stats(r->e, &before);
     if (tide_engine_step(r->e, t, r->ev, r->nev, &r->acts, err) != 0)
         return tide_err_prefix(err, "policy %s: step at t=%lld: ", r->policy, (long long)t);
+    tide_stats_t after;
+    tide_engine_stats(r->e, &after);
+    if (after.lost_gpu_s > before.lost_gpu_s)
+        note_losses(r, t, after.lost_gpu_s - before.lost_gpu_s);
+    else
+        r->ndeaths = 0;
     r->steps++;
     r->input_events += (long)r->nev;
     if (r->o->check && tide_engine_check(r->e, err) != 0) {
@@ -384,28 +481,114 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     return 0;
 }
 
-/* Write the timeline row of [prev.t, cur->t) and move prev to cur. */
+/* Buffer the timeline row of [prev.t, cur->t) and move prev to cur. */
 static void timeline_write(run_t *r, const snap_t *cp)
 {
-    snap_t cur = *cp;
-    tide_time_t t = cur.t;
     const snap_t *p = &r->prev;
-    double dt = (double)(t - p->t);
-    if (dt > 0) {
-        FILE *f = r->tl;
-        tide_csv_write_field(f, r->policy);
-        fprintf(f, ",%lld", (long long)p->t);
+    if (cp->t > p->t) {
+        tlrow_t x;
+        memset(&x, 0, sizeof x);
+        x.t0 = p->t;
+        x.t1 = cp->t;
         for (int k = 0; k < TIDE_S_COUNT; k++)
-            fprintf(f, ",%.2f", (cur.state[k] - p->state[k]) / dt);
-        for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
-            fprintf(f, ",%.2f", (cur.cls[c] - p->cls[c]) / dt);
-        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f\n", p->demand_rps, p->ready_rps,
-                p->queue_jobs, p->queue_gpus, p->running_jobs,
-                (cur.tier[TIDE_T_C] - p->tier[TIDE_T_C]) / dt,
-                (cur.tier[TIDE_T_A] - p->tier[TIDE_T_A]) / dt,
-                (cur.storage_gb - p->storage_gb) / dt);
+            x.state[k] = cp->state[k] - p->state[k];
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            x.cls[c] = cp->cls[c] - p->cls[c];
+        x.leased = cp->tier[TIDE_T_C] - p->tier[TIDE_T_C];
+        x.tier_a = cp->tier[TIDE_T_A] - p->tier[TIDE_T_A];
+        x.storage_gb = cp->storage_gb - p->storage_gb;
+        x.demand_rps = p->demand_rps;
+        x.ready_rps = p->ready_rps;
+        x.queue_jobs = p->queue_jobs;
+        x.queue_gpus = p->queue_gpus;
+        x.running_jobs = p->running_jobs;
+        TIDE_PUSH(r->rows_v, r->nrows, r->caprows, x);
     }
-    r->prev = cur;
+    r->prev = *cp;
+}
+
+/* Move up to `want` GPU-seconds of training to lost in row k; returns how much. */
+static double rebook_row(tlrow_t *k, double want)
+{
+    double a = want < k->state[TIDE_S_TRAINING] ? want : k->state[TIDE_S_TRAINING];
+    if (a <= 0)
+        return 0;
+    k->state[TIDE_S_TRAINING] -= a;
+    k->state[TIDE_S_LOST] += a;
+    return a;
+}
+
+/* The engine books thrown-away work when it learns of it: training becomes
+ * lost in the row of that step, though the GPU-seconds were spent earlier
+ * (a row could show negative training). Book each loss back where it was
+ * done: over [end - gpu_s/rate, end] in proportion to the overlap, never more
+ * than a row's training, the rest in the rows before; then, whatever a row
+ * still lacks comes from the rows just before it. Totals do not change. */
+static void rebook_losses(run_t *r)
+{
+    tlrow_t *v = r->rows_v;
+    size_t n = r->nrows;
+    for (size_t i = 0; i < r->nloss && n > 0; i++) {
+        const loss_t *l = &r->loss[i];
+        size_t b = n - 1; /* the row whose end snapshot holds the step: t0 < booked <= t1 */
+        while (b > 0 && v[b].t0 >= l->booked)
+            b--;
+        double span = l->rate > 0 ? l->gpu_s / l->rate : 0;
+        double from = (double)l->end - span, moved = 0, left = l->gpu_s;
+        for (size_t k = b + 1; k-- > 0 && left > 1e-9;) {
+            double lo = (double)v[k].t0, hi = (double)v[k].t1;
+            if (lo >= (double)l->end && k != b)
+                continue;
+            double ov = (hi < (double)l->end ? hi : (double)l->end) - (lo > from ? lo : from);
+            double want = ov > 0 && span > 0 ? l->gpu_s * ov / span : 0;
+            if (hi <= from)
+                want = left; /* before the span: only what is still left */
+            if (want > left)
+                want = left;
+            if (k == b) {
+                left -= want; /* already booked here */
+                continue;
+            }
+            double a = rebook_row(&v[k], want);
+            moved += a;
+            left -= a;
+        }
+        v[b].state[TIDE_S_TRAINING] += moved;
+        v[b].state[TIDE_S_LOST] -= moved;
+    }
+    for (size_t b = n; b-- > 0;) {
+        double need = -v[b].state[TIDE_S_TRAINING];
+        for (size_t k = b; k-- > 0 && need > 1e-9;) {
+            double a = rebook_row(&v[k], need);
+            v[b].state[TIDE_S_TRAINING] += a;
+            v[b].state[TIDE_S_LOST] -= a;
+            need -= a;
+        }
+    }
+}
+
+/* No "-0.00" from rounding. */
+static double nz(double v) { return fabs(v) < 0.005 ? 0.0 : v; }
+
+/* Write the buffered rows of this policy (losses booked back first). */
+static void timeline_flush(run_t *r)
+{
+    rebook_losses(r);
+    FILE *f = r->tl;
+    for (size_t i = 0; i < r->nrows; i++) {
+        const tlrow_t *x = &r->rows_v[i];
+        double dt = (double)(x->t1 - x->t0);
+        tide_csv_write_field(f, r->policy);
+        fprintf(f, ",%lld", (long long)x->t0);
+        for (int k = 0; k < TIDE_S_COUNT; k++)
+            fprintf(f, ",%.2f", nz(x->state[k] / dt));
+        for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
+            fprintf(f, ",%.2f", x->cls[c] / dt);
+        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f\n", x->demand_rps, x->ready_rps,
+                x->queue_jobs, x->queue_gpus, x->running_jobs, x->leased / dt, x->tier_a / dt,
+                x->storage_gb / dt);
+    }
+    r->nrows = 0;
 }
 
 /* The world's demanded storage GB up to t (0 without the storage model). */
@@ -475,6 +658,106 @@ static void flush_pending(run_t *r, tide_time_t t2)
     r->npending = 0;
 }
 
+/* ---------------------------------------------------- serving while down */
+
+/* Integrate the serving layer's figures up to t. */
+static void ds_integrate(run_t *r, tide_time_t t)
+{
+    down_serve_t *d = &r->ds;
+    if (!d->open || t <= d->t)
+        return;
+    double dt = (double)(t - d->t);
+    for (size_t s = 0; s < r->o->n_services; s++) {
+        const tide_service_spec_t *sp = &r->o->services[s];
+        double dem = d->dem[s], cap = d->ready[s] * sp->replica_rps;
+        int need = dem > 0 ? (int)ceil(dem / sp->replica_rps - 1e-9) : 0;
+        d->demanded += dem * dt;
+        d->served += (dem < cap ? dem : cap) * dt;
+        d->useful += (double)TIDE_MIN(d->ready[s], need) * sp->gpus_per_replica * dt;
+    }
+    d->t = t;
+}
+
+/* Apply the held events r->ev[seen..) at the time they happen: demand
+ * changes, replicas that finished warming up. */
+static void ds_apply(run_t *r)
+{
+    down_serve_t *d = &r->ds;
+    if (!d->open)
+        return;
+    for (; d->seen < r->nev; d->seen++) {
+        const tide_event_t *ev = &r->ev[d->seen];
+        if (ev->kind == TIDE_EV_DEMAND && ev->service >= 0 &&
+            (size_t)ev->service < r->o->n_services)
+            d->dem[ev->service] = ev->value;
+        else if (ev->kind == TIDE_EV_REPLICA_READY && ev->replica >= 0 &&
+                 (size_t)ev->replica < d->nrep && d->rstate[ev->replica] == 1) {
+            d->rstate[ev->replica] = 2;
+            d->ready[ev->service]++;
+        }
+    }
+}
+
+/* A replica died with its node while tide is down. */
+static void ds_kill(run_t *r, int32_t rep)
+{
+    down_serve_t *d = &r->ds;
+    if (!d->open || rep < 0 || (size_t)rep >= d->nrep)
+        return;
+    tide_replica_info_t ri;
+    if (d->rstate[rep] == 2 && tide_engine_replica(r->e, rep, &ri) == 0)
+        d->ready[ri.service]--;
+    d->rstate[rep] = 0;
+}
+
+/* tide goes down: start from what the engine knew at its last step. */
+static void ds_open(run_t *r, const tide_stats_t *st)
+{
+    down_serve_t *d = &r->ds;
+    size_t ns = r->o->n_services ? r->o->n_services : 1;
+    d->dem = tide_xcalloc(ns, sizeof *d->dem);
+    d->ready = tide_xcalloc(ns, sizeof *d->ready);
+    for (size_t s = 0; s < r->o->n_services; s++) {
+        tide_forecast_info_t fi;
+        if (tide_engine_forecast(r->e, (int)s, 0, &fi) == 0)
+            d->dem[s] = fi.last_observed;
+    }
+    d->nrep = (size_t)tide_engine_replicas(r->e);
+    d->rstate = tide_xcalloc(d->nrep ? d->nrep : 1, 1);
+    for (size_t i = 0; i < d->nrep; i++) {
+        tide_replica_info_t ri;
+        if (tide_engine_replica(r->e, (int32_t)i, &ri) != 0 || ri.stopped)
+            continue;
+        d->rstate[i] = ri.ready ? 2 : 1;
+        if (ri.ready)
+            d->ready[ri.service]++;
+    }
+    d->open = 1;
+    d->t = st->now;
+    d->seen = 0;
+    d->demanded = d->served = d->useful = 0;
+    d->e_demanded = st->requests_demanded;
+    d->e_served = st->requests_served;
+    d->e_useful = st->useful_serving_gpu_s;
+}
+
+/* The outage is over (or the run ended): the engine booked the window at
+ * what it knew when it went down; keep the difference to the truth. `st`
+ * is the engine's after its first step back (NULL: it never came back). */
+static void ds_close(run_t *r, const tide_stats_t *st)
+{
+    down_serve_t *d = &r->ds;
+    if (!d->open)
+        return;
+    r->fix_demanded += d->demanded - (st ? st->requests_demanded - d->e_demanded : 0);
+    r->fix_served += d->served - (st ? st->requests_served - d->e_served : 0);
+    r->fix_useful += d->useful - (st ? st->useful_serving_gpu_s - d->e_useful : 0);
+    free(d->dem);
+    free(d->ready);
+    free(d->rstate);
+    memset(d, 0, sizeof *d);
+}
+
 /* ------------------------------------------------------------------ faults */
 
 /* One fault row in events.csv. */
@@ -524,14 +807,17 @@ static void node_fail(run_t *r, tide_time_t t, int fault, int n)
         double progress;
         if (kind == 1 && tide_world_kill_job(r->w, t, owner, &phase, &progress) == 0 &&
             r->down) {
+            note_death(r, owner, t);
             /* the engine will hear of it late: tell it how far the job got */
             tide_event_t ev = blank_event(TIDE_EV_JOB_PHASE);
             ev.job = owner;
             ev.phase = phase;
             ev.value = progress;
             push_event(r, ev);
-        } else if (kind == 2)
+        } else if (kind == 2) {
             tide_world_kill_replica(r->w, t, owner);
+            ds_kill(r, owner);
+        }
     }
     r->node_up[n] = 0;
     failed_node_t fn = {.fault = fault, .node = n};
@@ -633,6 +919,8 @@ static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
         return;
     }
     r->fs.rank_failures++;
+    if (r->down)
+        note_death(r, job, t);
     fault_row(r, t, "fault_rank_fail", job_id(r->e, job), NULL, -1, -1, lost, 1);
 }
 
@@ -666,6 +954,8 @@ static void enact(run_t *r, tide_time_t t, const tide_fire_t *f)
         tide_engine_stats(r->e, &st);
         snap_take(&r->down_snap, &st, st.now);
         r->down_lost_gpu_s = st.lost_gpu_s;
+        ds_open(r, &st);
+        ds_integrate(r, t);
         r->down = 1;
         r->down_at = t;
         r->fs.ctl_outages++;
@@ -677,6 +967,8 @@ static void enact(run_t *r, tide_time_t t, const tide_fire_t *f)
     case TIDE_FIRE_CTL_UP:
         if (!r->down)
             break;
+        ds_apply(r);
+        ds_integrate(r, t);
         r->down = 0;
         tide_world_set_ctl_down(r->w, t, 0);
         r->fs.ctl_down_s += t - r->down_at;
@@ -711,6 +1003,7 @@ static void note_expired(run_t *r, tide_time_t t, size_t from)
         if (ev->kind != TIDE_EV_JOB_EXPIRED)
             continue;
         r->fs.jobs_expired++;
+        note_death(r, ev->job, t);
         fault_row(r, t, "fault_lease_expired", job_id(r->e, ev->job), NULL, -1, t, ev->value, 1);
     }
 }
@@ -730,13 +1023,17 @@ static int replay(run_t *r, tide_error_t *err)
     const tide_sim_opts_t *o = r->o;
     tide_time_t t = 0, boundary = 0;
     for (;;) {
+        if (r->down)
+            ds_integrate(r, t); /* the serving layer, up to now */
         if (!r->down)
             r->nev = 0; /* while down, events are held until tide is back */
         fire_due(r, t, r->steps == 0);
+        ds_apply(r);
         if (r->down) {
             size_t from = r->nev;
             gather(r, t);
             note_expired(r, t, from);
+            ds_apply(r);
         } else {
             for (int pass = 0;; pass++) {
                 if (pass > 0)
@@ -751,10 +1048,16 @@ static int replay(run_t *r, tide_error_t *err)
                     return -1;
                 if (r->npending)
                     flush_pending(r, t);
+                if (r->ds.open) {
+                    tide_stats_t st;
+                    tide_engine_stats(r->e, &st);
+                    ds_close(r, &st);
+                }
                 if (pass == 0 && r->sched && r->fi < r->sched->n && r->sched->v[r->fi].t <= t) {
                     /* an outage from time 0 starts after the first step */
                     r->nev = 0;
                     fire_due(r, t, 0);
+                    ds_apply(r);
                     if (r->down)
                         break;
                 }
@@ -796,6 +1099,10 @@ static int replay(run_t *r, tide_error_t *err)
     }
     if (r->show_progress)
         progress_line(r, r->horizon, 100);
+    if (r->ds.open) { /* still down at the horizon: the engine booked none of it */
+        ds_integrate(r, r->horizon);
+        ds_close(r, NULL);
+    }
     return 0;
 }
 
@@ -963,6 +1270,10 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     double total = (double)st.cluster_gpus * (double)r->horizon;
     double training = tot.state[TIDE_S_TRAINING];
     json_t *o = json_object();
+    /* the serving layer's figures while tide was down replace the engine's */
+    st.requests_demanded += r->fix_demanded;
+    st.requests_served += r->fix_served;
+    st.useful_serving_gpu_s += r->fix_useful;
     tab->util = 1.0 - ratio(tot.state[TIDE_S_IDLE], total);
     tab->useful = ratio(st.useful_serving_gpu_s + training, total);
     tide_json_set(o, "utilization", tide_json_real(tab->util));
@@ -1010,8 +1321,19 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     tide_json_set(rc, "borrowed_gpu_hours", tide_json_real(st.borrowed_gpu_s / 3600.0));
     tide_json_set(o, "reclaim", rc);
 
-    tide_json_set(o, "idle_while_queued_gpu_hours",
-                  tide_json_real(st.idle_while_queued_gpu_s / 3600.0));
+    json_t *le = json_object();
+    tab->expired = st.leases_expired;
+    tide_json_set(le, "granted", json_integer(st.leases_granted));
+    tide_json_set(le, "expired", json_integer(st.leases_expired));
+    tide_json_set(o, "lease", le);
+
+    json_t *ta = json_object();
+    tab->breach_h = st.tier_a_breach_gpu_s / 3600.0;
+    tide_json_set(ta, "reserve_gpus", json_integer(st.tier_a_target_gpus));
+    tide_json_set(ta, "breach_gpu_s", tide_json_real(st.tier_a_breach_gpu_s));
+    tide_json_set(o, "tier_a", ta);
+
+    tide_json_set(o, "idle_while_queued_gpu_hours", tide_json_real(st.idle_while_queued_gpu_s / 3600.0));
     if (r->o->inject && r->o->inject->n > 0)
         tide_json_set(o, "faults", faults_json(r));
     tide_json_set(o, "teams", teams_json(r->e));
@@ -1114,6 +1436,14 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
             *oracle = st.oracle_gpu_s;
         res = policy_json(r, now_wall() - r->wall0, tab);
     }
+    timeline_flush(r);
+    ds_close(r, NULL);
+    free(r->rows_v);
+    free(r->loss);
+    free(r->deaths);
+    r->rows_v = NULL;
+    r->loss = NULL;
+    r->deaths = NULL;
     tide_world_destroy(r->w);
     tide_actions_free(&r->acts);
     tide_engine_destroy(r->e);
@@ -1137,8 +1467,9 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
 
 static void print_table(FILE *f, const tabrow_t *t, size_t n)
 {
-    fprintf(f, "%-10s %7s %7s %8s %6s %8s %8s %9s %14s %10s\n", "policy", "util%", "useful%",
-            "SLO", "jobs", "queue_h", "preempt", "lost_gpuh", "reclaims(late)", "p99lead_s");
+    fprintf(f, "%-10s %7s %7s %8s %6s %8s %8s %9s %14s %10s %8s %10s\n", "policy", "util%",
+            "useful%", "SLO", "jobs", "queue_h", "preempt", "lost_gpuh", "reclaims(late)",
+            "p99lead_s", "expired", "A_breach_h");
     for (size_t i = 0; i < n; i++) {
         if (!t[i].ok) {
             fprintf(f, "%-10s failed\n", t[i].policy);
@@ -1146,9 +1477,10 @@ static void print_table(FILE *f, const tabrow_t *t, size_t n)
         }
         char rl[32];
         snprintf(rl, sizeof rl, "%d(%d)", t[i].reclaims, t[i].late);
-        fprintf(f, "%-10s %7.2f %7.2f %8.4f %6d %8.2f %8d %9.1f %14s %10.0f\n", t[i].policy,
-                100 * t[i].util, 100 * t[i].useful, t[i].slo, t[i].jobs_done,
-                t[i].mean_queue_s / 3600.0, t[i].preemptions, t[i].lost_h, rl, t[i].p99_lead);
+        fprintf(f, "%-10s %7.2f %7.2f %8.4f %6d %8.2f %8d %9.1f %14s %10.0f %8d %10.1f\n",
+                t[i].policy, 100 * t[i].util, 100 * t[i].useful, t[i].slo, t[i].jobs_done,
+                t[i].mean_queue_s / 3600.0, t[i].preemptions, t[i].lost_h, rl, t[i].p99_lead,
+                t[i].expired, t[i].breach_h);
     }
 }
 

@@ -76,7 +76,7 @@ fi
 [ -s "$tmp/report.html" ] || { echo "FAIL: no report written" >&2; exit 1; }
 grep -q "report.html" "$tmp/out" || fail "tide sim did not print the report's path"
 grep -q "Pareto front" "$tmp/out" || fail "tide sim --sweep printed no front"
-[ "$(wc -l <"$tmp/sim/sweep.csv")" -eq 11 ] || fail "sweep.csv: expected 1 + 2 x 5 lines"
+[ "$(wc -l <"$tmp/sim/sweep.csv")" -eq 13 ] || fail "sweep.csv: expected 1 + 2 x 6 lines"
 [ -s "$tmp/sim/sweep/reserve=16/summary.json" ] || fail "no run directory for reserve=16"
 [ -s "$tmp/sim/usage.csv" ] || fail "tide sim wrote no usage.csv"
 

@@ -45,7 +45,7 @@ run() { # run OUTDIR [extra options...]
     local out=$1
     shift
     "$TIDE_BIN" sim --cluster 4x8 --services "$tmp/services.csv" --demand "$tmp/demand.csv" \
-        --jobs "$tmp/jobs.csv" --policy isolated,static,preempt,elastic,timeshare \
+        --jobs "$tmp/jobs.csv" --policy isolated,static,preempt,k8s,elastic,timeshare \
         --seed 7 --out "$out" "$@"
 }
 
@@ -57,7 +57,7 @@ fi
 for f in summary.json timeline.csv events.csv; do
     [ -s "$tmp/out1/$f" ] || fail "missing $f"
 done
-for p in isolated static preempt elastic timeshare; do
+for p in isolated static preempt k8s elastic timeshare; do
     grep -q "^$p " "$tmp/stdout1" || fail "no table row for $p"
 done
 head -1 "$tmp/out1/timeline.csv" | grep -q '^policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,running_jobs,leased_gpus,tier_a_gpus,storage_gbps$' ||
@@ -75,7 +75,7 @@ assert 0 < s["oracle"]["max_utilization"] <= 1.0 + 1e-9
 total = 32 * 86400 / 3600.0
 rows = list(csv.DictReader(open(d + "/timeline.csv")))
 events = list(csv.DictReader(open(d + "/events.csv")))
-names = ["isolated", "static", "preempt", "elastic", "timeshare"]
+names = ["isolated", "static", "preempt", "k8s", "elastic", "timeshare"]
 assert list(s["policies"]) == names, list(s["policies"])
 for p in names:
     r = s["policies"][p]
@@ -86,6 +86,10 @@ for p in names:
     assert 0 <= r["utilization"] <= 1 + 1e-9, (p, r["utilization"])
     assert 0 <= r["useful_utilization"] <= r["utilization"] + 1e-9, p
     assert 0 <= r["inference"]["slo_attainment"] <= 1 + 1e-9, p
+    # no faults: the reserve (elastic only) is never short, no lease runs out
+    assert r["tier_a"]["breach_gpu_s"] == 0, (p, r["tier_a"])
+    assert (r["tier_a"]["reserve_gpus"] > 0) == (p == "elastic"), (p, r["tier_a"])
+    assert r["lease"]["expired"] == 0 and r["reclaim"]["late"] <= r["reclaim"]["count"], p
     t = r["training"]
     assert t["jobs_submitted"] == 6, (p, t["jobs_submitted"])
     assert 0 <= t["jobs_completed"] <= 6

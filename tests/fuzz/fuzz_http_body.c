@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             s->duration_s < 1 || s->ckpt_interval_s < 1 || s->ckpt_s < 0 || s->restore_s < 0 ||
             (j.id && !j.id[0]) || (j.team && !j.team[0]) || s->id != j.id || s->team != j.team)
             abort();
-        (void)tide_job_fits(s, c, &err);
+        (void)tide_job_spec_fits(s, c, &err);
         tide_job_request_free(&j);
         tide_job_request_free(&j); /* safe twice */
     } else if (err.code != TIDE_EINVAL || !err.msg[0]) {

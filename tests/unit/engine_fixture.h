@@ -82,6 +82,11 @@ struct ef {
     size_t in_next;
     tide_event_t *ev;
     size_t nev, capev;
+    /* Tier A: healthy reserve GPUs integrated over the steps (nodes followed
+     * from the NODE_FAILED / NODE_RECOVERED events fed to the engine) */
+    unsigned char *node_down;
+    int tier_a_now;
+    double tier_a_gpu_s;
 };
 
 EF_FN void ef_grow(void **p, size_t *cap, size_t need, size_t sz)
@@ -169,6 +174,7 @@ EF_FN void ef_free(ef_t *f)
     free(f->okind);
     free(f->oid);
     free(f->ev);
+    free(f->node_down);
     free(f->fin);
     free(f->gdom);
     free(f->dsize);
@@ -387,7 +393,8 @@ EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
                 ok = ef_has_event(ev, nev, TIDE_EV_JOB_CANCEL, x->job);
                 break;
             case TIDE_R_PREEMPT:
-                ok = f->policy && !strcmp(f->policy, "preempt");
+                /* the policies that stop training at once for inference */
+                ok = f->policy && (!strcmp(f->policy, "preempt") || !strcmp(f->policy, "k8s"));
                 break;
             case TIDE_R_DEADLINE: /* a notice went unanswered, or the backend expired it */
                 ok = *nr != 0 || ef_has_event(ev, nev, TIDE_EV_JOB_EXPIRED, x->job);
@@ -476,12 +483,34 @@ EF_FN void ef_log_step(ef_t *f, tide_time_t t)
 }
 
 /* Step without asserting success: returns the engine's rc (err filled). */
+/* Follow node failures and count the healthy GPUs in zone A now. */
+EF_FN void ef_tier_a_follow(ef_t *f, const tide_event_t *ev, size_t nev)
+{
+    int nodes = tide_cluster_nodes(f->c);
+    if (!f->node_down)
+        f->node_down = calloc((size_t)nodes + 1, 1);
+    for (size_t i = 0; i < nev; i++)
+        if ((ev[i].kind == TIDE_EV_NODE_FAILED || ev[i].kind == TIDE_EV_NODE_RECOVERED) &&
+            ev[i].node >= 0 && ev[i].node < nodes)
+            f->node_down[ev[i].node] = ev[i].kind == TIDE_EV_NODE_FAILED;
+    f->tier_a_now = 0;
+    for (int n = 0; n < nodes; n++) {
+        tide_node_info_t ni;
+        tide_cluster_node(f->c, n, &ni);
+        if (!f->node_down[n] && tide_engine_gpu_zone(f->e, ni.first_gpu) == 'A')
+            f->tier_a_now += ni.gpus;
+    }
+}
+
 EF_FN int ef_step_rc(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev, tide_error_t *err)
 {
     tide_error_t local = {0};
     if (!err)
         err = &local;
+    if (f->stepped && t > f->now)
+        f->tier_a_gpu_s += (double)f->tier_a_now * (double)(t - f->now);
     int rc = tide_engine_step(f->e, t, ev, nev, &f->acts, err);
+    ef_tier_a_follow(f, ev, nev);
     f->now = t;
     f->stepped = 1;
     f->steps++;

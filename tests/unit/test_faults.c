@@ -684,6 +684,77 @@ static void ctl_down_backend_expires_leases(void **state)
     assert_true(jnum(&r, "faults.events_held") >= 4);
     assert_true(lost > 0);
     assert_float_equal(jnum(&r, "training.gpu_hours_lost"), lost / 3600, 1e-6);
+    /* leases that ran out are expiries, not late reclaims (no notice was sent) */
+    assert_int_equal((int)jnum(&r, "lease.expired"), 3);
+    assert_int_equal((int)jnum(&r, "reclaim.late"), 0);
+    /* the loss is booked where the work was done, before the expiries */
+    double lost_before = 0;
+    for (size_t i = 0; i < r.ntl; i++) {
+        assert_true(tl(&r, &r.tl[i], "training") >= 0 && tl(&r, &r.tl[i], "lost") >= 0);
+        if (r.tl[i].t < up - 300)
+            lost_before += tl(&r, &r.tl[i], "lost") * 300;
+    }
+    assert_float_equal(lost_before, lost, 0.01 * lost + 10);
+    free_result(&r);
+}
+
+/* A burst while tide is down reaches the SLO: the serving layer keeps
+ * serving what was ready, demand keeps coming. preempt, one replica of 100
+ * rps (50 x 1.25 / 100 -> 1) and 50 rps, a 3x burst for 30 minutes inside a
+ * 2-hour outage: 50 rps x 1800 s unserved, exactly. */
+static void ctl_down_burst_reaches_slo(void **state)
+{
+    (void)state;
+    tide_service_spec_t svc = {.name = "chat", .gpus_per_replica = 8, .replica_rps = 100,
+                               .min_replicas = 1, .warmup_s = 120};
+    tide_demand_point_t dem[] = {{0, 0, 50}};
+    simcase_t sc = {.cluster = "2x8", .svcs = &svc, .nsvcs = 1, .dem = dem, .ndem = 1,
+                    .policy = "preempt", .inject = "ctl-down@2h+2h,burst:3x@150m+30m",
+                    .horizon = 86400};
+    result_t r;
+    run_case(&sc, &r);
+    assert_float_equal(jnum(&r, "inference.demanded_requests"), 50.0 * 86400 + 100.0 * 1800, 1e-3);
+    assert_float_equal(jnum(&r, "inference.unserved_requests"), 50.0 * 1800, 1e-3);
+    assert_true(jnum(&r, "inference.slo_attainment") < 1.0);
+    free_result(&r);
+    /* the same burst with tide up: one more replica warms within the burst */
+    sc.inject = "burst:3x@150m+30m";
+    run_case(&sc, &r);
+    double unserved = jnum(&r, "inference.unserved_requests");
+    assert_true(unserved > 0 && unserved < 50.0 * 1800);
+    free_result(&r);
+}
+
+/* A rank failure throws away up to 30 minutes of 8 GPUs' work: more than a
+ * 5-minute row of a 16-GPU cluster trains. The timeline books it back in the
+ * rows where it was done (never negative training), the totals unchanged. */
+static void loss_booked_where_it_was_done(void **state)
+{
+    (void)state;
+    tide_service_spec_t svc = {.name = "chat", .gpus_per_replica = 8, .replica_rps = 100,
+                               .min_replicas = 1, .warmup_s = 120};
+    tide_demand_point_t dem[] = {{0, 0, 50}};
+    tide_job_spec_t jobs[] = {job8("a", 0, 50000)};
+    simcase_t sc = {.cluster = "2x8", .svcs = &svc, .nsvcs = 1, .dem = dem, .ndem = 1,
+                    .jobs = jobs, .njobs = 1, .policy = "preempt",
+                    .inject = "rank-fail:a@85m", .horizon = 6 * H};
+    result_t r;
+    run_case(&sc, &r);
+    const evrow_t *f = find_ev(&r, "fault_rank_fail", "a", 0);
+    assert_non_null(f);
+    double lost = jnum(&r, "training.gpu_hours_lost") * 3600;
+    assert_true(lost > 8 * 300); /* more than one row could hold */
+    double booked = 0, before = 0;
+    for (size_t i = 0; i < r.ntl; i++) {
+        double tr = tl(&r, &r.tl[i], "training"), lo = tl(&r, &r.tl[i], "lost");
+        if (tr < 0 || lo < 0)
+            fail_msg("row t=%lld: training %.2f lost %.2f", (long long)r.tl[i].t, tr, lo);
+        booked += lo * 300;
+        if (r.tl[i].t + 300 <= f->t)
+            before += lo * 300;
+    }
+    assert_float_equal(booked, lost, 1.0);
+    assert_true(before > 0.5 * lost); /* mostly in the rows before the fault's */
     free_result(&r);
 }
 
@@ -988,6 +1059,8 @@ int main(void)
         cmocka_unit_test(rank_fail_loses_work_since_checkpoint),
         cmocka_unit_test(rank_fail_rate_is_seeded),
         cmocka_unit_test(ctl_down_backend_expires_leases),
+        cmocka_unit_test(ctl_down_burst_reaches_slo),
+        cmocka_unit_test(loss_booked_where_it_was_done),
         cmocka_unit_test(storage_overlapping_checkpoints_take_longer),
         cmocka_unit_test(storage_lead_grows),
         cmocka_unit_test(no_faults_no_change),

@@ -400,7 +400,7 @@ static void test_job_validation(void **state)
     assert_null(r.id);
     assert_null(r.team);
     /* fits: 24 GPUs as 3 gangs of 8 on 48 GPUs */
-    assert_int_equal(tide_job_fits(&r.spec, c, &err), 0);
+    assert_int_equal(tide_job_spec_fits(&r.spec, c, &err), 0);
     tide_job_request_free(&r);
     /* impossible gangs */
     static const char *const never[] = {
@@ -410,7 +410,7 @@ static void test_job_validation(void **state)
     };
     for (size_t i = 0; i < sizeof never / sizeof never[0]; i++) {
         assert_int_equal(tide_json_job_request(never[i], strlen(never[i]), c, &r, &err), 0);
-        assert_int_equal(tide_job_fits(&r.spec, c, &err), -1);
+        assert_int_equal(tide_job_spec_fits(&r.spec, c, &err), -1);
         assert_true(strstr(err.msg, "gang_gpus:") || strstr(err.msg, "dp_min:"));
         tide_job_request_free(&r);
     }

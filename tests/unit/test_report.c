@@ -104,9 +104,9 @@ static void test_report_real_run(void **state)
 
     json_t *d = page_data(html);
     json_t *pols = json_object_get(d, "policies");
-    assert_int_equal(json_array_size(pols), 5);
-    const char *names[] = {"isolated", "static", "preempt", "elastic", "timeshare"};
-    for (size_t i = 0; i < 5; i++) {
+    assert_int_equal(json_array_size(pols), 6);
+    const char *names[] = {"isolated", "static", "preempt", "k8s", "elastic", "timeshare"};
+    for (size_t i = 0; i < 6; i++) {
         assert_string_equal(json_string_value(json_array_get(pols, i)), names[i]);
         json_t *tl = json_object_get(json_object_get(d, "timeline"), names[i]);
         assert_non_null(tl);
@@ -131,7 +131,7 @@ static void test_report_real_run(void **state)
     json_t *teams = json_object_get(d, "teams");
     assert_true(json_is_true(json_object_get(teams, "available")));
     assert_true(json_is_false(json_object_get(teams, "governance")));
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 6; i++) {
         json_t *tp = json_object_get(json_object_get(teams, "policies"), names[i]);
         assert_non_null(tp);
         json_t *ta = json_object_get(tp, "teams");

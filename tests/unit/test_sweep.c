@@ -211,9 +211,9 @@ static void test_sweep_run(void **state)
     assert_non_null(table);
     if (tide_sweep_run(&o, &g, spec, 2, table, &res, &err) != 0)
         fail_msg("sweep: %s", err.msg);
-    assert_int_equal(res.n_rows, 4 * 5);
-    const char *names[] = {"isolated", "static", "preempt", "elastic", "timeshare"};
-    for (size_t k = 0; k < 5; k++) {
+    assert_int_equal(res.n_rows, 4 * 6);
+    const char *names[] = {"isolated", "static", "preempt", "k8s", "elastic", "timeshare"};
+    for (size_t k = 0; k < 6; k++) {
         int rows = 0;
         for (size_t i = 0; i < res.n_rows; i++)
             if (!strcmp(res.rows[i].policy, names[k])) {
@@ -250,7 +250,7 @@ static void test_sweep_run(void **state)
     }
     assert_int_equal(counted, (int)res.n_front);
 
-    /* files: a run per point, sweep.csv (header + 20 rows), sweep.json */
+    /* files: a run per point, sweep.csv (header + 24 rows), sweep.json */
     snprintf(path, sizeof path, "%s/sweep/reserve=16,margin=0.2/summary.json", dir);
     char *sum = sf_slurp(path, NULL);
     assert_non_null(sum);
@@ -258,7 +258,7 @@ static void test_sweep_run(void **state)
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
     char *csv = sf_slurp(path, NULL);
     assert_non_null(csv);
-    assert_int_equal(count_lines(csv), 1 + 20);
+    assert_int_equal(count_lines(csv), 1 + 24);
     assert_true(!strncmp(csv, "point,label,reserve,margin,policy,utilization,useful_utilization,"
                               "slo_attainment,mean_queue_s,gpu_hours_lost,preemptions,reclaims,"
                               "reclaims_late,", 114));
@@ -267,14 +267,14 @@ static void test_sweep_run(void **state)
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     assert_non_null(j);
-    assert_int_equal(json_array_size(json_object_get(j, "rows")), 20);
+    assert_int_equal(json_array_size(json_object_get(j, "rows")), 24);
     assert_int_equal(json_array_size(json_object_get(j, "front")), res.n_front);
     assert_int_equal(json_integer_value(json_object_get(j, "points")), 4);
     assert_string_equal(json_string_value(json_object_get(j, "spec")), spec);
     json_t *r0 = json_array_get(json_object_get(j, "rows"), 0);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r0, "params"), "reserve")),
                      8);
-    assert_int_equal(json_object_size(json_object_get(j, "front_by_policy")), 5);
+    assert_int_equal(json_object_size(json_object_get(j, "front_by_policy")), 6);
     json_decref(j);
 
     /* one thread gives the same figures (the runs share nothing) */
