@@ -256,6 +256,9 @@ static int backup_db(sqlite3 *src, const char *dest, tide_error_t *err)
     if (b)
         sqlite3_backup_finish(b);
     int problems = 0;
+    /* a backup is one self-contained file (tide_store_open turns WAL back on) */
+    if (rc == SQLITE_DONE)
+        sqlite3_exec(d, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
     if (rc != SQLITE_DONE)
         tide_errf(err, TIDE_EIO, "backup to %s: %s", dest,
                   rc == SQLITE_BUSY ? "the database stayed busy" : sqlite3_errstr(rc));
