@@ -4,7 +4,8 @@
  * 503; requests blocked at shutdown get their answers; 413 comes before any
  * 100 Continue; conflicting Content-Length and Content-Length with
  * Transfer-Encoding are refused with JSON; a client silent past the
- * inactivity timeout is dropped; the per-address connection limit. */
+ * inactivity timeout is dropped; the per-address connection limit; TLS
+ * files refused; tokens shorter than 16 characters refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -387,6 +388,20 @@ static void test_tls_refusals(void **state)
     tide_auth_destroy(a);
 }
 
+static void test_short_tokens_refused(void **state)
+{
+    (void)state;
+    tide_auth_t *a = tide_auth_create();
+    tide_error_t err = {0};
+    const char *shortf = "abcdefghijklmno ops admin\n"; /* 15 characters */
+    assert_int_equal(tide_auth_load_mem(a, shortf, strlen(shortf), "t", &err), -1);
+    assert_non_null(strstr(err.msg, "shorter than 16"));
+    assert_true(tide_auth_is_open(a));
+    const char *okf = "abcdefghijklmnop ops admin\n";
+    assert_int_equal(tide_auth_load_mem(a, okf, strlen(okf), "t", &err), 1);
+    tide_auth_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_silent_client_dropped),
         cmocka_unit_test(test_per_address_limit),
         cmocka_unit_test(test_tls_refusals),
+        cmocka_unit_test(test_short_tokens_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
