@@ -130,12 +130,14 @@ int tide_store_check_identity(tide_store_t *s, tide_error_t *err)
         set_aside(s, TIDE__FID_WAL);
         set_aside(s, TIDE__FID_SHM);
     }
-    snprintf(s->lost_msg, sizeof s->lost_msg,
+    int w = snprintf(s->lost_msg, sizeof s->lost_msg,
              "database %s: %s since it was opened: writes are refused (nothing more is "
              "acknowledged)%s%s; stop tide serve, put a good copy in place (tide db restore) and "
              "restart",
              s->path, why, saved,
              which == TIDE__FID_DB ? "; its -wal and -shm were renamed *.lost" : "");
+    if (w < 0)
+        snprintf(s->lost_msg, sizeof s->lost_msg, "database %s: files lost", s->path);
     return tide_errf(err, TIDE_EIO, "%s", s->lost_msg);
 }
 
@@ -425,7 +427,7 @@ int tide_store_restore(const char *backup, const char *path, char *moved_to, siz
         return -1;
     if (tide_store_backup_file(backup, path, err) < 0) {
         if (moved[0] && rename(moved, path) == 0) {
-            char a[PATH_MAX], b[PATH_MAX];
+            char a[PATH_MAX + 8], b[PATH_MAX];
             snprintf(a, sizeof a, "%s-wal", moved);
             snprintf(b, sizeof b, "%s-wal", path);
             if (access(a, F_OK) == 0 && rename(a, b) < 0)

@@ -40,7 +40,7 @@ struct tide_store {
     char *path;         /* NULL for an in-memory database */
     tide__store_fid_t fid[TIDE__FID_COUNT];
     int lost;           /* the files are no longer ours: writes refused */
-    char lost_msg[400];
+    char lost_msg[512];
     tide_store_stats_t stats;
 };
 

@@ -4,7 +4,8 @@
 # sockets (a byte every 25 s) on loopback against `tide serve --backend sim`,
 # then: /healthz answers within 1 s, a submit succeeds, one address cannot
 # hold more than the per-address limit, and the slow-loris sockets are
-# dropped by the inactivity timeout. Bounded: about 15 s.
+# dropped by the inactivity timeout; a long poll open at SIGTERM is answered.
+# Bounded: about 20 s.
 # Environment: TIDE_BIN, TIDE_SRC. Exit 77 = skip (daemon not built, or the
 # descriptor limit cannot be raised to ~2,400).
 set -u
@@ -19,5 +20,20 @@ rc=$?
 [ "$rc" = 0 ] || fail "overload.py failed (exit $rc)"
 api GET /healthz
 [ "$API_STATUS" = 200 ] || fail "/healthz after the flood: HTTP $API_STATUS"
+# a long poll open at SIGTERM gets its answer
+api POST /v1/jobs '{"job_id":"lp-1","priority":2,"gpus":8,"duration_s":3600}'
+[ "$API_STATUS" = 201 ] || fail "submit lp-1: HTTP $API_STATUS"
+curl -s -o "$tmp/lp.out" -w '%{http_code}' --max-time 30 "$SERVE_URL/v1/jobs/lp-1/notice?wait=60" \
+    >"$tmp/lp.status" 2>/dev/null &
+lp=$!
+EXTRA_PIDS+=("$lp")
+# wait until curl's connection is up (then the request follows at once)
+port=${SERVE_URL##*:}
+_lp_connected() { ss -Htn state established "( dport = :$port )" 2>/dev/null | grep -q .; }
+command -v ss >/dev/null && poll_until 5 _lp_connected
+sleep 0.2 # the request line after the connect (bounded)
 serve_stop
+wait "$lp"
+[ "$(cat "$tmp/lp.status")" = 200 ] && grep -q '"notice":null' "$tmp/lp.out" ||
+    fail "the long poll open at SIGTERM got: $(cat "$tmp/lp.status") $(cat "$tmp/lp.out" 2>/dev/null)"
 finish serve_overload
