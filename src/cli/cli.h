@@ -35,6 +35,7 @@ int tide_cli_sim_check_sweep(const char *spec, const struct tide_sim_opts *o);
 int tide_cli_sim_finish(const char *spec, const char *report, const struct tide_sim_opts *o);
 int tide_cmd_trace(int argc, char **argv); /* tide trace import (docs/trace.md) */
 int tide_cmd_serve(int argc, char **argv); /* the daemon (docs/serve.md) */
+int tide_cmd_db(int argc, char **argv);    /* tide db check|backup|restore (docs/cli.md) */
 /* Client commands talking to `tide serve` over HTTP (docs/cli.md). */
 int tide_cmd_submit(int argc, char **argv);
 int tide_cmd_jobs(int argc, char **argv);

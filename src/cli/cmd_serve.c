@@ -1,8 +1,11 @@
 /* `tide serve`: the live control plane (docs/serve.md): the engine on the
  * wall clock, the HTTP API (docs/api.md), SQLite state, a backend. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,8 +51,15 @@ static void serve_usage(FILE *f)
             "      --listen ADDR       HOST:PORT to listen on (default 127.0.0.1:7070; port 0\n"
             "                          picks a free one)\n"
             "      --tokens FILE       bearer tokens: `TOKEN TEAM ROLE` lines (admin, submitter,\n"
-            "                          viewer, router); without it the API is open (loopback\n"
-            "                          only) and every caller is admin of team `default`\n"
+            "                          viewer, router; tokens of 16+ characters); without it\n"
+            "                          the API is open (loopback only) and every caller is\n"
+            "                          admin of team `default`\n"
+            "      --tls-cert F, --tls-key F\n"
+            "                          serve HTTPS with this PEM certificate (chain) and key;\n"
+            "                          required for a non-loopback --listen\n"
+            "      --insecure          allow a non-loopback --listen without TLS\n"
+            "      --max-conns-per-ip N\n"
+            "                          open connections per client address (default 128)\n"
             "      --backend NAME      sim (default): virtual nodes in the daemon; slurm: a real\n"
             "                          Slurm cluster (docs/slurm.md; --cluster then defaults to\n"
             "                          Slurm's GPU nodes)\n"
@@ -117,7 +127,9 @@ typedef struct cmdline {
     long long reserve, split_i, split_t;
     double speed, tick;
     int64_t usage_interval;
-    int check;
+    int check, insecure;
+    const char *tls_cert, *tls_key;
+    long long per_ip;
     tide_demand_query_t *dq;
     size_t n_dq, cap_dq;
     char **dq_buf;
@@ -128,7 +140,8 @@ enum {
     O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DB, O_LISTEN, O_TOKENS, O_BACKEND, O_SPEED,
     O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
-    O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK
+    O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
+    O_INSECURE, O_PER_IP
 };
 
 /* One option: -1 to go on, or the exit status (0 after --help). */
@@ -143,6 +156,13 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_TOKENS: c->tokens = optarg; break;
     case O_BACKEND: c->backend = optarg; break;
     case O_CHECK: c->check = 1; break;
+    case O_TLS_CERT: c->tls_cert = optarg; break;
+    case O_TLS_KEY: c->tls_key = optarg; break;
+    case O_INSECURE: c->insecure = 1; break;
+    case O_PER_IP:
+        if (tide_parse_int(optarg, &c->per_ip) < 0 || c->per_ip < 1 || c->per_ip > 100000)
+            return bad("--max-conns-per-ip: '%s' is not a count in 1..100000", optarg);
+        break;
     case O_POLICY: {
         int known = 0;
         for (const char *const *n = tide_policy_names(); *n; n++)
@@ -257,6 +277,10 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         {"workdir", required_argument, NULL, O_WORKDIR},
         {"api-url", required_argument, NULL, O_API_URL},
         {"deadline-slack", required_argument, NULL, O_SLACK},
+        {"tls-cert", required_argument, NULL, O_TLS_CERT},
+        {"tls-key", required_argument, NULL, O_TLS_KEY},
+        {"insecure", no_argument, NULL, O_INSECURE},
+        {"max-conns-per-ip", required_argument, NULL, O_PER_IP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -272,6 +296,8 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         return bad("unexpected argument '%s'", argv[optind]);
     if (c->cluster && c->cluster_file)
         return bad("give either --cluster or --cluster-file, not both");
+    if (!c->tls_cert != !c->tls_key)
+        return bad("--tls-cert and --tls-key go together");
     if (!c->db)
         return bad("--db FILE is required");
     int slurm = c->backend && !strcmp(c->backend, "slurm");
@@ -286,12 +312,41 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
     return -1;
 }
 
+/* Is a numeric address loopback (127.0.0.0/8, ::1, ::ffff:127.x)? */
+static int addr_loopback(int family, const void *a)
+{
+    if (family == AF_INET)
+        return (ntohl(((const struct in_addr *)a)->s_addr) >> 24) == 127;
+    const struct in6_addr *v6 = a;
+    if (IN6_IS_ADDR_LOOPBACK(v6))
+        return 1;
+    return IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127;
+}
+
+/* Does listen bind loopback only? The host must be a numeric loopback
+ * address, or a name whose every address is loopback ("localhost"). */
 static int is_loopback(const char *listen)
 {
     char host[256], port[8];
     if (tide_http_listen_parse(listen, host, sizeof host, port, sizeof port, NULL) < 0)
         return 0;
-    return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+    struct in6_addr buf;
+    if (inet_pton(AF_INET, host, &buf) == 1)
+        return addr_loopback(AF_INET, &buf);
+    if (inet_pton(AF_INET6, host, &buf) == 1)
+        return addr_loopback(AF_INET6, &buf);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        return 0;
+    int all = res != NULL;
+    for (struct addrinfo *r = res; r; r = r->ai_next)
+        all &= r->ai_family == AF_INET
+                   ? addr_loopback(AF_INET, &((struct sockaddr_in *)r->ai_addr)->sin_addr)
+               : r->ai_family == AF_INET6
+                   ? addr_loopback(AF_INET6, &((struct sockaddr_in6 *)r->ai_addr)->sin6_addr)
+                   : 0;
+    freeaddrinfo(res);
+    return all;
 }
 
 /* The thread that turns SIGTERM / SIGINT into a clean stop (signals are
@@ -357,7 +412,8 @@ static int slurm_defaults(serve_t *v)
         const char *h = !host[0] || !strcmp(host, "0.0.0.0") ? "127.0.0.1"
                         : !strcmp(host, "::")                ? "::1"
                                                              : host;
-        snprintf(v->api_url, sizeof v->api_url, v6 ? "http://[%s]:%s" : "http://%s:%s", h, port);
+        snprintf(v->api_url, sizeof v->api_url, v6 ? "%s://[%s]:%s" : "%s://%s:%s",
+                 c->tls_cert ? "https" : "http", h, port);
         c->api_url = v->api_url;
     }
     return -1;
@@ -397,9 +453,14 @@ static int load_inputs(serve_t *v)
         tide_err_prefix(&err, "--tokens: ");
         return fail(&err);
     }
-    if (!c->tokens && !is_loopback(c->listen))
-        return bad("--listen %s is not a loopback address: give --tokens (the API would be open)",
-                   c->listen);
+    if (!is_loopback(c->listen)) {
+        if (!c->tokens)
+            return bad("--listen %s is not a loopback address: give --tokens (the API would be "
+                       "open)", c->listen);
+        if (!c->tls_cert && !c->insecure)
+            return bad("--listen %s is not a loopback address: give --tls-cert and --tls-key "
+                       "(tokens would cross the network in clear), or --insecure", c->listen);
+    }
     return -1;
 }
 
@@ -459,7 +520,9 @@ static int run(serve_t *v, sigctx_t *sc)
     const tide_route_t *routes = tide_daemon_routes(&nr);
     v->router = tide_router_create(routes, nr, v->auth, v->d);
     tide_daemon_set_router(v->d, v->router);
-    if (!(v->srv = tide_http_server_start(c->listen, v->router, &err)))
+    tide_http_server_opts_t so = {.tls_cert = c->tls_cert, .tls_key = c->tls_key,
+                                  .per_ip = (unsigned)c->per_ip};
+    if (!(v->srv = tide_http_server_start_opts(c->listen, v->router, &so, &err)))
         return fail(&err);
     printf("listening on %s\n", tide_http_server_url(v->srv));
     fflush(stdout);

@@ -24,6 +24,7 @@ static const struct {
     {"usage", tide_cmd_usage, "GPU-hours accounted by the daemon, by team/class/state/tier"},
     {"capacity", tide_cmd_capacity, "capacity signals (preemptions, queue, waste, reserve sweep) of a `tide sim` output directory"},
     {"top", tide_cmd_top, "live view of a daemon: GPUs per node, services, queue"},
+    {"db", tide_cmd_db, "check, back up or restore the daemon's database"},
 };
 
 static void usage(FILE *f)

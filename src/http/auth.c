@@ -51,13 +51,20 @@ struct tide_auth {
     pthread_mutex_t mu;
     token_t *v;
     size_t n;
+    size_t min_len;
 };
 
 tide_auth_t *tide_auth_create(void)
 {
     tide_auth_t *a = tide_xcalloc(1, sizeof *a);
     pthread_mutex_init(&a->mu, NULL);
+    a->min_len = TIDE_AUTH_MIN_TOKEN;
     return a;
+}
+
+void tide_auth_set_min_len(tide_auth_t *a, size_t n)
+{
+    a->min_len = n < 1 ? 1 : n > TIDE_AUTH_MAX_TOKEN ? TIDE_AUTH_MAX_TOKEN : n;
 }
 
 static void tokens_free(token_t *v, size_t n)
@@ -140,6 +147,13 @@ int tide_auth_load_mem(tide_auth_t *a, const char *buf, size_t len, const char *
                     bad = 1;
                     break;
                 }
+        if (!bad && fl[0] < a->min_len) {
+            tide_errf(err, TIDE_EINVAL,
+                      "%s:%d: token shorter than %zu characters (use a random one: "
+                      "openssl rand -hex 16)",
+                      name, line, a->min_len);
+            bad = 1;
+        }
         if (!bad && fl[0] > TIDE_AUTH_MAX_TOKEN) {
             tide_errf(err, TIDE_EINVAL, "%s:%d: token longer than %d bytes", name, line,
                       TIDE_AUTH_MAX_TOKEN);

@@ -34,6 +34,7 @@ int tide_role_allows(int have, int need);
 
 #define TIDE_AUTH_MAX_TEAM 127
 #define TIDE_AUTH_MAX_TOKEN 512
+#define TIDE_AUTH_MIN_TOKEN 16 /* shorter tokens are refused (guessable) */
 
 /* Who is calling (filled by tide_auth_check). */
 typedef struct tide_principal {
@@ -52,11 +53,17 @@ void tide_auth_destroy(tide_auth_t *a); /* NULL is a no-op */
 /* Replace the tokens with those of a file (or of buf[0..len), name used in
  * messages). All or nothing: on error the old tokens stay. Returns the number
  * of tokens, or -1 with err (ENOENT/EIO for the file, EINVAL "file:line:
- * problem" for a bad line, an unknown role or a duplicate token). A file
- * with no tokens is an error (it would lock everyone out). */
+ * problem" for a bad line, an unknown role, a duplicate token or a token
+ * shorter than the minimum, TIDE_AUTH_MIN_TOKEN unless changed with
+ * tide_auth_set_min_len). A file with no tokens is an error (it would lock
+ * everyone out). */
 int tide_auth_load(tide_auth_t *a, const char *path, tide_error_t *err);
 int tide_auth_load_mem(tide_auth_t *a, const char *buf, size_t len, const char *name,
                        tide_error_t *err);
+
+/* The shortest token later loads accept (1..TIDE_AUTH_MAX_TOKEN; tests with
+ * short readable tokens lower it). */
+void tide_auth_set_min_len(tide_auth_t *a, size_t n);
 
 /* 1 when no tokens are loaded (open mode). */
 int tide_auth_is_open(const tide_auth_t *a);

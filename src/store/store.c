@@ -1,6 +1,7 @@
 /* The daemon's SQLite store: migrations, prepared statements, and the rows
  * described in store.h. */
 #include "store/store.h"
+#include "store/internal.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -12,18 +13,6 @@
 #include "util/util.h"
 
 /* ------------------------------------------------------------ statements */
-
-enum {
-    Q_META_GET, Q_META_SET,
-    Q_SVC_DEL, Q_SVC_INS, Q_SVC_ALL,
-    Q_JOB_INS, Q_JOB_GET, Q_JOB_STATE, Q_JOB_COUNT, Q_JOB_MAXSEQ, Q_JOB_LIST,
-    Q_EV_INS, Q_EV_CLAIM, Q_EV_CLAIM_UPTO, Q_STEP_INS, Q_STEP_LAST, Q_ACT_INS,
-    Q_REPLAY_EV, Q_REPLAY_ACT, Q_PENDING, Q_MAXSEQ,
-    Q_FEED, Q_CKPT_INS, Q_CKPT_COUNT,
-    Q_USAGE_INS, Q_USAGE_AT, Q_USAGE_LAST,
-    Q_PING,
-    Q_COUNT
-};
 
 #define EV_COLS                                                                                \
     "e.seq, e.step, e.time_s, e.kind, e.job_id, e.job, e.service, e.service_name, e.replica, " \
@@ -93,27 +82,23 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_PING] = "SELECT 1",
 };
 
-struct tide_store {
-    sqlite3 *db;
-    sqlite3_stmt *st[Q_COUNT];
-    int in_tx;
-    long fail_at;       /* countdown of the fault injection (0 = off) */
-    int64_t next_seq;   /* shared sequence of events_in and actions */
-    int64_t next_job_seq;
-};
-
 /* ---------------------------------------------------------------- helpers */
 
-static int db_err(tide_store_t *s, tide_error_t *err, const char *what)
+int tide__store_db_err(tide_store_t *s, tide_error_t *err, const char *what)
 {
+    s->stats.errors++;
     return tide_errf(err, TIDE_EIO, "database: %s: %s", what, sqlite3_errmsg(s->db));
 }
+
+#define db_err tide__store_db_err
 
 /* Count one call; fail it when the fault countdown reaches it. */
 static int fault(tide_store_t *s, tide_error_t *err)
 {
-    if (s->fail_at > 0 && --s->fail_at == 0)
+    if (s->fail_at > 0 && --s->fail_at == 0) {
+        s->stats.errors++;
         return tide_errf(err, TIDE_EIO, "database: injected fault");
+    }
     return 0;
 }
 
@@ -166,6 +151,7 @@ static int exec(tide_store_t *s, const char *sql, tide_error_t *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        s->stats.errors++;
         tide_errf(err, TIDE_EIO, "database: %s", msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return -1;
@@ -294,15 +280,16 @@ tide_store_t *tide_store_open(const char *path, tide_error_t *err)
         free(s);
         return NULL;
     }
+    if (path[0] && strcmp(path, ":memory:") && strncmp(path, "file:", 5))
+        s->path = tide_xstrdup(path);
     sqlite3_busy_timeout(s->db, 5000);
     sqlite3_extended_result_codes(s->db, 0);
     /* WAL: readers never block the writer; FULL: a COMMIT is on disk when it returns */
-    if (exec(s, "PRAGMA journal_mode = WAL", err) < 0 ||
+    if (tide__store_open_checks(s, path, err) < 0 || exec(s, "PRAGMA journal_mode = WAL", err) < 0 ||
         exec(s, "PRAGMA synchronous = FULL", err) < 0 || exec(s, "PRAGMA foreign_keys = ON", err) < 0 ||
         migrate(s, err) < 0) {
         tide_err_prefix(err, "database %s: ", path);
-        sqlite3_close(s->db);
-        free(s);
+        tide_store_close(s);
         return NULL;
     }
     int64_t m = one_int(s, Q_MAXSEQ, err, "sequence");
@@ -313,6 +300,22 @@ tide_store_t *tide_store_open(const char *path, tide_error_t *err)
     }
     s->next_seq = m + 1;
     s->next_job_seq = j + 1;
+    /* the write lock once (an unwritable -shm or -wal fails here, not at the
+     * first acknowledged write); then the files are the ones to keep */
+    if (exec(s, "BEGIN IMMEDIATE", err) < 0) {
+        tide_err_prefix(err, "database %s: cannot take the write lock: ", path);
+        if (s->path) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l,
+                     " (check that %s, %s-wal and %s-shm are writable by this user, or remove "
+                     "a stale %s-shm while nothing has the database open)",
+                     path, path, path, path);
+        }
+        tide_store_close(s);
+        return NULL;
+    }
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    tide__store_fid_record(s);
     return s;
 }
 
@@ -325,6 +328,7 @@ void tide_store_close(tide_store_t *s)
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize(s->st[i]);
     sqlite3_close(s->db);
+    free(s->path);
     free(s);
 }
 
@@ -345,6 +349,8 @@ int tide_store_begin(tide_store_t *s, tide_error_t *err)
         return -1;
     if (s->in_tx)
         return tide_errf(err, TIDE_ESTATE, "database: transaction already open");
+    if (tide_store_check_identity(s, err) < 0)
+        return -1;
     if (exec(s, "BEGIN IMMEDIATE", err) < 0)
         return -1;
     s->in_tx = 1;
@@ -353,11 +359,14 @@ int tide_store_begin(tide_store_t *s, tide_error_t *err)
 
 int tide_store_commit(tide_store_t *s, tide_error_t *err)
 {
-    if (fault(s, err) || exec(s, "COMMIT", err) < 0) {
+    /* a commit into a deleted or replaced file would be acknowledged and lost */
+    if (fault(s, err) || tide_store_check_identity(s, err) < 0 || exec(s, "COMMIT", err) < 0) {
         tide_store_rollback(s);
+        s->stats.commit_errors++;
         return -1;
     }
     s->in_tx = 0;
+    s->stats.commits++;
     return 0;
 }
 
@@ -374,7 +383,7 @@ int tide_store_in_tx(const tide_store_t *s) { return s->in_tx; }
 
 int tide_store_ping(tide_store_t *s, tide_error_t *err)
 {
-    if (fault(s, err))
+    if (fault(s, err) || tide_store_check_identity(s, err) < 0)
         return -1;
     return one_int(s, Q_PING, err, "ping") == 1 ? 0 : -1;
 }

@@ -29,9 +29,11 @@ int tide_store_schema_latest(void);
 
 /* Open (creating if missing) the database at path and bring its schema up to
  * date (every pending migration, each in its own transaction). ":memory:"
- * works for tests. Caller owns the store (tide_store_close).
- * Errors: EIO (cannot open, not a database, a migration failed), ESTATE (the
- * database is newer than this build). */
+ * works for tests. Caller owns the store (tide_store_close). Open runs
+ * PRAGMA quick_check and takes the write lock once, so a corrupt file or an
+ * unwritable -wal / -shm is refused here with the fix in the message.
+ * Errors: EIO (cannot open, not a database, corrupt, cannot write, a
+ * migration failed), ESTATE (the database is newer than this build). */
 tide_store_t *tide_store_open(const char *path, tide_error_t *err);
 
 /* Close; an open transaction is rolled back (uncommitted writes vanish, as in
@@ -54,8 +56,64 @@ int tide_store_commit(tide_store_t *s, tide_error_t *err);
 void tide_store_rollback(tide_store_t *s);
 int tide_store_in_tx(const tide_store_t *s);
 
-/* A cheap liveness query (SELECT 1). */
+/* A cheap health query: the files' identity (tide_store_check_identity),
+ * then SELECT 1. */
 int tide_store_ping(tide_store_t *s, tide_error_t *err);
+
+/* ------------------------------------------------ the files are the files */
+
+/* Is the database still the file that was opened? Compares the identity
+ * (st_dev, st_ino) of PATH, PATH-wal and PATH-shm with what open saw (the
+ * -wal and -shm from when they first existed; a -shm that shrank counts as
+ * replaced). tide_store_begin and tide_store_commit run this check, so a
+ * write is never acknowledged into a deleted or replaced file. On the first
+ * failure the store stops accepting writes for good (reads still work, from
+ * the files it has open), saves what it holds to PATH.rescued (or
+ * PATH.rescued.N; named in the message) with the online backup API, and
+ * fails with EIO "database PATH was deleted ..." / "... replaced ...".
+ * Returns 0 (always for ":memory:"), or -1 with err. */
+int tide_store_check_identity(tide_store_t *s, tide_error_t *err);
+
+/* 1 while writes are accepted, 0 once tide_store_check_identity failed. */
+int tide_store_writable(const tide_store_t *s);
+
+/* Counters since open, for metrics and readiness. */
+typedef struct tide_store_stats {
+    uint64_t errors;        /* store calls that failed: SQLite errors, injected faults, lost files */
+    uint64_t commits;       /* commits that succeeded */
+    uint64_t commit_errors; /* commits that failed (nothing of theirs is durable) */
+    int writable;           /* tide_store_writable() */
+} tide_store_stats_t;
+void tide_store_stats(const tide_store_t *s, tide_store_stats_t *out);
+
+/* -------------------------------------------------- check, backup, restore */
+
+/* Copy the open database (committed state, consistent) to dest with SQLite's
+ * online backup API: written to DEST.tmp, synced, checked (quick_check) and
+ * renamed over dest. Not inside a transaction (ESTATE). */
+int tide_store_backup(tide_store_t *s, const char *dest, tide_error_t *err);
+
+/* The same from a database file, opened read-only (a running `tide serve`
+ * may keep writing: the copy is one consistent commit). src must exist
+ * (ENOENT). */
+int tide_store_backup_file(const char *src, const char *dest, tide_error_t *err);
+
+/* Integrity of a database file, opened read-only: PRAGMA quick_check, or
+ * integrity_check when full (also compares every index with its table).
+ * fn(ctx, line) gets each problem found (borrowed). Returns the number of
+ * problems (0 = ok), or -1 with err (ENOENT, EIO: not a database). */
+typedef void (*tide_store_line_fn)(void *ctx, const char *line);
+int tide_store_check_file(const char *path, int full, tide_store_line_fn fn, void *ctx,
+                          tide_error_t *err);
+
+/* Replace the database at path by the backup file: the backup must pass
+ * quick_check and be a tide database (EINVAL otherwise); path must not be
+ * open in another process (ESTATE: stop tide serve first). An existing
+ * database (with its -wal) is kept as PATH.pre-restore[.N] (moved_to gets
+ * that name, "" when there was none); the copy is written next to path,
+ * synced, and renamed over it. */
+int tide_store_restore(const char *backup, const char *path, char *moved_to, size_t moved_n,
+                       tide_error_t *err);
 
 /* ------------------------------------------------------------------ meta */
 

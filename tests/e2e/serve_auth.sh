@@ -16,10 +16,10 @@ serve_require
 
 cat >"$tmp/tokens" <<'EOF'
 # TOKEN TEAM ROLE
-tok-admin  ops admin
-tok-a      a   submitter
-tok-b      b   submitter
-tok-view   a   viewer
+tok-admin-0123456789ab  ops admin
+tok-a-0123456789ab      a   submitter
+tok-b-0123456789ab      b   submitter
+tok-view-0123456789ab   a   viewer
 EOF
 serve_start auth --db "$tmp/tide.db" --cluster 4x8:H100 --policy elastic --speed 60 \
     --tokens "$tmp/tokens" || exit 1
@@ -64,131 +64,131 @@ check "metrics is open" 200
 
 # --- services: only an admin creates and changes them
 svc='{"service":"chat","gpus_per_replica":8,"replica_rps":100,"min_replicas":1,"warmup_s":300}'
-api POST /v1/services "$svc" tok-a
+api POST /v1/services "$svc" tok-a-0123456789ab
 check "submitter creates a service" 403
-api POST /v1/services "$svc" tok-admin
+api POST /v1/services "$svc" tok-admin-0123456789ab
 check "admin creates a service" 201
-api PATCH /v1/services/chat '{"min_replicas":2}' tok-view
+api PATCH /v1/services/chat '{"min_replicas":2}' tok-view-0123456789ab
 check "viewer patches a service" 403
-api PATCH /v1/services/chat '{"min_replicas":2}' tok-a
+api PATCH /v1/services/chat '{"min_replicas":2}' tok-a-0123456789ab
 check "submitter patches a service" 403
-api PATCH /v1/services/chat '{"min_replicas":2}' tok-admin
+api PATCH /v1/services/chat '{"min_replicas":2}' tok-admin-0123456789ab
 check "admin patches a service" 200
-api GET /v1/services "" tok-view
+api GET /v1/services "" tok-view-0123456789ab
 check "viewer lists services" 200
 [ "$(jq_ 'd["services"][0]["min_replicas"]')" = 2 ] || fail "min_replicas not 2 after PATCH: $API_BODY"
-api PATCH /v1/services/nonesuch '{"min_replicas":2}' tok-admin
+api PATCH /v1/services/nonesuch '{"min_replicas":2}' tok-admin-0123456789ab
 check "patch an unknown service" 404 nonesuch
-api PATCH /v1/services/chat '{"min_replicas":"two"}' tok-admin
+api PATCH /v1/services/chat '{"min_replicas":"two"}' tok-admin-0123456789ab
 check "patch with a wrong type" 400 min_replicas
-api POST /v1/services/chat/demand '{"rps":80}' tok-view
+api POST /v1/services/chat/demand '{"rps":80}' tok-view-0123456789ab
 check "viewer pushes demand" 403
-api POST /v1/services/chat/demand '{"rps":80}' tok-admin
+api POST /v1/services/chat/demand '{"rps":80}' tok-admin-0123456789ab
 check "admin pushes demand" 200
 
 # --- roles and teams on jobs
-api POST /v1/jobs "$(jobj v1)" tok-view
+api POST /v1/jobs "$(jobj v1)" tok-view-0123456789ab
 check "viewer submits" 403
-api POST /v1/jobs "$(jobj a1)" tok-a
+api POST /v1/jobs "$(jobj a1)" tok-a-0123456789ab
 check "team a submits a1" 201
 [ "$(jq_ 'd["id"]')" = a1 ] || fail "submit a1 answered $API_BODY"
-api POST /v1/jobs '{"job_id":"a2","team":"b","priority":2,"gpus":8,"duration_s":3600}' tok-a
+api POST /v1/jobs '{"job_id":"a2","team":"b","priority":2,"gpus":8,"duration_s":3600}' tok-a-0123456789ab
 check "team a submits for team b" 403 team
-api POST /v1/jobs "$(jobj b1)" tok-b
+api POST /v1/jobs "$(jobj b1)" tok-b-0123456789ab
 check "team b submits b1" 201
-api GET /v1/jobs/a1 "" tok-a
+api GET /v1/jobs/a1 "" tok-a-0123456789ab
 check "team a reads a1" 200
 [ "$(jq_ 'd["team"]')" = a ] || fail "a1 has team $(jq_ 'd.get("team")'), expected a (the token's)"
-api GET /v1/jobs/b1 "" tok-a
+api GET /v1/jobs/b1 "" tok-a-0123456789ab
 check "team a reads b1" 403 b1
-api GET /v1/jobs/b1 "" tok-view
+api GET /v1/jobs/b1 "" tok-view-0123456789ab
 check "team a's viewer reads b1" 403 b1
-api POST /v1/jobs/b1/cancel "" tok-a
+api POST /v1/jobs/b1/cancel "" tok-a-0123456789ab
 check "team a cancels b1" 403 b1
-api GET /v1/jobs/b1 "" tok-b
+api GET /v1/jobs/b1 "" tok-b-0123456789ab
 check "team b reads b1" 200
 [ "$(jq_ 'd["state"]')" != cancelled ] || fail "b1 was cancelled by team a"
-api GET /v1/jobs "" tok-a
+api GET /v1/jobs "" tok-a-0123456789ab
 check "team a lists" 200
 [ "$(jq_ 'sorted(j["id"] for j in d["jobs"])')" = '["a1"]' ] || fail "team a sees $API_BODY"
-api GET /v1/jobs "" tok-view
+api GET /v1/jobs "" tok-view-0123456789ab
 [ "$(jq_ 'sorted(j["id"] for j in d["jobs"])')" = '["a1"]' ] || fail "team a's viewer sees $API_BODY"
-api GET "/v1/jobs?team=b" "" tok-a
+api GET "/v1/jobs?team=b" "" tok-a-0123456789ab
 check "team a lists team b's jobs" 403 team
-api POST /v1/jobs/b1/checkpoints '{"step":1,"committed":true,"progress_s":10}' tok-a
+api POST /v1/jobs/b1/checkpoints '{"step":1,"committed":true,"progress_s":10}' tok-a-0123456789ab
 check "team a reports a checkpoint of b1" 403 b1
-api GET '/v1/jobs/b1/notice?wait=0' "" tok-a
+api GET '/v1/jobs/b1/notice?wait=0' "" tok-a-0123456789ab
 check "team a polls b1's notice" 403 b1
-api GET /v1/jobs "" tok-admin
+api GET /v1/jobs "" tok-admin-0123456789ab
 [ "$(jq_ 'sorted(j["id"] for j in d["jobs"])')" = '["a1", "b1"]' ] || fail "admin sees $API_BODY"
-api POST /v1/jobs/a1/cancel "" tok-view
+api POST /v1/jobs/a1/cancel "" tok-view-0123456789ab
 check "viewer cancels a1" 403
 
 # --- bad bodies: 4xx naming the problem, nothing changes
-api GET /v1/jobs "" tok-admin
+api GET /v1/jobs "" tok-admin-0123456789ab
 before=$(jq_ 'sorted((j["id"], j["state"]) for j in d["jobs"])')
-api POST /v1/jobs '{"job_id": "m1", "gpus": 8,' tok-a
+api POST /v1/jobs '{"job_id": "m1", "gpus": 8,' tok-a-0123456789ab
 check "malformed JSON" 400 'json|parse|syntax|end of|invalid'
-api POST /v1/jobs '[1, 2, 3]' tok-a
+api POST /v1/jobs '[1, 2, 3]' tok-a-0123456789ab
 check "a JSON array" 400 'object'
-api POST /v1/jobs '{"job_id":"m2","priority":2,"gpus":"eight","duration_s":3600}' tok-a
+api POST /v1/jobs '{"job_id":"m2","priority":2,"gpus":"eight","duration_s":3600}' tok-a-0123456789ab
 check "gpus as a string" 400 gpus
-api POST /v1/jobs '{"job_id":"m3","priority":2,"gpus":8,"duration_s":-5}' tok-a
+api POST /v1/jobs '{"job_id":"m3","priority":2,"gpus":8,"duration_s":-5}' tok-a-0123456789ab
 check "negative duration" 400 duration
-api POST /v1/jobs '{"job_id":"m4","priority":9,"gpus":8,"duration_s":3600}' tok-a
+api POST /v1/jobs '{"job_id":"m4","priority":9,"gpus":8,"duration_s":3600}' tok-a-0123456789ab
 check "priority 9" 400 priority
-api POST /v1/jobs '{"job_id":"m5","priority":2,"gpus":8,"duration_s":3600,"colour":"red"}' tok-a
+api POST /v1/jobs '{"job_id":"m5","priority":2,"gpus":8,"duration_s":3600,"colour":"red"}' tok-a-0123456789ab
 check "unknown field" 400 colour
-api POST /v1/jobs '{"job_id":"m6","priority":2,"gpus":8,"gang_gpus":3,"duration_s":3600}' tok-a
+api POST /v1/jobs '{"job_id":"m6","priority":2,"gpus":8,"gang_gpus":3,"duration_s":3600}' tok-a-0123456789ab
 check "gang_gpus not dividing gpus" 400 gang
-api POST /v1/jobs '{"job_id":"m7","priority":2,"gpus":12,"gang_gpus":12,"duration_s":3600}' tok-a
+api POST /v1/jobs '{"job_id":"m7","priority":2,"gpus":12,"gang_gpus":12,"duration_s":3600}' tok-a-0123456789ab
 check "a gang of 12 GPUs: neither inside one 8-GPU domain nor whole domains" 400 'gang|domain'
-api POST /v1/jobs '{"job_id":"m8","priority":2,"gpus":64,"gang_gpus":8,"duration_s":3600}' tok-a
+api POST /v1/jobs '{"job_id":"m8","priority":2,"gpus":64,"gang_gpus":8,"duration_s":3600}' tok-a-0123456789ab
 check "more GPUs than the cluster" 400 'gpus|cluster'
-api POST /v1/jobs "$(jobj a1)" tok-a
+api POST /v1/jobs "$(jobj a1)" tok-a-0123456789ab
 check "duplicate job id" 409 "a1|already"
 python3 -c '
 import sys
 pad = "x" * (2 * 1024 * 1024)
 sys.stdout.write("{\"job_id\":\"big\",\"priority\":2,\"gpus\":8,\"duration_s\":3600,\"command\":\"%s\"}" % pad)' \
     >"$tmp/big.json"
-API_STATUS=$(curl -s -o "$tmp/api.out" -w '%{http_code}' -X POST -H 'Authorization: Bearer tok-a' \
+API_STATUS=$(curl -s -o "$tmp/api.out" -w '%{http_code}' -X POST -H 'Authorization: Bearer tok-a-0123456789ab' \
     -H 'Content-Type: application/json' --data-binary @"$tmp/big.json" "$SERVE_URL/v1/jobs")
 API_BODY=$(cat "$tmp/api.out")
 check "2 MiB body" 413 'large|limit|MiB|bytes|size'
-api GET /v1/jobs/nonesuch "" tok-a
+api GET /v1/jobs/nonesuch "" tok-a-0123456789ab
 check "unknown job" 404 nonesuch
-api POST /v1/jobs/nonesuch/cancel "" tok-a
+api POST /v1/jobs/nonesuch/cancel "" tok-a-0123456789ab
 check "cancel an unknown job" 404 nonesuch
-api POST /v1/jobs/nonesuch/checkpoints '{"step":1,"committed":true,"progress_s":10}' tok-a
+api POST /v1/jobs/nonesuch/checkpoints '{"step":1,"committed":true,"progress_s":10}' tok-a-0123456789ab
 check "checkpoint of an unknown job" 404 nonesuch
-api POST /v1/services/nonesuch/demand '{"rps":1}' tok-admin
+api POST /v1/services/nonesuch/demand '{"rps":1}' tok-admin-0123456789ab
 check "demand for an unknown service" 404 nonesuch
-api POST /v1/services/chat/demand '{"rps":-1}' tok-admin
+api POST /v1/services/chat/demand '{"rps":-1}' tok-admin-0123456789ab
 check "negative demand" 400 rps
-api POST /v1/nodes/99/state '{"up":false}' tok-admin
+api POST /v1/nodes/99/state '{"up":false}' tok-admin-0123456789ab
 check "state of an unknown node" 404 '99|node'
-api GET /v1/nonesuch "" tok-admin
+api GET /v1/nonesuch "" tok-admin-0123456789ab
 check "unknown route" 404
-api GET /v1/jobs "" tok-admin
+api GET /v1/jobs "" tok-admin-0123456789ab
 after=$(jq_ 'sorted((j["id"], j["state"]) for j in d["jobs"])')
 [ "$before" = "$after" ] || fail "the job list changed after bad requests: $before -> $after"
 
 # --- the CLI maps the answers: 403/401 -> exit 2, 404 -> 3, with the server's message
-"$TIDE_BIN" job b1 --token tok-a >/dev/null 2>"$tmp/cli.e"
+"$TIDE_BIN" job b1 --token tok-a-0123456789ab >/dev/null 2>"$tmp/cli.e"
 rc=$?
 [ "$rc" = 2 ] || fail "tide job b1 as team a exited $rc, expected 2"
 grep -q '^tide: .*b1' "$tmp/cli.e" || fail "tide job b1: stderr $(cat "$tmp/cli.e")"
-TIDE_TOKEN=tok-a "$TIDE_BIN" jobs --json >"$tmp/cli.o" 2>"$tmp/cli.e" || fail "TIDE_TOKEN: $(cat "$tmp/cli.e")"
-grep -q '"a1"' "$tmp/cli.o" || fail "tide jobs with TIDE_TOKEN=tok-a: $(cat "$tmp/cli.o")"
-"$TIDE_BIN" job nonesuch --token tok-a >/dev/null 2>"$tmp/cli.e"
+TIDE_TOKEN=tok-a-0123456789ab "$TIDE_BIN" jobs --json >"$tmp/cli.o" 2>"$tmp/cli.e" || fail "TIDE_TOKEN: $(cat "$tmp/cli.e")"
+grep -q '"a1"' "$tmp/cli.o" || fail "tide jobs with TIDE_TOKEN=tok-a-0123456789ab: $(cat "$tmp/cli.o")"
+"$TIDE_BIN" job nonesuch --token tok-a-0123456789ab >/dev/null 2>"$tmp/cli.e"
 rc=$?
 [ "$rc" = 3 ] || fail "tide job nonesuch exited $rc, expected 3"
 "$TIDE_BIN" submit --id c1 -p 2 -g 8 -d 1h >/dev/null 2>"$tmp/cli.e"
 rc=$?
 [ "$rc" = 2 ] || fail "tide submit without a token exited $rc, expected 2"
 grep -q '^tide: ' "$tmp/cli.e" || fail "tide submit without a token: stderr $(cat "$tmp/cli.e")"
-"$TIDE_BIN" submit --id c1 -p 2 -g 8 --gang 3 -d 1h --token tok-a >/dev/null 2>"$tmp/cli.e"
+"$TIDE_BIN" submit --id c1 -p 2 -g 8 --gang 3 -d 1h --token tok-a-0123456789ab >/dev/null 2>"$tmp/cli.e"
 rc=$?
 [ "$rc" = 2 ] || fail "tide submit with a bad gang exited $rc, expected 2"
 
