@@ -257,7 +257,7 @@ static int migrate(tide_store_t *s, tide_error_t *err)
                          "database schema version %d is newer than this tide (%d): upgrade tide",
                          have, latest);
     for (int v = have + 1; v <= latest; v++) {
-        size_t len;
+        size_t len = 0;
         const char *text = migration(v, &len);
         char *sql = tide_xmalloc(len + 128);
         memcpy(sql, text, len);
