@@ -37,7 +37,7 @@ static void sim_usage(FILE *f)
             "      --split I:T         static/timeshare partition: I inference + T training\n"
             "                          GPUs; I+T must equal the cluster's GPUs (default auto)\n"
             "      --night A-B         timeshare training window, hours A..B-1 (0-23, default 22-8)\n"
-            "      --margin X          floor of the forecast safety margin (default 0.05)\n"
+            "      --margin X          floor of the learned burst margin (default 0)\n"
             "run:\n"
             "      --seed N            seed recorded in summary.json (default 0)\n"
             "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"

@@ -206,6 +206,7 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->spec.name = tide_xstrdup(s->name);
     sv->down_since = -1;
     sv->short_since = -1;
+    sv->react_at = -1;
     sv->slo_target = s->slo_target > 0 ? s->slo_target : e->cfg.slo_target;
     sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
     tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.tick_s,

@@ -24,9 +24,6 @@
  *
  * Only the past is ever read: there is no look-ahead. */
 #include <math.h>
-#ifdef FC_DEBUG
-#include <stdio.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +40,9 @@
 #define K_MIN (-2.302585092994046)   /* error budget factor 0.1 .. 10 */
 #define K_MAX (2.302585092994046)
 #define K_GAIN (0.6931471805599453 / 7200.0) /* at most x2 per 2 h */
+#define BUDGET_AIM 0.7                /* aim inside the budget: the start (no
+                                         history) and misses that headroom
+                                         cannot prevent spend the rest */
 
 static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)(f->days + 1); }
@@ -103,7 +103,7 @@ void tide__fc_free(forecast_t *f)
 /* Mean demand of absolute bucket k (the current one: so far), -1 unknown. */
 static double seen(const forecast_t *f, int64_t k)
 {
-    if (f->last_bucket < 0 || k < f->first_bucket || k > f->last_bucket ||
+    if (!f->filled || k < f->first_bucket || k > f->last_bucket ||
         k <= f->last_bucket - (int64_t)ring_len(f))
         return -1;
     size_t i = slot(f, k);
@@ -182,7 +182,8 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
     if (!f->have)
         return;
     int64_t b = floordiv(now, f->bucket_s);
-    if (f->last_bucket < 0) {
+    if (!f->filled) {
+        f->filled = 1;
         f->last_bucket = f->first_bucket = b;
         f->sum[slot(f, b)] = f->dur[slot(f, b)] = f->mx[slot(f, b)] = 0;
         f->last_t = now;
@@ -417,8 +418,14 @@ void tide__fc_served(forecast_t *f, double dt, double demanded, double served)
 /* Error budget feedback: decay the measured sums, move the budget factor. */
 static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_config_t *cfg)
 {
-    if (f->fb_at <= 0 && f->dem_d <= 0) {
+    double hl = cfg->slo_window_s > 0 ? (double)cfg->slo_window_s : 6 * 3600.0;
+    if (!f->fb_on) {
+        /* a prior of one half-life of demand at the aim, so that the first
+         * minutes (a cold start) do not swing the budget */
+        f->fb_on = 1;
         f->fb_at = now;
+        f->dem_d += f->cur * hl;
+        f->miss_d += f->cur * hl * BUDGET_AIM * budget;
         return;
     }
     double dt = (double)(now - f->fb_at);
@@ -427,7 +434,7 @@ static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_c
         return;
     if (f->dem_d > 0 && budget > 0) {
         double m = f->miss_d / f->dem_d;
-        double e = 1.0 - m / budget;
+        double e = 1.0 - m / (BUDGET_AIM * budget);
         if (e < -4)
             e = -4;
         f->logk += K_GAIN * e * dt;
@@ -436,7 +443,6 @@ static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_c
         if (f->logk > K_MAX)
             f->logk = K_MAX;
     }
-    double hl = cfg->slo_window_s > 0 ? (double)cfg->slo_window_s : 6 * 3600.0;
     double decay = exp(-dt * 0.6931471805599453 / hl);
     f->dem_d *= decay;
     f->miss_d *= decay;
@@ -478,10 +484,4 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
         m = cfg->margin_max;
     f->margin = m;
     f->q = 1.0 + m;
-#ifdef FC_DEBUG
-    if (now % 3600 == 0)
-        fprintf(stderr, "FC %lld cur %.1f base %.1f q %.3f logk %.2f miss %.5f n %zu\n", (long long)now, f->cur,
-                f->pred[(f->pred_pos + FC_PRED_RING - 1) % FC_PRED_RING].base, q, f->logk,
-                f->dem_d > 0 ? f->miss_d / f->dem_d : 0, f->bs_n);
-#endif
 }

@@ -265,6 +265,71 @@ static void drop_claims(tide_engine_t *e, int si, int n)
     }
 }
 
+/* Scale down only after the need stayed lower for the whole hold window
+ * (stabilization, as autoscalers do), to the highest need of the window. */
+static void hold_reactive(tide_engine_t *e, int si, tide_time_t now, int active, int up, int down)
+{
+    service_t *s = &e->svcs[si];
+    if (active <= down) {
+        s->down_since = -1;
+        return;
+    }
+    if (s->down_since < 0) {
+        s->down_since = now;
+        s->hold_max = down;
+    }
+    if (down > s->hold_max)
+        s->hold_max = down;
+    if (now - s->down_since >= e->cfg.scale_down_hold_s) {
+        int keep = s->hold_max > up ? s->hold_max : up;
+        if (active > keep)
+            scale_down(e, si, active - keep);
+        s->down_since = -1;
+    }
+}
+
+/* Forecast sizing: keep the highest forecast need of the last hold window
+ * (the forecast is smooth: no noisy maximum to latch onto), replicas added
+ * for demand observed above it for one decision window, and what demand
+ * needs now. */
+static void hold_forecast(tide_engine_t *e, int si, tide_time_t now, int active, int up, int down)
+{
+    service_t *s = &e->svcs[si];
+    hold_t *h = &s->hold;
+    if (h->n == HOLD_RING) {
+        h->first = (h->first + 1) % HOLD_RING;
+        h->n--;
+    }
+    int last = (h->first + h->n - 1 + HOLD_RING) % HOLD_RING;
+    if (h->n && h->t[last] == now) {
+        if (down > h->v[last])
+            h->v[last] = down;
+    } else {
+        int k = (h->first + h->n) % HOLD_RING;
+        h->t[k] = now;
+        h->v[k] = down;
+        h->n++;
+    }
+    while (h->n && h->t[h->first] <= now - e->cfg.scale_down_hold_s && h->n > 1) {
+        h->first = (h->first + 1) % HOLD_RING;
+        h->n--;
+    }
+    int keep = up;
+    for (int i = 0; i < h->n; i++) {
+        int k = (h->first + i) % HOLD_RING;
+        if (h->v[k] > keep)
+            keep = h->v[k];
+    }
+    if (up > down) {
+        s->react = up;
+        s->react_at = now;
+    }
+    if (s->react_at >= 0 && now - s->react_at < tide__decision_window(e, si) && s->react > keep)
+        keep = s->react;
+    if (active > keep)
+        scale_down(e, si, active - keep);
+}
+
 void tide__infer_pass(tide_engine_t *e, tide_time_t now)
 {
     for (int si = 0; si < e->n_svcs; si++) {
@@ -279,25 +344,10 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
                 n--;
             deficit = n;
         }
-        /* scale down only after the need stayed lower for the whole hold
-         * window (stabilization, as autoscalers do), to the highest forecast
-         * need of the window, and never below what demand needs now */
-        if (active > down) {
-            if (s->down_since < 0) {
-                s->down_since = now;
-                s->hold_max = down;
-            }
-            if (down > s->hold_max)
-                s->hold_max = down;
-            if (now - s->down_since >= e->cfg.scale_down_hold_s) {
-                int keep = s->hold_max > up ? s->hold_max : up;
-                if (active > keep)
-                    scale_down(e, si, active - keep);
-                s->down_since = -1;
-            }
-        } else {
-            s->down_since = -1;
-        }
+        if (e->pol->scale_mode == SCALE_FORECAST)
+            hold_forecast(e, si, now, active, up, down);
+        else
+            hold_reactive(e, si, now, active, up, down);
         int incoming = claims_of(e, si);
         if (incoming > deficit)
             drop_claims(e, si, incoming - deficit);

@@ -114,8 +114,9 @@ typedef struct forecast {
     double *mx;              /* ring: highest demand observed in the bucket */
     double peak_seen;        /* highest of mx (cached) */
     int peak_dirty;
-    int64_t last_bucket;     /* absolute bucket index last filled, -1 = none */
+    int64_t last_bucket;     /* absolute bucket index last filled (times may be < 0) */
     int64_t first_bucket;
+    int filled;              /* last_bucket and first_bucket are set */
     tide_time_t last_t;      /* demand integrated up to here */
     double cur;              /* demand observed now */
     int have;                /* any observation yet */
@@ -133,6 +134,7 @@ typedef struct forecast {
      * error-budget factor */
     double dem_d, miss_d, logk;
     tide_time_t fb_at;
+    int fb_on;
     int samples;             /* burst samples seen */
 } forecast_t;
 
@@ -160,6 +162,13 @@ typedef struct samples {
 /* k-th smallest of v[0..n) (0-based), reordering v in place. */
 double tide_select(double *v, size_t n, size_t k);
 
+#define HOLD_RING 256
+/* Recent forecast targets (time, replicas) over the scale-down hold. */
+typedef struct hold {
+    tide_time_t t[HOLD_RING];
+    int v[HOLD_RING];
+    int first, n;
+} hold_t;
 #define LATE_RING 64
 #define LATE_MIN 3
 #define LATE_CAP 3600
@@ -170,6 +179,9 @@ typedef struct service {
     int ready, warming;        /* replica counts */
     tide_time_t down_since;    /* need below capacity since (-1: not) */
     int hold_max;              /* highest need seen since down_since */
+    hold_t hold;               /* forecast targets over the hold (SCALE_FORECAST) */
+    int react;                 /* replicas added for demand above the forecast */
+    tide_time_t react_at;      /* when (-1: never) */
     samples_t warm;            /* measured warm-up times */
     double slo_target;         /* spec's, or the config default */
     /* learned lead: lateness of capacity after a demand rise */
