@@ -27,6 +27,8 @@ typedef struct tide_service_spec {
     uint32_t gpu_types;       /* accepted GPU types (bitmask), 0 = any */
     int fixed_replicas;       /* used by the `isolated` policy: replicas kept hot
                                  all the time (the peak); 0 = derive from floor */
+    double slo_target;        /* fraction of requests to serve, in (0, 1); 0 = the
+                                 config's slo_target. Sizing aims at it. */
 } tide_service_spec_t;
 
 /* A training job. Strings are copied by the engine. */
@@ -69,11 +71,14 @@ typedef struct tide_config {
     int split_inf;             /* inference GPUs for `static`/`timeshare` (-1 = auto) */
     int night_start_h;         /* `timeshare` window, hours of day [start, end) */
     int night_end_h;
-    double margin_min;         /* floor of the forecast safety margin (0.05) */
-    double margin_max;         /* ceiling of the margin (1.0) */
-    double margin_quantile;    /* quantile of under-forecast error used (0.95) */
+    double margin_min;         /* floor of the learned burst margin (0) */
+    double margin_max;         /* ceiling of the burst margin (4: up to 5x the baseline) */
+    double slo_target;         /* default fraction of requests a service must serve (0.999) */
+    tide_time_t slo_window_s;  /* half-life of the measured attainment fed back into
+                                  sizing (6 h) */
     tide_time_t tick_s;        /* control loop period (60) */
-    tide_time_t lead_extra_s;  /* margin added to ckpt P99 + warm-up P99 (300) */
+    tide_time_t lead_extra_s;  /* floor of the margin added to ckpt P99 + warm-up P99;
+                                  the measured lateness of capacity is added (300) */
     tide_time_t lease_max_s;   /* longest lease granted at once (6 h) */
     tide_time_t scale_down_hold_s; /* keep capacity this long past the forecast need (1800) */
     tide_time_t forecast_bucket_s; /* forecast resolution (300) */
@@ -318,17 +323,30 @@ int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner);
 /* Tier of a GPU: 'A' reserve, 'I' inference partition, 'T' training partition, 'S' shared. */
 char tide_engine_gpu_zone(const tide_engine_t *e, int gpu);
 
-/* Forecast state of a service: current margin and forecast peak over
- * [now, now+horizon] without and with the margin. */
+/* Forecast state of a service: baseline (predictable part) peak over
+ * [now, now+horizon], the learned burst margin, and their product, which is
+ * what the service is sized for. */
 typedef struct tide_forecast_info {
-    double margin;
-    double peak;
-    double peak_with_margin;
+    double margin;            /* burst multiplier - 1 for the SLO target */
+    double peak;              /* baseline peak over the horizon */
+    double peak_with_margin;  /* peak x (1 + margin) */
     double last_observed;
-    int samples;              /* forecast-vs-actual pairs seen */
+    int samples;              /* burst samples seen */
+    tide_time_t lead_s;       /* reclaim lead now (elastic, timeshare) or warm-up lead */
+    tide_time_t late_s;       /* measured lateness of capacity added to the lead */
 } tide_forecast_info_t;
 int tide_engine_forecast(const tide_engine_t *e, int service, tide_time_t horizon,
                          tide_forecast_info_t *out);
+
+/* Preload past demand of a service so the forecast works from the first
+ * step: `rps` was the demand from time t until the next point. Points of a
+ * service must come in non-decreasing t; before the first step any t is
+ * accepted (times before the first step's are the past), afterwards only
+ * t <= the engine's now and not before the service's last point. Feeds the
+ * forecast only (no accounting, no SLO). Returns 0 or -1 with err (ENOENT
+ * unknown service, EINVAL bad rps or time order). */
+int tide_engine_demand_history(tide_engine_t *e, int service, tide_time_t t, double rps,
+                               tide_error_t *err);
 
 /* ------------------------------------------------------------- accounting */
 
@@ -368,9 +386,10 @@ typedef struct tide_stats {
     int shrinks;
     double lost_gpu_s;
     /* reclaim */
-    int reclaims, reclaims_late;   /* late: a reclaim notice whose deadline passed */
-    int leases_expired;            /* leases that ran out without a notice (the job was
-                                      stopped at its latest return) */
+    int reclaims, reclaims_late;   /* reclaim notices (inference, window), and those
+                                      not answered by their deadline */
+    int leases_expired;            /* leases that reached their latest return without
+                                      a reclaim notice (e.g. while tide was down) */
     int leases_granted;
     double borrowed_gpu_s;         /* GPU-seconds training held under leases */
     /* Tier A: GPU-seconds the healthy reserve stayed below its size (failed

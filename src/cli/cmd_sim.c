@@ -45,7 +45,7 @@ static void sim_usage(FILE *f)
             "      --split I:T         static/timeshare partition: I inference + T training\n"
             "                          GPUs; I+T must equal the cluster's GPUs (default auto)\n"
             "      --night A-B         timeshare training window, hours A..B-1 (0-23, default 22-8)\n"
-            "      --margin X          floor of the forecast safety margin (default 0.05)\n"
+            "      --margin X          floor of the learned burst margin (default 0)\n"
             "      --headroom X        preempt/k8s: replicas = ceil(demand x (1+X) / replica_rps)\n"
             "                          (default 0.25: an autoscaler's 80%% utilisation target)\n"
             "      --hpa-window D      k8s: scale-down stabilisation window (default 5m, HPA's)\n"

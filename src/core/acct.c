@@ -131,7 +131,9 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
         st->useful_serving_gpu_s += (double)useful * s->spec.gpus_per_replica * dt;
         st->requests_demanded += s->demand * dt;
         double cap = s->ready * s->spec.replica_rps;
-        st->requests_served += (s->demand < cap ? s->demand : cap) * dt;
+        double served = (s->demand < cap ? s->demand : cap) * dt;
+        st->requests_served += served;
+        tide__fc_served(&s->fc, dt, s->demand * dt, served);
         need_inf += need * s->spec.gpus_per_replica;
     }
     int up = 0;

@@ -65,7 +65,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     }
     if (cfg->tick_s < 1 || cfg->forecast_bucket_s < 1 || cfg->lease_max_s < 1 ||
         cfg->backfill_depth < 1 || cfg->margin_min < 0 || cfg->margin_max < cfg->margin_min ||
-        cfg->margin_quantile <= 0 || cfg->margin_quantile > 1 || cfg->night_start_h < 0 ||
+        !(cfg->slo_target > 0 && cfg->slo_target < 1) || cfg->slo_window_s < 0 ||
+        cfg->night_start_h < 0 ||
         cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
         cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0 ||
         !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0) {
@@ -153,6 +154,9 @@ void tide_engine_destroy(tide_engine_t *e)
         tide__alloc_free(&e->reps[r].alloc);
     free(e->reps);
     free(e->leases);
+    free(e->need_curve);
+    free(e->need_vals);
+    free(e->lease_order);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);
@@ -205,8 +209,12 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->spec = *s;
     sv->spec.name = tide_xstrdup(s->name);
     sv->down_since = -1;
+    sv->short_since = -1;
+    sv->react_at = -1;
+    sv->slo_target = s->slo_target > 0 ? s->slo_target : e->cfg.slo_target;
     sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
-    tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.margin_min);
+    tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.tick_s,
+                  e->cfg.margin_min);
     return e->n_svcs++;
 }
 
@@ -396,6 +404,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
             l->noticed = 0;
+            l->term_start = e->now;
             l->latest_return = e->pol->lease_deadline(e, e->now);
             tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
             a->lease = j->lease;
@@ -524,9 +533,7 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
         report_progress(e, j, ev);
-        if (j->state == TIDE_JOB_RUNNING)
-            e->st.leases_expired++; /* no notice was pending: not a late reclaim */
-        tide__job_stop(e, ev->job, TIDE_R_DEADLINE, 1);
+        tide__job_stop(e, ev->job, TIDE_R_DEADLINE, 1); /* counts the expiry */
         return 0;
     case TIDE_EV_NODE_FAILED:
     case TIDE_EV_NODE_RECOVERED:
@@ -588,12 +595,13 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         }
     }
     if (now >= e->next_tick) {
+        tide__infer_observe(e, now);
         for (int s = 0; s < e->n_svcs; s++) {
             service_t *sv = &e->svcs[s];
-            tide_time_t h = e->pol->use_lead ? tide__reclaim_lead(e, s)
-                                             : sv->spec.warmup_s + e->cfg.lead_extra_s + e->cfg.tick_s;
-            tide__fc_learn(&sv->fc, now, h, &e->cfg);
+            tide__fc_learn(&sv->fc, now, tide__decision_window(e, s), sv->slo_target,
+                           (sv->ready + sv->warming) * sv->spec.replica_rps, &e->cfg);
         }
+        tide__lease_plan(e, now);
         tide__lease_tick(e, now);
         if (e->pol->tick)
             e->pol->tick(e, now);
@@ -877,12 +885,32 @@ int tide_engine_forecast(const tide_engine_t *e, int s, tide_time_t horizon, tid
 {
     if (s < 0 || s >= e->n_svcs)
         return -1;
-    const service_t *sv = &e->svcs[s];
+    service_t *sv = &((tide_engine_t *)e)->svcs[s];
     out->margin = sv->fc.margin;
     out->peak = tide__fc_peak(&sv->fc, e->now, e->now, e->now + horizon);
     out->peak_with_margin = out->peak * (1 + sv->fc.margin);
     out->last_observed = sv->demand;
     out->samples = sv->fc.samples;
+    /* the lead caches quantiles of measured samples: not a visible change */
+    out->lead_s = tide__decision_window((tide_engine_t *)e, s);
+    out->late_s = sv->late_extra;
+    return 0;
+}
+
+int tide_engine_demand_history(tide_engine_t *e, int s, tide_time_t t, double rps, tide_error_t *err)
+{
+    if (s < 0 || s >= e->n_svcs)
+        return tide_errf(err, TIDE_ENOENT, "unknown service %d", s);
+    service_t *sv = &e->svcs[s];
+    if (!isfinite(rps) || rps < 0)
+        return tide_errf(err, TIDE_EINVAL, "service %s: history demand must be >= 0", sv->spec.name);
+    if (sv->fc.have && t < sv->fc.last_t)
+        return tide_errf(err, TIDE_EINVAL, "service %s: history point at %lld comes before %lld",
+                         sv->spec.name, (long long)t, (long long)sv->fc.last_t);
+    if (e->started && t > e->now)
+        return tide_errf(err, TIDE_EINVAL, "service %s: history point at %lld is in the future (now %lld)",
+                         sv->spec.name, (long long)t, (long long)e->now);
+    tide__fc_observe(&sv->fc, t, rps);
     return 0;
 }
 

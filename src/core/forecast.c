@@ -1,194 +1,487 @@
-/* Demand forecast with a safety margin learned from its own errors.
+/* Demand forecast: a baseline for the predictable part, and a learned
+ * distribution of the bursts around it.
  *
- * History: the highest demand seen in each bucket (default 5 min) of the last
- * `days` days, in a ring. Forecast for a future bucket: the same bucket a week
- * earlier (else a day, else two days earlier), scaled by how today's level
- * compares with that history now (0.5x..3x), and never below the current level
- * extended by its rising trend over the last hour (which is all there is
- * without history).
- * Margin: every bucket the engine records the peak it predicted over its
- * decision window; once the window has passed, the relative error
- * actual/predicted - 1 goes into a ring (3 days); the margin is the configured
- * quantile of those errors, clamped to [margin_min, margin_max]. Only the past
- * is ever read: there is no look-ahead. */
+ * Baseline. History is the time-weighted mean demand of each bucket (5 min)
+ * of the last `days` days: means, not maxima, so one noisy minute does not
+ * become the shape. The shape of a future bucket is the same bucket one week
+ * earlier (weekly cycles) or the median of the last three days (daily
+ * cycles), whichever has forecast the recent buckets better; it is scaled by
+ * how the last hour compares with the shape over that hour (0.25x..4x), and
+ * never below the current level (mean of the last ~15 min) extended by its
+ * rising trend (which is all there is without history).
+ *
+ * Bursts. Once per tick the engine records the baseline peak it predicted for
+ * its decision window [now, now + lead]. One lead later, the demand seen now
+ * divided by that prediction is a burst sample (weighted by the prediction,
+ * so the samples count requests). Samples of the last day form a histogram
+ * of log-spaced bins. The burst multiplier q is the smallest one such that
+ * capacity q x prediction would have left at most the error budget
+ * (1 - slo_target) of the requests unserved: a quantile weighted by requests,
+ * not by minutes. The budget is scaled by feedback from measured attainment
+ * (decayed over `slo_window_s`): above target the budget grows and GPUs go
+ * back, below it shrinks and headroom is added. q - 1 is reported as the
+ * margin, clamped to [margin_min, margin_max].
+ *
+ * Only the past is ever read: there is no look-ahead. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
 
-#define ERR_WINDOW_DAYS 3
+#define BIN_LO (-2.772588722239781) /* ln(1/16): ratios below share bin 0 */
+#define BIN_H (0.010830424696249145) /* ln(2) / 64 */
+#define RATIO_MAX 64.0
+#define LEVEL_S 900                  /* current level: mean over this much */
+#define TREND_S 1800                 /* trend: last half hour vs the one before */
+#define TREND_MAX_S 3600             /* extrapolate the trend at most this far */
+#define RATIO_MIN 0.25
+#define RATIO_MAXF 4.0
+#define K_MIN (-2.302585092994046)   /* error budget factor 0.1 .. 10 */
+#define K_MAX (2.302585092994046)
+#define K_GAIN (0.6931471805599453 / 7200.0) /* at most x2 per 2 h */
+#define BUDGET_AIM 0.7                /* aim inside the budget: the start (no
+                                         history) and misses that headroom
+                                         cannot prevent spend the rest */
 
-static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)f->days; }
+static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)(f->days + 1); }
+static size_t slot(const forecast_t *f, int64_t b)
+{
+    int64_t n = (int64_t)ring_len(f);
+    return (size_t)(((b % n) + n) % n);
+}
 
-void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0)
+static double bin_center(int b) { return b == 0 ? 0.0 : exp(BIN_LO + ((double)b - 0.5) * BIN_H); }
+
+static int bin_of(double r)
+{
+    if (!(r > 0))
+        return 0;
+    if (r > RATIO_MAX)
+        r = RATIO_MAX;
+    double x = (log(r) - BIN_LO) / BIN_H;
+    if (x < 0)
+        return 0;
+    int b = 1 + (int)x;
+    return b >= FC_BINS ? FC_BINS - 1 : b;
+}
+
+void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t tick_s, double margin0)
 {
     memset(f, 0, sizeof *f);
     if (bucket_s < 1)
         bucket_s = 300;
     if (days < 1)
         days = 1;
+    if (tick_s < 1)
+        tick_s = 60;
     f->bucket_s = bucket_s;
     f->nb = (int)((86400 + bucket_s - 1) / bucket_s);
     f->days = days;
-    f->hist = tide_xmalloc(ring_len(f) * sizeof *f->hist);
-    for (size_t i = 0; i < ring_len(f); i++)
-        f->hist[i] = -1;
+    f->sum = tide_xcalloc(ring_len(f), sizeof *f->sum);
+    f->dur = tide_xcalloc(ring_len(f), sizeof *f->dur);
+    f->mx = tide_xcalloc(ring_len(f), sizeof *f->mx);
     f->last_bucket = -1;
     f->first_bucket = -1;
-    f->pend_last_bucket = -1;
+    f->err_day = f->err_week = -1;
+    f->bs_cap = (size_t)((86400 + tick_s - 1) / tick_s);
+    f->bs = tide_xcalloc(f->bs_cap, sizeof *f->bs);
+    f->q = 1.0 + margin0;
     f->margin = margin0;
-    f->err_cap = (size_t)f->nb * ERR_WINDOW_DAYS;
-    f->err = tide_xcalloc(f->err_cap, sizeof *f->err);
 }
 
 void tide__fc_free(forecast_t *f)
 {
-    free(f->hist);
-    free(f->err);
-    free(f->pend);
+    free(f->sum);
+    free(f->dur);
+    free(f->mx);
+    free(f->bs);
     memset(f, 0, sizeof *f);
 }
 
-static float *slot(const forecast_t *f, int64_t b) { return &f->hist[(size_t)(b % (int64_t)ring_len(f))]; }
+/* Mean demand of absolute bucket k (the current one: so far), -1 unknown. */
+static double seen(const forecast_t *f, int64_t k)
+{
+    if (!f->filled || k < f->first_bucket || k > f->last_bucket ||
+        k <= f->last_bucket - (int64_t)ring_len(f))
+        return -1;
+    size_t i = slot(f, k);
+    return f->dur[i] > 0 ? f->sum[i] / f->dur[i] : -1;
+}
+
+static double med3(double a, double b, double c)
+{
+    if (a > b) {
+        double t = a;
+        a = b;
+        b = t;
+    }
+    return c < a ? a : c > b ? b : c;
+}
+
+/* Shape candidates for bucket k: the median of the last three days (the
+ * mean of two, or one), and the same bucket a week earlier. -1 = none. */
+static double shape_day(const forecast_t *f, int64_t k)
+{
+    double v[3];
+    int n = 0;
+    for (int d = 1; d <= 3 && d <= f->days; d++) {
+        double s = seen(f, k - (int64_t)d * f->nb);
+        if (s >= 0)
+            v[n++] = s;
+    }
+    return n == 3 ? med3(v[0], v[1], v[2]) : n == 2 ? (v[0] + v[1]) / 2 : n == 1 ? v[0] : -1;
+}
+
+static double shape_week(const forecast_t *f, int64_t k)
+{
+    return f->days >= 7 ? seen(f, k - 7 * (int64_t)f->nb) : -1;
+}
+
+static double shape_raw(const forecast_t *f, int64_t k)
+{
+    double d = shape_day(f, k), w = shape_week(f, k);
+    if (w >= 0 && (d < 0 || (f->err_week >= 0 && f->err_week < f->err_day)))
+        return w;
+    return d;
+}
+
+/* The shape with one-bucket spikes removed (median of neighbours). */
+static double shape(const forecast_t *f, int64_t k)
+{
+    double a = shape_raw(f, k - 1), b = shape_raw(f, k), c = shape_raw(f, k + 1);
+    if (b < 0 || a < 0 || c < 0)
+        return b;
+    return med3(a, b, c);
+}
+
+static void score(double *err, double pred, double actual, double alpha)
+{
+    if (pred < 0)
+        return;
+    double e = fabs(pred - actual) / (actual > 1e-9 ? actual : 1e-9);
+    if (e > 4)
+        e = 4;
+    *err = *err < 0 ? e : *err + alpha * (e - *err);
+}
+
+/* Bucket k is complete: score both shapes against it. */
+static void complete(forecast_t *f, int64_t k)
+{
+    double a = seen(f, k);
+    if (a < 0)
+        return;
+    double alpha = 1.0 / f->nb;
+    score(&f->err_day, shape_day(f, k), a, alpha);
+    score(&f->err_week, shape_week(f, k), a, alpha);
+}
 
 void tide__fc_advance(forecast_t *f, tide_time_t now)
 {
-    int64_t b = now / f->bucket_s;
-    if (f->last_bucket < 0) {
+    if (!f->have)
+        return;
+    int64_t b = floordiv(now, f->bucket_s);
+    if (!f->filled) {
+        f->filled = 1;
         f->last_bucket = f->first_bucket = b;
-        *slot(f, b) = f->have ? (float)f->cur : -1.0f;
+        f->sum[slot(f, b)] = f->dur[slot(f, b)] = f->mx[slot(f, b)] = 0;
+        f->last_t = now;
         return;
     }
-    if (b <= f->last_bucket)
+    if (now <= f->last_t)
         return;
-    int64_t from = f->last_bucket + 1;
-    if (b - from >= (int64_t)ring_len(f))
-        from = b - (int64_t)ring_len(f) + 1;
-    for (int64_t k = from; k <= b; k++)
-        *slot(f, k) = f->have ? (float)f->cur : -1.0f;
-    f->last_bucket = b;
+    if (b - f->last_bucket >= (int64_t)ring_len(f)) {
+        /* a gap longer than the memory: start afresh from the last value */
+        memset(f->sum, 0, ring_len(f) * sizeof *f->sum);
+        memset(f->dur, 0, ring_len(f) * sizeof *f->dur);
+        memset(f->mx, 0, ring_len(f) * sizeof *f->mx);
+        f->first_bucket = b - (int64_t)ring_len(f) + 1;
+        f->last_bucket = f->first_bucket;
+        f->last_t = f->first_bucket * f->bucket_s;
+    }
+    tide_time_t t = f->last_t;
+    while (t < now) {
+        int64_t k = floordiv(t, f->bucket_s);
+        if (k > f->last_bucket) {
+            for (int64_t x = f->last_bucket + 1; x <= k; x++) {
+                complete(f, x - 1);
+                f->sum[slot(f, x)] = f->dur[slot(f, x)] = f->mx[slot(f, x)] = 0;
+            }
+            f->last_bucket = k;
+            f->peak_dirty = 1;
+        }
+        tide_time_t end = (k + 1) * f->bucket_s;
+        if (end > now)
+            end = now;
+        f->sum[slot(f, k)] += f->cur * (double)(end - t);
+        f->dur[slot(f, k)] += (double)(end - t);
+        t = end;
+    }
+    if (b > f->last_bucket) {
+        for (int64_t x = f->last_bucket + 1; x <= b; x++) {
+            complete(f, x - 1);
+            f->sum[slot(f, x)] = f->dur[slot(f, x)] = f->mx[slot(f, x)] = 0;
+        }
+        f->last_bucket = b;
+        f->peak_dirty = 1;
+    }
+    f->last_t = now;
 }
 
 void tide__fc_observe(forecast_t *f, tide_time_t now, double rps)
 {
     tide__fc_advance(f, now);
     f->cur = rps;
-    f->have = 1;
-    float *s = slot(f, now / f->bucket_s);
-    if (*s < (float)rps)
-        *s = (float)rps;
-}
-
-/* Observed value of absolute bucket k, or -1 when unknown. */
-static double seen(const forecast_t *f, int64_t k)
-{
-    if (f->last_bucket < 0 || k < f->first_bucket || k > f->last_bucket ||
-        k <= f->last_bucket - (int64_t)ring_len(f))
-        return -1;
-    return *slot(f, k);
-}
-
-/* Same time one week ago when known (weekly cycles), else yesterday, else
- * the day before. Returns -1 without history. */
-static double seasonal(const forecast_t *f, int64_t k)
-{
-    static const int lags[] = {7, 1, 2};
-    for (size_t i = 0; i < sizeof lags / sizeof lags[0]; i++) {
-        double s = seen(f, k - (int64_t)lags[i] * f->nb);
-        if (s >= 0)
-            return s;
+    if (!f->have) {
+        f->have = 1;
+        tide__fc_advance(f, now);
     }
-    return -1;
+    double *m = &f->mx[slot(f, floordiv(now, f->bucket_s))];
+    if (rps > *m)
+        *m = rps;
+    if (rps > f->peak_seen)
+        f->peak_seen = rps;
 }
 
-/* Raw forecast (no margin) for absolute bucket k, seen from `now`: the
- * seasonal value scaled by how today runs against history, and never below
- * the current level extended by its rising trend of the last hour. */
-static double fc_at(const forecast_t *f, tide_time_t now, int64_t k)
+/* Highest demand seen in the memory (recomputed when a bucket ends). */
+static double peak_seen(forecast_t *f)
 {
-    int64_t bnow = now / f->bucket_s;
-    double past = seen(f, bnow - 3600 / f->bucket_s);
-    double slope = (past >= 0 && f->cur > past) ? (f->cur - past) / 3600.0 : 0;
+    if (f->peak_dirty) {
+        double p = f->cur;
+        for (size_t i = 0; i < ring_len(f); i++)
+            if (f->mx[i] > p)
+                p = f->mx[i];
+        f->peak_seen = p;
+        f->peak_dirty = 0;
+    }
+    return f->peak_seen;
+}
+
+double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon)
+{
+    double b = tide__fc_peak(f, now, now, now + horizon);
+    double n = b * f->q, cap = peak_seen(f);
+    /* bursts never call for more than the highest demand seen, unless the
+     * baseline itself goes there */
+    if (n > cap)
+        n = cap > b ? cap : b;
+    return n;
+}
+
+/* Time-weighted mean over the buckets [k0, k1] (the current one so far);
+ * -1 when nothing was observed there. */
+static double mean_over(const forecast_t *f, int64_t k0, int64_t k1)
+{
+    double s = 0, d = 0;
+    for (int64_t k = k0; k <= k1; k++) {
+        if (seen(f, k) < 0)
+            continue;
+        s += f->sum[slot(f, k)];
+        d += f->dur[slot(f, k)];
+    }
+    return d > 0 ? s / d : -1;
+}
+
+/* What a forecast from `now` needs, computed once per call. */
+typedef struct fc_now {
+    int64_t b;
+    double level, slope, ratio;
+} fc_now_t;
+
+static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
+{
+    c->b = floordiv(now, f->bucket_s);
+    int64_t nl = (LEVEL_S + f->bucket_s - 1) / f->bucket_s, nt = (TREND_S + f->bucket_s - 1) / f->bucket_s;
+    double lv = mean_over(f, c->b - nl, c->b);
+    c->level = lv >= 0 ? lv : f->cur;
+    double m1 = mean_over(f, c->b - nt + 1, c->b), m0 = mean_over(f, c->b - 2 * nt + 1, c->b - nt);
+    c->slope = (m0 >= 0 && m1 > m0) ? (m1 - m0) / (double)(nt * f->bucket_s) : 0;
+    /* how the last hour runs against the shape */
+    int64_t nh = (3600 + f->bucket_s - 1) / f->bucket_s;
+    double a = 0, p = 0;
+    for (int64_t k = c->b - nh; k <= c->b; k++) {
+        double s = seen(f, k), sh = shape(f, k);
+        if (s < 0 || sh < 0)
+            continue;
+        double w = f->dur[slot(f, k)];
+        a += s * w;
+        p += sh * w;
+    }
+    c->ratio = p > 0 ? a / p : 1.0;
+    if (c->ratio < RATIO_MIN)
+        c->ratio = RATIO_MIN;
+    if (c->ratio > RATIO_MAXF)
+        c->ratio = RATIO_MAXF;
+}
+
+/* Baseline for absolute bucket k, seen from now. */
+static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
+{
     double dt = (double)(k * f->bucket_s - now);
     if (dt < 0)
         dt = 0;
-    double trend = f->cur + slope * dt;
-    double s = seasonal(f, k);
+    if (dt > TREND_MAX_S)
+        dt = TREND_MAX_S;
+    double trend = c->level + c->slope * dt;
+    double s = shape(f, k);
     if (s < 0)
         return trend;
-    double s_now = seasonal(f, bnow);
-    double r = (s_now > 0) ? f->cur / s_now : 1.0;
-    if (r < 0.5)
-        r = 0.5;
-    if (r > 3)
-        r = 3;
-    return s * r > trend ? s * r : trend;
+    return s * c->ratio > trend ? s * c->ratio : trend;
 }
 
 double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
 {
     if (!f->have)
         return 0;
-    double p = from <= now ? f->cur : 0;
-    for (int64_t k = from / f->bucket_s; k <= to / f->bucket_s; k++) {
-        double v = fc_at(f, now, k);
+    fc_now_t c;
+    fc_now(f, now, &c);
+    double p = 0;
+    for (int64_t k = floordiv(from, f->bucket_s); k <= floordiv(to, f->bucket_s); k++) {
+        double v = fc_at(f, &c, now, k);
         if (v > p)
             p = v;
     }
     return p;
 }
 
-void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg)
+void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, double *out)
+{
+    if (!f->have) {
+        for (int i = 0; i < n; i++)
+            out[i] = 0;
+        return;
+    }
+    fc_now_t c;
+    fc_now(f, now, &c);
+    for (int i = 0; i < n; i++)
+        out[i] = fc_at(f, &c, now, k0 + i);
+}
+
+/* Smallest multiplier q such that sum w (r - q)+ <= budget * sum w r. */
+static double burst_q(const forecast_t *f, double budget)
+{
+    double tw = 0, ts = 0;
+    for (int b = 0; b < FC_BINS; b++) {
+        tw += f->bw[b];
+        ts += f->bw[b] * bin_center(b);
+    }
+    if (!(tw > 0) || !(ts > 0))
+        return -1;
+    double allow = budget * ts, W = 0, S = 0;
+    for (int b = FC_BINS - 1; b > 0; b--) {
+        W += f->bw[b];
+        S += f->bw[b] * bin_center(b);
+        double lo = bin_center(b - 1);
+        if (W > 0 && S - lo * W > allow)
+            return (S - allow) / W;
+    }
+    return 0;
+}
+
+static void add_sample(forecast_t *f, double ratio, double w)
+{
+    if (f->bs_n == f->bs_cap) {
+        fc_sample_t *o = &f->bs[f->bs_pos];
+        f->bw[o->bin] -= o->w;
+        if (f->bw[o->bin] < 1e-12)
+            f->bw[o->bin] = 0;
+    } else {
+        f->bs_n++;
+    }
+    fc_sample_t *s = &f->bs[f->bs_pos];
+    s->bin = (int16_t)bin_of(ratio);
+    s->w = (float)w;
+    f->bw[s->bin] += s->w;
+    f->bs_pos = (f->bs_pos + 1) % f->bs_cap;
+    f->samples++;
+}
+
+/* The prediction made one horizon ago (the latest one at or before then). */
+static int pred_back(const forecast_t *f, tide_time_t when)
+{
+    for (size_t i = 0; i < f->pred_n; i++) {
+        size_t k = (f->pred_pos + FC_PRED_RING - 1 - i) % FC_PRED_RING;
+        if (f->pred[k].t <= when)
+            return (int)k;
+    }
+    return -1;
+}
+
+void tide__fc_served(forecast_t *f, double dt, double demanded, double served)
+{
+    (void)dt;
+    f->dem_d += demanded;
+    f->miss_d += demanded > served ? demanded - served : 0;
+}
+
+/* Error budget feedback: decay the measured sums, move the budget factor. */
+static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_config_t *cfg)
+{
+    double hl = cfg->slo_window_s > 0 ? (double)cfg->slo_window_s : 6 * 3600.0;
+    if (!f->fb_on) {
+        /* a prior of one half-life of demand at the aim, so that the first
+         * minutes (a cold start) do not swing the budget */
+        f->fb_on = 1;
+        f->fb_at = now;
+        f->dem_d += f->cur * hl;
+        f->miss_d += f->cur * hl * BUDGET_AIM * budget;
+        return;
+    }
+    double dt = (double)(now - f->fb_at);
+    f->fb_at = now;
+    if (dt <= 0)
+        return;
+    if (f->dem_d > 0 && budget > 0) {
+        double m = f->miss_d / f->dem_d;
+        double e = 1.0 - m / (BUDGET_AIM * budget);
+        if (e < -4)
+            e = -4;
+        f->logk += K_GAIN * e * dt;
+        if (f->logk < K_MIN)
+            f->logk = K_MIN;
+        if (f->logk > K_MAX)
+            f->logk = K_MAX;
+    }
+    double decay = exp(-dt * 0.6931471805599453 / hl);
+    f->dem_d *= decay;
+    f->miss_d *= decay;
+}
+
+void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double slo_target,
+                    double capacity, const tide_config_t *cfg)
 {
     if (!f->have)
         return;
     tide__fc_advance(f, now);
-    int64_t b = now / f->bucket_s;
-    int changed = 0;
-    /* evaluate matured predictions */
-    size_t w = 0;
-    for (size_t i = 0; i < f->pend_n; i++) {
-        if (f->pend[i].end > now) {
-            f->pend[w++] = f->pend[i];
-            continue;
-        }
-        double actual = -1;
-        for (int64_t k = f->pend[i].start / f->bucket_s; k <= f->pend[i].end / f->bucket_s; k++) {
-            double s = seen(f, k);
-            if (s > actual)
-                actual = s;
-        }
-        if (actual < 0 || f->pend[i].pred <= 0)
-            continue;
-        double err = actual / f->pend[i].pred - 1.0;
-        f->err[f->err_pos] = err;
-        f->err_pos = (f->err_pos + 1) % f->err_cap;
-        if (f->err_n < f->err_cap)
-            f->err_n++;
-        f->samples++;
-        changed = 1;
+    double budget = 1.0 - slo_target;
+    if (budget < 1e-6)
+        budget = 1e-6;
+    feedback(f, now, budget, cfg);
+    int back = pred_back(f, now - horizon);
+    if (back >= 0 && f->pred[back].base > 0) {
+        /* capacity (ready or warming) per unit of multiplier: what the
+         * decisions since one lead ago (and the hold, and whole replicas)
+         * made of the prediction. Capacity that comes late is the lead's
+         * business (learned separately), not the bursts'. */
+        double unit = capacity / f->pred[back].q;
+        if (unit > 0)
+            add_sample(f, f->cur / unit, unit);
+        else if (f->cur > 0)
+            add_sample(f, RATIO_MAX, f->cur / RATIO_MAX);
     }
-    f->pend_n = w;
-    if (changed) {
-        double *c = tide_xmalloc(f->err_n * sizeof *c);
-        memcpy(c, f->err, f->err_n * sizeof *c);
-        size_t k = (size_t)ceil(cfg->margin_quantile * (double)f->err_n);
-        double m = tide_select(c, f->err_n, k ? k - 1 : 0);
-        free(c);
-        if (m < cfg->margin_min)
-            m = cfg->margin_min;
-        if (m > cfg->margin_max)
-            m = cfg->margin_max;
-        f->margin = m;
-    }
-    /* one new prediction per bucket */
-    if (b != f->pend_last_bucket) {
-        f->pend_last_bucket = b;
-        tide_grow((void **)&f->pend, &f->pend_cap, f->pend_n + 1, sizeof *f->pend);
-        f->pend[f->pend_n].start = now;
-        f->pend[f->pend_n].end = now + horizon;
-        f->pend[f->pend_n].pred = tide__fc_peak(f, now, now, now + horizon);
-        f->pend_n++;
-    }
+    f->pred[f->pred_pos].t = now;
+    f->pred[f->pred_pos].q = f->q;
+    f->pred[f->pred_pos].base = tide__fc_peak(f, now, now, now + horizon);
+    f->pred_pos = (f->pred_pos + 1) % FC_PRED_RING;
+    if (f->pred_n < FC_PRED_RING)
+        f->pred_n++;
+    double q = burst_q(f, budget * exp(f->logk));
+    double m = q < 0 ? cfg->margin_min : q - 1.0;
+    if (m < cfg->margin_min)
+        m = cfg->margin_min;
+    if (m > cfg->margin_max)
+        m = cfg->margin_max;
+    f->margin = m;
+    f->q = 1.0 + m;
 }

@@ -18,6 +18,13 @@ static int clamp_replicas(const service_t *s, int n)
     return n;
 }
 
+int tide__replicas_for(const service_t *s, double rps, double margin)
+{
+    if (rps <= 0)
+        return clamp_replicas(s, 0);
+    return clamp_replicas(s, (int)ceil(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9));
+}
+
 static int replicas_for(const service_t *s, double rps, double margin)
 {
     if (rps <= 0)
@@ -25,8 +32,10 @@ static int replicas_for(const service_t *s, double rps, double margin)
     return (int)ceil(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9);
 }
 
-/* Window the forecast must cover for a decision taken now. */
-static tide_time_t window(tide_engine_t *e, int si)
+/* Window the forecast must cover for a decision taken now: the reclaim lead
+ * (checkpoint + warm-up + extra), or the warm-up lead for policies that do
+ * not reclaim; both include the measured lateness of capacity. */
+tide_time_t tide__decision_window(tide_engine_t *e, int si)
 {
     service_t *s = &e->svcs[si];
     if (e->pol->use_lead)
@@ -34,7 +43,42 @@ static tide_time_t window(tide_engine_t *e, int si)
     double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
     if (w < (double)s->spec.warmup_s)
         w = (double)s->spec.warmup_s;
-    return (tide_time_t)ceil(w) + e->cfg.lead_extra_s + e->cfg.tick_s;
+    return (tide_time_t)ceil(w) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+}
+
+static void late_add(service_t *s, double v)
+{
+    s->late[s->late_pos] = v;
+    s->late_pos = (s->late_pos + 1) % LATE_RING;
+    if (s->late_n < LATE_RING)
+        s->late_n++;
+    if (s->late_n < LATE_MIN) {
+        s->late_extra = 0;
+        return;
+    }
+    double p = tide_quantile(s->late, (size_t)s->late_n, 0.95);
+    s->late_extra = (tide_time_t)ceil(p < LATE_CAP ? p : LATE_CAP);
+}
+
+/* A shortfall (demand above ready capacity) that ends because replicas
+ * became ready measures how late capacity came after the rise; one that ends
+ * because demand fell back (a burst) says nothing about the lead. */
+void tide__infer_observe(tide_engine_t *e, tide_time_t now)
+{
+    for (int si = 0; si < e->n_svcs; si++) {
+        service_t *s = &e->svcs[si];
+        double cap = s->ready * s->spec.replica_rps;
+        if (s->demand > cap + 1e-9) {
+            if (s->short_since < 0) {
+                s->short_since = now;
+                s->short_ready = s->ready;
+            }
+            continue;
+        }
+        if (s->short_since >= 0 && s->ready > s->short_ready)
+            late_add(s, (double)(now - s->short_since));
+        s->short_since = -1;
+    }
 }
 
 /* `k8s` (HPA): scale up to the recommendation at once; scale down only to
@@ -77,10 +121,13 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         hpa_targets(e, si, now, up, down);
         return;
     default: {
-        tide_time_t h = window(e, si);
-        double peak = tide__fc_peak(&s->fc, now, now, now + h);
-        *up = *down = clamp_replicas(s, replicas_for(s, peak, s->fc.margin));
-        break;
+        tide_time_t h = tide__decision_window(e, si);
+        /* the forecast need; and at least what is observed now (react to a
+         * rise the forecast missed), which the scale-down does not hold on to */
+        *down = clamp_replicas(s, replicas_for(s, tide__fc_need(&s->fc, now, h), 0));
+        int now_need = clamp_replicas(s, replicas_for(s, s->demand, 0));
+        *up = now_need > *down ? now_need : *down;
+        return;
     }
     }
     if (*down < *up)
@@ -246,6 +293,73 @@ static void drop_claims(tide_engine_t *e, int si, int n)
     }
 }
 
+/* Scale down only after the need stayed lower for the whole hold window
+ * (stabilization, as autoscalers do), to the highest need of the window. */
+static void hold_reactive(tide_engine_t *e, int si, tide_time_t now, int active, int up, int down)
+{
+    service_t *s = &e->svcs[si];
+    if (active <= down) {
+        s->down_since = -1;
+        return;
+    }
+    if (s->down_since < 0) {
+        s->down_since = now;
+        s->hold_max = down;
+    }
+    if (down > s->hold_max)
+        s->hold_max = down;
+    /* `k8s` has its own window (hpa_targets) */
+    tide_time_t hold = e->pol->scale_mode == SCALE_HPA ? 0 : e->cfg.scale_down_hold_s;
+    if (now - s->down_since >= hold) {
+        int keep = s->hold_max > up ? s->hold_max : up;
+        if (active > keep)
+            scale_down(e, si, active - keep);
+        s->down_since = -1;
+    }
+}
+
+/* Forecast sizing: keep the highest forecast need of the last hold window
+ * (the forecast is smooth: no noisy maximum to latch onto), replicas added
+ * for demand observed above it for one decision window, and what demand
+ * needs now. */
+static void hold_forecast(tide_engine_t *e, int si, tide_time_t now, int active, int up, int down)
+{
+    service_t *s = &e->svcs[si];
+    hold_t *h = &s->hold;
+    if (h->n == HOLD_RING) {
+        h->first = (h->first + 1) % HOLD_RING;
+        h->n--;
+    }
+    int last = (h->first + h->n - 1 + HOLD_RING) % HOLD_RING;
+    if (h->n && h->t[last] == now) {
+        if (down > h->v[last])
+            h->v[last] = down;
+    } else {
+        int k = (h->first + h->n) % HOLD_RING;
+        h->t[k] = now;
+        h->v[k] = down;
+        h->n++;
+    }
+    while (h->n && h->t[h->first] <= now - e->cfg.scale_down_hold_s && h->n > 1) {
+        h->first = (h->first + 1) % HOLD_RING;
+        h->n--;
+    }
+    int keep = up;
+    for (int i = 0; i < h->n; i++) {
+        int k = (h->first + i) % HOLD_RING;
+        if (h->v[k] > keep)
+            keep = h->v[k];
+    }
+    if (up > down) {
+        s->react = up;
+        s->react_at = now;
+    }
+    if (s->react_at >= 0 && now - s->react_at < tide__decision_window(e, si) && s->react > keep)
+        keep = s->react;
+    if (active > keep)
+        scale_down(e, si, active - keep);
+}
+
 void tide__infer_pass(tide_engine_t *e, tide_time_t now)
 {
     for (int si = 0; si < e->n_svcs; si++) {
@@ -260,24 +374,10 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
                 n--;
             deficit = n;
         }
-        /* scale down only after the need stayed lower for the whole hold
-         * window (stabilization, as autoscalers do) */
-        if (active > down) {
-            if (s->down_since < 0) {
-                s->down_since = now;
-                s->hold_max = down;
-            }
-            if (down > s->hold_max)
-                s->hold_max = down;
-            /* `k8s` has its own window (hpa_targets) */
-            tide_time_t hold = e->pol->scale_mode == SCALE_HPA ? 0 : e->cfg.scale_down_hold_s;
-            if (now - s->down_since >= hold) {
-                scale_down(e, si, active - s->hold_max);
-                s->down_since = -1;
-            }
-        } else {
-            s->down_since = -1;
-        }
+        if (e->pol->scale_mode == SCALE_FORECAST)
+            hold_forecast(e, si, now, active, up, down);
+        else
+            hold_reactive(e, si, now, active, up, down);
         int incoming = claims_of(e, si);
         if (incoming > deficit)
             drop_claims(e, si, incoming - deficit);

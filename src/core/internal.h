@@ -92,29 +92,52 @@ typedef struct lease {
     int32_t job;
     int gpus;
     tide_time_t start, latest_return;
+    tide_time_t term_start;  /* when latest_return was last set (renewal at half) */
     tide_time_t ckpt_cost;
     int can_shrink;
     int noticed, returned, late;
 } lease_t;
 
-/* Demand forecast per service (forecast.c). */
+/* Demand forecast per service (forecast.c): a baseline (level, trend, daily
+ * and weekly shape, from per-bucket means) and, around it, a learned
+ * distribution of bursts (demand / the baseline peak predicted one lead
+ * earlier) from which the burst multiplier for the SLO target is chosen. */
+#define FC_BINS 640           /* log-spaced bins of the burst ratio */
+#define FC_PRED_RING 512      /* recent baseline predictions (one per tick) */
+typedef struct fc_sample {
+    int16_t bin;
+    float w;
+} fc_sample_t;
 typedef struct forecast {
     int nb;                  /* buckets per day */
     int days;                /* days of history kept */
     tide_time_t bucket_s;
-    float *hist;             /* [days][nb] max demand seen in bucket, <0 = unseen */
-    int64_t last_bucket;     /* absolute bucket index last filled, -1 = none */
+    double *sum, *dur;       /* ring [(days+1)*nb]: rps x seconds and seconds observed */
+    double *mx;              /* ring: highest demand observed in the bucket */
+    double peak_seen;        /* highest of mx (cached) */
+    int peak_dirty;
+    int64_t last_bucket;     /* absolute bucket index last filled (times may be < 0) */
+    int64_t first_bucket;
+    int filled;              /* last_bucket and first_bucket are set */
+    tide_time_t last_t;      /* demand integrated up to here */
     double cur;              /* demand observed now */
     int have;                /* any observation yet */
-    int64_t first_bucket;
-    /* margin learning */
-    double margin;
-    double *err;             /* ring of relative under-forecast errors */
-    size_t err_n, err_cap, err_pos;
-    struct { tide_time_t start, end; double pred; } *pend;
-    size_t pend_n, pend_cap;
-    int64_t pend_last_bucket;
-    int samples;
+    /* which shape forecasts better: mean relative error of each (EWMA, -1 = unscored) */
+    double err_day, err_week;
+    /* bursts: ring of (bin, weight) and the histogram it sums to */
+    double bw[FC_BINS];
+    fc_sample_t *bs;
+    size_t bs_n, bs_cap, bs_pos;
+    struct { tide_time_t t; double base, q; } pred[FC_PRED_RING];
+    size_t pred_n, pred_pos;
+    double q;                /* burst multiplier in use (1 + margin) */
+    double margin;           /* q - 1 */
+    /* SLO feedback: decayed demanded and unserved requests, log of the
+     * error-budget factor */
+    double dem_d, miss_d, logk;
+    tide_time_t fb_at;
+    int fb_on;
+    int samples;             /* burst samples seen */
 } forecast_t;
 
 /* A lazily integrated GPU counter: acc GPU-seconds up to t, n GPUs since. */
@@ -141,6 +164,16 @@ typedef struct samples {
 /* k-th smallest of v[0..n) (0-based), reordering v in place. */
 double tide_select(double *v, size_t n, size_t k);
 
+#define HOLD_RING 256
+/* Recent forecast targets (time, replicas) over the scale-down hold. */
+typedef struct hold {
+    tide_time_t t[HOLD_RING];
+    int v[HOLD_RING];
+    int first, n;
+} hold_t;
+#define LATE_RING 64
+#define LATE_MIN 3
+#define LATE_CAP 3600
 typedef struct service {
     tide_service_spec_t spec;  /* name owned */
     forecast_t fc;
@@ -148,10 +181,20 @@ typedef struct service {
     int ready, warming;        /* replica counts */
     tide_time_t down_since;    /* need below capacity since (-1: not) */
     int hold_max;              /* highest need seen since down_since */
+    hold_t hold;               /* forecast targets over the hold (SCALE_FORECAST) */
+    int react;                 /* replicas added for demand above the forecast */
+    tide_time_t react_at;      /* when (-1: never) */
     samples_t warm;            /* measured warm-up times */
     struct hpa_rec { tide_time_t t; int n; } *hpa; /* `k8s`: recommendations in the
                                   stabilisation window, values decreasing */
     size_t hpa_n, hpa_cap;
+    double slo_target;         /* spec's, or the config default */
+    /* learned lead: lateness of capacity after a demand rise */
+    tide_time_t short_since;   /* demand above ready capacity since (-1: not) */
+    int short_ready;           /* ready replicas when the shortfall began */
+    double late[LATE_RING];    /* recent lateness samples (s) */
+    int late_n, late_pos;
+    tide_time_t late_extra;    /* their P95 (0 with fewer than LATE_MIN samples) */
     lc_t *cells;               /* [state][tier][type] */
 } service_t;
 
@@ -175,6 +218,7 @@ typedef struct team {
 } team_t;
 
 struct tide_policy;
+struct lease_key;
 
 /* A job in the oracle's fluid schedule: done when the virtual clock reaches vf. */
 typedef struct oracle_job {
@@ -257,6 +301,16 @@ struct tide_engine {
     int *reserve_type;       /* ... per GPU type */
     int reserve_short;       /* healthy reserve GPUs missing now */
     int reserve_dirty;       /* node changed or a drain for the reserve is pending */
+    /* forecast inference GPUs per bucket from need_t0 (leases), set each tick */
+    int *need_curve;
+    int need_n;
+    tide_time_t need_t0;
+    int need_avail;          /* GPUs inference can use without lent ones */
+    tide_time_t ret_lead;    /* return lead: reclaim lead - notice span */
+    tide_time_t min_term;    /* shortest lease term (a notice can be answered) */
+    double *need_vals;       /* scratch: one service's baseline curve */
+    struct lease_key *lease_order; /* scratch: lent jobs in reclaim order */
+    size_t cap_lease_order;
 
     /* scratch */
     int *scratch_a, *scratch_b, *scratch_c;
@@ -286,6 +340,9 @@ typedef struct tide_policy {
     int renew_leases;          /* renew leases nobody needs before they expire */
     /* latest return for a lease granted now */
     tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
+    /* latest return for a lease renewed now, reclaimed after `gpus_before`
+     * lent GPUs (NULL: lease_deadline) */
+    tide_time_t (*lease_renew_deadline)(const tide_engine_t *e, tide_time_t now, int gpus_before);
     /* policy-specific periodic work and wake-ups (may be NULL) */
     void (*tick)(tide_engine_t *e, tide_time_t now);
     tide_time_t (*wake)(const tide_engine_t *e, tide_time_t now);
@@ -299,6 +356,10 @@ extern const tide_policy_t tide_policy_isolated, tide_policy_static, tide_policy
 int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zone, tide_error_t *err);
 int tide__layout_peak_gpus(const tide_engine_t *e); /* GPUs for every service's fixed/peak replicas */
 tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now);
+/* Forecast-aware: the earlier of now + lease_max and the next forecast rise
+ * that needs these GPUs minus the return lead (lease.c). */
+tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
+tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before);
 int tide__in_night(const tide_engine_t *e, tide_time_t t);
 tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 
@@ -324,12 +385,26 @@ void tide__alloc_free(alloc_t *a);
 void tide__alloc_push(alloc_t *a, int32_t gpu);
 
 /* forecast.c */
-void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, double margin0);
+void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t tick_s, double margin0);
 void tide__fc_free(forecast_t *f);
+/* Demand rps from now on (times never go back). */
 void tide__fc_observe(forecast_t *f, tide_time_t now, double rps);
 void tide__fc_advance(forecast_t *f, tide_time_t now);
+/* Baseline (no bursts) peak over [from, to], seen from now. */
 double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to);
-void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, const tide_config_t *cfg);
+/* Demand to size for over [now, now + horizon]: baseline peak x burst
+ * multiplier, capped at the highest demand seen (unless the baseline is higher). */
+double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon);
+/* Baseline of n buckets from absolute bucket k0 into out[]. */
+void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, double *out);
+/* Once per tick: a burst sample (demand now over the capacity, ready or
+ * warming, that the prediction made one horizon ago turned into, per unit of
+ * multiplier),
+ * record this tick's prediction, update the error budget and the multiplier. */
+void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double slo_target,
+                    double capacity, const tide_config_t *cfg);
+/* Requests demanded and served during dt (SLO feedback). */
+void tide__fc_served(forecast_t *f, double dt, double demanded, double served);
 
 /* acct.c */
 void tide__acct_advance(tide_engine_t *e, tide_time_t now);
@@ -367,9 +442,17 @@ void tide__lease_update(tide_engine_t *e, int32_t h);
 void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late);
 void tide__lease_tick(tide_engine_t *e, tide_time_t now);
 tide_time_t tide__reclaim_lead(tide_engine_t *e, int service);
+/* Per tick: the forecast need curve and the terms leases are granted for. */
+void tide__lease_plan(tide_engine_t *e, tide_time_t now);
 
 /* infer.c */
 void tide__infer_pass(tide_engine_t *e, tide_time_t now);
+/* Window a sizing decision taken now must cover (reclaim lead or warm-up lead). */
+tide_time_t tide__decision_window(tide_engine_t *e, int si);
+/* Per tick: measure how late capacity came after demand rose above it. */
+void tide__infer_observe(tide_engine_t *e, tide_time_t now);
+/* Replicas a service is sized for from rps (baseline x burst multiplier). */
+int tide__replicas_for(const service_t *s, double rps, double margin);
 void tide__replica_stop(tide_engine_t *e, int32_t r, int reason);
 
 /* reserve.c: Tier A follows healthy GPUs */

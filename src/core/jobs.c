@@ -262,6 +262,15 @@ void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
          * censored sample that still pushes the measured P99 (and the next
          * deadlines and lead times) up */
         tide__samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
+    if (reason == TIDE_R_DEADLINE) {
+        /* a reclaim notice not answered in time is a late reclaim; a lease
+         * that ran out without one (e.g. while tide was down) an expiry */
+        if (j->state == TIDE_JOB_RECLAIMING &&
+            (j->reclaim_reason == TIDE_R_RECLAIM || j->reclaim_reason == TIDE_R_WINDOW))
+            e->st.reclaims_late++;
+        else if (j->lease >= 0 && !e->leases[j->lease].noticed)
+            e->st.leases_expired++;
+    }
     tide__acct_job_set(e, j, 0);
     tide__acct_lost(e, j, lost);
     for (int k = 0; k < j->alloc.n; k++)

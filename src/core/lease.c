@@ -1,8 +1,15 @@
 /* Leases: every GPU lent to training carries a lease with a latest return
- * time. The engine renews leases that nobody needs, and enforces the deadline
- * itself: a job still holding lent GPUs at its latest return is stopped (its
- * work since the last committed checkpoint is lost and counted). */
+ * time. Under `elastic` the latest return is forecast-aware: the earlier of
+ * now + lease_max and the next forecast rise that needs these GPUs, minus the
+ * return lead (so that even with tide down, the backend's enforcement hands
+ * them back in time for the rise). Leases are renewed at half their term, so
+ * a control-plane outage shorter than the remaining half expires nothing;
+ * they are shortened as soon as a rise that needs them appears. The engine
+ * enforces the deadline itself: a job still holding lent GPUs at its latest
+ * return is stopped (its work since the last committed checkpoint is lost and
+ * counted, as a lease expiry, not as a late reclaim). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -23,6 +30,9 @@ void tide__lease_grant(tide_engine_t *e, int32_t h)
     l->job = h;
     l->gpus = j->n_leased;
     l->start = e->now;
+    l->term_start = e->now;
+    if (e->pol->lease_renew_deadline)
+        e->need_avail -= j->n_leased; /* counted as free by this tick's plan */
     l->latest_return = e->pol->lease_deadline(e, e->now);
     l->ckpt_cost = j->spec.ckpt_s;
     l->can_shrink = j->spec.dp_min < j->dp_max;
@@ -55,8 +65,6 @@ void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late)
     lease_t *l = &e->leases[j->lease];
     l->returned = 1;
     l->late = late;
-    if (late)
-        e->st.reclaims_late++;
     if (l->noticed && j->notice_at >= 0)
         tide__samples_add(&e->smp[TIDE_SAMPLE_RECLAIM_RETURN], (double)(e->now - j->notice_at));
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RETURN, reason);
@@ -77,17 +85,155 @@ tide_time_t tide__reclaim_lead(tide_engine_t *e, int service)
     double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
     if (w < (double)s->spec.warmup_s && s->warm.n < 5)
         w = (double)s->spec.warmup_s;
-    return (tide_time_t)ceil(c + w) + e->cfg.lead_extra_s + e->cfg.tick_s;
+    return (tide_time_t)ceil(c + w) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+}
+
+/* Time a checkpoint notice gives a job (as tide__job_notice does). */
+static tide_time_t notice_span(tide_engine_t *e)
+{
+    double ck = tide__samples_q99(&e->smp[TIDE_SAMPLE_CKPT]);
+    double base = 2.0 * e->declared_ckpt_max;
+    if (1.5 * ck > base)
+        base = 1.5 * ck;
+    return (tide_time_t)ceil(base) + e->cfg.tick_s;
+}
+
+void tide__lease_plan(tide_engine_t *e, tide_time_t now)
+{
+    tide_time_t lead = 0;
+    for (int s = 0; s < e->n_svcs; s++) {
+        tide_time_t l = tide__reclaim_lead(e, s);
+        if (l > lead)
+            lead = l;
+    }
+    tide_time_t span = notice_span(e);
+    e->ret_lead = lead - span > e->cfg.tick_s ? lead - span : e->cfg.tick_s;
+    e->min_term = span + 2 * e->cfg.tick_s;
+    if (!e->pol->lease_renew_deadline)
+        return;
+    tide_time_t b = e->cfg.forecast_bucket_s;
+    int n = (int)((e->cfg.lease_max_s + b - 1) / b) + 1;
+    if (n > e->need_n) {
+        free(e->need_curve);
+        free(e->need_vals);
+        e->need_curve = tide_xcalloc((size_t)n, sizeof *e->need_curve);
+        e->need_vals = tide_xcalloc((size_t)n, sizeof *e->need_vals);
+    }
+    e->need_n = n;
+    int64_t k0 = now >= 0 ? now / b : -((-now + b - 1) / b);
+    e->need_t0 = k0 * b;
+    memset(e->need_curve, 0, (size_t)n * sizeof *e->need_curve);
+    double *v = e->need_vals;
+    for (int si = 0; si < e->n_svcs; si++) {
+        service_t *s = &e->svcs[si];
+        tide__fc_curve(&s->fc, now, k0, n, v);
+        for (int i = 0; i < n; i++)
+            e->need_curve[i] += tide__replicas_for(s, v[i], s->fc.margin) * s->spec.gpus_per_replica;
+    }
+    /* what inference can use without taking lent GPUs back */
+    int avail = 0;
+    for (int z = 0; z < Z_COUNT; z++)
+        if (e->pol->inf_zones & ZBIT(z))
+            avail += e->zone_gpus[z];
+    for (size_t i = 0; i < e->n_running; i++) {
+        const job_t *j = e->jobs[e->running[i]];
+        if (!(j->state == TIDE_JOB_RECLAIMING && j->stop_pending))
+            avail -= j->n_leased;
+    }
+    e->need_avail = avail;
+}
+
+tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before)
+{
+    tide_time_t end = now + e->cfg.lease_max_s;
+    if (!e->need_n)
+        return end;
+    int have = e->need_avail + gpus_before;
+    for (int i = 0; i < e->need_n; i++) {
+        tide_time_t t = e->need_t0 + (tide_time_t)i * e->cfg.forecast_bucket_s;
+        if (t >= end)
+            break;
+        if (e->need_curve[i] > have) {
+            tide_time_t r = t - e->ret_lead;
+            if (r < now + e->min_term)
+                r = now + e->min_term;
+            return r < end ? r : end;
+        }
+    }
+    return end;
+}
+
+tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now)
+{
+    return tide__lease_deadline_forecast_at(e, now, 0);
+}
+
+/* Reclaim order of lent jobs, cheapest first (as reclaim.c picks victims):
+ * lower priority, then shrinkable, then checkpoint + restore GPU-seconds. */
+struct lease_key {
+    int prio, shrink;
+    double cost;
+    int32_t h;
+};
+static int order_cmp(const void *a, const void *b)
+{
+    const struct lease_key *x = a, *y = b;
+    if (x->prio != y->prio)
+        return y->prio - x->prio;
+    if (x->shrink != y->shrink)
+        return y->shrink - x->shrink;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return x->h < y->h ? -1 : x->h > y->h;
+}
+
+static void renew(tide_engine_t *e, int32_t h, lease_t *l, tide_time_t now, tide_time_t d)
+{
+    l->latest_return = d;
+    l->term_start = now;
+    tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
+    a->lease = e->jobs[h]->lease;
+    a->job = h;
+    a->n_gpus = l->gpus;
+    a->deadline = d;
+}
+
+/* Renew at half the term, shorten when a rise needs the GPUs sooner, and
+ * never let a lease nobody noticed run out while tide is up. */
+static void renew_pass(tide_engine_t *e, tide_time_t now)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        int32_t h = e->running[i];
+        const job_t *j = e->jobs[h];
+        if (j->lease < 0 || e->leases[j->lease].noticed || j->state != TIDE_JOB_RUNNING)
+            continue;
+        tide_grow((void **)&e->lease_order, &e->cap_lease_order, n + 1, sizeof *e->lease_order);
+        e->lease_order[n++] = (struct lease_key){
+            .prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
+            .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s), .h = h};
+    }
+    qsort(e->lease_order, n, sizeof *e->lease_order, order_cmp);
+    int before = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t h = e->lease_order[i].h;
+        job_t *j = e->jobs[h];
+        lease_t *l = &e->leases[j->lease];
+        tide_time_t d = e->pol->lease_renew_deadline
+                            ? e->pol->lease_renew_deadline(e, now, before)
+                            : e->pol->lease_deadline(e, now);
+        before += j->n_leased;
+        tide_time_t left = l->latest_return - now;
+        int half = now - l->term_start >= (l->latest_return - l->term_start) / 2;
+        if (d < l->latest_return - e->cfg.forecast_bucket_s && d > now)
+            renew(e, h, l, now, d); /* a rise needs these GPUs sooner */
+        else if (d > l->latest_return + e->cfg.tick_s && (half || left < e->min_term))
+            renew(e, h, l, now, d);
+    }
 }
 
 void tide__lease_tick(tide_engine_t *e, tide_time_t now)
 {
-    tide_time_t lead_max = 0;
-    for (int s = 0; s < e->n_svcs; s++) {
-        tide_time_t l = tide__reclaim_lead(e, s);
-        if (l > lead_max)
-            lead_max = l;
-    }
     e->next_deadline = TIDE_TIME_NEVER;
     /* iterate over a snapshot: tide__job_stop edits e->running */
     for (size_t i = 0; i < e->n_running;) {
@@ -97,27 +243,19 @@ void tide__lease_tick(tide_engine_t *e, tide_time_t now)
             tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
             continue; /* slot i now holds another job */
         }
-        if (j->lease >= 0) {
-            lease_t *l = &e->leases[j->lease];
-            if (now >= l->latest_return) {
-                if (j->state == TIDE_JOB_RUNNING)
-                    e->st.leases_expired++; /* ran out without a notice */
-                tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
-                continue;
-            }
-            if (!l->noticed && e->pol->renew_leases &&
-                l->latest_return - now < lead_max + 2 * e->cfg.tick_s) {
-                l->latest_return = e->pol->lease_deadline(e, now);
-                tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
-                a->lease = j->lease;
-                a->job = h;
-                a->n_gpus = l->gpus;
-                a->deadline = l->latest_return;
-            }
-            lower_deadline(e, l->latest_return);
+        if (j->lease >= 0 && now >= e->leases[j->lease].latest_return) {
+            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
+            continue;
         }
+        i++;
+    }
+    if (e->pol->renew_leases)
+        renew_pass(e, now);
+    for (size_t i = 0; i < e->n_running; i++) {
+        const job_t *j = e->jobs[e->running[i]];
+        if (j->lease >= 0)
+            lower_deadline(e, e->leases[j->lease].latest_return);
         if (j->state == TIDE_JOB_RECLAIMING)
             lower_deadline(e, j->deadline);
-        i++;
     }
 }

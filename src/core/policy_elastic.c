@@ -1,7 +1,8 @@
 /* elastic: a Tier A reserve that only inference uses, and a shared pool lent
  * to training under leases. Inference is sized from the forecast over the
  * reclaim lead time (P99 checkpoint + P99 warm-up + margin); reclaim shrinks
- * elastic jobs or asks for a committed checkpoint before the GPUs move. */
+ * elastic jobs or asks for a committed checkpoint before the GPUs move.
+ * Leases end before the next forecast rise that needs their GPUs. */
 #include "core/internal.h"
 
 static int layout(tide_engine_t *e, tide_error_t *err)
@@ -38,5 +39,6 @@ const tide_policy_t tide_policy_elastic = {
     .reclaim_mode = RECLAIM_GRACEFUL,
     .use_lead = 1,
     .renew_leases = 1,
-    .lease_deadline = tide__lease_deadline_default,
+    .lease_deadline = tide__lease_deadline_forecast,
+    .lease_renew_deadline = tide__lease_deadline_forecast_at,
 };

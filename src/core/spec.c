@@ -62,6 +62,9 @@ int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err)
         return tide_errf(err, TIDE_EINVAL, "service %s: warmup_s must be >= 0", s->name);
     if (s->fixed_replicas < 0)
         return tide_errf(err, TIDE_EINVAL, "service %s: fixed_replicas must be >= 0", s->name);
+    if (!(s->slo_target >= 0 && s->slo_target < 1))
+        return tide_errf(err, TIDE_EINVAL, "service %s: slo_target must be in (0, 1) (0 = default)",
+                         s->name);
     return 0;
 }
 
@@ -83,9 +86,10 @@ void tide_config_default(tide_config_t *c)
     c->split_inf = -1;
     c->night_start_h = 22;
     c->night_end_h = 8;
-    c->margin_min = 0.05;
-    c->margin_max = 1.0;
-    c->margin_quantile = 0.95;
+    c->margin_min = 0;
+    c->margin_max = 4.0;
+    c->slo_target = 0.999;
+    c->slo_window_s = 6 * 3600;
     c->tick_s = 60;
     c->lead_extra_s = 300;
     c->lease_max_s = 6 * 3600;

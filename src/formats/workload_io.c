@@ -258,10 +258,25 @@ static const tide_read_opts_t default_opts = {NULL, 0};
 
 /* ------------------------------------------------------------ services.csv */
 
-enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_WGB, S_NCOLS };
+enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_WGB, S_SLO, S_NCOLS };
 static const char *const svc_cols[S_NCOLS] = {
     "service", "gpus_per_replica", "replica_rps", "min_replicas", "warmup_s",
-    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb"};
+    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb", "slo_target"};
+
+/* Optional fraction in (0, 1); absent or empty = 0 (the engine's default). */
+static int get_frac(const tide_csv_t *csv, int col, double *out, tide_error_t *err)
+{
+    const char *s = fld(csv, col);
+    double v;
+    *out = 0;
+    if (!*s)
+        return 0;
+    if (tide_parse_double(s, &v) < 0 || !(v > 0 && v < 1))
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL,
+                             "expected a fraction in (0, 1), e.g. 0.999, got '%.40s'", s);
+    *out = v;
+    return 0;
+}
 #define S_NREQ 5
 
 typedef struct svc_ctx {
@@ -287,7 +302,8 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
         get_secs(csv, c[S_WARM], 0, NODEF, &s.warmup_s, err) < 0 ||
         get_int(csv, c[S_MAX], 0, TIDE_IO_MAX_COUNT, 0, &s.max_replicas, err) < 0 ||
         get_int(csv, c[S_FIXED], 0, TIDE_IO_MAX_COUNT, 0, &s.fixed_replicas, err) < 0 ||
-        get_types(csv, c[S_TYPES], x->o, &s.gpu_types, err) < 0)
+        get_types(csv, c[S_TYPES], x->o, &s.gpu_types, err) < 0 ||
+        get_frac(csv, c[S_SLO], &s.slo_target, err) < 0)
         return -1;
     double wgb;
     if (get_gb(csv, c[S_WGB], TIDE_IO_WEIGHTS_GB_PER_GPU * s.gpus_per_replica, &wgb, err) < 0)

@@ -58,7 +58,8 @@ typedef struct tide_services {
 /* Read services.csv. Columns: service, gpus_per_replica, replica_rps,
  * min_replicas, warmup_s (required); max_replicas (0 = unlimited),
  * fixed_replicas (0), gpu_types ("" = any), weights_gb (GB of weights a
- * replica loads, TIDE_IO_WEIGHTS_GB_PER_GPU x gpus_per_replica) optional. Checks
+ * replica loads, TIDE_IO_WEIGHTS_GB_PER_GPU x gpus_per_replica), slo_target
+ * (fraction of requests to serve, in (0, 1); "" = the engine's default) optional. Checks
  * gpus_per_replica >= 1, replica_rps > 0, min_replicas >= 0, warmup_s >= 0,
  * max_replicas 0 or >= min_replicas, unique non-empty names.
  * Returns a container the caller owns (free with tide_services_free; it may

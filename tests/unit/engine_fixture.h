@@ -328,6 +328,15 @@ EF_FN int ef_has_event(const tide_event_t *ev, size_t nev, int kind, int32_t job
     return 0;
 }
 
+/* The step returns the job's lease at or after its latest return. */
+EF_FN int ef_lease_ran_out(const tide_actions_t *a, int32_t job, tide_time_t t)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].kind == TIDE_ACT_LEASE_RETURN && a->v[i].job == job && a->v[i].deadline <= t)
+            return 1;
+    return 0;
+}
+
 /* Replay one step: facts that free GPUs without an action, then actions. */
 EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
                     const tide_actions_t *a)
@@ -396,8 +405,10 @@ EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
                 /* the policies that stop training at once for inference */
                 ok = f->policy && (!strcmp(f->policy, "preempt") || !strcmp(f->policy, "k8s"));
                 break;
-            case TIDE_R_DEADLINE: /* a notice went unanswered, or the backend expired it */
-                ok = *nr != 0 || ef_has_event(ev, nev, TIDE_EV_JOB_EXPIRED, x->job);
+            case TIDE_R_DEADLINE: /* a notice went unanswered, the lease ran out, or
+                                     the backend expired it */
+                ok = *nr != 0 || ef_has_event(ev, nev, TIDE_EV_JOB_EXPIRED, x->job) ||
+                     ef_lease_ran_out(a, x->job, t);
                 break;
             default:
                 ok = 0;

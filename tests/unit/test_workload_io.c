@@ -63,6 +63,8 @@ static void job_bad(const char *in, const tide_read_opts_t *o, int code, const c
 
 /* ------------------------------------------------------------ services */
 
+#define SVC_HDR_SLO "service,gpus_per_replica,replica_rps,min_replicas,warmup_s,slo_target\n"
+
 static void test_services_good(void **state)
 {
     (void)state;
@@ -114,7 +116,17 @@ static void test_services_good(void **state)
     assert_string_equal(s->v[0].name, "x");
     assert_int_equal(s->v[0].gpus_per_replica, 2);
     assert_int_equal(s->v[0].warmup_s, 60);
+    assert_true(s->v[0].slo_target == 0); /* absent: the engine's default */
     tide_services_free(s);
+
+    /* slo_target: a fraction per service, empty = default */
+    s = svcs_str(SVC_HDR_SLO "a,1,2,0,60,0.99\nb,1,2,0,60,\n", NULL, &err);
+    assert_non_null(s);
+    assert_true(s->v[0].slo_target == 0.99);
+    assert_true(s->v[1].slo_target == 0);
+    tide_services_free(s);
+    svc_bad(SVC_HDR_SLO "a,1,2,0,60,1\n", NULL, TIDE_EINVAL, "fraction in (0, 1)");
+    svc_bad(SVC_HDR_SLO "a,1,2,0,60,x\n", NULL, TIDE_EINVAL, "slo_target");
     s = svcs_str(SVC_HDR, NULL, &err);
     assert_non_null(s);
     assert_int_equal(s->n, 0);
