@@ -5,8 +5,9 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_OUT   ?= out/demo
 DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev libsqlite3-dev libslurm-dev
-# what the end-to-end tests start: a real local Slurm (scripts/slurm-local.sh) and curl
-TEST_DEBS  := curl slurmctld slurmd slurm-client munge
+# what the end-to-end tests start: a real local Slurm (scripts/slurm-local.sh), curl, and
+# headless Chromium driven from node over the DevTools protocol (tests/e2e/ui_live.sh)
+TEST_DEBS  := curl slurmctld slurmd slurm-client munge chromium nodejs
 
 .PHONY: all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-slurm bench-deps fuzz clean
 

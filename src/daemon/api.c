@@ -100,6 +100,10 @@ static const tide_route_t routes[] = {
     {"GET", "/v1/stream", TIDE_ROLE_VIEWER, api_stream},
     {"GET", "/v1/usage", TIDE_ROLE_VIEWER, api_usage},
     {"POST", "/v1/admin/reload", TIDE_ROLE_ADMIN, api_reload},
+    {"GET", "/", TIDE_ROLE_PUBLIC, api_ui_page},
+    {"GET", "/ui", TIDE_ROLE_PUBLIC, api_ui_page},
+    {"GET", "/ui/", TIDE_ROLE_PUBLIC, api_ui_page},
+    {"GET", "/ui/{file}", TIDE_ROLE_PUBLIC, api_ui_asset},
 };
 
 const tide_route_t *tide_daemon_routes(size_t *n)

@@ -403,5 +403,7 @@ API_HANDLER(api_notice);
 API_HANDLER(api_notice_ack);
 API_HANDLER(api_usage);
 API_HANDLER(api_stream);
+API_HANDLER(api_ui_page);
+API_HANDLER(api_ui_asset);
 
 #endif
