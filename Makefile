@@ -6,8 +6,9 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_OUT   ?= out/demo
 DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev libsqlite3-dev libslurm-dev
 # what the end-to-end tests start: a real local Slurm (scripts/slurm-local.sh), curl, and
-# openssl (a test CA for the HTTPS test)
-TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge
+# openssl (a test CA for the HTTPS test); headless Chromium driven from node over the
+# DevTools protocol (tests/e2e/ui_live.sh)
+TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge chromium nodejs
 
 .PHONY: all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-slurm bench-deps fuzz clean
 

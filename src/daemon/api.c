@@ -98,8 +98,13 @@ static const tide_route_t routes[] = {
     {"POST", "/v1/replicas/{r}/ready", TIDE_ROLE_ROUTER, api_replica_ready},
     {"GET", "/v1/leases", TIDE_ROLE_VIEWER, api_leases},
     {"GET", "/v1/events", TIDE_ROLE_VIEWER, api_events},
+    {"GET", "/v1/stream", TIDE_ROLE_VIEWER, api_stream},
     {"GET", "/v1/usage", TIDE_ROLE_VIEWER, api_usage},
     {"POST", "/v1/admin/reload", TIDE_ROLE_ADMIN, api_reload},
+    {"GET", "/", TIDE_ROLE_PUBLIC, api_ui_page},
+    {"GET", "/ui", TIDE_ROLE_PUBLIC, api_ui_page},
+    {"GET", "/ui/", TIDE_ROLE_PUBLIC, api_ui_page},
+    {"GET", "/ui/{file}", TIDE_ROLE_PUBLIC, api_ui_asset},
 };
 
 const tide_route_t *tide_daemon_routes(size_t *n)

@@ -43,9 +43,8 @@ typedef struct feed_ctx {
     int64_t last;
 } feed_ctx_t;
 
-static int feed_one(void *ctx, const tide_store_feed_row_t *r)
+json_t *api_feed_row(const tide_store_feed_row_t *r)
 {
-    feed_ctx_t *c = ctx;
     json_t *o = json_object();
     api_set(o, "seq", json_integer(r->seq));
     api_set(o, "time_s", json_integer(r->time_s));
@@ -71,7 +70,13 @@ static int feed_one(void *ctx, const tide_store_feed_row_t *r)
         api_set(o, "source", api_str(r->source));
     if (!r->step)
         api_set(o, "pending", json_true());
-    json_array_append_new(c->arr, o);
+    return o;
+}
+
+static int feed_one(void *ctx, const tide_store_feed_row_t *r)
+{
+    feed_ctx_t *c = ctx;
+    json_array_append_new(c->arr, api_feed_row(r));
     c->last = r->seq;
     return 0;
 }

@@ -87,6 +87,74 @@ API_HANDLER(api_cluster)
     tide_http_reply_json(rep, 200, o);
 }
 
+/* What GPU g does, for the dashboard: serving, warming (a replica),
+ * lent (training on a lease), reclaiming (its lease got a reclaim notice),
+ * training (dedicated), idle, down (its node failed). */
+static const char *gpu_ui_state(tide_daemon_t *d, int g, int up, int kind, int32_t who,
+                                const tide_job_info_t *ji, const tide_lease_info_t *li)
+{
+    int cls, state, tier;
+    dmn_gpu_class(d, g, &cls, &state, &tier);
+    if (!up)
+        return "down";
+    if (kind == 2)
+        return state == TIDE_S_SERVING ? "serving" : "warming";
+    if (kind == 1 && ji) {
+        /* a reclaim notice not yet satisfied (the lease may have been renewed
+         * to the notice's deadline) */
+        int noticed = (li && li->noticed && !li->returned) ||
+                      ((size_t)who < d->n_jobs && d->jobs[who].notice.active);
+        if (li || noticed)
+            return noticed ? "reclaiming" : "lent";
+        return "training";
+    }
+    return "idle";
+}
+
+/* One GPU of /v1/nodes. A job of another team (for a caller who is not an
+ * admin) shows its team, never its id. */
+static json_t *gpu_json(tide_daemon_t *d, const tide_http_req_t *req, int g, int up)
+{
+    int32_t who;
+    int kind = tide_engine_gpu_owner(d->e, g, &who);
+    json_t *o = json_object();
+    api_set(o, "gpu", json_integer(g));
+    char buf[300];
+    tide_job_info_t ji;
+    int have_job = kind == 1 && tide_engine_job(d->e, who, &ji) == 0;
+    tide_lease_info_t li;
+    int have_lease = have_job && ji.lease >= 0 && tide_engine_lease(d->e, ji.lease, &li) == 0;
+    if (kind == 1) {
+        const char *id = have_job ? ji.spec->id : NULL;
+        const char *team = have_job && ji.spec->team ? ji.spec->team : "";
+        int mine = api_is_admin(req) || !strcmp(team, req->who.team);
+        snprintf(buf, sizeof buf, "job:%s", id ? id : "?");
+        api_set(o, "owner", mine ? api_str(buf) : json_null());
+        api_set(o, "team", api_str(team));
+        if (have_job)
+            api_set(o, "priority", json_integer(ji.spec->priority));
+    } else if (kind == 2) {
+        snprintf(buf, sizeof buf, "replica:%d", (int)who);
+        api_set(o, "owner", json_string(buf));
+        drep_t *r = (size_t)who < d->n_reps ? &d->reps[who] : NULL;
+        const char *svc = r ? dmn_service_name(d->e, r->service) : NULL;
+        if (svc)
+            api_set(o, "service", api_str(svc));
+    } else {
+        api_set(o, "owner", json_null());
+    }
+    api_set(o, "state", json_string(gpu_ui_state(d, g, up, kind, who, have_job ? &ji : NULL,
+                                                  have_lease ? &li : NULL)));
+    char z[2] = {tide_engine_gpu_zone(d->e, g), 0};
+    if (z[0] == 'A')
+        api_set(o, "tier_a", json_true());
+    if (have_lease) {
+        api_set(o, "lease", json_integer(ji.lease));
+        api_set(o, "latest_return_s", api_time(li.latest_return));
+    }
+    return o;
+}
+
 API_HANDLER(api_nodes)
 {
     (void)req;
@@ -108,24 +176,8 @@ API_HANDLER(api_nodes)
         char z[2] = {tide_engine_gpu_zone(d->e, ni.first_gpu), 0};
         api_set(o, "zone", json_string(z));
         json_t *gs = json_array();
-        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
-            int32_t who;
-            int kind = tide_engine_gpu_owner(d->e, g, &who);
-            json_t *owner = json_null();
-            char buf[300];
-            if (kind == 1) {
-                const char *id = NULL;
-                tide_job_info_t ji;
-                if (tide_engine_job(d->e, who, &ji) == 0)
-                    id = ji.spec->id;
-                snprintf(buf, sizeof buf, "job:%s", id ? id : "?");
-                owner = api_str(buf);
-            } else if (kind == 2) {
-                snprintf(buf, sizeof buf, "replica:%d", (int)who);
-                owner = json_string(buf);
-            }
-            json_array_append_new(gs, json_pack("{s:i,s:o}", "gpu", g, "owner", owner));
-        }
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++)
+            json_array_append_new(gs, gpu_json(d, req, g, d->node_up[n]));
         api_set(o, "gpus", gs);
         json_array_append_new(arr, o);
     }
@@ -180,8 +232,13 @@ API_HANDLER(api_leases)
         api_set(o, "id", json_integer(l));
         api_set(o, "job", json_null());
         tide_job_info_t ji;
-        if (li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0)
-            api_set(o, "job", api_str(ji.spec->id));
+        if (li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0) {
+            const char *team = ji.spec->team ? ji.spec->team : "";
+            /* another team's job: its team only (callers who are not admins) */
+            if (api_is_admin(req) || !strcmp(team, req->who.team))
+                api_set(o, "job", api_str(ji.spec->id));
+            api_set(o, "team", api_str(team));
+        }
         api_set(o, "gpus", json_integer(li.gpus));
         api_set(o, "start_s", json_integer(li.start));
         api_set(o, "latest_return_s", api_time(li.latest_return));

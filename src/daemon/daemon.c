@@ -346,6 +346,7 @@ void tide_daemon_stop(tide_daemon_t *d)
 {
     pthread_mutex_lock(&d->mu);
     d->stop = 1;
+    dmn_stream_stop(d); /* end the event streams (their connections close) */
     pthread_cond_broadcast(&d->loop_cv);
     pthread_cond_broadcast(&d->notice_cv);
     pthread_cond_broadcast(&d->step_cv);
@@ -356,6 +357,7 @@ static void daemon_free(tide_daemon_t *d)
 {
     if (!d)
         return;
+    dmn_stream_free(d);
     tide_backend_destroy(d->be);
     tide_engine_destroy(d->e);
     tide_store_close(d->st);

@@ -188,6 +188,8 @@ struct tide_daemon {
     /* demand sources */
     dsrc_t *src;
     size_t n_src;
+
+    struct dstream *stream;    /* GET /v1/stream's hub (stream.c), NULL before a client */
 };
 
 /* ---- daemon.c */
@@ -336,6 +338,25 @@ typedef struct usage_rows {
 void dmn_usage_now(tide_daemon_t *d, usage_rows_t *out);
 void dmn_usage_free(usage_rows_t *r);
 
+/* ---- stream.c: GET /v1/stream (the feed as Server-Sent Events) */
+/* A client of the stream hub (lock held): rows after `after` (-1: after the
+ * feed's head less `backlog` rows), heartbeats every heartbeat_s of the
+ * daemon's clock. Starts the hub's thread. Returns the ctx of
+ * dmn_stream_ops() (a tide_http_reply_stream body). */
+void *dmn_stream_open(tide_daemon_t *d, const tide_principal_t *who, int64_t after, int backlog,
+                      double heartbeat_s);
+const tide_http_stream_ops_t *dmn_stream_ops(void);
+/* One turn of the hub (lock held): feed every client. Returns the clients served. */
+int dmn_stream_pump(tide_daemon_t *d);
+/* A feed row as a client with this role and team sees it (JSON, caller frees). */
+char *dmn_stream_row(tide_daemon_t *d, const tide_store_feed_row_t *r, int admin,
+                     const char *team);
+void dmn_stream_set_limit(tide_daemon_t *d, size_t bytes); /* per-client buffer (tests) */
+void dmn_stream_stop(tide_daemon_t *d);  /* end every stream (lock held ok) */
+void dmn_stream_free(tide_daemon_t *d);  /* join the hub's thread, free (no lock held) */
+void dmn_stream_counts(tide_daemon_t *d, int *clients, unsigned long *served,
+                       unsigned long *dropped);
+
 /* ---- api.c: helpers the handlers share */
 #define API_D(app) ((tide_daemon_t *)(app))
 json_t *api_num(double v);            /* finite or 0 */
@@ -353,6 +374,8 @@ int api_q_int(const tide_http_req_t *req, const char *key, long long min, long l
               long long def, long long *out, tide_http_reply_t *rep);
 /* 1 with a 503 written when the daemon is stopping. */
 int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep);
+/* A row of the event feed as /v1/events shows it (api_admin.c). */
+json_t *api_feed_row(const tide_store_feed_row_t *r);
 
 /* Handlers by resource (api_jobs.c, api_services.c, api_nodes.c, api_usage.c,
  * api_admin.c). */
@@ -379,5 +402,8 @@ API_HANDLER(api_job_ckpt);
 API_HANDLER(api_notice);
 API_HANDLER(api_notice_ack);
 API_HANDLER(api_usage);
+API_HANDLER(api_stream);
+API_HANDLER(api_ui_page);
+API_HANDLER(api_ui_asset);
 
 #endif

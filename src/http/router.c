@@ -147,6 +147,8 @@ void tide_http_reply_free(tide_http_reply_t *r)
 {
     if (!r)
         return;
+    if (r->stream && r->stream->close)
+        r->stream->close(r->stream_ctx);
     free(r->body);
     memset(r, 0, sizeof *r);
 }
@@ -207,6 +209,23 @@ void tide_http_reply_text(tide_http_reply_t *r, int status, const char *content_
     r->len = len;
     r->status = status;
     r->content_type = content_type;
+}
+
+void tide_http_reply_stream(tide_http_reply_t *r, const char *content_type,
+                            const tide_http_stream_ops_t *ops, void *ctx)
+{
+    free(r->body);
+    r->body = NULL;
+    r->len = 0;
+    r->status = 200;
+    r->content_type = content_type;
+    r->stream = ops;
+    r->stream_ctx = ctx;
+}
+
+const char *tide_http_header(const tide_http_req_t *req, const char *name)
+{
+    return req->header ? req->header(req->header_ctx, name) : NULL;
 }
 
 /* ---------------------------------------------------------------- router */
@@ -288,7 +307,8 @@ void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http
     size_t bufn = strlen(path) + TIDE_HTTP_MAX_PARAMS + 1;
     char *buf = tide_xmalloc(bufn);
     tide_http_req_t req = {.method = method, .path = path, .query = in->query,
-                           .n_query = in->n_query};
+                           .n_query = in->n_query, .header = in->header,
+                           .header_ctx = in->header_ctx};
     int why = 0;
     int ri = tide_route_match(r->routes, r->n, method, path, buf, bufn, req.params, &req.n_params,
                               &why, out->allow, sizeof out->allow);

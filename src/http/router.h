@@ -28,7 +28,34 @@ typedef struct tide_http_req {
     size_t body_len;
     tide_principal_t who;
     const struct tide_route *route;
+    /* request headers (NULL when the server gives none): see tide_http_header */
+    const char *(*header)(void *ctx, const char *name);
+    void *header_ctx;
 } tide_http_req_t;
+
+/* ------------------------------------------------------ streaming bodies */
+
+/* A body produced over time (Server-Sent Events): instead of body, a reply
+ * may carry a stream, which the server sends chunked as it produces bytes.
+ * The server owns it once the handler returns; all calls come from the
+ * connection's side (any thread, never two at once) except wake. */
+typedef struct tide_http_stream_ops {
+    /* Copy up to max bytes into buf: > 0 bytes, 0 = nothing now, -1 = the
+     * stream ended (the connection is closed). Never blocks. */
+    long (*read)(void *ctx, char *buf, size_t max);
+    /* Block up to timeout_ms until read may have more (servers that give a
+     * thread to each connection). */
+    void (*wait)(void *ctx, int timeout_ms);
+    /* Event-loop servers: have wake(arg) called, from any thread and with
+     * the stream's lock held, whenever read may have more after it answered
+     * 0; wake = NULL cancels (no call is in progress once this returns). */
+    void (*set_wake)(void *ctx, void (*wake)(void *arg), void *arg);
+    /* The connection is gone (or the reply was never sent): release ctx. */
+    void (*close)(void *ctx);
+} tide_http_stream_ops_t;
+
+/* The request header `name` (case-insensitive), NULL when absent. */
+const char *tide_http_header(const tide_http_req_t *req, const char *name);
 
 /* A reply. body is owned (tide_http_reply_free). */
 typedef struct tide_http_reply {
@@ -37,6 +64,8 @@ typedef struct tide_http_reply {
     size_t len;
     const char *content_type;  /* static string; default application/json */
     char allow[64];            /* Allow header of a 405 ("" = none) */
+    const tide_http_stream_ops_t *stream; /* a streaming body (tide_http_reply_stream) */
+    void *stream_ctx;
 } tide_http_reply_t;
 
 typedef void (*tide_http_handler_fn)(void *app, const tide_http_req_t *req, tide_http_reply_t *rep);
@@ -91,6 +120,11 @@ void tide_http_reply_err(tide_http_reply_t *r, const tide_error_t *err);
 void tide_http_reply_text(tide_http_reply_t *r, int status, const char *content_type,
                           const char *text, size_t len);
 
+/* A 200 whose body is the stream (ops, ctx), with a content type; the reply
+ * owns ctx (tide_http_reply_free closes it unless the server took it). */
+void tide_http_reply_stream(tide_http_reply_t *r, const char *content_type,
+                            const tide_http_stream_ops_t *ops, void *ctx);
+
 /* ----------------------------------------------------------------- router */
 
 typedef struct tide_router tide_router_t;
@@ -111,6 +145,8 @@ typedef struct tide_http_input {
     const char *body;            /* may be NULL when body_len = 0 */
     size_t body_len;
     int body_too_large;          /* the body passed TIDE_HTTP_MAX_BODY (it was dropped) */
+    const char *(*header)(void *ctx, const char *name); /* other headers, may be NULL */
+    void *header_ctx;
 } tide_http_input_t;
 
 /* Dispatch: 413 for a body too large, 404/405 when no route matches, 401/403

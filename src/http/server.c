@@ -39,6 +39,7 @@ struct tide_http_server {
     char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
     tide_http_server_opts_t o;
     workers_t w;
+    int evloop; /* streams suspend/resume their connection (event-loop modes) */
 };
 
 /* Per-request state (MHD's con_cls). */
@@ -319,6 +320,105 @@ static int first_call(tide_http_server_t *s, reqctx_t *r, const char *url, const
     return 0;
 }
 
+/* ------------------------------------------------- streaming responses */
+
+/* A reply's stream (router.h) sent chunked through a content-reader callback.
+ * With a thread per connection the reader waits (bounded) on the stream when
+ * it has nothing; in event-loop modes (evloop) it suspends the connection and
+ * the stream's wake resumes it, so no thread is held while a client idles. */
+typedef struct strm {
+    const tide_http_stream_ops_t *ops;
+    void *ctx;
+    struct MHD_Connection *conn;
+    int evloop;
+    pthread_mutex_t mu;
+    int suspended, woken;
+} strm_t;
+
+static void strm_wake(void *arg)
+{
+    strm_t *t = arg;
+    pthread_mutex_lock(&t->mu);
+    if (t->suspended) {
+        t->suspended = 0;
+        MHD_resume_connection(t->conn);
+    } else {
+        t->woken = 1; /* data came between a read and the suspend */
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+static ssize_t strm_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    strm_t *t = cls;
+    for (int tries = 0;; tries++) {
+        long n = t->ops->read(t->ctx, buf, max);
+        if (n > 0)
+            return (ssize_t)n;
+        if (n < 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!t->evloop) {
+            if (tries)
+                return 0; /* MHD calls again (and checks for shutdown meanwhile) */
+            t->ops->wait(t->ctx, 1000);
+            continue;
+        }
+        pthread_mutex_lock(&t->mu);
+        if (t->woken) {
+            t->woken = 0;
+            pthread_mutex_unlock(&t->mu);
+            continue;
+        }
+        t->suspended = 1;
+        MHD_suspend_connection(t->conn);
+        pthread_mutex_unlock(&t->mu);
+        return 0;
+    }
+}
+
+static void strm_free(void *cls)
+{
+    strm_t *t = cls;
+    if (t->ops->set_wake)
+        t->ops->set_wake(t->ctx, NULL, NULL);
+    t->ops->close(t->ctx);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+/* Queue rep's stream (the server takes it from rep). */
+static enum MHD_Result send_stream(tide_http_server_t *s, struct MHD_Connection *conn,
+                                   tide_http_reply_t *rep)
+{
+    strm_t *t = tide_xcalloc(1, sizeof *t);
+    t->ops = rep->stream;
+    t->ctx = rep->stream_ctx;
+    t->conn = conn;
+    t->evloop = s->evloop;
+    pthread_mutex_init(&t->mu, NULL);
+    rep->stream = NULL; /* ours now: strm_free closes it */
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, strm_read, t, strm_free);
+    if (!resp) {
+        strm_free(t);
+        return MHD_NO;
+    }
+    if (t->evloop && t->ops->set_wake)
+        t->ops->set_wake(t->ctx, strm_wake, t);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    enum MHD_Result r = MHD_queue_response(conn, (unsigned)rep->status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static const char *req_header(void *ctx, const char *name)
+{
+    return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -340,7 +440,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (r->done) {
-        enum MHD_Result res = send_reply(conn, &r->rep);
+        enum MHD_Result res =
+            r->rep.stream ? send_stream(s, conn, &r->rep) : send_reply(conn, &r->rep);
         tide_http_reply_free(&r->rep);
         return res;
     }
@@ -374,6 +475,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .body = r->body,
         .body_len = r->n,
         .body_too_large = r->too_large,
+        .header = req_header,
+        .header_ctx = conn,
     };
     if (dispatch(s, r) < 0)
         return reply_error(r, 503, "EBUSY", "the server is busy or shutting down: retry");
@@ -526,6 +629,7 @@ tide_http_server_t *tide_http_server_start_opts(const char *listen, tide_router_
     };
     if (s->tls_cert)
         flags |= MHD_USE_TLS;
+    s->evloop = 1; /* event loop: streams suspend and resume their connection */
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
                             MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,

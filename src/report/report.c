@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "report_assets.h" /* generated: tide_report_css[], tide_report_js[] */
+#include "report_assets.h" /* generated: tide_report_css[], tide_chart_js[], tide_report_js[] */
 #include "formats/csv.h"
 #include "formats/json.h"
 #include "report/report_priv.h"
@@ -1045,6 +1045,7 @@ static int write_html(FILE *f, const char *dir, const char *json)
     fputs("<script type=\"application/json\" id=\"tide-data\">", f);
     write_json_script(f, json);
     fputs("</script>\n<script>\n", f);
+    fputs(tide_chart_js, f);
     fputs(tide_report_js, f);
     fputs("</script>\n</body>\n</html>\n", f);
     return ferror(f) ? -1 : 0;
