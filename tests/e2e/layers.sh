@@ -29,6 +29,7 @@ declare -A allowed=(
     [store]="tide util"
     [http]="tide util formats"
     [backend]="tide util formats world"
+    [ui]=""  # the dashboard's assets (HTML, CSS, script), embedded by the daemon; no C
     [daemon]="tide util formats world store http backend"
     [cli]="tide util formats world trace report sim store http backend daemon"
 )
