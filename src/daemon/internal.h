@@ -2,14 +2,14 @@
  * share (libuv's internal.h style). The files, by concern:
  *   daemon.c    open, the loop, close, small helpers
  *   settings.c  the database's settings (cluster, policy, engine timings)
- *   queue.c     accepted events: pending rows, the queues, waiting for a feed
+ *   queue.c     accepted events: pending rows, the queues, the group commit
  *   step.c      one step: feed, persist, enact; derived state
  *   recover.c   rebuild from the database (replay, reconcile with the backend)
  *   epoch.c     service changes (a new epoch)
  *   teams.c     team definitions and reloads
  *   work.c      jobs' commands and environments for the backend
  *   sample.c    usage snapshots (src/formats/usage.h's sampler)
- *   ops.c       what the API does: one function per write, owning its transaction
+ *   ops.c       what the API does: one function per write, applied in a group commit
  *   api*.c      HTTP handlers by resource (api.c: the routes table, helpers)
  *   metrics.c   /metrics;  demand.c  pulled demand sources */
 #ifndef TIDE_DAEMON_INTERNAL_H

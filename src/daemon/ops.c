@@ -1,7 +1,10 @@
-/* What the API does to the daemon: one function per write, called by its
- * handler with the lock held after the input was validated. Each owns its
- * transaction: what it accepts is committed (rows and pending events
- * together) before it is queued for the loop and answered. */
+/* What the API does to the daemon: one function per write. The writes of
+ * jobs, demand and replicas are called by their handler with no lock held
+ * and go through the group commit (queue.c): their apply checks the request
+ * against the state inside the batch's transaction; what it accepts is
+ * committed (rows and pending events together) before it is queued for the
+ * loop and answered. Node states and services keep their own transaction
+ * under tide_daemon_lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
