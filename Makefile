@@ -10,7 +10,7 @@ DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev 
 # DevTools protocol (tests/e2e/ui_live.sh)
 TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge chromium nodejs
 
-.PHONY: all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-slurm bench-deps fuzz clean
+.PHONY: all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-latency bench-slurm bench-deps fuzz clean
 
 all: build
 
@@ -62,7 +62,7 @@ demo: build
 bench: build
 	bash bench/run.sh $(BUILD)
 	bash bench/policy_quality.sh $(BUILD)
-	@if $(BUILD)/tide serve --help >/dev/null 2>&1; then $(MAKE) --no-print-directory bench-serve; \
+	@if $(BUILD)/tide serve --help >/dev/null 2>&1; then $(MAKE) --no-print-directory bench-serve bench-latency; \
 	else echo "bench: tide serve not built, skipping bench-serve"; fi
 
 # Every policy on six workloads built from ../shared/traces (TIDE_TRACES), 14
@@ -84,6 +84,11 @@ bench-deps:
 # The daemon under wrk beside slurmctld: writes bench/serve_results.md.
 bench-serve: build bench-deps
 	bash bench/serve_bench.sh $(BUILD)
+
+# API latency (P50/P99/worst of submit, get, list) while the daemon steps a
+# 16,384-GPU cluster with 10,000 queued jobs: appended to bench/serve_results.md.
+bench-latency: build bench-deps
+	bash bench/serve_latency.sh $(BUILD)
 
 # tide elastic vs Slurm's own partition-priority preemption on one local Slurm
 # cluster, same workload: writes bench/slurm_compare_results.md (about 15 min).

@@ -5,32 +5,39 @@
 #   bash bench/serve_bench.sh [BUILD]        (make bench-serve)
 #
 # tide: a fresh `tide serve` (sim backend, open mode, a new database) on
-# loopback, driven by wrk (2 threads, $CONNS connections, $SECS s each):
-#   - durable submissions/s: POST /v1/jobs, a unique job_id per request; the
-#     daemon answers 201 only once the job is committed to SQLite;
-#   - reads/s: GET /v1/jobs/ID (random among 1,000 jobs) and GET /v1/jobs?limit=50;
-#   - the same through the CLI, one process per call in a loop: `tide submit`, `tide job`.
+# loopback. Clients: build/bench/api_bench (THREADS client threads, one
+# keep-alive connection each, requests back to back) and wrk (2 threads,
+# WRK_CONNS connections). Submissions carry a realistic body (an 8-GPU job with
+# a command and five environment variables); the daemon answers 201 only once
+# the job is committed (group commit, synchronous FULL).
 # Slurm: scripts/slurm-local.sh up (munge, slurmctld, 4 slurmd x 8 fake GPUs):
-#   - `sbatch --wrap=true -H` (held: nothing runs) in $CONNS parallel loops and in one loop;
-#   - `squeue -j ID` (random among the held jobs) and `squeue` (the whole queue: it has no
-#     server-side limit) likewise.
-# Each figure is requests completed / elapsed wall time over $SECS s. Results go to
-# bench/serve_results.md and stdout. When Slurm cannot come up, tide's figures are
-# still reported with the reason.
+#   - through its API: build/bench/slurm_rpc_bench (libslurm: slurm_submit_batch_job
+#     of held jobs with the same command and environment, slurm_load_job), the
+#     same numbers of client threads;
+#   - through its CLI: `sbatch --wrap=true -H` and `squeue -j ID` in one loop, beside
+#     `tide submit` and `tide job` in one loop (one process per call each).
+# The fsync rate of the disk under the database (bench/fsync_rate.py) is reported
+# beside the figures. Each figure is calls completed / elapsed wall time over $SECS s.
+# Results go to bench/serve_results.md and stdout. The run fails (exit 1, the reason)
+# when a tide mode produces no result; when Slurm cannot come up, tide's figures are
+# still written with the reason, and the run fails.
 set -uo pipefail
 BUILD=${1:-build}
 TIDE_BIN=$(cd "$(dirname "$BUILD/tide")" 2>/dev/null && pwd)/tide
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 SECS=${SECS:-10}
-CONNS=${CONNS:-4}
-THREADS=${THREADS:-2}
+THREADS=${THREADS:-4}
+WRK_CONNS=${WRK_CONNS:-64}
+API_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/api_bench
+RPC_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/slurm_rpc_bench
 RES=${RES:-$ROOT/bench/serve_results.md}
 
 die() { echo "bench-serve: $*" >&2; exit 1; }
 [ -x "$TIDE_BIN" ] || die "$BUILD/tide is not built (make build)"
 "$TIDE_BIN" serve --help >/dev/null 2>&1 || die "'tide serve' is not available in $TIDE_BIN"
 command -v wrk >/dev/null || die "wrk is missing (apt-get install -y wrk)"
+[ -x "$API_BENCH" ] || die "$API_BENCH is not built (make build)"
 command -v curl >/dev/null || die "curl is missing (apt-get install -y curl)"
 
 # the e2e helpers: serve_start / serve_stop / api / poll_until
@@ -40,7 +47,8 @@ tmp=$(mktemp -d /tmp/tide-bench-serve.XXXXXX)
 SERVE_PIDS=()
 EXTRA_PIDS=()
 SLURM_UP=0
-export TIDE_SLURM_DIR=$tmp/slurm
+declare -A T_SUB S_SUB
+export TIDE_SLURM_DIR=$tmp/cluster
 cleanup() {
     [ "$SLURM_UP" = 1 ] && "$ROOT/scripts/slurm-local.sh" down >/dev/null 2>&1
     serve_cleanup
@@ -76,7 +84,7 @@ rate_loop() {
 wrk_run() {
     local name=$1 url=$2 script=$3
     shift 3
-    wrk -t"$THREADS" -c"$CONNS" -d"${SECS}s" --latency -s "$script" "$url" -- "$@" >"$tmp/wrk.$name" 2>&1
+    wrk -t2 -c"$WRK_CONNS" -d"${SECS}s" --latency -s "$script" "$url" -- "$@" >"$tmp/wrk.$name" 2>&1
     awk '
         /Requests\/sec:/ {rps = $2}
         /Non-2xx or 3xx responses:/ {bad = $NF}
@@ -107,19 +115,41 @@ seq 1 1000 | xargs -P 8 -I{} curl -s -o /dev/null -X POST -H 'Content-Type: appl
 api GET /v1/jobs/r-1000
 [ "$API_STATUS" = 200 ] || die "GET /v1/jobs/r-1000 after the set-up: HTTP $API_STATUS $API_BODY"
 
-echo "bench-serve: wrk POST /v1/jobs for ${SECS}s" >&2
-read -r t_sub t_sub_bad t_sub_p50 t_sub_p99 < <(wrk_run submit "$SERVE_URL" "$HERE/wrk/submit.lua" w)
-echo "bench-serve: wrk GET /v1/jobs/ID for ${SECS}s" >&2
-read -r t_get t_get_bad t_get_p50 t_get_p99 < <(wrk_run get "$SERVE_URL" "$HERE/wrk/get_job.lua" 1000)
-echo "bench-serve: wrk GET /v1/jobs?limit=50 for ${SECS}s" >&2
-read -r t_list t_list_bad t_list_p50 t_list_p99 < <(wrk_run list "$SERVE_URL/v1/jobs?limit=50" /dev/null)
+# ab OP THREADS [ARGS]: api_bench's line "op threads n ok bad secs rps p50 p99 max"
+ab() {
+    local op=$1 th=$2
+    shift 2
+    "$API_BENCH" --url "$SERVE_URL" --op "$op" --threads "$th" --secs "$SECS" "$@" 2>"$tmp/ab.err" ||
+        die "api_bench $op x$th produced no result: $(tail -2 "$tmp/ab.err")"
+}
+echo "bench-serve: fsync rate under $tmp" >&2
+read -r fs_app fs_ovw < <(python3 "$HERE/fsync_rate.py" "$tmp")
+for th in 1 "$THREADS" 16; do
+    echo "bench-serve: api_bench POST /v1/jobs x$th for ${SECS}s" >&2
+    read -r _ _ _ _ bad _ rps p50 p99 mx < <(ab submit "$th" --prefix "s$th")
+    T_SUB[$th]="$rps $bad $p50 $p99"
+done
+echo "bench-serve: api_bench GET /v1/jobs/ID x$THREADS for ${SECS}s" >&2
+read -r _ _ _ _ t_get_bad _ t_get t_get_p50 t_get_p99 _ < <(ab get "$THREADS" --get-prefix r --ids 1000)
+echo "bench-serve: api_bench GET /v1/jobs?limit=50 x$THREADS for ${SECS}s" >&2
+read -r _ _ _ _ t_list_bad _ t_list t_list_p50 t_list_p99 _ < <(ab list "$THREADS")
+echo "bench-serve: wrk POST /v1/jobs ($WRK_CONNS connections) for ${SECS}s" >&2
+read -r w_sub w_sub_bad w_sub_p50 w_sub_p99 < <(wrk_run submit "$SERVE_URL" "$HERE/wrk/submit.lua" w)
+[ "${w_sub%.*}" -gt 0 ] 2>/dev/null || die "wrk POST /v1/jobs produced no result: $(tail -3 "$tmp/wrk.submit")"
+echo "bench-serve: wrk GET /v1/jobs/ID ($WRK_CONNS connections) for ${SECS}s" >&2
+read -r w_get w_get_bad _ _ < <(wrk_run get "$SERVE_URL" "$HERE/wrk/get_job.lua" 1000)
+curl -s "$SERVE_URL/metrics" >"$tmp/metrics"
+t_commits=$(awk '$1 == "tide_api_commits_total" {print $2}' "$tmp/metrics")
+t_writes=$(awk '$1 == "tide_api_writes_total" {print $2}' "$tmp/metrics")
 
 tide_submit_one() { "$TIDE_BIN" submit --id "cli-$1-$2" --team bench -p 3 -g 1 -d 1h; }
 tide_get_one() { "$TIDE_BIN" job "r-$((($2 * 7919 + $1 * 104729) % 1000 + 1))"; }
 echo "bench-serve: tide submit loop for ${SECS}s" >&2
 read -r t_csub t_csub_bad < <(rate_loop "$SECS" 1 tide_submit_one)
+[ "${t_csub%.*}" -gt 0 ] 2>/dev/null || die "the tide submit loop produced no result"
 echo "bench-serve: tide job loop for ${SECS}s" >&2
 read -r t_cget t_cget_bad < <(rate_loop "$SECS" 1 tide_get_one)
+[ "${t_cget%.*}" -gt 0 ] 2>/dev/null || die "the tide job loop produced no result"
 api GET /healthz
 t_health=$API_STATUS
 t_jobs=$(curl -s "$SERVE_URL/v1/cluster" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("stats",{}); print(s.get("jobs_submitted", s.get("queue_jobs","?")))' 2>/dev/null || echo "?")
@@ -128,7 +158,10 @@ serve_stop
 # -------------------------------------------------------------------- Slurm
 
 slurm_why=""
-s_sub=""
+
+s_get=""
+s_csub=""
+restd="not measured: $(command -v slurmrestd >/dev/null 2>&1 && echo "slurmrestd is installed but bench-serve does not drive it yet" || echo "slurmrestd is not installed (apt-get install slurmrestd)")"
 if ! command -v slurmctld >/dev/null 2>&1; then
     slurm_why="Slurm is not installed (apt-get install -y slurmctld slurmd slurm-client munge)"
 elif [ "$(id -u)" != 0 ]; then
@@ -138,56 +171,75 @@ elif ! "$ROOT/scripts/slurm-local.sh" up >"$tmp/slurm-up.log" 2>&1; then
 else
     SLURM_UP=1
     eval "$("$ROOT/scripts/slurm-local.sh" env)"
+    rb() {
+        local op=$1 th=$2
+        shift 2
+        "$RPC_BENCH" --op "$op" --threads "$th" --secs "$SECS" "$@" 2>"$tmp/rb.err" ||
+            { echo "bench-serve: slurm_rpc_bench $op x$th: $(tail -2 "$tmp/rb.err")" >&2; return 1; }
+    }
+    if [ -x "$RPC_BENCH" ]; then
+        for th in 1 "$THREADS" 16; do
+            echo "bench-serve: slurm_rpc_bench submit x$th for ${SECS}s" >&2
+            read -r _ _ _ _ bad _ rps p50 p99 _ < <(rb submit "$th" --ids-out "$tmp/rpc_ids.$th")
+            S_SUB[$th]="${rps:-} ${bad:-} ${p50:-} ${p99:-}"
+        done
+        cat "$tmp"/rpc_ids.* >"$tmp/rpc_ids" 2>/dev/null
+        echo "bench-serve: slurm_rpc_bench load x$THREADS for ${SECS}s" >&2
+        read -r _ _ _ _ s_get_bad _ s_get s_get_p50 s_get_p99 _ < <(rb load "$THREADS" --ids "$tmp/rpc_ids")
+    else
+        slurm_why="$RPC_BENCH is not built (libslurm-dev missing)"
+    fi
     sbatch_one() { sbatch --wrap=true -H -Q -J "b$1-$2" -o /dev/null; }
-    echo "bench-serve: sbatch x$CONNS loops for ${SECS}s" >&2
-    read -r s_sub s_sub_bad < <(rate_loop "$SECS" "$CONNS" sbatch_one)
     echo "bench-serve: sbatch loop for ${SECS}s" >&2
     read -r s_csub s_csub_bad < <(rate_loop "$SECS" 1 sbatch_one)
     squeue -h -o %i | sort -n >"$tmp/slurm_ids"
     nids=$(wc -l <"$tmp/slurm_ids")
     mapfile -t sids <"$tmp/slurm_ids"
     squeue_one() { squeue -h -j "${sids[$((($2 * 7919 + $1 * 104729) % nids))]}"; }
-    squeue_all() { squeue -h >/dev/null; }
-    echo "bench-serve: squeue -j x$CONNS loops for ${SECS}s" >&2
-    read -r s_get s_get_bad < <(rate_loop "$SECS" "$CONNS" squeue_one)
     echo "bench-serve: squeue -j loop for ${SECS}s" >&2
     read -r s_cget s_cget_bad < <(rate_loop "$SECS" 1 squeue_one)
     s_jobs=$(squeue -h | wc -l)
-    echo "bench-serve: squeue (whole queue: $s_jobs jobs) x$CONNS loops for ${SECS}s" >&2
-    read -r s_list s_list_bad < <(rate_loop "$SECS" "$CONNS" squeue_all)
     "$ROOT/scripts/slurm-local.sh" down >/dev/null 2>&1
     SLURM_UP=0
 fi
 
 # ------------------------------------------------------------------- report
 
-sl() { [ -n "$s_sub" ] && rate "$1" || echo "n/a"; }
-rt() { [ -n "$s_sub" ] && ratio "$1" "$2" || echo "-"; }
+rt() { [ -n "$2" ] && ratio "$1" "$2" || echo "-"; }
+f1() { echo "$1" | awk '{print $1}'; }
+col() { echo "$1" | awk -v k="$2" '{print $k}'; }
 {
     echo "## tide serve vs Slurm 22.05 (\`make bench-serve\`)"
     echo
-    echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
-        "$(date -u +%Y-%m-%d). Each figure: operations completed / wall seconds over ${SECS} s, one run," \
-        "daemon and load generator on the same machine (loopback)."
-    echo "tide: \`tide serve\` (sim backend, 16x8 GPUs, elastic, open mode, SQLite WAL, a fresh database on $(df -T "$tmp" | awk 'NR == 2 {print $2}'));"
-    echo "wrk ${THREADS} threads, ${CONNS} connections, keep-alive. Slurm: slurmctld + 4 slurmd (scripts/slurm-local.sh),"
-    echo "no accounting database; the client commands run as separate processes, ${CONNS} loops in parallel or 1 loop."
+    echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
+        "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//');" \
+        "$(date -u +%Y-%m-%d). Command: \`make bench-serve\` (SECS=$SECS THREADS=$THREADS)." \
+        "Each figure: calls completed / wall seconds over ${SECS} s, one run, server and clients on the same machine."
+    echo "The disk under the database ($(df -T "$tmp" | awk 'NR == 2 {print $2}')) does **${fs_app} fsync/s** appending" \
+        "(${fs_ovw}/s overwriting in place): write 4 KiB + fsync for 2 s (bench/fsync_rate.py)."
+    echo "tide: \`tide serve\` (sim backend, 16x8 GPUs, elastic, open mode, SQLite WAL synchronous FULL, a fresh database);"
+    echo "a submission is answered after the group commit carrying it. Slurm: slurmctld + 4 slurmd (scripts/slurm-local.sh),"
+    echo "no accounting database; slurmctld answers a submission before its state is saved (every few seconds)."
     echo
-    echo "| operation | tide | Slurm | tide/Slurm |"
-    echo "|---|---:|---:|---:|"
-    echo "| submit, durable: POST /v1/jobs (wrk) vs \`sbatch --wrap=true -H\` (${CONNS} loops) | $(rate "$t_sub") | $(sl "$s_sub") | $(rt "$t_sub" "${s_sub:-0}") |"
-    echo "| submit, one CLI process per job: \`tide submit\` vs \`sbatch --wrap=true -H\` (1 loop) | $(rate "$t_csub") | $(sl "${s_csub:-}") | $(rt "$t_csub" "${s_csub:-0}") |"
-    echo "| read one job: GET /v1/jobs/ID (wrk) vs \`squeue -j ID\` (${CONNS} loops) | $(rate "$t_get") | $(sl "${s_get:-}") | $(rt "$t_get" "${s_get:-0}") |"
-    echo "| read one job, CLI: \`tide job ID\` vs \`squeue -j ID\` (1 loop) | $(rate "$t_cget") | $(sl "${s_cget:-}") | $(rt "$t_cget" "${s_cget:-0}") |"
-    echo "| list: GET /v1/jobs?limit=50 (wrk) vs \`squeue\` (whole queue${s_jobs:+, $s_jobs jobs}; ${CONNS} loops) | $(rate "$t_list") | $(sl "${s_list:-}") | $(rt "$t_list" "${s_list:-0}") |"
+    echo "| operation | client threads | tide | Slurm | tide/Slurm |"
+    echo "|---|---:|---:|---:|---:|"
+    for th in 1 "$THREADS" 16; do
+        echo "| submit, API: POST /v1/jobs (api_bench) vs \`slurm_submit_batch_job\` held (slurm_rpc_bench) | $th | $(rate "$(f1 "${T_SUB[$th]}")") | $(rate "$(f1 "${S_SUB[$th]:-}")") | $(rt "$(f1 "${T_SUB[$th]}")" "$(f1 "${S_SUB[$th]:-}")") |"
+    done
+    echo "| submit, API: POST /v1/jobs (wrk, 2 threads x $WRK_CONNS connections) vs \`slurm_submit_batch_job\` | 2 / $THREADS | $(rate "$w_sub") | $(rate "$(f1 "${S_SUB[$THREADS]:-}")") | $(rt "$w_sub" "$(f1 "${S_SUB[$THREADS]:-}")") |"
+    echo "| read one job, API: GET /v1/jobs/ID (api_bench) vs \`slurm_load_job\` | $THREADS | $(rate "$t_get") | $(rate "$s_get") | $(rt "$t_get" "$s_get") |"
+    echo "| read one job, API: GET /v1/jobs/ID (wrk, $WRK_CONNS connections) | 2 | $(rate "$w_get") | | |"
+    echo "| list: GET /v1/jobs?limit=50 (api_bench) | $THREADS | $(rate "$t_list") | | |"
+    echo "| submit, CLI: \`tide submit\` vs \`sbatch --wrap=true -H\` (one process per job, 1 loop) | 1 | $(rate "$t_csub") | $(rate "$s_csub") | $(rt "$t_csub" "$s_csub") |"
+    echo "| read one job, CLI: \`tide job ID\` vs \`squeue -j ID\` (1 loop) | 1 | $(rate "$t_cget") | $(rate "${s_cget:-}") | $(rt "$t_cget" "${s_cget:-}") |"
     echo
-    echo "tide latency (wrk): submit p50 $t_sub_p50 p99 $t_sub_p99; get p50 $t_get_p50 p99 $t_get_p99;" \
-        "list p50 $t_list_p50 p99 $t_list_p99. Non-2xx answers: submit $t_sub_bad, get $t_get_bad, list $t_list_bad;" \
+    echo "Latency, tide (p50 / p99 ms): submit x1 $(col "${T_SUB[1]}" 3) / $(col "${T_SUB[1]}" 4), x$THREADS $(col "${T_SUB[$THREADS]}" 3) / $(col "${T_SUB[$THREADS]}" 4)," \
+        "x16 $(col "${T_SUB[16]}" 3) / $(col "${T_SUB[16]}" 4); get $t_get_p50 / $t_get_p99; list $t_list_p50 / $t_list_p99; wrk submit $w_sub_p50 / $w_sub_p99."
+    [ -n "$s_get" ] && echo "Latency, Slurm API (p50 / p99 ms): submit x$THREADS $(col "${S_SUB[$THREADS]}" 3) / $(col "${S_SUB[$THREADS]}" 4); slurm_load_job $s_get_p50 / $s_get_p99."
+    echo "Group commit: $t_writes API writes in $t_commits transactions. Non-2xx: get $t_get_bad, list $t_list_bad, wrk submit $w_sub_bad, wrk get $w_get_bad;" \
         "CLI failures: submit ${t_csub_bad}, job ${t_cget_bad}; /healthz after the run: $t_health; jobs submitted: $t_jobs."
-    if [ -n "$s_sub" ]; then
-        echo "Slurm failures: sbatch ${s_sub_bad}+${s_csub_bad}, squeue -j ${s_get_bad}+${s_cget_bad}, squeue ${s_list_bad}."
-    else
-        echo
-        echo "Slurm figures missing: $slurm_why."
-    fi
+    echo "slurmrestd: $restd."
+    [ -n "$slurm_why" ] && echo && echo "Slurm figures missing: $slurm_why."
 } | tee "$RES"
+[ -z "$slurm_why" ] || die "Slurm figures missing: $slurm_why"
+[ -n "$s_get" ] || die "slurm_rpc_bench produced no result"

@@ -73,13 +73,16 @@ static json_t *job_json(tide_daemon_t *d, const tide_store_job_t *row, int32_t h
     return o;
 }
 
-/* Find a job by id: its row (caller frees) and engine handle (-1 when the
- * engine has not seen it yet). 0, or -1 with a 404/500 written. */
+/* Find a job by id (mu held): its committed row (caller frees) and engine
+ * handle (-1 when the engine has not seen it yet). 0, or -1 with a 404/500
+ * written. */
 static int job_lookup(tide_daemon_t *d, const char *id, tide_store_job_t *row, int32_t *h,
                       tide_http_reply_t *rep)
 {
     tide_error_t err = {0};
-    if (tide_store_job_get(d->st, id, row, &err) < 0) {
+    int rc = tide_store_job_get(dmn_rd(d), id, row, &err);
+    dmn_rd_done(d);
+    if (rc < 0) {
         api_fail(rep, &err);
         return -1;
     }
@@ -141,18 +144,16 @@ API_HANDLER(api_job_submit)
         tide_job_request_free(&jr);
         return;
     }
-    tide_daemon_lock(d);
-    if (!api_stopping(d, rep)) {
-        char old[32];
-        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0)
-            tide_http_reply_json(rep, 201,
-                                 json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
-        else if (err.code == TIDE_EEXIST)
-            reply_taken(rep, jr.id, old);
-        else
-            api_fail(rep, &err);
-    }
-    tide_daemon_unlock(d);
+    /* answered after the group commit carrying it (no lock held here) */
+    char old[32];
+    if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0)
+        tide_http_reply_json(rep, 201, json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
+    else if (err.code == TIDE_EEXIST)
+        reply_taken(rep, jr.id, old);
+    else if (err.code == TIDE_ESTATE)
+        tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
+    else
+        api_fail(rep, &err);
     tide_job_request_free(&jr);
 }
 
@@ -209,11 +210,12 @@ API_HANDLER(api_jobs_list)
     }
     tide_store_job_filter_t f = {.team = team, .state = state, .priority = (int)prio,
                                  .after_seq = after, .limit = (int)limit + 1};
-    tide_daemon_lock(d);
+    dmn_lock_read(d);
     list_ctx_t c = {.d = d, .arr = json_array(), .last = after};
     tide_error_t err = {0};
-    int n = tide_store_jobs_list(d->st, &f, list_one, &c, &err);
-    tide_daemon_unlock(d);
+    int n = tide_store_jobs_list(dmn_rd(d), &f, list_one, &c, &err);
+    dmn_rd_done(d);
+    dmn_unlock_read(d);
     if (n < 0) {
         json_decref(c.arr);
         api_fail(rep, &err);
@@ -236,14 +238,15 @@ API_HANDLER(api_jobs_list)
 API_HANDLER(api_job_get)
 {
     tide_daemon_t *d = API_D(app);
-    tide_daemon_lock(d);
+    dmn_lock_read(d);
     tide_store_job_t row;
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
         if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
             json_t *o = job_json(d, &row, h);
             tide_error_t err = {0};
-            int64_t nck = tide_store_checkpoints_count(d->st, row.spec.id, &err);
+            int64_t nck = tide_store_checkpoints_count(dmn_rd(d), row.spec.id, &err);
+            dmn_rd_done(d);
             api_set(o, "checkpoints", json_integer(nck > 0 ? nck : 0));
             tide_backend_job_info_t bi;
             if (h >= 0 && d->be && tide_backend_job_info(d->be, h, &bi) == 0) {
@@ -260,30 +263,52 @@ API_HANDLER(api_job_get)
         }
         tide_store_job_free(&row);
     }
-    tide_daemon_unlock(d);
+    dmn_unlock_read(d);
+}
+
+/* The job and the caller's right to it (mu alone, released on return): 0,
+ * or -1 with the answer written. The write itself goes through the group
+ * commit, which checks the job's state again. */
+static int job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
+                     tide_http_reply_t *rep)
+{
+    dmn_lock_read(d);
+    tide_store_job_t row;
+    int32_t h;
+    int rc = -1;
+    if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
+        if (api_team_ok(req, row.spec.team, row.spec.id, rep) && !api_stopping(d, rep)) {
+            *id = tide_xstrdup(row.spec.id ? row.spec.id : "");
+            rc = 0;
+        }
+        tide_store_job_free(&row);
+    }
+    dmn_unlock_read(d);
+    return rc;
+}
+
+/* A write refused by the group commit: ESTATE while stopping is a 503. */
+static void write_failed(tide_daemon_t *d, tide_http_reply_t *rep, const tide_error_t *err)
+{
+    if (err->code == TIDE_ESTATE && (d->stop || d->failed))
+        tide_http_reply_error(rep, 503, "ESTATE", "%s", err->msg);
+    else
+        api_fail(rep, err);
 }
 
 API_HANDLER(api_job_cancel)
 {
     tide_daemon_t *d = API_D(app);
-    tide_daemon_lock(d);
-    tide_store_job_t row;
-    int32_t h;
-    if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
-        goto out0;
-    if (!api_team_ok(req, row.spec.team, row.spec.id, rep) || api_stopping(d, rep))
-        goto out;
+    char *id;
+    if (job_owned(d, req, &id, rep) < 0)
+        return;
     const char *state;
     tide_error_t err = {0};
-    if (dmn_job_cancel(d, row.spec.id, h, &state, &err) < 0)
-        api_fail(rep, &err);
+    if (dmn_job_cancel(d, id, &state, &err) < 0)
+        write_failed(d, rep, &err);
     else
-        tide_http_reply_json(rep, 200,
-                             json_pack("{s:o,s:s}", "id", api_str(row.spec.id), "state", state));
-out:
-    tide_store_job_free(&row);
-out0:
-    tide_daemon_unlock(d);
+        tide_http_reply_json(rep, 200, json_pack("{s:o,s:s}", "id", api_str(id), "state", state));
+    free(id);
 }
 
 API_HANDLER(api_job_ckpt)
@@ -295,28 +320,21 @@ API_HANDLER(api_job_ckpt)
         api_fail(rep, &err);
         return;
     }
-    tide_daemon_lock(d);
-    tide_store_job_t row;
-    int32_t h;
-    if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
-        goto out0;
-    if (!api_team_ok(req, row.spec.team, row.spec.id, rep) || api_stopping(d, rep))
-        goto out;
+    char *id;
+    if (job_owned(d, req, &id, rep) < 0)
+        return;
     double value;
-    if (dmn_job_checkpoint(d, row.spec.id, h, &ck, &value, &err) < 0) {
-        api_fail(rep, &err);
-        goto out;
+    if (dmn_job_checkpoint(d, id, &ck, &value, &err) < 0) {
+        write_failed(d, rep, &err);
+    } else {
+        json_t *o = json_object();
+        api_set(o, "id", api_str(id));
+        api_set(o, "committed", json_boolean(ck.committed));
+        api_set(o, "used", json_boolean(ck.committed));
+        api_set(o, "progress_s", ck.committed ? api_num(value) : json_null());
+        tide_http_reply_json(rep, 201, o);
     }
-    json_t *o = json_object();
-    api_set(o, "id", api_str(row.spec.id));
-    api_set(o, "committed", json_boolean(ck.committed));
-    api_set(o, "used", json_boolean(ck.committed));
-    api_set(o, "progress_s", ck.committed ? api_num(value) : json_null());
-    tide_http_reply_json(rep, 201, o);
-out:
-    tide_store_job_free(&row);
-out0:
-    tide_daemon_unlock(d);
+    free(id);
 }
 
 API_HANDLER(api_notice)
@@ -325,7 +343,7 @@ API_HANDLER(api_notice)
     long long wait;
     if (api_q_int(req, "wait", 0, 300, 0, &wait, rep) < 0)
         return;
-    tide_daemon_lock(d);
+    dmn_lock_read(d);
     tide_store_job_t row;
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
@@ -353,7 +371,7 @@ API_HANDLER(api_notice)
 out:
     tide_store_job_free(&row);
 out0:
-    tide_daemon_unlock(d);
+    dmn_unlock_read(d);
 }
 
 API_HANDLER(api_notice_ack)
@@ -370,7 +388,7 @@ API_HANDLER(api_notice_ack)
         }
         json_decref(o);
     }
-    tide_daemon_lock(d);
+    dmn_lock_read(d);
     tide_store_job_t row;
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
@@ -386,5 +404,5 @@ API_HANDLER(api_notice_ack)
 out:
     tide_store_job_free(&row);
 out0:
-    tide_daemon_unlock(d);
+    dmn_unlock_read(d);
 }

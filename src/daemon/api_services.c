@@ -129,23 +129,16 @@ API_HANDLER(api_demand)
         api_fail(rep, &err);
         return;
     }
-    tide_daemon_lock(d);
-    int s = tide_engine_service_find(d->e, req->params[0]);
-    if (s < 0) {
-        tide_daemon_unlock(d);
-        tide_http_reply_error(rep, 404, "ENOENT", "unknown service '%s'", req->params[0]);
+    /* through the group commit (no lock held here): the service is looked up
+     * inside the batch */
+    if (dmn_demand_set(d, req->params[0], rps, &err) < 0) {
+        if (err.code == TIDE_ESTATE)
+            tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
+        else
+            api_fail(rep, &err); /* ENOENT: 404 unknown service */
         return;
     }
-    if (api_stopping(d, rep)) {
-        tide_daemon_unlock(d);
-        return;
-    }
-    int rc = dmn_demand_set(d, s, rps, &err);
-    tide_daemon_unlock(d);
-    if (rc < 0)
-        api_fail(rep, &err);
-    else
-        tide_http_reply_json(rep, 200, json_pack("{s:s,s:f}", "service", req->params[0], "rps", rps));
+    tide_http_reply_json(rep, 200, json_pack("{s:s,s:f}", "service", req->params[0], "rps", rps));
 }
 
 /* A replica reports that it loaded, warmed and passed its health check
@@ -159,17 +152,17 @@ API_HANDLER(api_replica_ready)
                               req->params[0]);
         return;
     }
-    tide_daemon_lock(d);
-    if (!api_stopping(d, rep)) {
-        const char *svc;
-        int ready;
-        tide_error_t err = {0};
-        if (dmn_replica_ready(d, (int32_t)r, &svc, &ready, &err) < 0)
-            api_fail(rep, &err);
+    char svc[128];
+    int ready;
+    tide_error_t err = {0};
+    if (dmn_replica_ready(d, (int32_t)r, svc, sizeof svc, &ready, &err) < 0) {
+        if (err.code == TIDE_ESTATE)
+            tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
         else
-            tide_http_reply_json(rep, ready ? 200 : 202,
-                                 json_pack("{s:I,s:s,s:s}", "replica", (json_int_t)r, "service",
-                                           svc, "state", ready ? "ready" : "warming"));
+            api_fail(rep, &err);
+        return;
     }
-    tide_daemon_unlock(d);
+    tide_http_reply_json(rep, ready ? 200 : 202,
+                         json_pack("{s:I,s:s,s:s}", "replica", (json_int_t)r, "service", svc,
+                                   "state", ready ? "ready" : "warming"));
 }

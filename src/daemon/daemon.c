@@ -132,6 +132,11 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
 {
     tide_daemon_t *d = tide_xcalloc(1, sizeof *d);
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->db_mu, NULL);
+    pthread_mutex_init(&d->rd_mu, NULL);
+    pthread_mutex_init(&d->gc_mu, NULL);
+    pthread_cond_init(&d->gc_cv, NULL);
+    d->gc_tail = &d->gc_head;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -205,6 +210,12 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
     d->t0 = d->now;
     d->last_clock = d->now;
     d->wall0 = wall(d);
+    /* readers get their own connection (WAL: they see committed rows and
+     * never wait for a writer's fsync); an in-memory database cannot be
+     * shared, so its readers use st (and writers keep mu through COMMIT) */
+    if (strcmp(o->db_path, ":memory:") && !strstr(o->db_path, "mode=memory") &&
+        !(d->rd = tide_store_open(o->db_path, err)))
+        return -1;
     return 0;
 }
 
@@ -249,6 +260,9 @@ fail:
 }
 
 /* ------------------------------------------------------------------ loop */
+
+/* Shortest wall time between two steps fed by API writes alone. */
+#define API_FEED_GAP_S 0.005
 
 static void deadline_in(struct timespec *ts, double s)
 {
@@ -298,7 +312,14 @@ int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
                 next_tick += d->tick_s;
         }
         tide_error_t perr = {0};
-        if (dmn_pump(d, &perr) < 0) {
+        /* a step writes: the write connection first (lock order) */
+        pthread_mutex_unlock(&d->mu);
+        pthread_mutex_lock(&d->db_mu);
+        pthread_mutex_lock(&d->mu);
+        int prc = d->stop ? 0 : dmn_pump(d, &perr);
+        pthread_mutex_unlock(&d->db_mu);
+        double pumped = mono_now(NULL);
+        if (prc < 0) {
             if (d->failed || perr.code == TIDE_ESTATE) {
                 dmn_log(d, "stopping: %s", perr.msg);
                 d->failed = 1;
@@ -331,6 +352,15 @@ int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
             deadline_in(&ts, until - wall(d));
             pthread_cond_timedwait(&d->loop_cv, &d->mu, &ts);
         }
+        /* API writes arriving back to back are fed together: their rows are
+         * committed already, only their feeding waits, at most API_FEED_GAP_S
+         * after the last step (a step is a transaction, one fsync) */
+        while (d->kick && !d->stop && mono_now(NULL) < pumped + API_FEED_GAP_S &&
+               wall(d) < until) {
+            struct timespec ts;
+            deadline_in(&ts, pumped + API_FEED_GAP_S - mono_now(NULL));
+            pthread_cond_timedwait(&d->loop_cv, &d->mu, &ts);
+        }
         d->kick = 0;
     }
     d->loop_running = 0;
@@ -361,6 +391,7 @@ static void daemon_free(tide_daemon_t *d)
     tide_backend_destroy(d->be);
     tide_engine_destroy(d->e);
     tide_store_close(d->st);
+    tide_store_close(d->rd);
     tide_actions_free(&d->acts);
     dmn_devq_clear(&d->pending);
     dmn_devq_clear(&d->extra);
@@ -396,6 +427,10 @@ static void daemon_free(tide_daemon_t *d)
     pthread_cond_destroy(&d->notice_cv);
     pthread_cond_destroy(&d->step_cv);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->db_mu);
+    pthread_mutex_destroy(&d->rd_mu);
+    pthread_mutex_destroy(&d->gc_mu);
+    pthread_cond_destroy(&d->gc_cv);
     free(d);
 }
 
@@ -414,8 +449,34 @@ void tide_daemon_crash(tide_daemon_t *d) { daemon_free(d); }
 /* ------------------------------------------------------------ accessors */
 
 void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r) { d->router = r; }
-void tide_daemon_lock(tide_daemon_t *d) { pthread_mutex_lock(&d->mu); }
-void tide_daemon_unlock(tide_daemon_t *d) { pthread_mutex_unlock(&d->mu); }
+void tide_daemon_lock(tide_daemon_t *d)
+{
+    pthread_mutex_lock(&d->db_mu);
+    pthread_mutex_lock(&d->mu);
+}
+
+void tide_daemon_unlock(tide_daemon_t *d)
+{
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_unlock(&d->db_mu);
+}
+
+void dmn_lock_read(tide_daemon_t *d) { pthread_mutex_lock(&d->mu); }
+void dmn_unlock_read(tide_daemon_t *d) { pthread_mutex_unlock(&d->mu); }
+
+tide_store_t *dmn_rd(tide_daemon_t *d)
+{
+    if (!d->rd)
+        return d->st;
+    pthread_mutex_lock(&d->rd_mu);
+    return d->rd;
+}
+
+void dmn_rd_done(tide_daemon_t *d)
+{
+    if (d->rd)
+        pthread_mutex_unlock(&d->rd_mu);
+}
 const tide_engine_t *tide_daemon_engine(const tide_daemon_t *d) { return d->e; }
 tide_store_t *tide_daemon_store(const tide_daemon_t *d) { return d->st; }
 tide_time_t tide_daemon_now(const tide_daemon_t *d) { return d->now; }

@@ -108,7 +108,9 @@ const tide_route_t *tide_daemon_routes(size_t *n);
  * counters in /metrics; may be NULL. */
 void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r);
 
-/* Inspection for tests and the CLI (take the lock around engine access). */
+/* Inspection for tests and the CLI (take the lock around engine access).
+ * The lock is exclusive: no step, no group commit and no other writer
+ * runs while it is held (readers of the API may). */
 void tide_daemon_lock(tide_daemon_t *d);
 void tide_daemon_unlock(tide_daemon_t *d);
 const tide_engine_t *tide_daemon_engine(const tide_daemon_t *d);

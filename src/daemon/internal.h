@@ -2,14 +2,14 @@
  * share (libuv's internal.h style). The files, by concern:
  *   daemon.c    open, the loop, close, small helpers
  *   settings.c  the database's settings (cluster, policy, engine timings)
- *   queue.c     accepted events: pending rows, the queues, waiting for a feed
+ *   queue.c     accepted events: pending rows, the queues, the group commit
  *   step.c      one step: feed, persist, enact; derived state
  *   recover.c   rebuild from the database (replay, reconcile with the backend)
  *   epoch.c     service changes (a new epoch)
  *   teams.c     team definitions and reloads
  *   work.c      jobs' commands and environments for the backend
  *   sample.c    usage snapshots (src/formats/usage.h's sampler)
- *   ops.c       what the API does: one function per write, owning its transaction
+ *   ops.c       what the API does: one function per write, applied in a group commit
  *   api*.c      HTTP handlers by resource (api.c: the routes table, helpers)
  *   metrics.c   /metrics;  demand.c  pulled demand sources */
 #ifndef TIDE_DAEMON_INTERNAL_H
@@ -53,6 +53,29 @@ typedef struct devq {
     dmn_ev_t *v;
     size_t n, cap;
 } devq_t;
+
+/* One API write waiting for a group commit (queue.c). Its apply runs in the
+ * leader's thread inside the batch's transaction with both locks held: it
+ * checks the request against the state now (the duplicate id, the job's
+ * state), writes its rows and its pending events (dmn_op_event). Returning
+ * -1 with a validation error (EEXIST, ESTATE, ENOENT, EINVAL) rejects
+ * this write alone and must come before any row is written; any other error
+ * (EIO) fails the whole batch. After the commit the leader queues the
+ * accepted events for the loop; then every writer is answered. */
+typedef struct dmn_op dmn_op_t;
+struct dmn_op {
+    int (*apply)(struct tide_daemon *d, dmn_op_t *op, tide_error_t *err);
+    void *arg;                 /* the request (owned by the waiting thread) */
+    tide_event_t ev[2];        /* pending events written by apply */
+    dmn_evx_t x[2];            /* borrowed from arg: live until answered */
+    int64_t seq[2];
+    tide_time_t t[2];
+    int n_ev;
+    int rc;                    /* the answer: 0, or -1 with err */
+    tide_error_t err;
+    int done;
+    dmn_op_t *next;
+};
 
 /* Replica states derived from the action/event stream. */
 enum { REP_NONE = 0, REP_WARM, REP_UP };
@@ -119,7 +142,24 @@ typedef struct dteam {
 } dteam_t;
 
 struct tide_daemon {
+    /* Locks, in the order they are taken: db_mu, then mu, then rd_mu.
+     * db_mu: the write connection st, from BEGIN to COMMIT (the loop for a
+     * step, a group commit's leader, the admin handlers through
+     * tide_daemon_lock). mu: everything else (engine, queues, derived
+     * state); a writer lets it go during its COMMIT (the fsync) when
+     * readers have their own connection, so reads never wait for a disk.
+     * rd_mu: the read connection rd. gc_mu: the group-commit queue only. */
+    pthread_mutex_t db_mu;
     pthread_mutex_t mu;
+    pthread_mutex_t rd_mu;
+    tide_store_t *rd;          /* readers' connection (committed rows only); NULL: use st */
+    pthread_mutex_t gc_mu;
+    pthread_cond_t gc_cv;      /* a batch was answered / a write was queued */
+    dmn_op_t *gc_head, **gc_tail;
+    int gc_busy;               /* a leader is committing */
+    long gc_queued;            /* writes waiting for the next batch */
+    const dmn_op_t *gc_applying; /* the batch being applied (mu held) */
+    long gc_batches, gc_writes; /* group commits done, writes they carried */
     pthread_cond_t loop_cv;    /* loop: an API write arrived / stop */
     pthread_cond_t notice_cv;  /* long polls: a notice was emitted / stop */
     pthread_cond_t step_cv;    /* handlers waiting for their event to be fed */
@@ -236,6 +276,26 @@ void dmn_queue(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x, int
 int64_t dmn_accept(tide_daemon_t *d, const tide_event_t *ev, const dmn_evx_t *x,
                    tide_error_t *err);
 
+/* Group commit. dmn_commit (no lock held) queues op and returns once the
+ * transaction carrying it committed (or failed): the first writer to find
+ * no commit in flight leads, taking every write queued so far into one
+ * transaction; the others wait and are answered together. Returns op->rc.
+ * dmn_op_event (inside apply) writes a pending event row for op and keeps
+ * it to queue after the commit. */
+int dmn_commit(tide_daemon_t *d, dmn_op_t *op);
+int dmn_op_event(tide_daemon_t *d, dmn_op_t *op, const tide_event_t *ev, const dmn_evx_t *x,
+                 tide_error_t *err);
+/* COMMIT the write connection; mu is let go meanwhile when readers have
+ * their own connection (db_mu and mu held on entry and on return). */
+int dmn_store_commit(tide_daemon_t *d, tide_error_t *err);
+/* Readers: the connection to read committed rows from (mu held; rd_mu is
+ * taken when there is a read connection) and its release. */
+tide_store_t *dmn_rd(tide_daemon_t *d);
+void dmn_rd_done(tide_daemon_t *d);
+/* mu alone: for handlers that only read (or wait for the loop). */
+void dmn_lock_read(tide_daemon_t *d);
+void dmn_unlock_read(tide_daemon_t *d);
+
 /* Wait (lock held, wall time bounded) until the pending event seq was fed,
  * when the loop runs. Returns 1 when fed. */
 int dmn_wait_fed(tide_daemon_t *d, int64_t seq, double timeout_s);
@@ -289,28 +349,33 @@ void dmn_work_free(dwork_t *w); /* NULL ok */
 /* Forget the work of jobs that completed or were cancelled in acts. */
 void dmn_work_release(tide_daemon_t *d, const tide_actions_t *acts);
 
-/* ---- ops.c: the API's writes; each owns its transaction (lock held) */
+/* ---- ops.c: the API's writes, through the group commit (dmn_commit): called
+ * with NO lock held; each checks the request against the state inside the
+ * batch and is answered after the commit */
 /* Submit jr (an id is made when it has none; jr->id then owned by jr).
  * EEXIST: the id is taken (*old_state gets that job's state). */
 int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, size_t n,
                    tide_error_t *err);
-/* Cancel job id (engine handle h, -1 unseen). *state: its state after (or
- * "cancelling"). ESTATE: already done or cancelled. */
-int dmn_job_cancel(tide_daemon_t *d, const char *id, int32_t h, const char **state,
-                   tide_error_t *err);
+/* Cancel job id. *state: its state after (or "cancelling"): the loop is
+ * waited for (up to 5 s) to feed the cancel. ESTATE: already done or
+ * cancelled. */
+int dmn_job_cancel(tide_daemon_t *d, const char *id, const char **state, tide_error_t *err);
 /* Record a checkpoint manifest; a committed one feeds CKPT_COMMITTED (and
  * a progress resync for backends whose jobs report it). *value: the
  * progress used. ESTATE: committed while the job does not run. */
-int dmn_job_checkpoint(tide_daemon_t *d, const char *id, int32_t h, const tide_ckpt_request_t *ck,
+int dmn_job_checkpoint(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
                        double *value, tide_error_t *err);
+/* Demand of the service named svc (ENOENT: unknown). */
+int dmn_demand_set(tide_daemon_t *d, const char *svc, double rps, tide_error_t *err);
+/* Replica r reports ready: *ready 1 when it already was. ENOENT: not running.
+ * service (n bytes): its service's name. */
+int dmn_replica_ready(tide_daemon_t *d, int32_t r, char *service, size_t n, int *ready,
+                      tide_error_t *err);
+/* The lock held (tide_daemon_lock, or mu alone for the ack). */
 /* Acknowledge job h's notice (*id: its id). ESTATE: none to acknowledge. */
 int dmn_notice_ack(tide_daemon_t *d, const char *id, int32_t h, uint64_t *notice_id,
                    tide_error_t *err);
 int dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err);
-int dmn_demand_set(tide_daemon_t *d, int service, double rps, tide_error_t *err);
-/* Replica r reports ready: *ready 1 when it already was. ENOENT: not running. */
-int dmn_replica_ready(tide_daemon_t *d, int32_t r, const char **service, int *ready,
-                      tide_error_t *err);
 /* Add a service / change one's replica bounds (a new epoch). */
 int dmn_service_add(tide_daemon_t *d, const tide_service_spec_t *sp, tide_error_t *err);
 int dmn_service_bounds(tide_daemon_t *d, int s, int min_r, int has_min, int max_r, int has_max,

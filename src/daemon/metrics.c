@@ -206,6 +206,12 @@ static void m_engine(tide_daemon_t *d, tide_prom_t *p)
     tide_prom_family(p, "tide_replay_mismatches_total", "counter",
                      "Replayed steps whose actions differed from the recorded ones.");
     tide_prom_sample(p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);
+    tide_prom_family(p, "tide_api_commits_total", "counter",
+                     "Group commits of API writes (transactions, each one fsync).");
+    tide_prom_sample(p, "tide_api_commits_total", NULL, 0, (double)d->gc_batches);
+    tide_prom_family(p, "tide_api_writes_total", "counter",
+                     "API writes carried by those commits (accepted or refused).");
+    tide_prom_sample(p, "tide_api_writes_total", NULL, 0, (double)d->gc_writes);
     tide_prom_family(p, "tide_pending_events", "gauge", "API events accepted but not yet fed.");
     tide_prom_sample(p, "tide_pending_events", NULL, 0, (double)d->pending.n);
     tide_prom_family(p, "tide_http_requests_total", "counter", "HTTP requests by route and status.");

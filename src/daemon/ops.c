@@ -1,7 +1,10 @@
-/* What the API does to the daemon: one function per write, called by its
- * handler with the lock held after the input was validated. Each owns its
- * transaction: what it accepts is committed (rows and pending events
- * together) before it is queued for the loop and answered. */
+/* What the API does to the daemon: one function per write. The writes of
+ * jobs, demand and replicas are called by their handler with no lock held
+ * and go through the group commit (queue.c): their apply checks the request
+ * against the state inside the batch's transaction; what it accepts is
+ * committed (rows and pending events together) before it is queued for the
+ * loop and answered. Node states and services keep their own transaction
+ * under tide_daemon_lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +56,31 @@ static int job_taken(tide_daemon_t *d, const char *id, char *state, size_t n, ti
     return 0;
 }
 
-int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, size_t n,
-                   tide_error_t *err)
+/* A store write failed inside the batch: whatever its code, the batch fails
+ * (rows may have been written). */
+static int store_failed(tide_error_t *err)
 {
+    if (err)
+        err->code = TIDE_EIO;
+    return -1;
+}
+
+/* ---- submit */
+
+typedef struct submit_req {
+    tide_job_request_t *jr;
+    char *old_state;
+    size_t n;
+} submit_req_t;
+
+/* In the batch: the id (made, or checked against the table, where an
+ * earlier write of the same batch is visible), the row, the event. */
+static int submit_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
+{
+    submit_req_t *r = op->arg;
+    tide_job_request_t *jr = r->jr;
+    if (d->stop || d->failed)
+        return tide_errf(err, TIDE_ESTATE, "the daemon is shutting down");
     if (!jr->id) {
         char idbuf[64];
         if (new_job_id(d, idbuf, sizeof idbuf, err) < 0)
@@ -63,7 +88,7 @@ int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, si
         jr->id = tide_xstrdup(idbuf);
     }
     jr->spec.id = jr->id;
-    int taken = job_taken(d, jr->id, old_state, n, err);
+    int taken = job_taken(d, jr->id, r->old_state, r->n, err);
     if (taken < 0)
         return -1;
     if (taken)
@@ -74,18 +99,22 @@ int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, si
     row.spec.submit_s = now;
     tide_event_t ev = dmn_blank_event(TIDE_EV_JOB_SUBMIT);
     dmn_evx_t x = {.job_id = jr->id, .spec = &jr->spec};
-    int64_t seq;
-    tide_time_t t;
-    if (tide_store_begin(d->st, err) < 0)
-        return -1;
-    if (tide_store_job_insert(d->st, &row, err) < 0 ||
-        dmn_pending_append(d, &ev, &x, &seq, &t, err) < 0 || tide_store_commit(d->st, err) < 0) {
-        tide_store_rollback(d->st);
-        return -1;
-    }
-    dmn_queue(d, &ev, &x, seq, t);
-    return 0;
+    if (tide_store_job_insert(d->st, &row, err) < 0)
+        return store_failed(err);
+    return dmn_op_event(d, op, &ev, &x, err);
 }
+
+int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, size_t n,
+                   tide_error_t *err)
+{
+    submit_req_t r = {.jr = jr, .old_state = old_state, .n = n};
+    dmn_op_t op = {.apply = submit_apply, .arg = &r};
+    if (dmn_commit(d, &op) < 0 && err)
+        *err = op.err;
+    return op.rc;
+}
+
+/* ---- cancel */
 
 static int cancel_pending(const tide_daemon_t *d, const char *id)
 {
@@ -96,46 +125,95 @@ static int cancel_pending(const tide_daemon_t *d, const char *id)
     return 0;
 }
 
-int dmn_job_cancel(tide_daemon_t *d, const char *id, int32_t h, const char **state,
-                   tide_error_t *err)
+typedef struct cancel_req {
+    const char *id;
+} cancel_req_t;
+
+/* Is a cancel of id already among the writes applied before op? */
+static int cancel_batched(const tide_daemon_t *d, const dmn_op_t *op, const char *id);
+
+static int cancel_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
 {
+    cancel_req_t *r = op->arg;
+    if (d->stop || d->failed)
+        return tide_errf(err, TIDE_ESTATE, "the daemon is shutting down");
+    int32_t h = tide_engine_job_find(d->e, r->id);
     tide_job_info_t ji;
-    *state = "cancelling";
     if (h >= 0 && tide_engine_job(d->e, h, &ji) == 0 &&
         (ji.state == TIDE_JOB_DONE || ji.state == TIDE_JOB_CANCELLED))
-        return tide_errf(err, TIDE_ESTATE, "job %s: already %s", id, tide_job_state_name(ji.state));
-    if (cancel_pending(d, id))
+        return tide_errf(err, TIDE_ESTATE, "job %s: already %s", r->id,
+                         tide_job_state_name(ji.state));
+    if (cancel_pending(d, r->id) || cancel_batched(d, op, r->id))
         return 0;
     tide_event_t ev = dmn_blank_event(TIDE_EV_JOB_CANCEL);
     ev.job = h;
-    dmn_evx_t x = {.job_id = id};
-    int64_t seq = dmn_accept(d, &ev, &x, err);
-    if (seq < 0)
-        return -1;
-    /* the loop feeds it at once: answer with the resulting state */
-    if (dmn_wait_fed(d, seq, 5.0)) {
-        h = tide_engine_job_find(d->e, id);
-        if (h >= 0 && tide_engine_job(d->e, h, &ji) == 0)
-            *state = tide_job_state_name(ji.state);
-    }
+    dmn_evx_t x = {.job_id = r->id};
+    return dmn_op_event(d, op, &ev, &x, err);
+}
+
+/* The batch's cancels reach the pending queue only after its commit: a
+ * second cancel of one job in the same batch looks at the writes before it. */
+static int cancel_batched(const tide_daemon_t *d, const dmn_op_t *op, const char *id)
+{
+    for (const dmn_op_t *o = d->gc_applying; o && o != op; o = o->next)
+        if (o->apply == cancel_apply && o->rc == 0 && o->n_ev &&
+            !strcmp(((const cancel_req_t *)o->arg)->id, id))
+            return 1;
     return 0;
 }
 
-int dmn_job_checkpoint(tide_daemon_t *d, const char *id, int32_t h, const tide_ckpt_request_t *ck,
-                       double *value, tide_error_t *err)
+int dmn_job_cancel(tide_daemon_t *d, const char *id, const char **state, tide_error_t *err)
 {
-    *value = ck->progress_s;
+    *state = "cancelling";
+    cancel_req_t r = {.id = id};
+    dmn_op_t op = {.apply = cancel_apply, .arg = &r};
+    if (dmn_commit(d, &op) < 0) {
+        if (err)
+            *err = op.err;
+        return -1;
+    }
+    if (!op.n_ev)
+        return 0;
+    /* the loop feeds it at once: answer with the resulting state */
+    dmn_lock_read(d);
+    if (dmn_wait_fed(d, op.seq[0], 5.0)) {
+        int32_t h = tide_engine_job_find(d->e, id);
+        tide_job_info_t ji;
+        if (h >= 0 && tide_engine_job(d->e, h, &ji) == 0)
+            *state = tide_job_state_name(ji.state);
+    }
+    dmn_unlock_read(d);
+    return 0;
+}
+
+/* ---- checkpoints */
+
+typedef struct ckpt_req {
+    const char *id;
+    const tide_ckpt_request_t *ck;
+    double value;
+} ckpt_req_t;
+
+static int ckpt_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
+{
+    ckpt_req_t *r = op->arg;
+    const tide_ckpt_request_t *ck = r->ck;
+    if (d->stop || d->failed)
+        return tide_errf(err, TIDE_ESTATE, "the daemon is shutting down");
+    int32_t h = tide_engine_job_find(d->e, r->id);
+    r->value = ck->progress_s;
     tide_job_info_t ji;
     int running = h >= 0 && tide_engine_job(d->e, h, &ji) == 0 &&
                   (ji.state == TIDE_JOB_RUNNING || ji.state == TIDE_JOB_RECLAIMING);
     if (ck->committed) {
         if (!running)
             return tide_errf(err, TIDE_ESTATE,
-                             "job %s: not running (a committed checkpoint needs a running job)", id);
-        if (*value < 0)
-            *value = ji.progress;
-        if (*value > (double)ji.spec->duration_s)
-            *value = (double)ji.spec->duration_s;
+                             "job %s: not running (a committed checkpoint needs a running job)",
+                             r->id);
+        if (r->value < 0)
+            r->value = ji.progress;
+        if (r->value > (double)ji.spec->duration_s)
+            r->value = (double)ji.spec->duration_s;
     }
     /* a real job (not a simulated one) knows its progress better than the
      * engine's estimate from wall time (start-up, slow steps): resync first */
@@ -143,26 +221,28 @@ int dmn_job_checkpoint(tide_daemon_t *d, const char *id, int32_t h, const tide_c
     tide_event_t ev[2] = {dmn_blank_event(TIDE_EV_JOB_PHASE), dmn_blank_event(TIDE_EV_CKPT_COMMITTED)};
     ev[0].job = ev[1].job = h;
     ev[0].phase = TIDE_PHASE_TRAINING;
-    ev[0].value = ev[1].value = *value;
+    ev[0].value = ev[1].value = r->value;
     const int feed[2] = {resync, ck->committed};
-    int64_t seq[2] = {0, 0};
-    tide_time_t t[2] = {0, 0};
-    dmn_evx_t x = {.job_id = id};
-    if (tide_store_begin(d->st, err) < 0)
-        return -1;
-    int ok = tide_store_checkpoint_add(d->st, id, dmn_clock_now(d), ck->step, ck->bytes, ck->shards,
-                                       ck->committed, ck->committed ? *value : ck->progress_s,
-                                       err) == 0;
-    for (int i = 0; i < 2 && ok; i++)
-        ok = !feed[i] || dmn_pending_append(d, &ev[i], &x, &seq[i], &t[i], err) == 0;
-    if (!ok || tide_store_commit(d->st, err) < 0) {
-        tide_store_rollback(d->st);
-        return -1;
-    }
+    dmn_evx_t x = {.job_id = r->id};
+    if (tide_store_checkpoint_add(d->st, r->id, dmn_clock_now(d), ck->step, ck->bytes, ck->shards,
+                                  ck->committed, ck->committed ? r->value : ck->progress_s,
+                                  err) < 0)
+        return store_failed(err);
     for (int i = 0; i < 2; i++)
-        if (feed[i])
-            dmn_queue(d, &ev[i], &x, seq[i], t[i]);
+        if (feed[i] && dmn_op_event(d, op, &ev[i], &x, err) < 0)
+            return -1;
     return 0;
+}
+
+int dmn_job_checkpoint(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
+                       double *value, tide_error_t *err)
+{
+    ckpt_req_t r = {.id = id, .ck = ck};
+    dmn_op_t op = {.apply = ckpt_apply, .arg = &r};
+    if (dmn_commit(d, &op) < 0 && err)
+        *err = op.err;
+    *value = r.value;
+    return op.rc;
 }
 
 int dmn_notice_ack(tide_daemon_t *d, const char *id, int32_t h, uint64_t *notice_id,
@@ -185,33 +265,76 @@ int dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err)
     return dmn_accept(d, &ev, NULL, err) < 0 ? -1 : 0;
 }
 
-int dmn_demand_set(tide_daemon_t *d, int service, double rps, tide_error_t *err)
+/* ---- pushed demand */
+
+typedef struct demand_req {
+    const char *svc;
+    double rps;
+} demand_req_t;
+
+static int demand_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
 {
+    demand_req_t *r = op->arg;
+    if (d->stop || d->failed)
+        return tide_errf(err, TIDE_ESTATE, "the daemon is shutting down");
+    int s = tide_engine_service_find(d->e, r->svc);
+    if (s < 0)
+        return tide_errf(err, TIDE_ENOENT, "unknown service '%s'", r->svc);
     tide_event_t ev = dmn_blank_event(TIDE_EV_DEMAND);
-    ev.service = service;
-    ev.value = rps;
-    dmn_evx_t x = {.service_name = dmn_service_name(d->e, service)};
-    return dmn_accept(d, &ev, &x, err) < 0 ? -1 : 0;
+    ev.service = s;
+    ev.value = r->rps;
+    dmn_evx_t x = {.service_name = r->svc};
+    return dmn_op_event(d, op, &ev, &x, err);
 }
 
-int dmn_replica_ready(tide_daemon_t *d, int32_t r, const char **service, int *ready,
-                      tide_error_t *err)
+int dmn_demand_set(tide_daemon_t *d, const char *svc, double rps, tide_error_t *err)
 {
-    *service = "";
-    *ready = 0;
+    demand_req_t r = {.svc = svc, .rps = rps};
+    dmn_op_t op = {.apply = demand_apply, .arg = &r};
+    if (dmn_commit(d, &op) < 0 && err)
+        *err = op.err;
+    return op.rc;
+}
+
+/* ---- replica ready */
+
+typedef struct ready_req {
+    int32_t r;
+    char service[128];
+    int ready;
+} ready_req_t;
+
+static int ready_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
+{
+    ready_req_t *q = op->arg;
+    int32_t r = q->r;
+    if (d->stop || d->failed)
+        return tide_errf(err, TIDE_ESTATE, "the daemon is shutting down");
     if ((size_t)r >= d->n_reps || d->reps[r].state == REP_NONE)
         return tide_errf(err, TIDE_ENOENT, "replica %lld: not running", (long long)r);
     const char *svc = dmn_service_name(d->e, d->reps[r].service);
-    *service = svc ? svc : "";
+    snprintf(q->service, sizeof q->service, "%s", svc ? svc : "");
     if (d->reps[r].state == REP_UP) {
-        *ready = 1;
+        q->ready = 1;
         return 0;
     }
     tide_event_t ev = dmn_blank_event(TIDE_EV_REPLICA_READY);
     ev.service = d->reps[r].service;
     ev.replica = r;
-    dmn_evx_t x = {.service_name = *service};
-    return dmn_accept(d, &ev, &x, err) < 0 ? -1 : 0;
+    dmn_evx_t x = {.service_name = q->service};
+    return dmn_op_event(d, op, &ev, &x, err);
+}
+
+int dmn_replica_ready(tide_daemon_t *d, int32_t r, char *service, size_t n, int *ready,
+                      tide_error_t *err)
+{
+    ready_req_t q = {.r = r};
+    dmn_op_t op = {.apply = ready_apply, .arg = &q};
+    if (dmn_commit(d, &op) < 0 && err)
+        *err = op.err;
+    snprintf(service, n, "%s", q.service);
+    *ready = q.ready;
+    return op.rc;
 }
 
 /* --------------------------------------------------------------- services */

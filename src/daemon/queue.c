@@ -132,3 +132,119 @@ int dmn_wait_fed(tide_daemon_t *d, int64_t seq, double timeout_s)
     }
     return d->fed_seq >= seq;
 }
+
+/* ----------------------------------------------------------- group commit */
+
+int dmn_op_event(tide_daemon_t *d, dmn_op_t *op, const tide_event_t *ev, const dmn_evx_t *x,
+                 tide_error_t *err)
+{
+    if (op->n_ev >= 2)
+        return tide_errf(err, TIDE_EIO, "a write carries at most two events");
+    int i = op->n_ev;
+    if (dmn_pending_append(d, ev, x, &op->seq[i], &op->t[i], err) < 0)
+        return -1;
+    op->ev[i] = *ev;
+    op->x[i] = x ? *x : (dmn_evx_t){0};
+    op->n_ev++;
+    return 0;
+}
+
+int dmn_store_commit(tide_daemon_t *d, tide_error_t *err)
+{
+    if (!d->rd)
+        return tide_store_commit(d->st, err);
+    pthread_mutex_unlock(&d->mu);
+    int rc = tide_store_commit(d->st, err);
+    pthread_mutex_lock(&d->mu);
+    return rc;
+}
+
+/* A rejection of one write (the batch goes on), not a failure of the batch. */
+static int op_rejected(int code)
+{
+    return code == TIDE_EEXIST || code == TIDE_ESTATE || code == TIDE_ENOENT ||
+           code == TIDE_EINVAL;
+}
+
+/* The leader: one transaction for every write of the batch, the events
+ * queued only once it committed. Takes db_mu, then mu. */
+static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
+{
+    pthread_mutex_lock(&d->db_mu);
+    pthread_mutex_lock(&d->mu);
+    tide_error_t err = {0};
+    int ok = tide_store_begin(d->st, &err) == 0;
+    long n = 0;
+    d->gc_applying = ops;
+    for (dmn_op_t *op = ops; op; op = op->next, n++) {
+        op->n_ev = 0;
+        op->rc = 0;
+        if (!ok)
+            continue;
+        tide_error_t oe = {0};
+        if (op->apply(d, op, &oe) < 0) {
+            op->rc = -1;
+            op->err = oe;
+            if (!op_rejected(oe.code)) {
+                ok = 0;
+                err = oe;
+            }
+        }
+    }
+    d->gc_applying = NULL;
+    if (ok)
+        ok = dmn_store_commit(d, &err) == 0; /* rolls back when it fails */
+    else
+        tide_store_rollback(d->st);
+    for (dmn_op_t *op = ops; op; op = op->next) {
+        if (!ok) {
+            op->rc = -1;
+            op->err = err;
+            continue;
+        }
+        for (int i = 0; op->rc == 0 && i < op->n_ev; i++)
+            dmn_queue(d, &op->ev[i], &op->x[i], op->seq[i], op->t[i]);
+    }
+    if (ok) {
+        d->gc_batches++;
+        d->gc_writes += n;
+    }
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_unlock(&d->db_mu);
+}
+
+int dmn_commit(tide_daemon_t *d, dmn_op_t *op)
+{
+    op->done = 0;
+    op->next = NULL;
+    pthread_mutex_lock(&d->gc_mu);
+    if (!d->gc_tail)
+        d->gc_tail = &d->gc_head;
+    *d->gc_tail = op;
+    d->gc_tail = &op->next;
+    d->gc_queued++;
+    pthread_cond_broadcast(&d->gc_cv);
+    while (!op->done) {
+        if (d->gc_busy) {
+            pthread_cond_wait(&d->gc_cv, &d->gc_mu);
+            continue;
+        }
+        /* lead: everything queued so far (op among it) is this batch */
+        dmn_op_t *batch = d->gc_head;
+        d->gc_head = NULL;
+        d->gc_tail = &d->gc_head;
+        d->gc_queued = 0;
+        d->gc_busy = 1;
+        pthread_mutex_unlock(&d->gc_mu);
+        batch_run(d, batch);
+        pthread_mutex_lock(&d->gc_mu);
+        for (dmn_op_t *o = batch, *next; o; o = next) {
+            next = o->next; /* o may be gone once done is seen */
+            o->done = 1;
+        }
+        d->gc_busy = 0;
+        pthread_cond_broadcast(&d->gc_cv);
+    }
+    pthread_mutex_unlock(&d->gc_mu);
+    return op->rc;
+}

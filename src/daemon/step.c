@@ -210,7 +210,9 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
         if (rc < 0)
             goto fail;
     }
-    if (tide_store_commit(st, err) < 0)
+    /* the fsync: readers may take mu meanwhile (writers wait for db_mu, so
+     * nothing the step refers to moves) */
+    if (dmn_store_commit(d, err) < 0)
         return -1;
     /* only now is the jobs table as the memo says */
     job_states(d, t, d->evbuf, d->n_evbuf, 0, NULL);
@@ -408,8 +410,8 @@ int dmn_pump(tide_daemon_t *d, tide_error_t *err)
 
 int tide_daemon_pump(tide_daemon_t *d, tide_error_t *err)
 {
-    pthread_mutex_lock(&d->mu);
+    tide_daemon_lock(d);
     int rc = dmn_pump(d, err);
-    pthread_mutex_unlock(&d->mu);
+    tide_daemon_unlock(d);
     return rc;
 }

@@ -13,7 +13,8 @@
  * work per turn is bounded, and the connection side only takes the client's
  * own lock.
  *
- * Locks: d->mu, then the hub's mu, then a client's mu (never the reverse).
+ * Locks: the daemon's (db_mu, then d->mu: no commit in flight while the
+ * feed is read), then the hub's mu, then a client's mu (never the reverse).
  * A client is shared by the hub and the connection (refs); the wake set by
  * an event-loop server is called with the client's lock held. */
 #include <stdio.h>
@@ -373,10 +374,12 @@ static void *hub_main(void *arg)
         if (h->stop)
             break;
         pthread_mutex_unlock(&h->mu);
-        pthread_mutex_lock(&d->mu);
+        /* both locks: the feed is read on the write connection, so no
+         * group commit may be in flight (its rows are not committed yet) */
+        tide_daemon_lock(d);
         if (!d->stop)
             dmn_stream_pump(d);
-        pthread_mutex_unlock(&d->mu);
+        tide_daemon_unlock(d);
         pthread_mutex_lock(&h->mu);
     }
     pthread_mutex_unlock(&h->mu);

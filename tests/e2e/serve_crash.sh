@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end: `tide serve` killed with SIGKILL and restarted on the same
 # database.
-#  1. During a burst of concurrent submissions (xargs -P 8 curl POSTs with
-#     job ids): after the restart every job that got a 201 is there exactly
-#     once, and no id is listed twice.
+#  1. Three rounds, each killed during a burst of concurrent submissions
+#     (xargs -P 16 curl POSTs with job ids, carried by group commits of
+#     several writes): after the restarts every job that got a 201 is there
+#     exactly once, and no id is listed twice.
 #  2. During a reclaim (after the job's notice, before its checkpoint commits):
 #     after the restart no GPU is owned twice (/v1/nodes, /v1/cluster stats add
 #     up), /healthz is ok, the job is queued or running again, and the work it
@@ -20,7 +21,10 @@ svc='{"service":"chat","gpus_per_replica":8,"replica_rps":100,"min_replicas":1,"
 # all_jobs: every job, following cursors, as JSON {"jobs": [...]} on stdout
 all_jobs() { "$TIDE_BIN" jobs --json; }
 
-# ------------------------------------------------------------ 1. a burst
+# ------------------------------------------------------------ 1. bursts
+# Three rounds on one database: 16 concurrent clients submit (the group
+# commit carries several writes per transaction: checked on /metrics), the
+# daemon is killed mid-burst and restarted.
 serve_start crash1 "${ARGS[@]}" || exit 1
 api POST /v1/services "$svc"
 [ "$API_STATUS" = 201 ] || fail "POST /v1/services: $API_STATUS $API_BODY"
@@ -28,26 +32,38 @@ api POST /v1/services/chat/demand '{"rps": 50}'
 
 : >"$tmp/burst.txt"
 export SERVE_URL
-seq 1 2000 | xargs -P 8 -I{} sh -c '
+for round in 1 2 3; do
+    [ "$round" = 1 ] || serve_start "crash1r$round" "${ARGS[@]}" || exit 1
+    seq 1 2000 | xargs -P 16 -I{} sh -c '
 code=$(curl -s -o /dev/null -w "%{http_code}" --max-time 10 -X POST -H "Content-Type: application/json" \
-  --data-binary "{\"job_id\":\"k{}\",\"team\":\"burst\",\"priority\":3,\"gpus\":1,\"duration_s\":600}" \
+  --data-binary "{\"job_id\":\"k$1-{}\",\"team\":\"burst\",\"priority\":3,\"gpus\":1,\"duration_s\":600}" \
   "$SERVE_URL/v1/jobs")
-echo "k{} $code" >>"$0"' "$tmp/burst.txt" &
-xpid=$!
-EXTRA_PIDS+=("$xpid")
-enough() { [ "$(grep -c ' 201$' "$tmp/burst.txt")" -ge 150 ]; }
-poll_until 60 enough || fail "fewer than 150 submissions answered 201 within 60 s"
-kill -0 "$xpid" 2>/dev/null || fail "the burst ended before the kill (make it longer)"
-serve_kill9
-kill -TERM "$xpid" 2>/dev/null # start no more requests; those in flight finish
-wait "$xpid"
-# xargs' children (sh + curl, named by the burst file in their arguments) may still be
-# writing their last lines
-burst_done() { ! pgrep -f "$tmp/burst.txt" >/dev/null; }
-poll_until 15 burst_done || fail "burst requests still running 15 s after the kill"
+echo "k$1-{} $code" >>"$0"' "$tmp/burst.txt" "$round" &
+    xpid=$!
+    EXTRA_PIDS+=("$xpid")
+    enough() { [ "$(grep -c "^k$round-.* 201$" "$tmp/burst.txt")" -ge 150 ]; }
+    poll_until 60 enough || fail "round $round: fewer than 150 submissions answered 201 within 60 s"
+    kill -0 "$xpid" 2>/dev/null || fail "round $round: the burst ended before the kill (make it longer)"
+    curl -s "$SERVE_URL/metrics" >"$tmp/metrics.$round"
+    serve_kill9
+    kill -TERM "$xpid" 2>/dev/null # start no more requests; those in flight finish
+    wait "$xpid"
+    # xargs' children (sh + curl, named by the burst file in their arguments) may still be
+    # writing their last lines
+    burst_done() { ! pgrep -f "$tmp/burst.txt" >/dev/null; }
+    poll_until 15 burst_done || fail "round $round: burst requests still running 15 s after the kill"
+    # several writes per transaction: the batched path is the one killed
+    python3 - "$tmp/metrics.$round" <<'EOF' || fail "round $round: no group commit carried two writes"
+import sys
+m = {l.split()[0]: float(l.split()[1]) for l in open(sys.argv[1]) if l.startswith("tide_api_")}
+c, w = m["tide_api_commits_total"], m["tide_api_writes_total"]
+print("commits %d, writes %d" % (c, w), file=sys.stderr)
+assert c > 0 and w > c
+EOF
+done
 ok201=$(grep -c ' 201$' "$tmp/burst.txt")
 other=$(grep -vc ' 201$' "$tmp/burst.txt")
-echo "burst: $ok201 answered 201, $other not (killed in flight or refused)" >&2
+echo "bursts: $ok201 answered 201, $other not (killed in flight or refused)" >&2
 grep -v ' 201$' "$tmp/burst.txt" | grep -Ev ' (000|409|503)$' | head -3 |
     while read -r l; do fail "unexpected answer during the burst: $l"; done
 
@@ -66,7 +82,7 @@ assert not lost, "%d jobs answered 201 are missing: %s" % (len(lost), lost[:10])
 sent = {i for i, c in got}
 extra = sorted(set(count) - sent)
 assert not extra, "jobs nobody submitted: %s" % extra[:10]
-print("burst: %d committed, all present once; %d in all after restart" % (len(ok), len(count)))
+print("bursts: %d committed, all present once; %d in all after restart" % (len(ok), len(count)))
 EOF
 # each committed job readable by id, and resubmitting one is a conflict (not a duplicate)
 first_ok=$(grep ' 201$' "$tmp/burst.txt" | head -1 | cut -d' ' -f1)
