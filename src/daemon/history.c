@@ -174,6 +174,8 @@ static int load_range(tide_daemon_t *d, const tide_demand_query_t *q, int days, 
     double step = ceil(span / RANGE_POINTS);
     if (step < RANGE_MIN_STEP_S)
         step = RANGE_MIN_STEP_S;
+    if (step / d->speed < 0.001) /* Prometheus's resolution is 1 ms */
+        step = 0.001 * d->speed;
     char url[8192];
     if (tide_prom_range_url(q->url, end - span / d->speed, end, step / d->speed, url, sizeof url,
                             err) < 0)
@@ -184,10 +186,17 @@ static int load_range(tide_daemon_t *d, const tide_demand_query_t *q, int days, 
     double *ts = NULL, *v = NULL;
     size_t n = 0;
     int rc = tide_http_get(url, RANGE_TIMEOUT_MS, RANGE_MAX_BODY, &body, &len, &status, err);
-    if (rc == 0 && status != 200)
-        rc = tide_errf(err, TIDE_EIO, "HTTP %d from %.200s", status, url);
-    if (rc == 0)
+    if (rc == 0) {
         rc = tide_prom_range_values(body, len, &ts, &v, &n, err);
+        if (status != 200 && rc < 0 && err && err->code == TIDE_EIO) {
+            tide_err_prefix(err, "HTTP %d: ", status); /* Prometheus's error body */
+        } else if (status != 200) {
+            free(ts);
+            free(v);
+            ts = v = NULL;
+            rc = tide_errf(err, TIDE_EIO, "HTTP %d from %.200s", status, url);
+        }
+    }
     free(body);
     hseries_t *s = rc == 0 ? series_get(h, q->service, "prometheus") : NULL;
     for (size_t i = 0; s && i < n; i++) {
