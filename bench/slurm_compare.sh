@@ -17,6 +17,16 @@
 #   (b) tide: `tide serve --backend slurm --policy elastic` on a fresh cluster; the jobs
 #       are submitted through the API, the demand pushed every DEMAND_EVERY s; tide
 #       signals a job to checkpoint, waits for the commit and requeues it (held).
+#   (c) tide-history: as (b), and the demand is one day of a repeating daily pattern:
+#       the same curve (the rise at T_RISE, high for DAY_HIGH_S, then back to RPS_LOW)
+#       came every day before, and tide starts with `--demand-history` of the previous
+#       HISTORY_DAYS days (a file the bench writes, one row every HISTORY_STEP s, its
+#       last row "now" = the daemon's start). The day is compressed in wall time only
+#       in the sense that the run shows just RUN_S seconds of it: the Slurm backend runs
+#       real jobs, so engine time is wall time (--speed 1) and the forecast's day is
+#       86400 s (its 5-minute buckets are engine seconds); the history supplies the
+#       days nobody waits for. The forecast then sees the rise inside its lead window
+#       and reclaims before it (time-to-capacity negative).
 # Measured from the jobs' own event logs ($work/log/*.events), identically for both:
 #   time-to-capacity  T_RISE -> NEED replicas logged "ready" at once (negative: before)
 #   under capacity    seconds when ready replicas x REPLICA_RPS < demand; unserved %
@@ -33,7 +43,7 @@
 # Knobs (environment; printed at the start): RUN_S (420) T_RISE (120) RAMP_S (60)
 # WARMUP_S (20) REPLICA_RPS (10) RPS_LOW (5) RPS_HIGH (25) N_TRAIN (3) STEP_S (1)
 # CKPT_EVERY (60) CKPT_S (20) RESTORE_S (1) TOTAL_STEPS (100000) DEMAND_EVERY (5)
-# MODES ("slurm tide")
+# MODES ("slurm tide tide-history") HISTORY_DAYS (3) HISTORY_STEP (15) DAY_HIGH_S (14400)
 # TIDE_CONTROL_PERIOD (5s: tide's control loop, like Slurm's sched_interval=5 here)
 # TIDE_CKPT_ON_TERM (0: under tide the job answers the checkpoint signal instead)
 # TIDE_PORT (0 = a free one) TIDE_ARGS (more `tide serve` options, split on spaces)
@@ -41,7 +51,7 @@
 # Cluster (passed to scripts/slurm-local.sh): TIDE_SLURM_DIR (default: inside the work
 # folder), CTLD_PORT, NODE_PORT0, NNODES (4), GPUS (8), CRED_EXPIRE (20).
 # Needs root, Slurm (apt-get install -y slurmctld slurmd slurm-client munge), curl,
-# python3. Runs about 2 x (RUN_S + 30) s. No terminal or stdin needed.
+# python3. Runs about (number of MODES) x (RUN_S + 30) s. No terminal or stdin needed.
 set -uo pipefail
 exec </dev/null
 
@@ -66,7 +76,10 @@ CKPT_S=${CKPT_S:-20}
 RESTORE_S=${RESTORE_S:-1}
 TOTAL_STEPS=${TOTAL_STEPS:-100000}
 DEMAND_EVERY=${DEMAND_EVERY:-5}
-MODES=${MODES:-slurm tide}
+MODES=${MODES:-slurm tide tide-history}
+HISTORY_DAYS=${HISTORY_DAYS:-3}
+HISTORY_STEP=${HISTORY_STEP:-15}
+DAY_HIGH_S=${DAY_HIGH_S:-14400}
 TIDE_CONTROL_PERIOD=${TIDE_CONTROL_PERIOD:-5s}
 TIDE_CKPT_ON_TERM=${TIDE_CKPT_ON_TERM:-0}
 TIDE_PORT=${TIDE_PORT:-0}
@@ -81,7 +94,8 @@ say() { echo "slurm-compare: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 # ------------------------------------------------------------------ checks
-for v in RUN_S T_RISE RAMP_S WARMUP_S N_TRAIN CKPT_EVERY TOTAL_STEPS DEMAND_EVERY NNODES GPUS TIDE_PORT; do
+for v in RUN_S T_RISE RAMP_S WARMUP_S N_TRAIN CKPT_EVERY TOTAL_STEPS DEMAND_EVERY NNODES GPUS TIDE_PORT \
+    HISTORY_DAYS HISTORY_STEP DAY_HIGH_S; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 for v in REPLICA_RPS RPS_LOW RPS_HIGH STEP_S CKPT_S RESTORE_S; do
@@ -93,6 +107,9 @@ for b in curl python3 sbatch squeue scancel slurmctld slurmd munged; do
 done
 [ "$RAMP_S" -le "$T_RISE" ] || die "RAMP_S ($RAMP_S) must not exceed T_RISE ($T_RISE)"
 [ "$T_RISE" -lt "$RUN_S" ] || die "T_RISE ($T_RISE) must come before the end (RUN_S $RUN_S)"
+[ "$HISTORY_STEP" -ge 1 ] || die "HISTORY_STEP must be >= 1 s"
+[ $((T_RISE + DAY_HIGH_S + RAMP_S)) -lt 86400 ] || die "T_RISE + DAY_HIGH_S + RAMP_S must fit in a day (86400 s)"
+[ "$DAY_HIGH_S" -ge $((RUN_S - T_RISE)) ] || die "DAY_HIGH_S ($DAY_HIGH_S) must cover the rest of the run after T_RISE"
 NEED_LOW=$(python3 -c "import math; print(max(1, math.ceil($RPS_LOW / $REPLICA_RPS)))")
 NEED=$(python3 -c "import math; print(max(1, math.ceil($RPS_HIGH / $REPLICA_RPS)))")
 [ "$NEED_LOW" = 1 ] || die "RPS_LOW ($RPS_LOW) must be served by one replica (REPLICA_RPS $REPLICA_RPS)"
@@ -142,6 +159,25 @@ demand() {
         if (t >= r) v = hi; else if (w > 0 && t >= r - w) v = lo + (hi - lo) * (t - (r - w)) / w; else v = lo
         printf "%.3f", v }'
 }
+# history_csv FILE: the previous HISTORY_DAYS days of the same daily curve (demand.csv
+# format, one row every HISTORY_STEP s; time_s 0 = HISTORY_DAYS days before the start,
+# the last row = the start, which `tide serve --demand-history` maps to "now"). Each day
+# repeats the run: RPS_LOW, the ramp to RPS_HIGH at T_RISE, DAY_HIGH_S at the high, a
+# ramp of RAMP_S back down.
+history_csv() {
+    awk -v days="$HISTORY_DAYS" -v st="$HISTORY_STEP" -v r="$T_RISE" -v w="$RAMP_S" -v lo="$RPS_LOW" \
+        -v hi="$RPS_HIGH" -v hd="$DAY_HIGH_S" 'BEGIN {
+        D = 86400; end = days * D; print "time_s,service,rps"
+        for (t = 0; t <= end; t += st) {
+            p = (t - end) % D; if (p < 0) p += D            # seconds since the same instant as the start, that day
+            if (p >= r && p < r + hd) v = hi
+            else if (w > 0 && p >= r - w && p < r) v = lo + (hi - lo) * (p - (r - w)) / w
+            else if (w > 0 && p >= r + hd && p < r + hd + w) v = hi - (hi - lo) * (p - r - hd) / w
+            else v = lo
+            printf "%d,chat,%.3f\n", t, v
+        }
+        if ((end % st) != 0) printf "%d,chat,%.3f\n", end, lo }' >"$1"
+}
 # replicas_for RPS: replicas a demand needs (>= 1)
 replicas_for() { awk -v d="$1" -v c="$REPLICA_RPS" 'BEGIN { n = int(d / c); if (n * c < d) n++; if (n < 1) n = 1; print n }'; }
 now_s() { local t=${EPOCHREALTIME/,/.}; echo "${t%???}"; }
@@ -174,7 +210,7 @@ snapshot() {
 }
 
 knobs_line() {
-    echo "RUN_S=$RUN_S T_RISE=$T_RISE RAMP_S=$RAMP_S WARMUP_S=$WARMUP_S REPLICA_RPS=$REPLICA_RPS RPS_LOW=$RPS_LOW" \
+    echo "RUN_S=$RUN_S T_RISE=$T_RISE RAMP_S=$RAMP_S HISTORY_DAYS=$HISTORY_DAYS HISTORY_STEP=$HISTORY_STEP DAY_HIGH_S=$DAY_HIGH_S WARMUP_S=$WARMUP_S REPLICA_RPS=$REPLICA_RPS RPS_LOW=$RPS_LOW" \
         "RPS_HIGH=$RPS_HIGH N_TRAIN=$N_TRAIN STEP_S=$STEP_S CKPT_EVERY=$CKPT_EVERY CKPT_S=$CKPT_S RESTORE_S=$RESTORE_S" \
         "TOTAL_STEPS=$TOTAL_STEPS DEMAND_EVERY=$DEMAND_EVERY NNODES=$NNODES GPUS=$GPUS" \
         "TIDE_CONTROL_PERIOD=$TIDE_CONTROL_PERIOD TIDE_CKPT_ON_TERM=$TIDE_CKPT_ON_TERM${TIDE_ARGS:+ TIDE_ARGS=\"$TIDE_ARGS\"}" \
@@ -262,18 +298,20 @@ api() { # METHOD PATH [BODY]: prints the body, returns 0 on 2xx
     cat "$tmp/api.out"
     [[ $code == 2?? ]]
 }
-run_tide() {
-    local M=$tmp/tide W
+run_tide() { # NAME [EXTRA tide serve OPTIONS...]: mode folder $tmp/NAME
+    local name=$1 M=$tmp/$1 W
+    shift
+    TIDE_SKIP=""
     W=$M/work
     mkdir -p "$W/log" "$M"
     local help=""
     [ -x "$TIDE_BIN" ] && help=$("$TIDE_BIN" serve --help 2>&1)
     if [[ $help != *--slurm-conf* ]]; then
         TIDE_SKIP="$BUILD/tide has no 'serve --backend slurm' (make build)"
-        say "(b) tide: skipped: $TIDE_SKIP"
+        say "($name): skipped: $TIDE_SKIP"
         return 0
     fi
-    say "(b) tide: cluster up"
+    say "($name): cluster up"
     slurm_up
     printf 'service,gpus_per_replica,replica_rps,min_replicas,max_replicas,warmup_s\nchat,%d,%s,1,%d,%d\n' \
         "$GPUS" "$REPLICA_RPS" "$NEED" "$WARMUP_S" >"$M/services.csv"
@@ -287,6 +325,7 @@ run_tide() {
         --control-period "$TIDE_CONTROL_PERIOD")
     # shellcheck disable=SC2206 # (extra options, split on spaces on purpose)
     [ -n "$TIDE_ARGS" ] && args+=($TIDE_ARGS)
+    args+=("$@")
     echo "$TIDE_BIN ${args[*]}" >"$M/tide-command.txt"
     "$TIDE_BIN" "${args[@]}" >"$M/tide.out" 2>"$M/tide.err" &
     TIDE_PID=$!
@@ -302,17 +341,17 @@ run_tide() {
     *)
         tail -20 "$M/tide.err" >&2
         TIDE_SKIP="tide serve did not start: $(tail -n 1 "$M/tide.err")"
-        say "(b) tide: $TIDE_SKIP"
+        say "($name): $TIDE_SKIP"
         stop_tide
         slurm_down
         return 0
         ;;
     esac
-    say "(b) tide: $TIDE_URL (pid $TIDE_PID; log $M/tide.err)"
+    say "($name): $TIDE_URL (pid $TIDE_PID; log $M/tide.err)"
     local T0 k t d last_push=-100 last_prog=-10 env body
     T0=$(now_s)
     echo "$T0" >"$M/t0"
-    api POST /v1/services/chat/demand "{\"rps\": $RPS_LOW}" >/dev/null || say "(b) tide: demand push failed: $(cat "$tmp/api.out")"
+    api POST /v1/services/chat/demand "{\"rps\": $RPS_LOW}" >/dev/null || say "($name): demand push failed: $(cat "$tmp/api.out")"
     env=$(printf '{"STEP_S":"%s","CKPT_EVERY":"%s","CKPT_S":"%s","RESTORE_S":"%s","TOTAL_STEPS":"%s","CKPT_ON_TERM":"%s"}' \
         "$STEP_S" "$CKPT_EVERY" "$CKPT_S" "$RESTORE_S" "$TOTAL_STEPS" "$TIDE_CKPT_ON_TERM")
     for k in $(seq 1 "$N_TRAIN"); do
@@ -323,26 +362,26 @@ print(json.dumps({"job_id": a[1], "gpus": int(a[2]), "duration_s": round(float(a
             "train-$k" "$GPUS" "$STEP_S" "$TOTAL_STEPS" "$CKPT_EVERY" "$CKPT_S" \
             "bash $SRC/examples/slurm/train.sh" "$env" "$RESTORE_S")
         api POST /v1/jobs "$body" >"$M/submit-$k.json" || {
-            say "(b) tide: submit of train-$k refused: $(cat "$M/submit-$k.json")"
+            say "($name): submit of train-$k refused: $(cat "$M/submit-$k.json")"
             TIDE_SKIP="job submission refused: $(cat "$M/submit-$k.json")"
         }
     done
-    say "(b) tide: submitted $N_TRAIN training jobs through the API at t=0"
+    say "($name): submitted $N_TRAIN training jobs through the API at t=0"
     while :; do
         t=$(since "$T0")
         [ "$t" -lt "$RUN_S" ] || break
         if [ $((t - last_push)) -ge "$DEMAND_EVERY" ]; then
             last_push=$t
             d=$(demand "$t")
-            api POST /v1/services/chat/demand "{\"rps\": $d}" >/dev/null || say "(b) tide: demand push failed: $(cat "$tmp/api.out")"
+            api POST /v1/services/chat/demand "{\"rps\": $d}" >/dev/null || say "($name): demand push failed: $(cat "$tmp/api.out")"
             echo "$(now_s) demand $d" >>"$M/bench.log"
         fi
         [ $((t % 5)) = 0 ] && track_states "$M"
         if [ $((t - last_prog)) -ge 15 ]; then
             last_prog=$t
-            say "(b) tide: t=${t}s demand $(demand "$t") rps, replicas ready $(ready_count "$W"), training running $(running_named '^tide\.job\.')/$N_TRAIN"
+            say "($name): t=${t}s demand $(demand "$t") rps, replicas ready $(ready_count "$W"), training running $(running_named '^tide\.job\.')/$N_TRAIN"
         fi
-        kill -0 "$TIDE_PID" 2>/dev/null || { say "(b) tide: the daemon died: $(tail -n 3 "$M/tide.err")"; break; }
+        kill -0 "$TIDE_PID" 2>/dev/null || { say "($name): the daemon died: $(tail -n 3 "$M/tide.err")"; break; }
         sleep 0.5
     done
     snapshot "$M"
@@ -353,7 +392,7 @@ print(json.dumps({"job_id": a[1], "gpus": int(a[2]), "duration_s": round(float(a
     api GET /v1/services/chat >"$M/service.json"
     api GET '/v1/events?limit=5000' >"$M/events.json"
     curl -s -m 10 "$TIDE_URL/metrics" >"$M/metrics.txt"
-    say "(b) tide: done at t=${RUN_S}s; training jobs running at the end: $(tr '\n' ' ' <"$M/alive.txt")"
+    say "($name): done at t=${RUN_S}s; training jobs running at the end: $(tr '\n' ' ' <"$M/alive.txt")"
     stop_tide
     slurm_down "$M"
 }
@@ -545,7 +584,7 @@ if os.path.exists(sp):
             states[p[0]] = p[1]
 res["slurm_states"] = states
 # (under tide a Slurm job that ended does not leave tide's queue: tide submits it again)
-res["left_queue"] = [] if os.path.basename(M.rstrip("/")) == "tide" else \
+res["left_queue"] = [] if os.path.basename(M.rstrip("/")).startswith("tide") else \
     sorted(j for j in {r["job"] for r in pre}
            if states.get(j) in ("FAILED", "COMPLETED", "CANCELLED", "TIMEOUT", "NODE_FAIL"))
 json.dump(res, sys.stdout)
@@ -660,25 +699,37 @@ for m in $MODES; do
         python3 "$tmp/analyze.py" "$tmp/slurm" >"$tmp/slurm/result.json" || say "(a) analysis failed"
         SPECS+=("Slurm alone: partition_prio, REQUEUE, GraceTime=15|$tmp/slurm/result.json|")
         ;;
-    tide)
-        run_tide
-        if [ -z "$TIDE_SKIP" ] || [ -f "$tmp/tide/alive.txt" ]; then
-            python3 "$tmp/analyze.py" "$tmp/tide" >"$tmp/tide/result.json" || say "(b) analysis failed"
+    tide | tide-history)
+        if [ "$m" = tide ]; then
+            run_tide tide
+            label="tide elastic (--backend slurm)"
+        else
+            mkdir -p "$tmp/$m"
+            history_csv "$tmp/$m/history.csv"
+            run_tide "$m" --demand-history "$tmp/$m/history.csv"
+            label="tide elastic (--backend slurm), --demand-history of $HISTORY_DAYS days"
         fi
-        SPECS+=("tide elastic (--backend slurm)|$tmp/tide/result.json|$TIDE_SKIP")
+        if [ -z "$TIDE_SKIP" ] || [ -f "$tmp/$m/alive.txt" ]; then
+            python3 "$tmp/analyze.py" "$tmp/$m" >"$tmp/$m/result.json" || say "($m) analysis failed"
+        fi
+        SPECS+=("$label|$tmp/$m/result.json|$TIDE_SKIP")
         ;;
-    *) die "unknown mode '$m' (MODES: slurm tide)" ;;
+    *) die "unknown mode '$m' (MODES: slurm tide tide-history)" ;;
     esac
 done
 PORTS="Cluster: TIDE_SLURM_DIR=$TIDE_SLURM_DIR, CTLD_PORT=${CTLD_PORT:-17817 (default)}, NODE_PORT0=${NODE_PORT0:-17900 (default)}; $(date -u '+%Y-%m-%d %H:%M UTC'), $(slurmctld -V 2>/dev/null)."
-[ -f "$tmp/tide/tide-command.txt" ] && PORTS="$PORTS tide: \`$(sed "s#$tmp#\$TMP#g" "$tmp/tide/tide-command.txt")\`"
+for m in tide tide-history; do
+    [ -f "$tmp/$m/tide-command.txt" ] && PORTS="$PORTS $m: \`$(sed "s#$tmp#\$TMP#g" "$tmp/$m/tide-command.txt")\`"
+done
 ENVS=""
 for v in RUN_S T_RISE RAMP_S WARMUP_S REPLICA_RPS RPS_LOW RPS_HIGH N_TRAIN STEP_S CKPT_EVERY CKPT_S TOTAL_STEPS \
-    DEMAND_EVERY MODES TIDE_CONTROL_PERIOD TIDE_CKPT_ON_TERM TIDE_ARGS RESTORE_S CTLD_PORT NODE_PORT0 NNODES GPUS; do
+    DEMAND_EVERY MODES TIDE_CONTROL_PERIOD TIDE_CKPT_ON_TERM TIDE_ARGS RESTORE_S CTLD_PORT NODE_PORT0 NNODES GPUS \
+    HISTORY_DAYS HISTORY_STEP DAY_HIGH_S; do
     case $v in
     RUN_S) def=420 ;; T_RISE) def=120 ;; RAMP_S) def=60 ;; WARMUP_S) def=20 ;; REPLICA_RPS) def=10 ;;
     RPS_LOW) def=5 ;; RPS_HIGH) def=25 ;; N_TRAIN) def=3 ;; STEP_S) def=1 ;; CKPT_EVERY) def=60 ;;
-    CKPT_S) def=20 ;; TOTAL_STEPS) def=100000 ;; DEMAND_EVERY) def=5 ;; MODES) def="slurm tide" ;;
+    CKPT_S) def=20 ;; TOTAL_STEPS) def=100000 ;; DEMAND_EVERY) def=5 ;; MODES) def="slurm tide tide-history" ;;
+    HISTORY_DAYS) def=3 ;; HISTORY_STEP) def=15 ;; DAY_HIGH_S) def=14400 ;;
     TIDE_CONTROL_PERIOD) def=5s ;; TIDE_CKPT_ON_TERM) def=0 ;; NNODES) def=4 ;; GPUS) def=8 ;; RESTORE_S) def=1 ;;
     *) def= ;;
     esac

@@ -42,6 +42,13 @@ static void serve_usage(FILE *f)
             "      --demand-query SVC=URL\n"
             "                          pull SVC's demand every tick from a Prometheus query\n"
             "                          URL (http://.../api/v1/query?query=...); repeatable\n"
+            "      --demand-history FILE\n"
+            "                          past demand (demand.csv; its latest time_s is \"now\")\n"
+            "                          fed to the forecast at the database's first start\n"
+            "      --demand-history-days N\n"
+            "                          at the first start, also load the last N days (engine\n"
+            "                          time) of each --demand-query service the file does not\n"
+            "                          cover with a Prometheus range query (default 7; 0 = off)\n"
             "policy (fixed when the database is created):\n"
             "      --policy NAME       elastic (default), static, preempt, k8s, isolated, timeshare\n"
             "      --reserve N         Tier A GPUs for elastic (default: sum of service floors)\n"
@@ -128,6 +135,8 @@ typedef struct cmdline {
     double speed, tick;
     int64_t usage_interval;
     int check, insecure;
+    const char *demand_history;
+    long long history_days;
     const char *tls_cert, *tls_key;
     long long per_ip;
     tide_demand_query_t *dq;
@@ -141,7 +150,7 @@ enum {
     O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
-    O_INSECURE, O_PER_IP
+    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS
 };
 
 /* One option: -1 to go on, or the exit status (0 after --help). */
@@ -159,6 +168,12 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_TLS_CERT: c->tls_cert = optarg; break;
     case O_TLS_KEY: c->tls_key = optarg; break;
     case O_INSECURE: c->insecure = 1; break;
+    case O_HISTORY: c->demand_history = optarg; break;
+    case O_HISTORY_DAYS:
+        if (tide_parse_int(optarg, &c->history_days) < 0 || c->history_days < 0 ||
+            c->history_days > 366)
+            return bad("--demand-history-days: '%s' is not a number of days in 0..366", optarg);
+        break;
     case O_PER_IP:
         if (tide_parse_int(optarg, &c->per_ip) < 0 || c->per_ip < 1 || c->per_ip > 100000)
             return bad("--max-conns-per-ip: '%s' is not a count in 1..100000", optarg);
@@ -264,6 +279,8 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         {"reserve", required_argument, NULL, O_RESERVE},
         {"split", required_argument, NULL, O_SPLIT},
         {"demand-query", required_argument, NULL, O_DEMAND_QUERY},
+        {"demand-history", required_argument, NULL, O_HISTORY},
+        {"demand-history-days", required_argument, NULL, O_HISTORY_DAYS},
         {"usage-interval", required_argument, NULL, O_USAGE},
         {"check", no_argument, NULL, O_CHECK},
         {"lease-max", required_argument, NULL, O_LEASE_MAX},
@@ -504,6 +521,9 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
     o->tick_s = c->tick;
     o->queries = c->dq;
     o->n_queries = c->n_dq;
+    o->demand_history = c->demand_history;
+    if (c->history_days >= 0)
+        o->history_days = (int)c->history_days;
     o->usage_interval_s = c->usage_interval;
     o->check = c->check;
     o->auth = v->auth;
@@ -565,7 +585,8 @@ static void serve_free(serve_t *v)
 
 int tide_cmd_serve(int argc, char **argv)
 {
-    serve_t v = {.c = {.reserve = -1, .split_i = -1, .split_t = -1, .listen = "127.0.0.1:7070"}};
+    serve_t v = {.c = {.reserve = -1, .split_i = -1, .split_t = -1, .history_days = -1,
+                       .listen = "127.0.0.1:7070"}};
     int rc = parse_args(&v.c, argc, argv);
     if (rc < 0 && v.c.backend && !strcmp(v.c.backend, "slurm"))
         rc = slurm_defaults(&v);

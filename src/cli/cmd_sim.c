@@ -30,6 +30,10 @@ static void sim_usage(FILE *f)
             "      --services S.csv    inference services (required)\n"
             "      --demand D.csv      demand per service over time (required)\n"
             "      --jobs J.csv        training jobs (required)\n"
+            "      --demand-history H.csv\n"
+            "                          past demand (demand.csv format; its latest time_s\n"
+            "                          is the replay's start) fed to the forecast first,\n"
+            "                          so the run starts warm\n"
             "policies and their knobs:\n"
             "      --policy LIST       comma-separated, run in this order (default all:\n"
             "                          isolated,static,preempt,k8s,elastic,timeshare)\n"
@@ -79,6 +83,7 @@ static void sim_usage(FILE *f)
 /* Parsed command line (strings borrowed from argv). */
 typedef struct cmdline {
     const char *cluster, *cluster_file, *services, *demand, *jobs, *out;
+    const char *history; /* --demand-history (NULL = none) */
     char *policy_buf;   /* owned copy of --policy, split in place */
     const char *policies[TIDE_SIM_MAX_POLICIES];
     size_t n_policies;
@@ -170,12 +175,13 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
     };
     enum { O_INJECT = 1000 };
-    enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW };
+    enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
     static const struct option longopts[] = {
         {"cluster", required_argument, NULL, O_CLUSTER},
         {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
         {"services", required_argument, NULL, O_SERVICES},
         {"demand", required_argument, NULL, O_DEMAND},
+        {"demand-history", required_argument, NULL, O_HISTORY},
         {"jobs", required_argument, NULL, O_JOBS},
         {"policy", required_argument, NULL, O_POLICY},
         {"reserve", required_argument, NULL, O_RESERVE},
@@ -206,6 +212,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_CLUSTER_FILE: c->cluster_file = optarg; break;
         case O_SERVICES: c->services = optarg; break;
         case O_DEMAND: c->demand = optarg; break;
+        case O_HISTORY: c->history = optarg; break;
         case O_JOBS: c->jobs = optarg; break;
         case O_OUT: c->out = optarg; break;
         case O_CHECK: c->check = 1; break;
@@ -292,6 +299,7 @@ typedef struct inputs {
     tide_cluster_t *cluster;
     tide_services_t *svcs;
     tide_demand_t *dem;
+    tide_demand_t *hist; /* --demand-history, aligned to end at 0 */
     tide_jobs_t *jobs;
     tide_governance_t gov;
 } inputs_t;
@@ -300,6 +308,7 @@ static void inputs_free(inputs_t *in)
 {
     tide_jobs_free(in->jobs);
     tide_demand_free(in->dem);
+    tide_demand_free(in->hist);
     tide_services_free(in->svcs);
     tide_cluster_destroy(in->cluster);
     tide_governance_free(&in->gov);
@@ -316,6 +325,9 @@ static int load_inputs(const cmdline_t *c, inputs_t *in, tide_error_t *err)
         return -1;
     if (!(in->dem = tide_demand_read_file(c->demand, in->svcs, &ro, err)))
         return -1;
+    if (c->history && (!(in->hist = tide_demand_read_file(c->history, in->svcs, &ro, err)) ||
+                       tide_demand_history_align(in->hist, 0, err) < 0))
+        return tide_err_prefix(err, "--demand-history %s: ", c->history);
     if (!(in->jobs = tide_jobs_read_file(c->jobs, &ro, err)))
         return -1;
     return 0;
@@ -375,6 +387,10 @@ int tide_cmd_sim(int argc, char **argv)
     o.n_services = in.svcs->n;
     o.demand = in.dem->v;
     o.n_demand = in.dem->n;
+    if (in.hist) {
+        o.history = in.hist->v;
+        o.n_history = in.hist->n;
+    }
     o.jobs = in.jobs->v;
     o.n_jobs = in.jobs->n;
     o.policies = c.n_policies ? c.policies : NULL;

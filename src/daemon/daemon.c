@@ -108,6 +108,7 @@ void tide_daemon_opts_default(tide_daemon_opts_t *o)
     memset(o, 0, sizeof *o);
     o->reserve_gpus = -2;
     o->split_inf = -2;
+    o->history_days = 7;
 }
 
 static char *dup_opt(const char *s) { return s ? tide_xstrdup(s) : NULL; }
@@ -202,7 +203,7 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
     if (!(d->st = tide_store_open(o->db_path, err)) || dmn_settings(d, o, err) < 0)
         return -1;
     if (tide_store_services_load(d->st, &d->svcs, &d->n_svcs, err) < 0 ||
-        dmn_services_open(d, o, err) < 0)
+        dmn_services_open(d, o, err) < 0 || dmn_history_open(d, o, err) < 0)
         return -1;
     d->wall0 = wall(d);
     if (dmn_rebuild(d, err) < 0)
@@ -412,6 +413,7 @@ static void daemon_free(tide_daemon_t *d)
         free(d->src[i].url);
     }
     free(d->src);
+    dmn_history_free(d);
     dmn_svcs_free(d->svcs, d->n_svcs);
     tide_cluster_destroy(d->cluster);
     free(d->db_path);

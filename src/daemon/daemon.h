@@ -60,6 +60,10 @@ typedef struct tide_daemon_opts {
     double tick_s;                     /* wall seconds between ticks (0 = 1) */
     const tide_demand_query_t *queries;
     size_t n_queries;
+    const char *demand_history;        /* demand.csv whose latest time is "now"; NULL = none.
+                                          Read at the database's first start only */
+    int history_days;                  /* range query per --demand-query at the first start:
+                                          days of engine time (0 = none; default 7) */
     tide_time_t usage_interval_s;      /* engine seconds between usage snapshots (0 = 3600) */
     int check;                         /* tide_engine_check after every step */
     tide_clock_fn clock;               /* NULL: CLOCK_MONOTONIC */

@@ -11,7 +11,8 @@
  *   sample.c    usage snapshots (src/formats/usage.h's sampler)
  *   ops.c       what the API does: one function per write, applied in a group commit
  *   api*.c      HTTP handlers by resource (api.c: the routes table, helpers)
- *   metrics.c   /metrics;  demand.c  pulled demand sources */
+ *   metrics.c   /metrics;  demand.c  pulled demand sources
+ *   history.c   demand history fed to every fresh engine */
 #ifndef TIDE_DAEMON_INTERNAL_H
 #define TIDE_DAEMON_INTERNAL_H
 
@@ -230,6 +231,7 @@ struct tide_daemon {
     size_t n_src;
 
     struct dstream *stream;    /* GET /v1/stream's hub (stream.c), NULL before a client */
+    void *hist;                /* history.c: the stored demand history (NULL = none) */
 };
 
 /* ---- daemon.c */
@@ -393,6 +395,16 @@ void dmn_demand_fetch(const dsrc_t *src, size_t n, dfetch_t *out, int timeout_ms
 /* Apply fetched values (lock held): fresh values become DEMAND events,
  * stale/failed sources are reported. */
 void dmn_demand_apply(tide_daemon_t *d, const dfetch_t *f, tide_time_t now);
+
+/* ---- history.c */
+/* At open, before the rebuild: the demand history. On a database's first
+ * start (no step yet) it is gathered from o (the --demand-history file, the
+ * range queries) and stored; later starts load the stored one (and say when
+ * the file changed). 0 or -1 with err (a bad file, a database error). */
+int dmn_history_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
+/* Feed the history to the fresh engine d->e (services matched by name). */
+void dmn_history_apply(tide_daemon_t *d);
+void dmn_history_free(tide_daemon_t *d);
 
 /* ---- sample.c */
 /* Current cumulative usage rows (strings borrowed from the engine); lock held. */

@@ -53,6 +53,7 @@ int dmn_engine_build(tide_daemon_t *d, tide_error_t *err)
             return tide_errf(err, TIDE_ESTATE, "service %s got index %d, expected %zu",
                              d->svcs[i].name, idx, i);
     }
+    dmn_history_apply(d); /* before the first step, as at the first start */
     derived_reset(d);
     return 0;
 }

@@ -381,6 +381,23 @@ int tide_services_find(const tide_services_t *s, const char *name)
     return s ? idx_get(s->idx, name) : -1;
 }
 
+tide_services_t *tide_services_from_specs(const tide_service_spec_t *v, size_t n)
+{
+    tide_services_t *s = tide_xcalloc(1, sizeof *s);
+    s->idx = idx_new();
+    s->v = tide_xcalloc(n ? n : 1, sizeof *s->v);
+    s->weights_gb = tide_xcalloc(n ? n : 1, sizeof *s->weights_gb);
+    for (size_t i = 0; i < n; i++) {
+        s->v[i] = v[i];
+        s->v[i].name = tide_xstrdup(v[i].name ? v[i].name : "");
+        s->weights_gb[i] = TIDE_IO_WEIGHTS_GB_PER_GPU * v[i].gpus_per_replica;
+        if (idx_get(s->idx, s->v[i].name) < 0)
+            idx_put(s->idx, s->v[i].name, (int)i);
+    }
+    s->n = n;
+    return s;
+}
+
 /* -------------------------------------------------------------- demand.csv */
 
 enum { D_TIME, D_SVC, D_RPS, D_NCOLS };
@@ -501,6 +518,16 @@ void tide_demand_free(tide_demand_t *d)
         return;
     free(d->v);
     free(d);
+}
+
+int tide_demand_history_align(tide_demand_t *d, tide_time_t end, tide_error_t *err)
+{
+    if (!d || d->n == 0)
+        return tide_errf(err, TIDE_EINVAL, "the demand history has no rows");
+    tide_time_t last = d->v[d->n - 1].t; /* sorted by time */
+    for (size_t i = 0; i < d->n; i++)
+        d->v[i].t = d->v[i].t - last + end;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- jobs.csv */

@@ -74,6 +74,12 @@ void tide_services_free(tide_services_t *s); /* NULL is a no-op */
 /* Index of the service called name, or -1. */
 int tide_services_find(const tide_services_t *s, const char *name);
 
+/* A container holding copies of the n services v (names copied, weights the
+ * default), to read demand files against services that came from elsewhere
+ * than a services.csv (the daemon's database). Duplicate names: the first
+ * wins in tide_services_find. Caller frees with tide_services_free. */
+tide_services_t *tide_services_from_specs(const tide_service_spec_t *v, size_t n);
+
 /* -------------------------------------------------------------- demand.csv */
 
 /* From time t on, service `service` (index into the services container)
@@ -102,6 +108,12 @@ tide_demand_t *tide_demand_read_mem(const char *buf, size_t len, const char *nam
 tide_demand_t *tide_demand_read_file(const char *path, const tide_services_t *svcs,
                                      const tide_read_opts_t *opts, tide_error_t *err);
 void tide_demand_free(tide_demand_t *d); /* NULL is a no-op */
+
+/* Demand history (docs/formats.md): a demand.csv whose latest time_s is
+ * "now". Shift every point of d so that its latest time becomes `end` (the
+ * engine time the run starts at); order is kept. Returns 0, or -1 with
+ * EINVAL when d has no points. */
+int tide_demand_history_align(tide_demand_t *d, tide_time_t end, tide_error_t *err);
 
 /* ---------------------------------------------------------------- jobs.csv */
 

@@ -147,3 +147,136 @@ int tide_prom_query_value(const char *body, size_t len, double *value, double *t
     json_decref(j);
     return rc;
 }
+
+/* ------------------------------------------------------------ range query */
+
+typedef struct rpt {
+    double ts, v;
+} rpt_t;
+
+static int rpt_cmp(const void *a, const void *b)
+{
+    const rpt_t *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* The samples of one series ("values": [[ts, "v"], ...]) appended to *p. */
+static int series_values(const json_t *vals, rpt_t **p, size_t *n, size_t *cap, tide_error_t *err)
+{
+    if (!json_is_array(vals))
+        return tide_errf(err, TIDE_EINVAL, "range result: a series without \"values\"");
+    for (size_t i = 0; i < json_array_size(vals); i++) {
+        const json_t *pair = json_array_get(vals, i);
+        const json_t *s = json_array_get(pair, 1);
+        /* Prometheus writes "NaN" where a ratio has no value (0/0): no sample */
+        if (json_is_string(s) && !strcmp(json_string_value(s), "NaN") && json_array_size(pair) == 2)
+            continue;
+        rpt_t r;
+        if (sample(pair, &r.v, &r.ts, err) < 0)
+            return tide_err_prefix(err, "range ");
+        if (!isfinite(r.ts))
+            return tide_errf(err, TIDE_EINVAL, "range query result: bad sample time");
+        TIDE_PUSH(*p, *n, *cap, r);
+    }
+    return 0;
+}
+
+int tide_prom_range_values(const char *body, size_t len, double **ts, double **values, size_t *n,
+                           tide_error_t *err)
+{
+    *ts = *values = NULL;
+    *n = 0;
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je);
+    if (!j)
+        return tide_errf(err, TIDE_EINVAL, "range query response is not JSON: %s", je.text);
+    const char *st = json_string_value(json_object_get(j, "status"));
+    const json_t *data = json_object_get(j, "data");
+    const char *rt = json_string_value(json_object_get(data, "resultType"));
+    const json_t *res = json_object_get(data, "result");
+    rpt_t *p = NULL;
+    size_t np = 0, cap = 0;
+    int rc = 0;
+    if (!st || strcmp(st, "success")) {
+        const char *m = json_string_value(json_object_get(j, "error"));
+        rc = tide_errf(err, TIDE_EIO, "range query failed: %.300s", m ? m : "status is not success");
+    } else if (!rt || strcmp(rt, "matrix") || !json_is_array(res)) {
+        rc = tide_errf(err, TIDE_EINVAL, "range query result type '%.40s' (want matrix)",
+                       rt ? rt : "?");
+    } else {
+        for (size_t i = 0; rc == 0 && i < json_array_size(res); i++)
+            rc = series_values(json_object_get(json_array_get(res, i), "values"), &p, &np, &cap, err);
+    }
+    json_decref(j);
+    if (rc == 0 && np == 0)
+        rc = tide_errf(err, TIDE_ENOENT, "range query returned no samples");
+    if (rc < 0) {
+        free(p);
+        return -1;
+    }
+    /* series summed at each time (Prometheus aligns them on the step) */
+    qsort(p, np, sizeof *p, rpt_cmp);
+    *ts = tide_xmalloc(np * sizeof **ts);
+    *values = tide_xmalloc(np * sizeof **values);
+    for (size_t i = 0; i < np; i++) {
+        if (*n > 0 && (*ts)[*n - 1] == p[i].ts) {
+            (*values)[*n - 1] += p[i].v;
+            continue;
+        }
+        (*ts)[*n] = p[i].ts;
+        (*values)[*n] = p[i].v;
+        (*n)++;
+    }
+    free(p);
+    return 0;
+}
+
+/* Is query argument a (at a, length n) one the range query sets itself? */
+static int range_arg(const char *a, size_t n)
+{
+    static const char *const own[] = {"time=", "start=", "end=", "step="};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (n >= strlen(own[i]) && !strncmp(a, own[i], strlen(own[i])))
+            return 1;
+    return 0;
+}
+
+int tide_prom_range_url(const char *url, double start, double end, double step, char *out,
+                        size_t n, tide_error_t *err)
+{
+    static const char api[] = "/api/v1/query";
+    const char *q = url ? strchr(url, '?') : NULL;
+    const char *pe = q ? q : url ? url + strlen(url) : NULL;
+    size_t al = sizeof api - 1;
+    if (!pe || (size_t)(pe - url) < al || strncmp(pe - al, api, al))
+        return tide_errf(err, TIDE_EINVAL,
+                         "'%.200s' is not a Prometheus instant query URL (.../api/v1/query?query=...)",
+                         url ? url : "");
+    if (!(step > 0) || !(end >= start) || !isfinite(start) || !isfinite(end))
+        return tide_errf(err, TIDE_EINVAL, "range query: bad range [%g, %g] step %g", start, end, step);
+    size_t o = (size_t)(pe - url);
+    if (o + 8 > n)
+        return tide_errf(err, TIDE_ERANGE, "range query URL too long");
+    memcpy(out, url, o);
+    memcpy(out + o, "_range?", 8);
+    o += 7;
+    int first = 1;
+    for (const char *a = q ? q + 1 : ""; *a;) {
+        size_t l = strcspn(a, "&");
+        if (l > 0 && !range_arg(a, l)) {
+            if (o + l + 2 > n)
+                return tide_errf(err, TIDE_ERANGE, "range query URL too long");
+            if (!first)
+                out[o++] = '&';
+            memcpy(out + o, a, l);
+            o += l;
+            first = 0;
+        }
+        a += l + (a[l] == '&');
+    }
+    int w = snprintf(out + o, n - o, "%sstart=%.3f&end=%.3f&step=%.3f", first ? "" : "&", start,
+                     end, step);
+    if (w < 0 || (size_t)w >= n - o)
+        return tide_errf(err, TIDE_ERANGE, "range query URL too long");
+    return 0;
+}

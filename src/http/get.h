@@ -28,4 +28,20 @@ int tide_http_get(const char *url, int timeout_ms, size_t max, char **body, size
 int tide_prom_query_value(const char *body, size_t len, double *value, double *ts,
                           tide_error_t *err);
 
+/* Parse a Prometheus /api/v1/query_range response (a matrix): the samples
+ * of all series summed at each time, in time order. *ts and *values (caller
+ * frees both) hold *n >= 1 points. "NaN" samples (a ratio without a value)
+ * are skipped. Errors: EINVAL malformed, not a matrix, or a negative or
+ * infinite value; ENOENT no samples; EIO status "error". */
+int tide_prom_range_values(const char *body, size_t len, double **ts, double **values, size_t *n,
+                           tide_error_t *err);
+
+/* The range query URL of an instant query URL (".../api/v1/query?query=Q"
+ * -> ".../api/v1/query_range?query=Q&start=S&end=E&step=D", times in Unix
+ * seconds; time/start/end/step arguments of the URL are dropped) into out
+ * (n bytes). Errors: EINVAL not an instant query URL or a bad range, ERANGE
+ * out too small. */
+int tide_prom_range_url(const char *url, double start, double end, double step, char *out,
+                        size_t n, tide_error_t *err);
+
 #endif

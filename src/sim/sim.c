@@ -1393,6 +1393,17 @@ static int add_services(run_t *r, tide_error_t *err)
     return rc;
 }
 
+/* Past demand into the forecast, before the first step. */
+static int preload_history(run_t *r, tide_error_t *err)
+{
+    const tide_sim_opts_t *o = r->o;
+    for (size_t i = 0; i < o->n_history; i++)
+        if (tide_engine_demand_history(r->e, o->history[i].service, o->history[i].t,
+                                       o->history[i].rps, err) < 0)
+            return tide_err_prefix(err, "policy %s: demand history: ", r->policy);
+    return 0;
+}
+
 static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t *err)
 {
     const tide_sim_opts_t *o = r->o;
@@ -1429,7 +1440,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     }
     json_t *res = NULL;
     if (tide_governance_apply(o->governance, r->e, NULL, err) == 0 && add_services(r, err) == 0 &&
-        replay(r, err) == 0) {
+        preload_history(r, err) == 0 && replay(r, err) == 0) {
         tide_stats_t st;
         tide_engine_stats(r->e, &st);
         if (*oracle < 0)
@@ -1525,6 +1536,13 @@ static int check_opts(const tide_sim_opts_t *o, tide_error_t *err)
         if (o->demand[i].service < 0 || (size_t)o->demand[i].service >= o->n_services)
             return tide_errf(err, TIDE_EINVAL, "demand point %zu names service %d of %zu", i,
                              o->demand[i].service, o->n_services);
+    for (size_t i = 0; i < o->n_history; i++)
+        if (o->history[i].service < 0 || (size_t)o->history[i].service >= o->n_services ||
+            o->history[i].t > 0 || (i > 0 && o->history[i].t < o->history[i - 1].t))
+            return tide_errf(err, TIDE_EINVAL,
+                             "history point %zu (service %d, t %lld): history is sorted by time, "
+                             "at times <= 0, for known services",
+                             i, o->history[i].service, (long long)o->history[i].t);
     if (tide_inject_check(o->inject, o->services, o->n_services, o->jobs, o->n_jobs,
                           tide_cluster_nodes(o->cluster), err) != 0)
         return -1;

@@ -40,6 +40,10 @@ typedef struct tide_sim_opts {
     size_t n_services;
     const tide_demand_point_t *demand;   /* sorted by time; .service indexes services */
     size_t n_demand;
+    const tide_demand_point_t *history;  /* past demand fed to the forecast before the
+                                            replay (tide_engine_demand_history): times
+                                            <= 0, sorted by time; NULL = none */
+    size_t n_history;
     const tide_job_spec_t *jobs;         /* any order (replayed by submit_s, stable) */
     size_t n_jobs;
     const char *const *policies;         /* names, run in this order */

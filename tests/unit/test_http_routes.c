@@ -691,6 +691,61 @@ static void test_get_parsing(void **state)
     assert_int_equal(tide_http_listen_parse("x:99999", lh, sizeof lh, lp, sizeof lp, &err), -1);
 }
 
+/* Prometheus range queries: the URL made from an instant query URL, and the
+ * matrix parsed (series summed per time, NaN skipped, errors named). */
+static void test_prom_range(void **state)
+{
+    (void)state;
+    tide_error_t err = {0};
+    char u[512];
+    assert_int_equal(tide_prom_range_url("http://p:9090/api/v1/query?query=sum(x)&time=5", 100, 700,
+                                         60, u, sizeof u, &err),
+                     0);
+    assert_string_equal(u, "http://p:9090/api/v1/query_range?query=sum(x)&start=100.000"
+                           "&end=700.000&step=60.000");
+    assert_int_equal(tide_prom_range_url("http://p/api/v1/query", 0, 1, 0.5, u, sizeof u, &err), 0);
+    assert_string_equal(u, "http://p/api/v1/query_range?start=0.000&end=1.000&step=0.500");
+    assert_int_equal(tide_prom_range_url("http://p/metrics?query=x", 0, 1, 1, u, sizeof u, &err), -1);
+    assert_int_equal(err.code, TIDE_EINVAL);
+    assert_int_equal(tide_prom_range_url("http://p/api/v1/query?query=x", 5, 1, 1, u, sizeof u, &err),
+                     -1);
+    assert_int_equal(tide_prom_range_url("http://p/api/v1/query?query=x", 0, 1, 1, u, 20, &err), -1);
+    assert_int_equal(err.code, TIDE_ERANGE);
+
+    const char *two = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                      "{\"metric\":{\"a\":\"1\"},\"values\":[[120,\"2\"],[60,\"1\"],[180,\"NaN\"]]},"
+                      "{\"metric\":{\"a\":\"2\"},\"values\":[[60,\"10\"],[120,\"20\"],[180,\"30\"]]}]}}";
+    double *ts = NULL, *v = NULL;
+    size_t n = 0;
+    assert_int_equal(tide_prom_range_values(two, strlen(two), &ts, &v, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_true(ts[0] == 60 && v[0] == 11);
+    assert_true(ts[1] == 120 && v[1] == 22);
+    assert_true(ts[2] == 180 && v[2] == 30);
+    free(ts);
+    free(v);
+    static const char *const bad[] = {
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"values\":[[1,\"-1\"]]}]}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"values\":[[1,\"+Inf\"]]}]}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"values\":[[1]]}]}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{}}]}}",
+        "not json"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(tide_prom_range_values(bad[i], strlen(bad[i]), &ts, &v, &n, &err), -1);
+        assert_int_equal(err.code, TIDE_EINVAL);
+        assert_null(ts);
+    }
+    const char *none = "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                       "{\"values\":[[1,\"NaN\"]]}]}}";
+    assert_int_equal(tide_prom_range_values(none, strlen(none), &ts, &v, &n, &err), -1);
+    assert_int_equal(err.code, TIDE_ENOENT);
+    const char *e = "{\"status\":\"error\",\"error\":\"too many points\"}";
+    assert_int_equal(tide_prom_range_values(e, strlen(e), &ts, &v, &n, &err), -1);
+    assert_int_equal(err.code, TIDE_EIO);
+    assert_non_null(strstr(err.msg, "too many points"));
+}
+
 /* Error codes <-> names and HTTP statuses, both ways. */
 static void test_status_table(void **state)
 {
@@ -729,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_route_roles),   cmocka_unit_test(test_job_validation),
         cmocka_unit_test(test_other_bodies),  cmocka_unit_test(test_prom),
         cmocka_unit_test(test_server),        cmocka_unit_test(test_get_parsing),
+        cmocka_unit_test(test_prom_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
