@@ -76,6 +76,9 @@ typedef struct tide_config {
     double slo_target;         /* default fraction of requests a service must serve (0.999) */
     tide_time_t slo_window_s;  /* half-life of the measured attainment fed back into
                                   sizing (6 h) */
+    tide_time_t slo_period_s;  /* half-life of the attainment the SLO is judged on
+                                  (its compliance period, 7 d): budget overspent
+                                  there is paid back within a day (0 = off) */
     tide_time_t tick_s;        /* control loop period (60) */
     tide_time_t lead_extra_s;  /* floor of the margin added to ckpt P99 + warm-up P99;
                                   the measured lateness of capacity is added (300) */

@@ -65,7 +65,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     }
     if (cfg->tick_s < 1 || cfg->forecast_bucket_s < 1 || cfg->lease_max_s < 1 ||
         cfg->backfill_depth < 1 || cfg->margin_min < 0 || cfg->margin_max < cfg->margin_min ||
-        !(cfg->slo_target > 0 && cfg->slo_target < 1) || cfg->slo_window_s < 0 ||
+        !(cfg->slo_target > 0 && cfg->slo_target < 1) || cfg->slo_window_s < 0 || cfg->slo_period_s < 0 ||
         cfg->night_start_h < 0 ||
         cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
         cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0 ||
@@ -599,7 +599,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         for (int s = 0; s < e->n_svcs; s++) {
             service_t *sv = &e->svcs[s];
             tide__fc_learn(&sv->fc, now, tide__decision_window(e, s), sv->slo_target,
-                           (sv->ready + sv->warming) * sv->spec.replica_rps, &e->cfg);
+                           tide__capacity_due(e, s, now), &e->cfg);
         }
         tide__lease_plan(e, now);
         tide__lease_tick(e, now);

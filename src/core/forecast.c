@@ -43,6 +43,8 @@
 #define BUDGET_AIM 0.7                /* aim inside the budget: the start (no
                                          history) and misses that headroom
                                          cannot prevent spend the rest */
+#define AIM_MIN 0.1                   /* aim at least this much of the aim */
+#define PAYBACK_S 86400.0             /* overspent budget is paid back within a day */
 
 static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)(f->days + 1); }
@@ -258,12 +260,21 @@ static double peak_seen(forecast_t *f)
     return f->peak_seen;
 }
 
+/* The memory holds a whole day. */
+static int fc_day_seen(const forecast_t *f)
+{
+    return f->filled && f->last_bucket - f->first_bucket + 1 > f->nb;
+}
+
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon)
 {
     double b = tide__fc_peak(f, now, now, now + horizon);
     double n = b * f->q, cap = peak_seen(f);
     /* bursts never call for more than the highest demand seen, unless the
-     * baseline itself goes there */
+     * baseline itself goes there; before a whole day is seen, the day's peak
+     * is not known yet, and the cap allows the burst multiplier over it */
+    if (!fc_day_seen(f))
+        cap *= f->q;
     if (n > cap)
         n = cap > b ? cap : b;
     return n;
@@ -411,11 +422,44 @@ static int pred_back(const forecast_t *f, tide_time_t when)
 void tide__fc_served(forecast_t *f, double dt, double demanded, double served)
 {
     (void)dt;
+    double miss = demanded > served ? demanded - served : 0;
     f->dem_d += demanded;
-    f->miss_d += demanded > served ? demanded - served : 0;
+    f->miss_d += miss;
+    f->dem_new += demanded;
+    f->miss_new += miss;
 }
 
-/* Error budget feedback: decay the measured sums, move the budget factor. */
+/* The miss rate to aim at over the next hours: BUDGET_AIM of the budget,
+ * less what was overspent over the SLO's compliance period (slo_period_s),
+ * to be paid back within a day; more (up to the whole budget) while that
+ * period runs below its aim. A cold start or a surge nobody foresaw is
+ * then paid for by the hours after it, so the period meets the target. */
+static double aim_rate(const forecast_t *f, double budget, const tide_config_t *cfg)
+{
+    double aim = BUDGET_AIM * budget;
+    if (cfg->slo_period_s <= 0 || !(f->dur_p > 0) || !(f->dem_p > 0))
+        return aim;
+    double day = f->dem_p / f->dur_p * PAYBACK_S; /* demand expected in a day */
+    double r = aim - (f->miss_p - aim * f->dem_p) / day;
+    if (r < AIM_MIN * aim)
+        r = AIM_MIN * aim;
+    if (r > budget)
+        r = budget;
+    return r;
+}
+
+static void decay_period(forecast_t *f, double dt, const tide_config_t *cfg)
+{
+    if (cfg->slo_period_s <= 0)
+        return;
+    double d = exp(-dt * 0.6931471805599453 / (double)cfg->slo_period_s);
+    f->dem_p = f->dem_p * d + f->dem_new;
+    f->miss_p = f->miss_p * d + f->miss_new;
+    f->dur_p = f->dur_p * d + dt;
+}
+
+/* Error budget feedback: decay the measured sums, move the budget factor
+ * towards the aim. */
 static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_config_t *cfg)
 {
     double hl = cfg->slo_window_s > 0 ? (double)cfg->slo_window_s : 6 * 3600.0;
@@ -426,15 +470,19 @@ static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_c
         f->fb_at = now;
         f->dem_d += f->cur * hl;
         f->miss_d += f->cur * hl * BUDGET_AIM * budget;
+        f->dem_new = f->miss_new = 0;
         return;
     }
     double dt = (double)(now - f->fb_at);
     f->fb_at = now;
     if (dt <= 0)
         return;
+    decay_period(f, dt, cfg);
+    f->dem_new = f->miss_new = 0;
+    double aim = aim_rate(f, budget, cfg);
     if (f->dem_d > 0 && budget > 0) {
         double m = f->miss_d / f->dem_d;
-        double e = 1.0 - m / (BUDGET_AIM * budget);
+        double e = 1.0 - m / aim;
         if (e < -4)
             e = -4;
         f->logk += K_GAIN * e * dt;

@@ -35,15 +35,39 @@ static int replicas_for(const service_t *s, double rps, double margin)
 /* Window the forecast must cover for a decision taken now: the reclaim lead
  * (checkpoint + warm-up + extra), or the warm-up lead for policies that do
  * not reclaim; both include the measured lateness of capacity. */
+static tide_time_t warmup_p99(service_t *s)
+{
+    double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
+    if (w < (double)s->spec.warmup_s)
+        w = (double)s->spec.warmup_s;
+    return (tide_time_t)ceil(w);
+}
+
 tide_time_t tide__decision_window(tide_engine_t *e, int si)
 {
     service_t *s = &e->svcs[si];
     if (e->pol->use_lead)
         return tide__reclaim_lead(e, si);
-    double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
-    if (w < (double)s->spec.warmup_s)
-        w = (double)s->spec.warmup_s;
-    return (tide_time_t)ceil(w) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+    return warmup_p99(s) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+}
+
+/* Capacity (rps) that decisions taken up to one warm-up ago should have
+ * made ready by now: ready replicas, and warming ones started at least the
+ * P99 warm-up ago (late: the lead's business). Replicas started more
+ * recently (a reaction to demand seen since) could not be ready yet. */
+double tide__capacity_due(tide_engine_t *e, int si, tide_time_t now)
+{
+    service_t *s = &e->svcs[si];
+    int n = s->ready;
+    if (s->warming > 0) {
+        tide_time_t w = warmup_p99(s);
+        for (size_t i = 0; i < e->n_reps; i++) {
+            const replica_t *r = &e->reps[i];
+            if (r->service == si && r->state == REP_WARMING && now - r->started >= w)
+                n++;
+        }
+    }
+    return n * s->spec.replica_rps;
 }
 
 static void late_add(service_t *s, double v)

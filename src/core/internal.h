@@ -135,6 +135,10 @@ typedef struct forecast {
     /* SLO feedback: decayed demanded and unserved requests, log of the
      * error-budget factor */
     double dem_d, miss_d, logk;
+    /* the same over the SLO's compliance period (slo_period_s): demanded,
+     * unserved requests and seconds */
+    double dem_p, miss_p, dur_p;
+    double dem_new, miss_new; /* since the last feedback */
     tide_time_t fb_at;
     int fb_on;
     int samples;             /* burst samples seen */
@@ -397,9 +401,9 @@ double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tid
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon);
 /* Baseline of n buckets from absolute bucket k0 into out[]. */
 void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, double *out);
-/* Once per tick: a burst sample (demand now over the capacity, ready or
- * warming, that the prediction made one horizon ago turned into, per unit of
- * multiplier),
+/* Once per tick: a burst sample (demand now over the capacity due now, see
+ * tide__capacity_due, that the prediction made one horizon ago turned into,
+ * per unit of multiplier),
  * record this tick's prediction, update the error budget and the multiplier. */
 void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double slo_target,
                     double capacity, const tide_config_t *cfg);
@@ -447,6 +451,9 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now);
 
 /* infer.c */
 void tide__infer_pass(tide_engine_t *e, tide_time_t now);
+/* Capacity (rps) that should be ready by now: ready replicas and those warming
+ * for longer than the P99 warm-up (infer.c). */
+double tide__capacity_due(tide_engine_t *e, int si, tide_time_t now);
 /* Window a sizing decision taken now must cover (reclaim lead or warm-up lead). */
 tide_time_t tide__decision_window(tide_engine_t *e, int si);
 /* Per tick: measure how late capacity came after demand rose above it. */

@@ -90,6 +90,7 @@ void tide_config_default(tide_config_t *c)
     c->margin_max = 4.0;
     c->slo_target = 0.999;
     c->slo_window_s = 6 * 3600;
+    c->slo_period_s = 7 * 86400;
     c->tick_s = 60;
     c->lead_extra_s = 300;
     c->lease_max_s = 6 * 3600;
