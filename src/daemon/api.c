@@ -29,7 +29,16 @@ json_t *api_str(const char *s)
     return j ? j : json_null();
 }
 
-void api_fail(tide_http_reply_t *rep, const tide_error_t *err) { tide_http_reply_err(rep, err); }
+void api_fail(tide_http_reply_t *rep, const tide_error_t *err)
+{
+    /* the store refused (a held lock, a full disk, a lost file): nothing was
+     * accepted, and a retry may succeed (503 carries Retry-After) */
+    if (err && err->code == TIDE_EIO && !strncmp(err->msg, "database", 8)) {
+        tide_http_reply_error(rep, 503, "EIO", "%s: nothing was accepted; retry later", err->msg);
+        return;
+    }
+    tide_http_reply_err(rep, err);
+}
 
 void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg)
 {
@@ -72,6 +81,13 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep)
         tide_http_reply_error(rep, 503, "ESTATE", "the daemon is shutting down");
         return 1;
     }
+    if (d->degraded) {
+        tide_http_reply_error(rep, 503, "EIO",
+                              "the store cannot write (%s): nothing is accepted until it can; "
+                              "retry later",
+                              d->degraded_why);
+        return 1;
+    }
     return 0;
 }
 
@@ -79,6 +95,8 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep)
 
 static const tide_route_t routes[] = {
     {"GET", "/healthz", TIDE_ROLE_PUBLIC, api_healthz},
+    {"GET", "/readyz", TIDE_ROLE_PUBLIC, api_healthz},
+    {"GET", "/livez", TIDE_ROLE_PUBLIC, api_livez},
     {"GET", "/metrics", TIDE_ROLE_PUBLIC, api_metrics},
     {"GET", "/v1/cluster", TIDE_ROLE_VIEWER, api_cluster},
     {"GET", "/v1/nodes", TIDE_ROLE_VIEWER, api_nodes},

@@ -7,6 +7,8 @@
 #include "http/prom.h"
 #include "util/util.h"
 
+/* Ready: the loop runs, the database is the file we opened and it writes
+ * (not degraded). */
 API_HANDLER(api_healthz)
 {
     (void)req;
@@ -14,16 +16,31 @@ API_HANDLER(api_healthz)
     tide_daemon_lock(d);
     tide_error_t err = {0};
     int db = tide_store_ping(d->st, &err);
+    if (db == 0 && d->degraded)
+        snprintf(err.msg, sizeof err.msg, "%s", d->degraded_why);
     json_t *o = json_object();
-    int ok = db == 0 && !d->failed;
+    int ok = db == 0 && !d->failed && !d->degraded && !d->stop;
     api_set(o, "ok", json_boolean(ok));
     api_set(o, "now_s", json_integer(d->now));
-    api_set(o, "db", json_string(db == 0 ? "ok" : err.msg));
+    api_set(o, "db", json_string(ok || (db == 0 && !d->degraded) ? "ok" : err.msg));
+    api_set(o, "store", json_string(d->lost ? "lost" : d->degraded ? "degraded" : "writable"));
     api_set(o, "backend", json_string(d->backend_name));
     api_set(o, "steps", json_integer(d->step));
     api_set(o, "epoch", json_integer(d->epoch));
     tide_daemon_unlock(d);
     tide_http_reply_json(rep, ok ? 200 : 503, o);
+}
+
+/* Alive: the process answers and its loop did not stop on a fatal error.
+ * Takes no lock (a long rebuild must not look like a hang). */
+API_HANDLER(api_livez)
+{
+    (void)req;
+    tide_daemon_t *d = API_D(app);
+    int failed = __atomic_load_n(&d->failed, __ATOMIC_RELAXED);
+    json_t *o = json_object();
+    api_set(o, "ok", json_boolean(!failed));
+    tide_http_reply_json(rep, failed ? 503 : 200, o);
 }
 
 API_HANDLER(api_metrics)
@@ -104,6 +121,10 @@ API_HANDLER(api_reload)
     (void)req;
     tide_daemon_t *d = API_D(app);
     tide_daemon_lock(d);
+    if (api_stopping(d, rep)) {
+        tide_daemon_unlock(d);
+        return;
+    }
     int nt, nteams, changed;
     tide_error_t err = {0};
     int rc = dmn_reload(d, &nt, &nteams, &changed, &err);

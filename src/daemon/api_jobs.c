@@ -375,7 +375,7 @@ API_HANDLER(api_notice_ack)
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
         goto out0;
-    if (!api_team_ok(req, row.spec.team, row.spec.id, rep))
+    if (!api_team_ok(req, row.spec.team, row.spec.id, rep) || api_stopping(d, rep))
         goto out;
     uint64_t id;
     if (dmn_notice_ack(d, row.spec.id, h, &id, &err) < 0)

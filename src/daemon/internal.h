@@ -6,6 +6,7 @@
  *   step.c      one step: feed, persist, enact; derived state
  *   recover.c   rebuild from the database (replay, reconcile with the backend)
  *   epoch.c     service changes (a new epoch)
+ *   fault.c     store faults: degraded, probe, backoff (the step is undone in step.c)
  *   teams.c     team definitions and reloads
  *   work.c      jobs' commands and environments for the backend
  *   sample.c    usage snapshots (src/formats/usage.h's sampler)
@@ -185,6 +186,17 @@ struct tide_daemon {
     long replay_mismatch;
     long step_errors;          /* events the engine rejected */
 
+    /* store faults (fault.c) */
+    int degraded;              /* the store cannot write: writes answer 503, not ready */
+    int lost;                  /* the store lost its file for good: degraded until restart */
+    int rewind;                /* the engine is ahead of the store: rebuild before stepping */
+    double degraded_since;     /* wall time the episode began */
+    double retry_s;            /* current backoff */
+    long degraded_episodes;
+    long store_retries;        /* attempts that failed while degraded */
+    uint64_t seen_errors;      /* the store's error count at the last look */
+    char degraded_why[sizeof(((tide_error_t *)0)->msg)];
+
     /* demand sources */
     dsrc_t *src;
     size_t n_src;
@@ -253,8 +265,31 @@ int dmn_engine_build(tide_daemon_t *d, tide_error_t *err);
 /* Rebuild the engine from the database: replay the epoch, load pending
  * events, check invariants, create the backend and reconcile with it. */
 int dmn_rebuild(tide_daemon_t *d, tide_error_t *err);
-/* A step could not be persisted: rebuild from what was committed. */
-int dmn_recover_inplace(tide_daemon_t *d, const tide_error_t *why, tide_error_t *err);
+/* A step could not be persisted (it enacted nothing): rebuild the engine
+ * from what was committed and swap it into the live engine, which the
+ * backend keeps borrowing; the backend, the queued events and the pending
+ * ones stay as they are. Clears d->rewind. 0 or -1 with err (the live
+ * engine is then unchanged and d->rewind stays set). */
+int dmn_rewind(tide_daemon_t *d, tide_error_t *err);
+
+/* ---- fault.c: the store cannot write (held lock, full disk, lost file) */
+/* A store call failed: enter (or stay in) the degraded state; logged once
+ * per episode. Notes a lost file (tide_store_writable() == 0) for good. */
+void dmn_store_fault(tide_daemon_t *d, const tide_error_t *why);
+/* Before stepping while degraded: can the store write again? A small write
+ * (a meta row) committed. 0 yes (the episode may end), -1 with err. */
+int dmn_store_probe(tide_daemon_t *d, tide_error_t *err);
+/* A pump went through: the episode (if any) ends, logged. */
+void dmn_store_ok(tide_daemon_t *d);
+/* Once per tick (lock held): is the database still the file we opened?
+ * And did a store call fail since the last look (an API write)? Then probe
+ * the write lock. */
+void dmn_store_tick(tide_daemon_t *d);
+/* Wall seconds to wait before the next attempt (the backoff grows while
+ * attempts fail). */
+double dmn_store_backoff(tide_daemon_t *d);
+/* After open: the daemon's lock wait (short: see fault.c). */
+void dmn_store_init(tide_daemon_t *d);
 
 /* ---- epoch.c */
 tide_service_spec_t *dmn_svcs_copy(const tide_service_spec_t *v, size_t n);
@@ -351,13 +386,15 @@ int api_team_ok(const tide_http_req_t *req, const char *team, const char *id,
 /* Whole number query argument in [min, max] (def when absent). 0 ok, -1 400 written. */
 int api_q_int(const tide_http_req_t *req, const char *key, long long min, long long max,
               long long def, long long *out, tide_http_reply_t *rep);
-/* 1 with a 503 written when the daemon is stopping. */
+/* 1 with a 503 written when the daemon is stopping or the store cannot
+ * write (degraded): every write handler asks before acting. */
 int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep);
 
 /* Handlers by resource (api_jobs.c, api_services.c, api_nodes.c, api_usage.c,
  * api_admin.c). */
 #define API_HANDLER(name) void name(void *app, const tide_http_req_t *req, tide_http_reply_t *rep)
-API_HANDLER(api_healthz);
+API_HANDLER(api_healthz); /* /healthz and /readyz: ready (the store writes) */
+API_HANDLER(api_livez);
 API_HANDLER(api_metrics);
 API_HANDLER(api_reload);
 API_HANDLER(api_events);

@@ -1,7 +1,9 @@
 /* One step: the batch of due events fed to the engine, the step persisted in
  * one transaction (events, actions, job states, usage), the actions enacted
- * through the backend; and what the daemon derives from the stream (notices,
- * replica and node states), live and in replay alike. */
+ * through the backend - in that order: a step the store refuses is undone
+ * (the engine rebuilt from the store) and enacts nothing; and what the
+ * daemon derives from the stream (notices, replica and node states), live
+ * and in replay alike. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,14 +193,12 @@ static int step_rows(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto
     return 0;
 }
 
-/* Persist one step: step row, claimed pending events, new events, actions,
- * job states, usage. One transaction. */
+/* Persist one step inside the transaction step_at opened: step row,
+ * claimed pending events, new events, actions, job states, usage; commit. */
 static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto_seq,
                         const size_t *extra_idx, size_t n_extra, tide_error_t *err)
 {
     tide_store_t *st = d->st;
-    if (tide_store_begin(st, err) < 0)
-        return -1;
     if (step_rows(d, step, t, upto_seq, extra_idx, n_extra, err) < 0 ||
         job_states(d, t, d->evbuf, d->n_evbuf, 1, err) < 0)
         goto fail;
@@ -220,6 +220,18 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
 fail:
     tide_store_rollback(st);
     return -1;
+}
+
+/* The step could not be persisted after the engine took it: nothing was
+ * enacted, so the engine goes back to what the store holds (the backend,
+ * the queued and the pending events stay). */
+static void step_undo(tide_daemon_t *d, const tide_error_t *why)
+{
+    d->rewind = 1;
+    dmn_store_fault(d, why);
+    tide_error_t rerr = {0};
+    if (dmn_rewind(d, &rerr) < 0)
+        dmn_log(d, "%s (tried again before the next step)", rerr.msg);
 }
 
 /* ---------------------------------------------------------------- step */
@@ -346,6 +358,16 @@ static int step_at(tide_daemon_t *d, tide_time_t t, int force, tide_error_t *err
         free(xi);
         return 0;
     }
+    /* the write lock first: a store that cannot even begin leaves the
+     * engine untouched */
+    tide_error_t perr = {0};
+    if (tide_store_begin(d->st, &perr) < 0) {
+        free(xi);
+        dmn_store_fault(d, &perr);
+        if (err)
+            *err = perr;
+        return -1;
+    }
     int64_t upto = feed_build(d, np, xi, nx);
     tide_error_t serr = {0};
     if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &serr) != 0) {
@@ -354,18 +376,31 @@ static int step_at(tide_daemon_t *d, tide_time_t t, int force, tide_error_t *err
     }
     d->started = 1;
     int64_t step = d->step + 1;
-    tide_error_t perr = {0};
     if (persist_step(d, step, t, upto, xi, nx, &perr) < 0) {
         free(xi);
         if (err)
             *err = perr;
-        tide_error_t rerr = {0};
-        dmn_recover_inplace(d, &perr, &rerr);
+        step_undo(d, &perr);
         return -1;
     }
     int rc = step_done(d, step, t, upto, np, xi, nx, err);
     free(xi);
     return rc;
+}
+
+/* Before stepping: a lost store stays lost; an engine ahead of the store is
+ * rebuilt; a degraded store must take a write first. 0 or -1 with err. */
+static int pump_ready(tide_daemon_t *d, tide_error_t *err)
+{
+    if (d->lost)
+        return tide_errf(err, TIDE_EIO, "%s", d->degraded_why);
+    if (d->rewind && dmn_rewind(d, err) < 0)
+        return -1;
+    if (d->degraded && dmn_store_probe(d, err) < 0) {
+        d->store_retries++;
+        return -1;
+    }
+    return 0;
 }
 
 int dmn_pump(tide_daemon_t *d, tide_error_t *err)
@@ -374,6 +409,8 @@ int dmn_pump(tide_daemon_t *d, tide_error_t *err)
     int steps = 0;
     tide_time_t last_t = -1;
     long same_t = 0;
+    if (pump_ready(d, err) < 0)
+        return -1;
     for (;;) {
         if (d->failed)
             return tide_errf(err, TIDE_EIO, "the daemon stopped after a fatal error");
@@ -403,6 +440,8 @@ int dmn_pump(tide_daemon_t *d, tide_error_t *err)
             same_t = 0;
         }
     }
+    if (d->degraded)
+        dmn_store_ok(d);
     return steps;
 }
 
