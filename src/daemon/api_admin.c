@@ -16,6 +16,8 @@ API_HANDLER(api_healthz)
     tide_daemon_lock(d);
     tide_error_t err = {0};
     int db = tide_store_ping(d->st, &err);
+    if (db < 0)
+        dmn_store_fault(d, &err); /* noticed here first (a lost file): degraded now */
     if (db == 0 && d->degraded)
         snprintf(err.msg, sizeof err.msg, "%s", d->degraded_why);
     json_t *o = json_object();
