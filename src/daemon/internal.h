@@ -185,6 +185,7 @@ struct tide_daemon {
     long steps_total;          /* engine steps taken in this process (replay included) */
     long replay_mismatch;
     long step_errors;          /* events the engine rejected */
+    long quarantined;          /* stored events replay refused (dmn_event_check) */
 
     /* store faults (fault.c) */
     int degraded;              /* the store cannot write: writes answer 503, not ready */
@@ -256,6 +257,11 @@ void dmn_derive(tide_daemon_t *d, tide_time_t t, const tide_event_t *ev, size_t 
                 const tide_actions_t *acts);
 /* Resolve an event's job handle from its id (live and replay alike). */
 void dmn_resolve(const tide_daemon_t *d, tide_event_t *ev, const char *job_id);
+/* Are an event's handles and value in range for the engine now (job,
+ * replica, service, node known or -1; a finite value, a demand within
+ * 0..TIDE_MAX_RPS)? Replay quarantines a stored event that is not (a log
+ * line, never a crash loop). 0 or -1 with err. */
+int dmn_event_check(const tide_daemon_t *d, const tide_event_t *ev, tide_error_t *err);
 /* Step through everything due up to the engine time now (lock held). */
 int dmn_pump(tide_daemon_t *d, tide_error_t *err);
 

@@ -203,6 +203,9 @@ static void m_engine(tide_daemon_t *d, tide_prom_t *p)
     tide_prom_family(p, "tide_events_rejected_total", "counter",
                      "Steps in which the engine rejected an event (stale or invalid).");
     tide_prom_sample(p, "tide_events_rejected_total", NULL, 0, (double)d->step_errors);
+    tide_prom_family(p, "tide_events_quarantined_total", "counter",
+                     "Stored events replay refused to feed (out of range: logged, skipped).");
+    tide_prom_sample(p, "tide_events_quarantined_total", NULL, 0, (double)d->quarantined);
     tide_prom_family(p, "tide_replay_mismatches_total", "counter",
                      "Replayed steps whose actions differed from the recorded ones.");
     tide_prom_sample(p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);

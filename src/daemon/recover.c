@@ -93,13 +93,24 @@ static int replay_step(void *ctx, int64_t step, tide_time_t t, const tide_store_
             continue;
         tide_event_t x = ev[i].ev;
         dmn_resolve(d, &x, ev[i].job_id);
+        tide_error_t qe = {0};
+        if (dmn_event_check(d, &x, &qe) < 0) {
+            /* a bad row (an edited log, an older build's value) must not stop a restart */
+            if (d->quarantined++ < 20)
+                dmn_log(d, "replay: step %lld: event %lld (%s) quarantined, not fed: %s",
+                        (long long)step, (long long)ev[i].seq,
+                        tide_store_event_kind_name(ev[i].ev.kind), qe.msg);
+            continue;
+        }
         TIDE_PUSH(d->evbuf, d->n_evbuf, d->cap_evbuf, x);
     }
     tide_error_t err = {0};
     if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &err) != 0) {
         if (strstr(err.msg, "backwards"))
             return 1;
-        d->step_errors++;
+        if (d->step_errors++ < 20)
+            dmn_log(d, "replay: step %lld: the engine rejected an event (as it did live): %s",
+                    (long long)step, err.msg);
     }
     int same = d->acts.n == nrec;
     for (size_t i = 0; same && i < nrec; i++)

@@ -4,6 +4,7 @@
  * (the engine rebuilt from the store) and enacts nothing; and what the
  * daemon derives from the stream (notices, replica and node states), live
  * and in replay alike. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,30 @@ void dmn_resolve(const tide_daemon_t *d, tide_event_t *ev, const char *job_id)
 {
     if (job_id && ev->kind != TIDE_EV_JOB_SUBMIT)
         ev->job = tide_engine_job_find(d->e, job_id);
+}
+
+/* One bound: handle h must be -1 or below n. */
+static int handle_ok(int32_t h, long n) { return h == -1 || (h >= 0 && h < n); }
+
+int dmn_event_check(const tide_daemon_t *d, const tide_event_t *ev, tide_error_t *err)
+{
+    const tide_engine_t *e = d->e;
+    /* a job submitted in the same step has no handle yet: the engine sees to it */
+    long jobs = ev->kind == TIDE_EV_JOB_SUBMIT ? INT32_MAX : tide_engine_jobs(e);
+    if (!handle_ok(ev->job, jobs))
+        return tide_errf(err, TIDE_EINVAL, "job handle %d unknown", (int)ev->job);
+    if (!handle_ok(ev->replica, tide_engine_replicas(e)))
+        return tide_errf(err, TIDE_EINVAL, "replica handle %d unknown", (int)ev->replica);
+    if (!handle_ok(ev->service, tide_engine_services(e)))
+        return tide_errf(err, TIDE_EINVAL, "service index %d unknown", (int)ev->service);
+    if (!handle_ok(ev->node, tide_cluster_nodes(d->cluster)))
+        return tide_errf(err, TIDE_EINVAL, "node %d unknown", (int)ev->node);
+    if (!isfinite(ev->value))
+        return tide_errf(err, TIDE_EINVAL, "value is not a finite number");
+    if (ev->kind == TIDE_EV_DEMAND && !(ev->value >= 0 && ev->value <= TIDE_MAX_RPS))
+        return tide_errf(err, TIDE_EINVAL, "demand %g is outside 0..%g rps", ev->value,
+                         TIDE_MAX_RPS);
+    return 0;
 }
 
 static void evbuf_push(tide_daemon_t *d, const tide_event_t *ev)

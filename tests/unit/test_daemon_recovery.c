@@ -760,6 +760,60 @@ static void test_lost_file_stays_degraded(void **state)
     assert_int_equal(jobs_intact(f, 2), 2);
 }
 
+/* Rows a later edit (or an older build) left out of range: replay
+ * quarantines them with a log line and the daemon opens, every time. */
+static void test_bad_event_quarantined(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    run_jobs(f, 2);
+    crash(f);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    const char *sql =
+        "INSERT INTO events_in (step, time_s, kind, replica, service, source) SELECT max(step), "
+        "max(time_s), 'replica_ready', 2000000000, 0, 'backend' FROM steps;"
+        "INSERT INTO events_in (step, time_s, kind, service, value, source) SELECT max(step), "
+        "max(time_s), 'demand', 0, 1e12, 'api' FROM steps;"
+        "INSERT INTO events_in (step, time_s, kind, job, source) SELECT max(step), max(time_s), "
+        "'ckpt_committed', -7, 'backend' FROM steps;"
+        "INSERT INTO events_in (step, time_s, kind, node, source) SELECT max(step), max(time_s), "
+        "'node_failed', 99, 'api' FROM steps;";
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    for (int round = 0; round < 2; round++) {
+        open_daemon(f, 0);
+        check_engine(f);
+        json_t *o = NULL;
+        assert_int_equal(call(f, "GET", "/readyz", NULL, &o), 200);
+        json_decref(o);
+        tide_http_input_t in = {.method = "GET", .path = "/metrics"};
+        tide_http_reply_t rep;
+        tide_router_handle(f->rt, &in, &rep);
+        assert_int_equal(rep.status, 200);
+        assert_non_null(strstr(rep.body, "tide_events_quarantined_total 4"));
+        tide_http_reply_free(&rep);
+        advance(f, 60);
+        crash(f);
+    }
+}
+
+/* Demands from outside are bounded: 1e12 rps is refused at the API. */
+static void test_demand_bounds(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    assert_int_equal(call(f, "POST", "/v1/services/chat/demand", "{\"rps\": 1e12}", NULL), 400);
+    assert_int_equal(call(f, "POST", "/v1/services/chat/demand", "{\"rps\": 1e9}", NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/services",
+                          "{\"service\": \"x\", \"gpus_per_replica\": 8, \"replica_rps\": 1e10, "
+                          "\"min_replicas\": 0, \"warmup_s\": 30}",
+                          NULL),
+                     400);
+    advance(f, 600);
+    check_engine(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -774,6 +828,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_held_lock_degrades, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_fault_keeps_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_file_stays_degraded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_event_quarantined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_demand_bounds, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
