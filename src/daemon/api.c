@@ -47,14 +47,38 @@ void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg)
 
 int api_is_admin(const tide_http_req_t *req) { return req->who.role == TIDE_ROLE_ADMIN; }
 
+int api_sees_team(const tide_http_req_t *req, const char *team)
+{
+    return api_is_admin(req) || (team && !strcmp(team, req->who.team));
+}
+
 int api_team_ok(const tide_http_req_t *req, const char *team, const char *id,
                 tide_http_reply_t *rep)
 {
-    if (api_is_admin(req) || (team && !strcmp(team, req->who.team)))
+    if (api_sees_team(req, team))
         return 1;
-    tide_http_reply_error(rep, 403, "EPERM", "job %s belongs to team %s, not %s", id,
-                          team ? team : "?", req->who.team);
+    /* the other team is not named: teams are tenants */
+    tide_http_reply_error(rep, 403, "EPERM", "job %s belongs to another team than %s", id,
+                          req->who.team);
     return 0;
+}
+
+int api_sees_job(tide_daemon_t *d, const tide_http_req_t *req, const char *id)
+{
+    if (api_is_admin(req))
+        return 1;
+    if (!id)
+        return 1; /* names no job */
+    tide_job_info_t ji;
+    int32_t h = tide_engine_job_find(d->e, id);
+    if (h >= 0 && tide_engine_job(d->e, h, &ji) == 0 && ji.spec)
+        return api_sees_team(req, ji.spec->team);
+    tide_store_job_t row;
+    if (tide_store_job_get(d->st, id, &row, NULL) < 0)
+        return 0;
+    int ok = api_sees_team(req, row.spec.team);
+    tide_store_job_free(&row);
+    return ok;
 }
 
 int api_q_int(const tide_http_req_t *req, const char *key, long long min, long long max,

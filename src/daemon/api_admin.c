@@ -60,11 +60,19 @@ API_HANDLER(api_metrics)
 typedef struct feed_ctx {
     json_t *arr;
     int64_t last;
+    tide_daemon_t *d;
+    const tide_http_req_t *req;
+    long hidden;             /* rows about other teams' jobs (non-admins see a count) */
 } feed_ctx_t;
 
 static int feed_one(void *ctx, const tide_store_feed_row_t *r)
 {
     feed_ctx_t *c = ctx;
+    c->last = r->seq;
+    if (!api_sees_job(c->d, c->req, r->job_id)) {
+        c->hidden++;
+        return 0;
+    }
     json_t *o = json_object();
     api_set(o, "seq", json_integer(r->seq));
     api_set(o, "time_s", json_integer(r->time_s));
@@ -91,7 +99,6 @@ static int feed_one(void *ctx, const tide_store_feed_row_t *r)
     if (!r->step)
         api_set(o, "pending", json_true());
     json_array_append_new(c->arr, o);
-    c->last = r->seq;
     return 0;
 }
 
@@ -102,7 +109,7 @@ API_HANDLER(api_events)
     if (api_q_int(req, "cursor", 0, INT64_MAX, 0, &cursor, rep) < 0 ||
         api_q_int(req, "limit", 1, 5000, 500, &limit, rep) < 0)
         return;
-    feed_ctx_t c = {.arr = json_array(), .last = cursor};
+    feed_ctx_t c = {.arr = json_array(), .last = cursor, .d = d, .req = req};
     tide_error_t err = {0};
     tide_daemon_lock(d);
     int n = tide_store_feed(d->st, cursor, (int)limit, feed_one, &c, &err);
@@ -115,6 +122,8 @@ API_HANDLER(api_events)
     json_t *o = json_object();
     api_set(o, "events", c.arr);
     api_set(o, "next", json_integer(c.last));
+    if (!api_is_admin(req))
+        api_set(o, "other_teams", json_integer(c.hidden));
     tide_http_reply_json(rep, 200, o);
 }
 

@@ -89,14 +89,20 @@ static int job_lookup(tide_daemon_t *d, const char *id, tide_store_job_t *row, i
 
 /* ---------------------------------------------------------------- routes */
 
-/* 409 for an id already taken: the job's id and state. */
-static void reply_taken(tide_http_reply_t *rep, const char *id, const char *state)
+/* 409 for an id already taken: the job's id and state when the caller may
+ * see it (a retry of its own submit), else only that the id is taken. */
+static void reply_taken(tide_daemon_t *d, const tide_http_req_t *req, tide_http_reply_t *rep,
+                        const char *id, const char *state)
 {
+    int own = api_sees_job(d, req, id);
     json_t *o = json_object();
-    json_t *e = json_pack("{s:s,s:s}", "code", "EEXIST", "message", "job already submitted");
+    json_t *e = json_pack("{s:s,s:s}", "code", "EEXIST", "message",
+                          own ? "job already submitted"
+                              : "job id taken (ids are unique across teams): choose another");
     api_set(o, "error", e);
     api_set(o, "id", api_str(id));
-    api_set(o, "state", json_string(state));
+    if (own)
+        api_set(o, "state", json_string(state));
     tide_http_reply_json(rep, 409, o);
 }
 
@@ -148,7 +154,7 @@ API_HANDLER(api_job_submit)
             tide_http_reply_json(rep, 201,
                                  json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
         else if (err.code == TIDE_EEXIST)
-            reply_taken(rep, jr.id, old);
+            reply_taken(d, req, rep, jr.id, old);
         else
             api_fail(rep, &err);
     }

@@ -87,10 +87,34 @@ API_HANDLER(api_cluster)
     tide_http_reply_json(rep, 200, o);
 }
 
+/* A GPU's owner as a caller may see it: "job:ID" for its own team's jobs
+ * (every job for admins), "other-team" (counted in *hidden) else. */
+static json_t *gpu_owner(tide_daemon_t *d, const tide_http_req_t *req, int g, long *hidden)
+{
+    int32_t who;
+    int kind = tide_engine_gpu_owner(d->e, g, &who);
+    char buf[300];
+    if (kind == 1) {
+        tide_job_info_t ji;
+        int known = tide_engine_job(d->e, who, &ji) == 0 && ji.spec;
+        if (known && !api_sees_team(req, ji.spec->team)) {
+            (*hidden)++;
+            return json_string("other-team");
+        }
+        snprintf(buf, sizeof buf, "job:%s", known && ji.spec->id ? ji.spec->id : "?");
+        return api_str(buf);
+    }
+    if (kind == 2) {
+        snprintf(buf, sizeof buf, "replica:%d", (int)who);
+        return json_string(buf);
+    }
+    return json_null();
+}
+
 API_HANDLER(api_nodes)
 {
-    (void)req;
     tide_daemon_t *d = API_D(app);
+    long hidden = 0;
     tide_daemon_lock(d);
     json_t *arr = json_array();
     for (int n = 0; n < tide_cluster_nodes(d->cluster); n++) {
@@ -108,30 +132,17 @@ API_HANDLER(api_nodes)
         char z[2] = {tide_engine_gpu_zone(d->e, ni.first_gpu), 0};
         api_set(o, "zone", json_string(z));
         json_t *gs = json_array();
-        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
-            int32_t who;
-            int kind = tide_engine_gpu_owner(d->e, g, &who);
-            json_t *owner = json_null();
-            char buf[300];
-            if (kind == 1) {
-                const char *id = NULL;
-                tide_job_info_t ji;
-                if (tide_engine_job(d->e, who, &ji) == 0)
-                    id = ji.spec->id;
-                snprintf(buf, sizeof buf, "job:%s", id ? id : "?");
-                owner = api_str(buf);
-            } else if (kind == 2) {
-                snprintf(buf, sizeof buf, "replica:%d", (int)who);
-                owner = json_string(buf);
-            }
-            json_array_append_new(gs, json_pack("{s:i,s:o}", "gpu", g, "owner", owner));
-        }
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++)
+            json_array_append_new(gs, json_pack("{s:i,s:o}", "gpu", g, "owner",
+                                                gpu_owner(d, req, g, &hidden)));
         api_set(o, "gpus", gs);
         json_array_append_new(arr, o);
     }
     tide_daemon_unlock(d);
     json_t *top = json_object();
     api_set(top, "nodes", arr);
+    if (!api_is_admin(req))
+        api_set(top, "other_team_gpus", json_integer(hidden));
     tide_http_reply_json(rep, 200, top);
 }
 
@@ -170,18 +181,22 @@ API_HANDLER(api_leases)
     long long active;
     if (api_q_int(req, "active", 0, 1, 0, &active, rep) < 0)
         return;
+    long hidden = 0;
     tide_daemon_lock(d);
     json_t *arr = json_array();
     for (int l = 0; l < tide_engine_leases(d->e); l++) {
         tide_lease_info_t li;
         if (tide_engine_lease(d->e, l, &li) != 0 || (active && li.returned))
             continue;
+        tide_job_info_t ji;
+        int has_job = li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0 && ji.spec;
+        if (has_job && !api_sees_team(req, ji.spec->team)) {
+            hidden++; /* another team's lease: only counted */
+            continue;
+        }
         json_t *o = json_object();
         api_set(o, "id", json_integer(l));
-        api_set(o, "job", json_null());
-        tide_job_info_t ji;
-        if (li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0)
-            api_set(o, "job", api_str(ji.spec->id));
+        api_set(o, "job", has_job ? api_str(ji.spec->id) : json_null());
         api_set(o, "gpus", json_integer(li.gpus));
         api_set(o, "start_s", json_integer(li.start));
         api_set(o, "latest_return_s", api_time(li.latest_return));
@@ -195,5 +210,7 @@ API_HANDLER(api_leases)
     tide_daemon_unlock(d);
     json_t *o = json_object();
     api_set(o, "leases", arr);
+    if (!api_is_admin(req))
+        api_set(o, "other_team_leases", json_integer(hidden));
     tide_http_reply_json(rep, 200, o);
 }

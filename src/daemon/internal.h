@@ -386,6 +386,11 @@ void api_set(json_t *o, const char *k, json_t *v);
 void api_fail(tide_http_reply_t *rep, const tide_error_t *err);
 void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg);
 int api_is_admin(const tide_http_req_t *req);
+/* May the caller see jobs of `team` (admins: every team)? */
+int api_sees_team(const tide_http_req_t *req, const char *team);
+/* ... the job named id (NULL: names no job; lock held)? Other teams' jobs
+ * show in reads only as counts. */
+int api_sees_job(tide_daemon_t *d, const tide_http_req_t *req, const char *id);
 /* May the caller see / act on a job of `team`? Else a 403 is written. */
 int api_team_ok(const tide_http_req_t *req, const char *team, const char *id,
                 tide_http_reply_t *rep);
