@@ -105,6 +105,7 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep)
         tide_http_reply_error(rep, 503, "ESTATE", "the daemon is shutting down");
         return 1;
     }
+    dmn_store_recheck(d);
     if (d->degraded) {
         tide_http_reply_error(rep, 503, "EIO",
                               "the store cannot write (%s): nothing is accepted until it can; "

@@ -15,6 +15,7 @@ API_HANDLER(api_healthz)
     tide_daemon_t *d = API_D(app);
     tide_daemon_lock(d);
     tide_error_t err = {0};
+    dmn_store_recheck(d);
     int db = tide_store_ping(d->st, &err);
     if (db < 0)
         dmn_store_fault(d, &err); /* noticed here first (a lost file): degraded now */

@@ -75,20 +75,36 @@ void dmn_store_ok(tide_daemon_t *d)
     d->degraded_why[0] = '\0';
 }
 
-void dmn_store_tick(tide_daemon_t *d)
+int dmn_store_recheck(tide_daemon_t *d)
 {
-    tide_error_t e = {0};
-    if (!d->lost && tide_store_check_identity(d->st, &e) < 0)
-        dmn_store_fault(d, &e);
     tide_store_stats_t ss;
     tide_store_stats(d->st, &ss);
+    int probed = 0;
     if (ss.errors != d->seen_errors && !d->degraded) {
         /* a store call failed since the last look (an API write, a read):
          * can the store still write? */
         dmn_store_probe(d, NULL);
         tide_store_stats(d->st, &ss);
+        probed = 1;
     }
     d->seen_errors = ss.errors;
+    return probed;
+}
+
+void dmn_store_tick(tide_daemon_t *d)
+{
+    tide_error_t e = {0};
+    if (!d->lost && tide_store_check_identity(d->st, &e) < 0)
+        dmn_store_fault(d, &e);
+    if (!dmn_store_recheck(d) && !d->degraded) {
+        /* idle or not: can we still take the write lock (another process
+         * holding it)? No write, no sync: a lock taken and released. */
+        if (tide_store_begin(d->st, &e) < 0)
+            dmn_store_fault(d, &e);
+        else
+            tide_store_rollback(d->st);
+        dmn_store_recheck(d); /* note the error counted */
+    }
 }
 
 double dmn_store_backoff(tide_daemon_t *d)

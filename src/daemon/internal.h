@@ -287,6 +287,11 @@ void dmn_store_fault(tide_daemon_t *d, const tide_error_t *why);
 int dmn_store_probe(tide_daemon_t *d, tide_error_t *err);
 /* A pump went through: the episode (if any) ends, logged. */
 void dmn_store_ok(tide_daemon_t *d);
+/* Did a store call fail since the last look (an API write, a read)? Then
+ * probe with a write (degraded when it fails). Every write handler and
+ * /readyz ask first (lock held), so one failed write is enough to turn the
+ * others away at once. Returns 1 when it probed. */
+int dmn_store_recheck(tide_daemon_t *d);
 /* Once per tick (lock held): is the database still the file we opened?
  * And did a store call fail since the last look (an API write)? Then probe
  * the write lock. */
