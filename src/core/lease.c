@@ -213,7 +213,8 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
             .prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
             .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s), .h = h};
     }
-    qsort(e->lease_order, n, sizeof *e->lease_order, order_cmp);
+    if (n > 1) /* lease_order is NULL until the first lent job */
+        qsort(e->lease_order, n, sizeof *e->lease_order, order_cmp);
     int before = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t h = e->lease_order[i].h;

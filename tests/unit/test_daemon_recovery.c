@@ -638,7 +638,7 @@ static void test_options_conflict(void **state)
 static void run_jobs(fx_t *f, int n)
 {
     for (int i = 1; i <= n; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "r%d", i);
         submit(f, id, 8, 36000);
     }
@@ -651,7 +651,7 @@ static int jobs_intact(fx_t *f, int n)
 {
     int running = 0;
     for (int i = 1; i <= n; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "r%d", i);
         snap_t s;
         assert_int_equal(job_snap(f, id, &s), 0);
