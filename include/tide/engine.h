@@ -237,6 +237,12 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
                                   tide_error_t *err);
 void tide_engine_destroy(tide_engine_t *e); /* NULL is a no-op */
 
+/* Exchange the whole states of engines a and b; each handle keeps its
+ * address. A driver rebuilds an engine into b (replaying its log) and swaps
+ * it into a, which others (a backend) keep borrowing; job specs stay where
+ * they were allocated, so spec pointers follow their engine's state. */
+void tide_engine_swap(tide_engine_t *a, tide_engine_t *b);
+
 /* Define or update a team (any time, e.g. on a reload). Returns the team
  * index or -1 with err (EINVAL: weight <= 0, negative limits). Teams that only
  * appear in jobs get the defaults. */

@@ -14,6 +14,12 @@ typedef int64_t tide_time_t;
 
 #define TIDE_TIME_NEVER INT64_MAX
 
+/* The largest request rate tide takes from outside (a demand, a replica's
+ * capacity): a billion requests per second, far beyond any service. The
+ * readers (API, CSV, Prometheus) refuse larger demands; the engine takes any
+ * finite demand and its sizing saturates (at a service's maximum). */
+#define TIDE_MAX_RPS 1e9
+
 /* Error codes. One table (src/util/err.c) maps each to a name, a CLI exit code
  * and an HTTP status. */
 typedef enum tide_errcode {

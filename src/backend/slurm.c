@@ -567,8 +567,10 @@ static int submit_gang(slurmbe_t *s, int32_t h, sjob_t *j, gang_t *g, tide_error
     env_add(&b, "TIDE_TEAM", "%s", ji.spec->team ? ji.spec->team : "default");
     for (char **e = j->env; e && *e; e++)
         env_raw(&b, *e);
-    char name[192];
-    snprintf(name, sizeof name, "tide.job.%s.g%d", j->id, g->index);
+    char name[TIDE_SLURM_NAME_MAX];
+    int w = snprintf(name, sizeof name, "tide.job.%s.g%d", j->id, g->index);
+    if (w < 0 || (size_t)w >= sizeof name) /* never truncated: it must parse back */
+        return tide_errf(err, TIDE_EINVAL, "job %.40s...: id too long for a Slurm job name", j->id);
     return submit(s, g, name, s->partition, j->command, &b,
                   limit_minutes(s, j->deadline_unix, j->noticed, g), 1, err);
 }
@@ -588,8 +590,11 @@ static int submit_replica(slurmbe_t *s, int32_t r, srep_t *p, tide_error_t *err)
     env_add(&b, "TIDE_SERVICE", "%s", sv->name);
     env_add(&b, "TIDE_WARMUP_S", "%lld", (long long)sv->warmup_s);
     env_add(&b, "TIDE_GANG_GPUS", "%d", p->g.ngpus);
-    char name[192];
-    snprintf(name, sizeof name, "tide.rep.%d.%s", r, sv->name);
+    char name[TIDE_SLURM_NAME_MAX];
+    int w = snprintf(name, sizeof name, "tide.rep.%d.%s", r, sv->name);
+    if (w < 0 || (size_t)w >= sizeof name)
+        return tide_errf(err, TIDE_EINVAL, "service %.40s...: name too long for a Slurm job name",
+                         sv->name);
     return submit(s, &p->g, name, s->infer_partition, s->replica_command, &b, 0, 0, err);
 }
 
@@ -998,7 +1003,7 @@ static int parse_name(const slurmbe_t *s, const char *name, int32_t *h, int *ind
     if (!strncmp(name, "tide.job.", 9)) {
         const char *id = name + 9;
         const char *dot = strrchr(id, '.');
-        char buf[128];
+        char buf[TIDE_SLURM_NAME_MAX];
         size_t n = dot ? (size_t)(dot - id) : 0;
         if (!dot || dot[1] != 'g' || n >= sizeof buf)
             return NAME_OTHER;

@@ -48,9 +48,14 @@ enum {
     TIDE_SJOB_STATE_COUNT
 };
 
+/* Room for tide's Slurm job names: "tide.job." + a job id of up to 200 bytes
+ * (TIDE_JSON_MAX_ID) + ".g" + a gang index, or "tide.rep." + a replica
+ * handle + "." + a service name of up to 200 bytes. */
+#define TIDE_SLURM_NAME_MAX 256
+
 typedef struct tide_slurm_job {
     uint32_t id;
-    char name[128];
+    char name[TIDE_SLURM_NAME_MAX];
     int state;              /* TIDE_SJOB_* */
     int completing;         /* still releasing its nodes (COMPLETING flag) */
     int held;               /* pending and held (priority 0) */

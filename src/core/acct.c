@@ -14,7 +14,9 @@ static const int idle_tier[Z_COUNT] = {[Z_RESERVE] = TIDE_T_A, [Z_INF] = TIDE_T_
 
 static int needed_replicas(const service_t *s)
 {
-    return s->demand > 0 ? (int)ceil(s->demand / s->spec.replica_rps - 1e-9) : 0;
+    return s->demand > 0 ? tide__ceil_sat(s->demand / s->spec.replica_rps - 1e-9, 0,
+                                          tide__replicas_cap(s->spec.gpus_per_replica))
+                         : 0;
 }
 
 /* ------------------------------------------------------------- the oracle

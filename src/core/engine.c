@@ -128,6 +128,14 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     return e;
 }
 
+void tide_engine_swap(tide_engine_t *a, tide_engine_t *b)
+{
+    /* no member points into its own struct (out is only set during a step) */
+    struct tide_engine t = *a;
+    *a = *b;
+    *b = t;
+}
+
 void tide_engine_destroy(tide_engine_t *e)
 {
     if (!e)

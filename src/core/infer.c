@@ -22,14 +22,16 @@ int tide__replicas_for(const service_t *s, double rps, double margin)
 {
     if (rps <= 0)
         return clamp_replicas(s, 0);
-    return clamp_replicas(s, (int)ceil(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9));
+    return clamp_replicas(s, tide__ceil_sat(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9, 0,
+                                            tide__replicas_cap(s->spec.gpus_per_replica)));
 }
 
 static int replicas_for(const service_t *s, double rps, double margin)
 {
     if (rps <= 0)
         return 0;
-    return (int)ceil(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9);
+    return tide__ceil_sat(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9, 0,
+                          tide__replicas_cap(s->spec.gpus_per_replica));
 }
 
 /* Window the forecast must cover for a decision taken now: the reclaim lead

@@ -4,6 +4,8 @@
 #ifndef TIDE_CORE_INTERNAL_H
 #define TIDE_CORE_INTERNAL_H
 
+#include <math.h>
+
 #include "tide/engine.h"
 #include "util/util.h"
 
@@ -435,6 +437,32 @@ double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */
 static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
+
+/* Sizing saturates at this many GPUs per service (far beyond any cluster),
+ * so that replica counts times GPUs per replica, summed over services, stay
+ * inside an int whatever demand was pushed. */
+#define TIDE__SIZING_MAX_GPUS (1 << 24)
+
+/* ceil(x) as an int clamped to [lo, hi]; NaN gives lo. Every conversion
+ * of a computed count (replicas from a demand) goes through it: (int) of a
+ * double out of range is undefined. */
+static inline int tide__ceil_sat(double x, int lo, int hi)
+{
+    if (x != x)
+        return lo;
+    double c = ceil(x);
+    if (c <= (double)lo)
+        return lo;
+    if (c >= (double)hi)
+        return hi;
+    return (int)c;
+}
+
+/* Replicas of gpus_per_replica GPUs that stay under TIDE__SIZING_MAX_GPUS. */
+static inline int tide__replicas_cap(int gpus_per_replica)
+{
+    return gpus_per_replica > 0 ? TIDE__SIZING_MAX_GPUS / gpus_per_replica : TIDE__SIZING_MAX_GPUS;
+}
 
 /* actions */
 tide_action_t *tide__act_push(tide_engine_t *e, int kind, int reason);

@@ -51,8 +51,9 @@ int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err)
     if (s->gpus_per_replica < 1 || s->gpus_per_replica > 4096)
         return tide_errf(err, TIDE_EINVAL, "service %s: gpus_per_replica %d is not 1..4096",
                          s->name, s->gpus_per_replica);
-    if (!(s->replica_rps > 0) || !isfinite(s->replica_rps))
-        return tide_errf(err, TIDE_EINVAL, "service %s: replica_rps must be > 0", s->name);
+    if (!(s->replica_rps > 0) || !(s->replica_rps <= TIDE_MAX_RPS))
+        return tide_errf(err, TIDE_EINVAL, "service %s: replica_rps must be > 0 and <= %g",
+                         s->name, TIDE_MAX_RPS);
     if (s->min_replicas < 0 || s->max_replicas < 0 ||
         (s->max_replicas && s->max_replicas < s->min_replicas))
         return tide_errf(err, TIDE_EINVAL,

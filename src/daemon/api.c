@@ -29,7 +29,16 @@ json_t *api_str(const char *s)
     return j ? j : json_null();
 }
 
-void api_fail(tide_http_reply_t *rep, const tide_error_t *err) { tide_http_reply_err(rep, err); }
+void api_fail(tide_http_reply_t *rep, const tide_error_t *err)
+{
+    /* the store refused (a held lock, a full disk, a lost file): nothing was
+     * accepted, and a retry may succeed (503 carries Retry-After) */
+    if (err && err->code == TIDE_EIO && !strncmp(err->msg, "database", 8)) {
+        tide_http_reply_error(rep, 503, "EIO", "%s: nothing was accepted; retry later", err->msg);
+        return;
+    }
+    tide_http_reply_err(rep, err);
+}
 
 void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg)
 {
@@ -38,14 +47,41 @@ void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg)
 
 int api_is_admin(const tide_http_req_t *req) { return req->who.role == TIDE_ROLE_ADMIN; }
 
+int api_sees_team(const tide_http_req_t *req, const char *team)
+{
+    return api_is_admin(req) || (team && !strcmp(team, req->who.team));
+}
+
 int api_team_ok(const tide_http_req_t *req, const char *team, const char *id,
                 tide_http_reply_t *rep)
 {
-    if (api_is_admin(req) || (team && !strcmp(team, req->who.team)))
+    if (api_sees_team(req, team))
         return 1;
-    tide_http_reply_error(rep, 403, "EPERM", "job %s belongs to team %s, not %s", id,
-                          team ? team : "?", req->who.team);
+    /* the other team is not named: teams are tenants */
+    tide_http_reply_error(rep, 403, "EPERM", "job %s belongs to another team than %s", id,
+                          req->who.team);
     return 0;
+}
+
+/* Lock held: the state mutex at least. */
+int api_sees_job(tide_daemon_t *d, const tide_http_req_t *req, const char *id)
+{
+    if (api_is_admin(req))
+        return 1;
+    if (!id)
+        return 1; /* names no job */
+    tide_job_info_t ji;
+    int32_t h = tide_engine_job_find(d->e, id);
+    if (h >= 0 && tide_engine_job(d->e, h, &ji) == 0 && ji.spec)
+        return api_sees_team(req, ji.spec->team);
+    tide_store_job_t row;
+    int got = tide_store_job_get(dmn_rd(d), id, &row, NULL); /* committed rows */
+    dmn_rd_done(d);
+    if (got < 0)
+        return 0;
+    int ok = api_sees_team(req, row.spec.team);
+    tide_store_job_free(&row);
+    return ok;
 }
 
 int api_q_int(const tide_http_req_t *req, const char *key, long long min, long long max,
@@ -72,6 +108,16 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep)
         tide_http_reply_error(rep, 503, "ESTATE", "the daemon is shutting down");
         return 1;
     }
+    /* flags only: the store is probed by the loop (its tick, with the write
+     * connection's lock) and by /readyz, never from here (a group commit
+     * may be using the write connection) */
+    if (d->degraded) {
+        tide_http_reply_error(rep, 503, "EIO",
+                              "the store cannot write (%s): nothing is accepted until it can; "
+                              "retry later",
+                              d->degraded_why);
+        return 1;
+    }
     return 0;
 }
 
@@ -79,6 +125,8 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep)
 
 static const tide_route_t routes[] = {
     {"GET", "/healthz", TIDE_ROLE_PUBLIC, api_healthz},
+    {"GET", "/readyz", TIDE_ROLE_PUBLIC, api_healthz},
+    {"GET", "/livez", TIDE_ROLE_PUBLIC, api_livez},
     {"GET", "/metrics", TIDE_ROLE_PUBLIC, api_metrics},
     {"GET", "/v1/cluster", TIDE_ROLE_VIEWER, api_cluster},
     {"GET", "/v1/nodes", TIDE_ROLE_VIEWER, api_nodes},

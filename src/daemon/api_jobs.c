@@ -92,14 +92,22 @@ static int job_lookup(tide_daemon_t *d, const char *id, tide_store_job_t *row, i
 
 /* ---------------------------------------------------------------- routes */
 
-/* 409 for an id already taken: the job's id and state. */
-static void reply_taken(tide_http_reply_t *rep, const char *id, const char *state)
+/* 409 for an id already taken: the job's id and state when the caller may
+ * see it (a retry of its own submit), else only that the id is taken. */
+static void reply_taken(tide_daemon_t *d, const tide_http_req_t *req, tide_http_reply_t *rep,
+                        const char *id, const char *state)
 {
+    dmn_lock_read(d);
+    int own = api_sees_job(d, req, id);
+    dmn_unlock_read(d);
     json_t *o = json_object();
-    json_t *e = json_pack("{s:s,s:s}", "code", "EEXIST", "message", "job already submitted");
+    json_t *e = json_pack("{s:s,s:s}", "code", "EEXIST", "message",
+                          own ? "job already submitted"
+                              : "job id taken (ids are unique across teams): choose another");
     api_set(o, "error", e);
     api_set(o, "id", api_str(id));
-    api_set(o, "state", json_string(state));
+    if (own)
+        api_set(o, "state", json_string(state));
     tide_http_reply_json(rep, 409, o);
 }
 
@@ -144,16 +152,23 @@ API_HANDLER(api_job_submit)
         tide_job_request_free(&jr);
         return;
     }
-    /* answered after the group commit carrying it (no lock held here) */
-    char old[32];
-    if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0)
-        tide_http_reply_json(rep, 201, json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
-    else if (err.code == TIDE_EEXIST)
-        reply_taken(rep, jr.id, old);
-    else if (err.code == TIDE_ESTATE)
-        tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
-    else
-        api_fail(rep, &err);
+    /* refused while stopping or degraded; else answered after the group
+     * commit carrying it (no lock held there) */
+    dmn_lock_read(d);
+    int refused = api_stopping(d, rep);
+    dmn_unlock_read(d);
+    if (!refused) {
+        char old[32];
+        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0)
+            tide_http_reply_json(rep, 201,
+                                 json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
+        else if (err.code == TIDE_EEXIST)
+            reply_taken(d, req, rep, jr.id, old);
+        else if (err.code == TIDE_ESTATE)
+            tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
+        else
+            api_fail(rep, &err);
+    }
     tide_job_request_free(&jr);
 }
 
@@ -393,7 +408,7 @@ API_HANDLER(api_notice_ack)
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) < 0)
         goto out0;
-    if (!api_team_ok(req, row.spec.team, row.spec.id, rep))
+    if (!api_team_ok(req, row.spec.team, row.spec.id, rep) || api_stopping(d, rep))
         goto out;
     uint64_t id;
     if (dmn_notice_ack(d, row.spec.id, h, &id, &err) < 0)

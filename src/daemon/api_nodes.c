@@ -112,8 +112,9 @@ static const char *gpu_ui_state(tide_daemon_t *d, int g, int up, int kind, int32
 }
 
 /* One GPU of /v1/nodes. A job of another team (for a caller who is not an
- * admin) shows its team, never its id. */
-static json_t *gpu_json(tide_daemon_t *d, const tide_http_req_t *req, int g, int up)
+ * admin) shows as "other-team", counted in *hidden: never its id or team. */
+static json_t *gpu_json(tide_daemon_t *d, const tide_http_req_t *req, int g, int up,
+                        long *hidden)
 {
     int32_t who;
     int kind = tide_engine_gpu_owner(d->e, g, &who);
@@ -127,12 +128,16 @@ static json_t *gpu_json(tide_daemon_t *d, const tide_http_req_t *req, int g, int
     if (kind == 1) {
         const char *id = have_job ? ji.spec->id : NULL;
         const char *team = have_job && ji.spec->team ? ji.spec->team : "";
-        int mine = api_is_admin(req) || !strcmp(team, req->who.team);
-        snprintf(buf, sizeof buf, "job:%s", id ? id : "?");
-        api_set(o, "owner", mine ? api_str(buf) : json_null());
-        api_set(o, "team", api_str(team));
-        if (have_job)
-            api_set(o, "priority", json_integer(ji.spec->priority));
+        if (have_job && !api_sees_team(req, team)) {
+            (*hidden)++;
+            api_set(o, "owner", json_string("other-team"));
+        } else {
+            snprintf(buf, sizeof buf, "job:%s", id ? id : "?");
+            api_set(o, "owner", api_str(buf));
+            api_set(o, "team", api_str(team));
+            if (have_job)
+                api_set(o, "priority", json_integer(ji.spec->priority));
+        }
     } else if (kind == 2) {
         snprintf(buf, sizeof buf, "replica:%d", (int)who);
         api_set(o, "owner", json_string(buf));
@@ -157,8 +162,8 @@ static json_t *gpu_json(tide_daemon_t *d, const tide_http_req_t *req, int g, int
 
 API_HANDLER(api_nodes)
 {
-    (void)req;
     tide_daemon_t *d = API_D(app);
+    long hidden = 0;
     tide_daemon_lock(d);
     json_t *arr = json_array();
     for (int n = 0; n < tide_cluster_nodes(d->cluster); n++) {
@@ -177,13 +182,15 @@ API_HANDLER(api_nodes)
         api_set(o, "zone", json_string(z));
         json_t *gs = json_array();
         for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++)
-            json_array_append_new(gs, gpu_json(d, req, g, d->node_up[n]));
+            json_array_append_new(gs, gpu_json(d, req, g, d->node_up[n], &hidden));
         api_set(o, "gpus", gs);
         json_array_append_new(arr, o);
     }
     tide_daemon_unlock(d);
     json_t *top = json_object();
     api_set(top, "nodes", arr);
+    if (!api_is_admin(req))
+        api_set(top, "other_team_gpus", json_integer(hidden));
     tide_http_reply_json(rep, 200, top);
 }
 
@@ -222,23 +229,24 @@ API_HANDLER(api_leases)
     long long active;
     if (api_q_int(req, "active", 0, 1, 0, &active, rep) < 0)
         return;
+    long hidden = 0;
     tide_daemon_lock(d);
     json_t *arr = json_array();
     for (int l = 0; l < tide_engine_leases(d->e); l++) {
         tide_lease_info_t li;
         if (tide_engine_lease(d->e, l, &li) != 0 || (active && li.returned))
             continue;
+        tide_job_info_t ji;
+        int has_job = li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0 && ji.spec;
+        if (has_job && !api_sees_team(req, ji.spec->team)) {
+            hidden++; /* another team's lease: only counted */
+            continue;
+        }
         json_t *o = json_object();
         api_set(o, "id", json_integer(l));
-        api_set(o, "job", json_null());
-        tide_job_info_t ji;
-        if (li.job >= 0 && tide_engine_job(d->e, li.job, &ji) == 0) {
-            const char *team = ji.spec->team ? ji.spec->team : "";
-            /* another team's job: its team only (callers who are not admins) */
-            if (api_is_admin(req) || !strcmp(team, req->who.team))
-                api_set(o, "job", api_str(ji.spec->id));
-            api_set(o, "team", api_str(team));
-        }
+        api_set(o, "job", has_job ? api_str(ji.spec->id) : json_null());
+        if (has_job)
+            api_set(o, "team", api_str(ji.spec->team ? ji.spec->team : ""));
         api_set(o, "gpus", json_integer(li.gpus));
         api_set(o, "start_s", json_integer(li.start));
         api_set(o, "latest_return_s", api_time(li.latest_return));
@@ -252,5 +260,7 @@ API_HANDLER(api_leases)
     tide_daemon_unlock(d);
     json_t *o = json_object();
     api_set(o, "leases", arr);
+    if (!api_is_admin(req))
+        api_set(o, "other_team_leases", json_integer(hidden));
     tide_http_reply_json(rep, 200, o);
 }

@@ -106,9 +106,10 @@ API_HANDLER(api_service_patch)
     }
     tide_daemon_lock(d);
     int s = tide_engine_service_find(d->e, req->params[0]);
-    if (s < 0) {
+    if (s < 0 || api_stopping(d, rep)) {
         tide_daemon_unlock(d);
-        tide_http_reply_error(rep, 404, "ENOENT", "unknown service '%s'", req->params[0]);
+        if (s < 0)
+            tide_http_reply_error(rep, 404, "ENOENT", "unknown service '%s'", req->params[0]);
         return;
     }
     int rc = dmn_service_bounds(d, s, mn, hmn, mx, hmx, &err);

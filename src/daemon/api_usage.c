@@ -17,7 +17,10 @@ typedef struct ucell {
     double gpu_s;
 } ucell_t;
 
+#define OTHER_TEAMS "(other teams)"
+
 typedef struct uacc {
+    const char *team;        /* the caller's team (non-admins), NULL: every team by name */
     int by[U_DIMS];
     ucell_t *v;
     size_t n, cap;
@@ -32,6 +35,8 @@ static int uadd(void *ctx, const tide_store_usage_t *r)
     const char *k[U_DIMS] = {
         !strcmp(r->owner_kind, "team") ? r->owner : NULL,
         !strcmp(r->owner_kind, "service") ? r->owner : NULL, r->cls, r->state, r->tier};
+    if (u->team && k[U_TEAM] && strcmp(k[U_TEAM], u->team))
+        k[U_TEAM] = OTHER_TEAMS; /* teams are tenants: others only in sum */
     for (int i = 0; i < U_DIMS; i++)
         if (!u->by[i])
             k[i] = NULL;
@@ -77,7 +82,7 @@ API_HANDLER(api_usage)
     tide_daemon_t *d = API_D(app);
     char byb[256];
     const char *by = tide_http_query(req, "by", byb, sizeof byb);
-    uacc_t u = {0};
+    uacc_t u = {.team = api_is_admin(req) ? NULL : req->who.team};
     if (!by || !*by) {
         u.by[U_TEAM] = u.by[U_CLASS] = u.by[U_STATE] = u.by[U_TIER] = 1;
     } else {

@@ -200,7 +200,10 @@ static int sources_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_erro
  * rebuilt from it; the clock resumes at the last recorded time. */
 static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err)
 {
-    if (!(d->st = tide_store_open(o->db_path, err)) || dmn_settings(d, o, err) < 0)
+    if (!(d->st = tide_store_open(o->db_path, err)))
+        return -1;
+    dmn_store_init(d);
+    if (dmn_settings(d, o, err) < 0)
         return -1;
     if (tide_store_services_load(d->st, &d->svcs, &d->n_svcs, err) < 0 ||
         dmn_services_open(d, o, err) < 0 || dmn_history_open(d, o, err) < 0)
@@ -289,28 +292,55 @@ static double wall_of(const tide_daemon_t *d, tide_time_t t)
     return d->wall0 + (double)(t - d->t0) / d->speed + 1e-6;
 }
 
+/* Wait on the loop's condition until wall time `until` (or a kick/stop). */
+static void loop_wait(tide_daemon_t *d, double until)
+{
+    struct timespec ts;
+    deadline_in(&ts, until - wall(d));
+    pthread_cond_timedwait(&d->loop_cv, &d->mu, &ts);
+}
+
+/* Once per tick: pulled demand (fetched without the lock), the store's
+ * files and errors. */
+static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy)
+{
+    if (d->n_src) {
+        memcpy(copy, d->src, d->n_src * sizeof *copy); /* strings stay owned by d */
+        size_t n = d->n_src;
+        int tmo = (int)(TIDE_MIN(d->tick_s, 2.0) * 1000);
+        pthread_mutex_unlock(&d->mu);
+        dmn_demand_fetch(copy, n, fetched, tmo < 100 ? 100 : tmo);
+        pthread_mutex_lock(&d->mu);
+        dmn_demand_apply(d, fetched, dmn_clock_now(d));
+    }
+    /* the store's checks use the write connection: its lock first (order) */
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_lock(&d->db_mu);
+    pthread_mutex_lock(&d->mu);
+    dmn_store_tick(d);
+    pthread_mutex_unlock(&d->db_mu);
+}
+
 int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
 {
     pthread_mutex_lock(&d->mu);
     d->loop_running = 1;
-    double next_tick = wall(d);
+    double next_tick = wall(d), retry_at = 0;
     dfetch_t *fetched = tide_xcalloc(d->n_src ? d->n_src : 1, sizeof *fetched);
     dsrc_t *copy = tide_xcalloc(d->n_src ? d->n_src : 1, sizeof *copy);
-    int rc = 0, backoff = 0;
+    int rc = 0;
     while (!d->stop) {
         double w = wall(d);
         if (w >= next_tick) {
-            if (d->n_src) {
-                memcpy(copy, d->src, d->n_src * sizeof *copy); /* strings stay owned by d */
-                size_t n = d->n_src;
-                int tmo = (int)(TIDE_MIN(d->tick_s, 2.0) * 1000);
-                pthread_mutex_unlock(&d->mu);
-                dmn_demand_fetch(copy, n, fetched, tmo < 100 ? 100 : tmo);
-                pthread_mutex_lock(&d->mu);
-                dmn_demand_apply(d, fetched, dmn_clock_now(d));
-            }
+            loop_tick(d, fetched, copy);
             while (next_tick <= w)
                 next_tick += d->tick_s;
+        }
+        if ((d->degraded || d->rewind) && w < retry_at) {
+            /* the store failed: wait out the backoff (API writes are refused) */
+            d->kick = 0;
+            loop_wait(d, TIDE_MIN(retry_at, next_tick));
+            continue;
         }
         tide_error_t perr = {0};
         /* a step writes: the write connection first (lock order) */
@@ -329,30 +359,18 @@ int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
                 rc = -1;
                 break;
             }
-            /* the step was not persisted and the engine was rebuilt from the
-             * database: try again at the next tick */
-            backoff = 1;
+            /* nothing was enacted; the store is degraded: try again later */
+            retry_at = wall(d) + dmn_store_backoff(d);
+            continue;
         }
         if (d->stop)
             break;
         double until = next_tick;
-        if (backoff) {
-            /* after a failed write, wait a tick before trying again */
-            backoff = 0;
-            d->kick = 0;
-            struct timespec ts;
-            deadline_in(&ts, d->tick_s);
-            pthread_cond_timedwait(&d->loop_cv, &d->mu, &ts);
-            continue;
-        }
         if (d->started)
             until = TIDE_MIN(until, wall_of(d, d->next_wake));
         until = TIDE_MIN(until, wall_of(d, tide_backend_next_event(d->be)));
-        if (!d->kick) {
-            struct timespec ts;
-            deadline_in(&ts, until - wall(d));
-            pthread_cond_timedwait(&d->loop_cv, &d->mu, &ts);
-        }
+        if (!d->kick)
+            loop_wait(d, until);
         /* API writes arriving back to back are fed together: their rows are
          * committed already, only their feeding waits, at most API_FEED_GAP_S
          * after the last step (a step is a transaction, one fsync) */
@@ -440,7 +458,10 @@ void tide_daemon_close(tide_daemon_t *d)
 {
     if (!d)
         return;
-    if (d->st)
+    if (d->st && d->lost)
+        dmn_log(d, "stopped after step %lld: the database was lost (%s)", (long long)d->step,
+                d->degraded_why);
+    else if (d->st)
         dmn_log(d, "stopped after step %lld (everything acknowledged is in %s)", (long long)d->step,
                 d->db_path);
     daemon_free(d);

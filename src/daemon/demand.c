@@ -29,6 +29,10 @@ void dmn_demand_fetch(const dsrc_t *src, size_t n, dfetch_t *out, int timeout_ms
         } else if (tide_prom_query_value(body, len, &f->value, &f->ts, &err) < 0) {
             f->empty = err.code == TIDE_ENOENT;
             snprintf(f->err, sizeof f->err, "%s", err.msg);
+        } else if (!(f->value <= TIDE_MAX_RPS)) {
+            /* out of range: refused like a failed query (the engine keeps its value) */
+            snprintf(f->err, sizeof f->err, "value %g is above the maximum demand %g rps",
+                     f->value, TIDE_MAX_RPS);
         } else {
             f->ok = 1;
         }

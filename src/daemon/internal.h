@@ -6,6 +6,7 @@
  *   step.c      one step: feed, persist, enact; derived state
  *   recover.c   rebuild from the database (replay, reconcile with the backend)
  *   epoch.c     service changes (a new epoch)
+ *   fault.c     store faults: degraded, probe, backoff (the step is undone in step.c)
  *   teams.c     team definitions and reloads
  *   work.c      jobs' commands and environments for the backend
  *   sample.c    usage snapshots (src/formats/usage.h's sampler)
@@ -225,6 +226,18 @@ struct tide_daemon {
     long steps_total;          /* engine steps taken in this process (replay included) */
     long replay_mismatch;
     long step_errors;          /* events the engine rejected */
+    long quarantined;          /* stored events replay refused (dmn_event_check) */
+
+    /* store faults (fault.c) */
+    int degraded;              /* the store cannot write: writes answer 503, not ready */
+    int lost;                  /* the store lost its file for good: degraded until restart */
+    int rewind;                /* the engine is ahead of the store: rebuild before stepping */
+    double degraded_since;     /* wall time the episode began */
+    double retry_s;            /* current backoff */
+    long degraded_episodes;
+    long store_retries;        /* attempts that failed while degraded */
+    uint64_t seen_errors;      /* the store's error count at the last look */
+    char degraded_why[sizeof(((tide_error_t *)0)->msg)];
 
     /* demand sources */
     dsrc_t *src;
@@ -308,6 +321,11 @@ void dmn_derive(tide_daemon_t *d, tide_time_t t, const tide_event_t *ev, size_t 
                 const tide_actions_t *acts);
 /* Resolve an event's job handle from its id (live and replay alike). */
 void dmn_resolve(const tide_daemon_t *d, tide_event_t *ev, const char *job_id);
+/* Are an event's handles and value in range for the engine now (job,
+ * replica, service, node known or -1; a finite value, a demand within
+ * 0..TIDE_MAX_RPS)? Replay quarantines a stored event that is not (a log
+ * line, never a crash loop). 0 or -1 with err. */
+int dmn_event_check(const tide_daemon_t *d, const tide_event_t *ev, tide_error_t *err);
 /* Step through everything due up to the engine time now (lock held). */
 int dmn_pump(tide_daemon_t *d, tide_error_t *err);
 
@@ -317,8 +335,36 @@ int dmn_engine_build(tide_daemon_t *d, tide_error_t *err);
 /* Rebuild the engine from the database: replay the epoch, load pending
  * events, check invariants, create the backend and reconcile with it. */
 int dmn_rebuild(tide_daemon_t *d, tide_error_t *err);
-/* A step could not be persisted: rebuild from what was committed. */
-int dmn_recover_inplace(tide_daemon_t *d, const tide_error_t *why, tide_error_t *err);
+/* A step could not be persisted (it enacted nothing): rebuild the engine
+ * from what was committed and swap it into the live engine, which the
+ * backend keeps borrowing; the backend, the queued events and the pending
+ * ones stay as they are. Clears d->rewind. 0 or -1 with err (the live
+ * engine is then unchanged and d->rewind stays set). */
+int dmn_rewind(tide_daemon_t *d, tide_error_t *err);
+
+/* ---- fault.c: the store cannot write (held lock, full disk, lost file) */
+/* A store call failed: enter (or stay in) the degraded state; logged once
+ * per episode. Notes a lost file (tide_store_writable() == 0) for good. */
+void dmn_store_fault(tide_daemon_t *d, const tide_error_t *why);
+/* Before stepping while degraded: can the store write again? A small write
+ * (a meta row) committed. 0 yes (the episode may end), -1 with err. */
+int dmn_store_probe(tide_daemon_t *d, tide_error_t *err);
+/* A pump went through: the episode (if any) ends, logged. */
+void dmn_store_ok(tide_daemon_t *d);
+/* Did a store call fail since the last look (an API write, a read)? Then
+ * probe with a write (degraded when it fails). Every write handler and
+ * /readyz ask first (lock held), so one failed write is enough to turn the
+ * others away at once. Returns 1 when it probed. */
+int dmn_store_recheck(tide_daemon_t *d);
+/* Once per tick (lock held): is the database still the file we opened?
+ * And did a store call fail since the last look (an API write)? Then probe
+ * the write lock. */
+void dmn_store_tick(tide_daemon_t *d);
+/* Wall seconds to wait before the next attempt (the backoff grows while
+ * attempts fail). */
+double dmn_store_backoff(tide_daemon_t *d);
+/* After open: the daemon's lock wait (short: see fault.c). */
+void dmn_store_init(tide_daemon_t *d);
 
 /* ---- epoch.c */
 tide_service_spec_t *dmn_svcs_copy(const tide_service_spec_t *v, size_t n);
@@ -443,13 +489,19 @@ void api_set(json_t *o, const char *k, json_t *v);
 void api_fail(tide_http_reply_t *rep, const tide_error_t *err);
 void api_bad(tide_http_reply_t *rep, const char *fmt, const char *arg);
 int api_is_admin(const tide_http_req_t *req);
+/* May the caller see jobs of `team` (admins: every team)? */
+int api_sees_team(const tide_http_req_t *req, const char *team);
+/* ... the job named id (NULL: names no job; lock held)? Other teams' jobs
+ * show in reads only as counts. */
+int api_sees_job(tide_daemon_t *d, const tide_http_req_t *req, const char *id);
 /* May the caller see / act on a job of `team`? Else a 403 is written. */
 int api_team_ok(const tide_http_req_t *req, const char *team, const char *id,
                 tide_http_reply_t *rep);
 /* Whole number query argument in [min, max] (def when absent). 0 ok, -1 400 written. */
 int api_q_int(const tide_http_req_t *req, const char *key, long long min, long long max,
               long long def, long long *out, tide_http_reply_t *rep);
-/* 1 with a 503 written when the daemon is stopping. */
+/* 1 with a 503 written when the daemon is stopping or the store cannot
+ * write (degraded): every write handler asks before acting. */
 int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep);
 /* A row of the event feed as /v1/events shows it (api_admin.c). */
 json_t *api_feed_row(const tide_store_feed_row_t *r);
@@ -457,7 +509,8 @@ json_t *api_feed_row(const tide_store_feed_row_t *r);
 /* Handlers by resource (api_jobs.c, api_services.c, api_nodes.c, api_usage.c,
  * api_admin.c). */
 #define API_HANDLER(name) void name(void *app, const tide_http_req_t *req, tide_http_reply_t *rep)
-API_HANDLER(api_healthz);
+API_HANDLER(api_healthz); /* /healthz and /readyz: ready (the store writes) */
+API_HANDLER(api_livez);
 API_HANDLER(api_metrics);
 API_HANDLER(api_reload);
 API_HANDLER(api_events);

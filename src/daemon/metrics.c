@@ -203,6 +203,9 @@ static void m_engine(tide_daemon_t *d, tide_prom_t *p)
     tide_prom_family(p, "tide_events_rejected_total", "counter",
                      "Steps in which the engine rejected an event (stale or invalid).");
     tide_prom_sample(p, "tide_events_rejected_total", NULL, 0, (double)d->step_errors);
+    tide_prom_family(p, "tide_events_quarantined_total", "counter",
+                     "Stored events replay refused to feed (out of range: logged, skipped).");
+    tide_prom_sample(p, "tide_events_quarantined_total", NULL, 0, (double)d->quarantined);
     tide_prom_family(p, "tide_replay_mismatches_total", "counter",
                      "Replayed steps whose actions differed from the recorded ones.");
     tide_prom_sample(p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);
@@ -256,6 +259,28 @@ static void m_backend(tide_daemon_t *d, tide_prom_t *p)
     }
 }
 
+/* The store: its counters (tide_store_stats) and the degraded state. */
+static void m_store(tide_daemon_t *d, tide_prom_t *p)
+{
+    tide_store_stats_t ss;
+    tide_store_stats(d->st, &ss);
+    const struct {
+        const char *name, *type, *help;
+        double v;
+    } sf[] = {
+        {"tide_store_errors_total", "counter", "Store calls that failed (SQLite errors, a held lock, a full disk, lost files).", (double)ss.errors},
+        {"tide_store_commits_total", "counter", "Transactions the store committed.", (double)ss.commits},
+        {"tide_store_commit_errors_total", "counter", "Commits that failed (nothing of theirs is durable or enacted).", (double)ss.commit_errors},
+        {"tide_store_writable", "gauge", "0 once the database file was deleted or replaced under the daemon (until a restart).", ss.writable},
+        {"tide_store_degraded", "gauge", "1 while the store cannot write: writes answer 503 and /readyz fails.", d->degraded},
+        {"tide_store_degraded_episodes_total", "counter", "Times the store stopped writing.", (double)d->degraded_episodes},
+    };
+    for (size_t i = 0; i < sizeof sf / sizeof sf[0]; i++) {
+        tide_prom_family(p, sf[i].name, sf[i].type, sf[i].help);
+        tide_prom_sample(p, sf[i].name, NULL, 0, sf[i].v);
+    }
+}
+
 /* Teams: GPUs held, quotas, borrowing. */
 static void m_teams(tide_daemon_t *d, tide_prom_t *p)
 {
@@ -293,6 +318,7 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_engine(d, &p);
     m_backend(d, &p);
     m_teams(d, &p);
+    m_store(d, &p);
     *len = p.n;
     char *out = p.buf ? p.buf : tide_xstrdup("");
     return out;

@@ -3,7 +3,8 @@
  * actions must match the recorded ones), pending events are loaded, the
  * invariants checked; then the backend is created and reconciled: running
  * jobs it does not know expire (requeued, loss counted), replicas it does not
- * know fail. */
+ * know fail. A step that could not be persisted is undone the same way
+ * without touching the backend (dmn_rewind): it enacted nothing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,13 +94,24 @@ static int replay_step(void *ctx, int64_t step, tide_time_t t, const tide_store_
             continue;
         tide_event_t x = ev[i].ev;
         dmn_resolve(d, &x, ev[i].job_id);
+        tide_error_t qe = {0};
+        if (dmn_event_check(d, &x, &qe) < 0) {
+            /* a bad row (an edited log, an older build's value) must not stop a restart */
+            if (d->quarantined++ < 20)
+                dmn_log(d, "replay: step %lld: event %lld (%s) quarantined, not fed: %s",
+                        (long long)step, (long long)ev[i].seq,
+                        tide_store_event_kind_name(ev[i].ev.kind), qe.msg);
+            continue;
+        }
         TIDE_PUSH(d->evbuf, d->n_evbuf, d->cap_evbuf, x);
     }
     tide_error_t err = {0};
     if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &err) != 0) {
         if (strstr(err.msg, "backwards"))
             return 1;
-        d->step_errors++;
+        if (d->step_errors++ < 20)
+            dmn_log(d, "replay: step %lld: the engine rejected an event (as it did live): %s",
+                    (long long)step, err.msg);
     }
     int same = d->acts.n == nrec;
     for (size_t i = 0; same && i < nrec; i++)
@@ -154,18 +166,19 @@ static int pending_load(void *ctx, int64_t step, tide_time_t t, const tide_store
 
 /* ------------------------------------------------------------- rebuild */
 
-/* Replay the epoch and load the pending events; the engine must then hold
- * its invariants. */
-static int replay_all(tide_daemon_t *d, tide_error_t *err)
+/* Replay the epoch (and load the pending events when pending is set); the
+ * engine must then hold its invariants. */
+static int replay_all(tide_daemon_t *d, int pending, tide_error_t *err)
 {
     d->replay_mismatch = 0;
+    d->notice_seq = 0; /* the replay hands out the same notice ids again */
     int rc = tide_store_replay(d->st, d->epoch, replay_step, d, err);
     if (rc != 0) {
         if (rc > 0)
             tide_errf(err, TIDE_EIO, "replay: time went backwards in the event log");
         return tide_err_prefix(err, "recovery: ");
     }
-    if (tide_store_pending(d->st, pending_load, d, err) != 0)
+    if (pending && tide_store_pending(d->st, pending_load, d, err) != 0)
         return tide_err_prefix(err, "recovery: ");
     int64_t last;
     tide_time_t lt;
@@ -230,7 +243,7 @@ int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
     d->be = NULL;
     dmn_devq_clear(&d->pending);
     dmn_devq_clear(&d->extra);
-    if (dmn_engine_build(d, err) < 0 || replay_all(d, err) < 0)
+    if (dmn_engine_build(d, err) < 0 || replay_all(d, 1, err) < 0)
         return -1;
     if (!(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, err)))
         return -1;
@@ -245,19 +258,29 @@ int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
     return 0;
 }
 
-int dmn_recover_inplace(tide_daemon_t *d, const tide_error_t *why, tide_error_t *err)
+int dmn_rewind(tide_daemon_t *d, tide_error_t *err)
 {
-    dmn_log(d, "could not persist a step (%s): rebuilding the engine from the database", why->msg);
-    int64_t steps = d->steps_total;
+    /* the live engine keeps its address (the backend borrows it): the
+     * rebuilt state is swapped into it */
+    tide_engine_t *live = d->e;
+    d->e = NULL;
+    long steps = d->steps_total, mismatch = d->replay_mismatch;
     d->steps_total = 0;
-    int rc = dmn_rebuild(d, err);
-    d->steps_total += steps;
+    int rc = dmn_engine_build(d, err);
+    if (rc == 0)
+        rc = replay_all(d, 0, err);
+    tide_engine_t *built = d->e;
+    d->e = live;
+    d->steps_total = steps;
     if (rc < 0) {
-        dmn_log(d, "rebuild failed: %s", err ? err->msg : "?");
-        d->failed = 1;
-        d->stop = 1;
-        pthread_cond_broadcast(&d->loop_cv);
-        pthread_cond_broadcast(&d->notice_cv);
+        tide_engine_destroy(built);
+        d->replay_mismatch = mismatch;
+        return tide_err_prefix(err, "rebuilding the engine after a failed step: ");
     }
-    return rc;
+    tide_engine_swap(live, built);
+    tide_engine_destroy(built);
+    d->rewind = 0;
+    if (d->replay_mismatch)
+        dmn_log(d, "rewind: %ld replay mismatches (see above)", d->replay_mismatch);
+    return 0;
 }

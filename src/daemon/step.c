@@ -1,7 +1,10 @@
 /* One step: the batch of due events fed to the engine, the step persisted in
  * one transaction (events, actions, job states, usage), the actions enacted
- * through the backend; and what the daemon derives from the stream (notices,
- * replica and node states), live and in replay alike. */
+ * through the backend - in that order: a step the store refuses is undone
+ * (the engine rebuilt from the store) and enacts nothing; and what the
+ * daemon derives from the stream (notices, replica and node states), live
+ * and in replay alike. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +119,30 @@ void dmn_resolve(const tide_daemon_t *d, tide_event_t *ev, const char *job_id)
         ev->job = tide_engine_job_find(d->e, job_id);
 }
 
+/* One bound: handle h must be -1 or below n. */
+static int handle_ok(int32_t h, long n) { return h == -1 || (h >= 0 && h < n); }
+
+int dmn_event_check(const tide_daemon_t *d, const tide_event_t *ev, tide_error_t *err)
+{
+    const tide_engine_t *e = d->e;
+    /* a job submitted in the same step has no handle yet: the engine sees to it */
+    long jobs = ev->kind == TIDE_EV_JOB_SUBMIT ? INT32_MAX : tide_engine_jobs(e);
+    if (!handle_ok(ev->job, jobs))
+        return tide_errf(err, TIDE_EINVAL, "job handle %d unknown", (int)ev->job);
+    if (!handle_ok(ev->replica, tide_engine_replicas(e)))
+        return tide_errf(err, TIDE_EINVAL, "replica handle %d unknown", (int)ev->replica);
+    if (!handle_ok(ev->service, tide_engine_services(e)))
+        return tide_errf(err, TIDE_EINVAL, "service index %d unknown", (int)ev->service);
+    if (!handle_ok(ev->node, tide_cluster_nodes(d->cluster)))
+        return tide_errf(err, TIDE_EINVAL, "node %d unknown", (int)ev->node);
+    if (!isfinite(ev->value))
+        return tide_errf(err, TIDE_EINVAL, "value is not a finite number");
+    if (ev->kind == TIDE_EV_DEMAND && !(ev->value >= 0 && ev->value <= TIDE_MAX_RPS))
+        return tide_errf(err, TIDE_EINVAL, "demand %g is outside 0..%g rps", ev->value,
+                         TIDE_MAX_RPS);
+    return 0;
+}
+
 static void evbuf_push(tide_daemon_t *d, const tide_event_t *ev)
 {
     TIDE_PUSH(d->evbuf, d->n_evbuf, d->cap_evbuf, *ev);
@@ -191,14 +218,12 @@ static int step_rows(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto
     return 0;
 }
 
-/* Persist one step: step row, claimed pending events, new events, actions,
- * job states, usage. One transaction. */
+/* Persist one step inside the transaction step_at opened: step row,
+ * claimed pending events, new events, actions, job states, usage; commit. */
 static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto_seq,
                         const size_t *extra_idx, size_t n_extra, tide_error_t *err)
 {
     tide_store_t *st = d->st;
-    if (tide_store_begin(st, err) < 0)
-        return -1;
     if (step_rows(d, step, t, upto_seq, extra_idx, n_extra, err) < 0 ||
         job_states(d, t, d->evbuf, d->n_evbuf, 1, err) < 0)
         goto fail;
@@ -222,6 +247,18 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
 fail:
     tide_store_rollback(st);
     return -1;
+}
+
+/* The step could not be persisted after the engine took it: nothing was
+ * enacted, so the engine goes back to what the store holds (the backend,
+ * the queued and the pending events stay). */
+static void step_undo(tide_daemon_t *d, const tide_error_t *why)
+{
+    d->rewind = 1;
+    dmn_store_fault(d, why);
+    tide_error_t rerr = {0};
+    if (dmn_rewind(d, &rerr) < 0)
+        dmn_log(d, "%s (tried again before the next step)", rerr.msg);
 }
 
 /* ---------------------------------------------------------------- step */
@@ -348,6 +385,16 @@ static int step_at(tide_daemon_t *d, tide_time_t t, int force, tide_error_t *err
         free(xi);
         return 0;
     }
+    /* the write lock first: a store that cannot even begin leaves the
+     * engine untouched */
+    tide_error_t perr = {0};
+    if (tide_store_begin(d->st, &perr) < 0) {
+        free(xi);
+        dmn_store_fault(d, &perr);
+        if (err)
+            *err = perr;
+        return -1;
+    }
     int64_t upto = feed_build(d, np, xi, nx);
     tide_error_t serr = {0};
     if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &serr) != 0) {
@@ -356,18 +403,31 @@ static int step_at(tide_daemon_t *d, tide_time_t t, int force, tide_error_t *err
     }
     d->started = 1;
     int64_t step = d->step + 1;
-    tide_error_t perr = {0};
     if (persist_step(d, step, t, upto, xi, nx, &perr) < 0) {
         free(xi);
         if (err)
             *err = perr;
-        tide_error_t rerr = {0};
-        dmn_recover_inplace(d, &perr, &rerr);
+        step_undo(d, &perr);
         return -1;
     }
     int rc = step_done(d, step, t, upto, np, xi, nx, err);
     free(xi);
     return rc;
+}
+
+/* Before stepping: a lost store stays lost; an engine ahead of the store is
+ * rebuilt; a degraded store must take a write first. 0 or -1 with err. */
+static int pump_ready(tide_daemon_t *d, tide_error_t *err)
+{
+    if (d->lost)
+        return tide_errf(err, TIDE_EIO, "%s", d->degraded_why);
+    if (d->rewind && dmn_rewind(d, err) < 0)
+        return -1;
+    if (d->degraded && dmn_store_probe(d, err) < 0) {
+        d->store_retries++;
+        return -1;
+    }
+    return 0;
 }
 
 int dmn_pump(tide_daemon_t *d, tide_error_t *err)
@@ -376,6 +436,8 @@ int dmn_pump(tide_daemon_t *d, tide_error_t *err)
     int steps = 0;
     tide_time_t last_t = -1;
     long same_t = 0;
+    if (pump_ready(d, err) < 0)
+        return -1;
     for (;;) {
         if (d->failed)
             return tide_errf(err, TIDE_EIO, "the daemon stopped after a fatal error");
@@ -405,6 +467,8 @@ int dmn_pump(tide_daemon_t *d, tide_error_t *err)
             same_t = 0;
         }
     }
+    if (d->degraded)
+        dmn_store_ok(d);
     return steps;
 }
 

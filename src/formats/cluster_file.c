@@ -267,19 +267,22 @@ static int want_plain(yp_t *y, const char *key, const char *what)
     return 0;
 }
 
-/* A plain finite number >= 0 (> 0 when positive). */
+/* A plain decimal number >= 0 (> 0 when positive), at most TIDE_CF_MAX_REAL. */
 static int read_real(yp_t *y, const char *key, int positive, double *out)
 {
     const char *what = positive ? "a number > 0" : "a number >= 0";
     if (want_plain(y, key, what) < 0)
         return -1;
     double v;
-    if (tide_parse_double(scalar(y), &v) < 0)
+    if (tide_parse_decimal(scalar(y), &v) < 0)
         return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s, got '%.40s'", key, what,
                     scalar(y));
     if (positive ? !(v > 0) : v < 0)
         return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s, got %.40s", key, what,
                     scalar(y));
+    if (v > TIDE_CF_MAX_REAL)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be at most %g, got %.40s", key,
+                    TIDE_CF_MAX_REAL, scalar(y));
     *out = v;
     return 0;
 }

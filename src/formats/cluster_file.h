@@ -21,7 +21,8 @@
  *     enabled: true
  *     half_life: 24h         # tide_parse_duration syntax
  *
- * Counts are plain (unquoted) decimal integers. Unknown keys, wrong types,
+ * Counts are plain (unquoted) decimal integers; weights and prices plain
+ * decimal numbers (no hex) up to TIDE_CF_MAX_REAL. Unknown keys, wrong types,
  * duplicate keys, aliases, more than one document and YAML syntax errors are
  * rejected with "file:line: problem"; so are governance mistakes (weight <= 0,
  * a negative limit, a quota or price for a GPU type the cluster lacks, quotas
@@ -35,6 +36,9 @@
 #include "formats/governance.h"
 #include "tide/cluster.h"
 #include "tide/types.h"
+
+/* The largest weight or price a cluster file may give (larger: refused). */
+#define TIDE_CF_MAX_REAL 1e6
 
 /* Parse YAML from buf[0..len) (need not be NUL-terminated; name, NULL =
  * "<memory>", is used in messages). Returns a new cluster the caller owns

@@ -159,7 +159,7 @@ static int get_secs(const tide_csv_t *csv, int col, long long lo, long long dflt
         *out = dflt;
         return 0;
     }
-    if (tide_parse_double(s, &v) < 0)
+    if (tide_parse_decimal(s, &v) < 0)
         return tide_csv_fail(csv, err, col, TIDE_EINVAL,
                              "expected seconds as a plain number (like 90 or 1.5), got '%.40s'",
                              s);
@@ -185,7 +185,7 @@ static int get_gb(const tide_csv_t *csv, int col, double dflt, double *out, tide
         *out = dflt;
         return 0;
     }
-    if (tide_parse_double(s, &v) < 0)
+    if (tide_parse_decimal(s, &v) < 0)
         return tide_csv_fail(csv, err, col, TIDE_EINVAL, "expected GB as a number, got '%.40s'",
                              s);
     if (v < 0 || v > TIDE_IO_MAX_GB)
@@ -195,20 +195,22 @@ static int get_gb(const tide_csv_t *csv, int col, double dflt, double *out, tide
     return 0;
 }
 
-/* A finite number; > lo when strict, else >= lo. */
-static int get_double(const tide_csv_t *csv, int col, double lo, int strict, double *out,
-                      tide_error_t *err)
+/* A finite number at most hi; > lo when strict, else >= lo. */
+static int get_double(const tide_csv_t *csv, int col, double lo, int strict, double hi,
+                      double *out, tide_error_t *err)
 {
     const char *s = fld(csv, col);
     double v;
     if (!*s)
         return tide_csv_fail(csv, err, col, TIDE_EINVAL, "missing value");
-    if (tide_parse_double(s, &v) < 0)
+    if (tide_parse_decimal(s, &v) < 0)
         return tide_csv_fail(csv, err, col, TIDE_EINVAL, "expected a finite number, got '%.40s'",
                              s);
     if (strict ? !(v > lo) : !(v >= lo))
         return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be %s %g (got %.40s)",
                              strict ? ">" : ">=", lo, s);
+    if (v > hi)
+        return tide_csv_fail(csv, err, col, TIDE_EINVAL, "must be at most %g (got %.40s)", hi, s);
     *out = v;
     return 0;
 }
@@ -271,7 +273,7 @@ static int get_frac(const tide_csv_t *csv, int col, double *out, tide_error_t *e
     *out = 0;
     if (!*s)
         return 0;
-    if (tide_parse_double(s, &v) < 0 || !(v > 0 && v < 1))
+    if (tide_parse_decimal(s, &v) < 0 || !(v > 0 && v < 1))
         return tide_csv_fail(csv, err, col, TIDE_EINVAL,
                              "expected a fraction in (0, 1), e.g. 0.999, got '%.40s'", s);
     *out = v;
@@ -297,7 +299,7 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
     const char *name = "";
     if (get_str(csv, c[S_NAME], &name, err) < 0 ||
         get_int(csv, c[S_GPUS], 1, TIDE_IO_MAX_COUNT, NODEF, &s.gpus_per_replica, err) < 0 ||
-        get_double(csv, c[S_RPS], 0, 1, &s.replica_rps, err) < 0 ||
+        get_double(csv, c[S_RPS], 0, 1, TIDE_MAX_RPS, &s.replica_rps, err) < 0 ||
         get_int(csv, c[S_MIN], 0, TIDE_IO_MAX_COUNT, NODEF, &s.min_replicas, err) < 0 ||
         get_secs(csv, c[S_WARM], 0, NODEF, &s.warmup_s, err) < 0 ||
         get_int(csv, c[S_MAX], 0, TIDE_IO_MAX_COUNT, 0, &s.max_replicas, err) < 0 ||
@@ -425,7 +427,7 @@ static int dem_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
     if (p.service < 0)
         return tide_csv_fail(csv, err, c[D_SVC], TIDE_ENOENT,
                              "unknown service '%.100s' (not in the services file)", name);
-    if (get_double(csv, c[D_RPS], 0, 0, &p.rps, err) < 0)
+    if (get_double(csv, c[D_RPS], 0, 0, TIDE_MAX_RPS, &p.rps, err) < 0)
         return -1;
     if (p.t < x->last[p.service])
         return tide_csv_fail(csv, err, c[D_TIME], TIDE_EINVAL,

@@ -107,8 +107,9 @@ static int get_seconds(const json_t *o, const char *key, long long min, long lon
 }
 
 /* A finite number >= min (> min when strict). */
-static int get_number(const json_t *o, const char *key, double min, int strict, double *out,
-                      tide_error_t *err)
+/* A number in [min, max] (> min when strict). */
+static int get_number_in(const json_t *o, const char *key, double min, int strict, double max,
+                         double *out, tide_error_t *err)
 {
     const json_t *v = json_object_get(o, key);
     if (!v)
@@ -116,10 +117,17 @@ static int get_number(const json_t *o, const char *key, double min, int strict, 
     if (!json_is_number(v))
         return tide_errf(err, TIDE_EINVAL, "%s: expected a number, got %s", key, type_word(v));
     double d = json_number_value(v);
-    if (!isfinite(d) || d < min || (strict && d == min) || d > 1e15)
-        return tide_errf(err, TIDE_EINVAL, "%s: %g must be %s %g", key, d, strict ? ">" : ">=", min);
+    if (!isfinite(d) || d < min || (strict && d == min) || d > max)
+        return tide_errf(err, TIDE_EINVAL, "%s: %g must be %s %g and <= %g", key, d,
+                         strict ? ">" : ">=", min, max);
     *out = d;
     return 1;
+}
+
+static int get_number(const json_t *o, const char *key, double min, int strict, double *out,
+                      tide_error_t *err)
+{
+    return get_number_in(o, key, min, strict, 1e15, out, err);
 }
 
 static int get_bool(const json_t *o, const char *key, int *out, tide_error_t *err)
@@ -399,7 +407,7 @@ static int svc_body(const json_t *o, const tide_cluster_t *c, tide_service_reque
         return -1;
     if (!has)
         return tide_errf(err, TIDE_EINVAL, "gpus_per_replica: required");
-    if ((has = get_number(o, "replica_rps", 0, 1, &rps, err)) < 0)
+    if ((has = get_number_in(o, "replica_rps", 0, 1, TIDE_MAX_RPS, &rps, err)) < 0)
         return -1;
     if (!has)
         return tide_errf(err, TIDE_EINVAL, "replica_rps: required");
@@ -489,7 +497,7 @@ int tide_json_demand(const char *body, size_t len, double *rps, tide_error_t *er
     if (!o)
         return -1;
     int rc = tide_json_only(o, fields, err);
-    int has = rc < 0 ? -1 : get_number(o, "rps", 0, 0, rps, err);
+    int has = rc < 0 ? -1 : get_number_in(o, "rps", 0, 0, TIDE_MAX_RPS, rps, err);
     json_decref(o);
     if (has < 0)
         return -1;

@@ -143,6 +143,11 @@ int tide_store_check_identity(tide_store_t *s, tide_error_t *err)
 
 int tide_store_writable(const tide_store_t *s) { return !s->lost; }
 
+void tide_store_busy_timeout(tide_store_t *s, int ms)
+{
+    sqlite3_busy_timeout(s->db, ms > 0 ? ms : 0);
+}
+
 void tide_store_stats(const tide_store_t *s, tide_store_stats_t *out)
 {
     *out = s->stats;

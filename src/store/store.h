@@ -86,6 +86,11 @@ typedef struct tide_store_stats {
 } tide_store_stats_t;
 void tide_store_stats(const tide_store_t *s, tide_store_stats_t *out);
 
+/* How long a write waits for a lock another connection holds before it
+ * fails with EIO "database is locked" (ms; open sets 5000). The daemon
+ * shortens it so a foreign lock never holds its mutex for long. */
+void tide_store_busy_timeout(tide_store_t *s, int ms);
+
 /* -------------------------------------------------- check, backup, restore */
 
 /* Copy the open database (committed state, consistent) to dest with SQLite's

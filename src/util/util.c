@@ -91,6 +91,38 @@ int tide_parse_double(const char *s, double *out)
     return 0;
 }
 
+/* Is s a plain decimal number: [+-]digits[.digits][(e|E)[+-]digits], at
+ * least one digit before the exponent? (strtod alone also takes hex like
+ * 0x10, leading blanks, inf and nan, which the formats do not allow.) */
+static int plain_decimal(const char *s)
+{
+    int digits = 0;
+    if (*s == '+' || *s == '-')
+        s++;
+    for (; *s >= '0' && *s <= '9'; s++)
+        digits++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            digits++;
+    if (!digits)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!(*s >= '0' && *s <= '9'))
+            return 0;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    return *s == '\0';
+}
+
+int tide_parse_decimal(const char *s, double *out)
+{
+    return s && plain_decimal(s) ? tide_parse_double(s, out) : -1;
+}
+
 int tide_parse_u64(const char *s, uint64_t *out)
 {
     if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')

@@ -38,6 +38,9 @@ const char *tide_fmt_duration(int64_t s, char *buf, size_t n);
 /* Strict number parsers: whole string, no overflow. Return 0 or -1. */
 int tide_parse_int(const char *s, long long *out);
 int tide_parse_double(const char *s, double *out);
+/* A finite plain decimal number only: [+-]digits[.digits][e[+-]digits]
+ * (no hex like 0x10, no blanks, inf or nan, which strtod also takes). */
+int tide_parse_decimal(const char *s, double *out);
 /* Unsigned 64-bit number, decimal or 0x hex, whole string, no sign. */
 int tide_parse_u64(const char *s, uint64_t *out);
 

@@ -5,6 +5,9 @@
 #  - a viewer cannot write (403); a submitter cannot submit for another team (403);
 #  - team a's submitter and viewer neither see nor cancel team b's jobs: 403
 #    (docs/api.md, Auth); their lists hold only their team's; ?team=b is 403;
+#  - teams are tenants: team b submitting team a's id gets 409 "id taken" without
+#    its state or team (team a's own retry gets the state); team a's reads of
+#    events, nodes, leases and usage show team b's jobs only as counts;
 #  - only an admin creates or changes a service (PATCH min_replicas);
 #  - bad bodies: malformed JSON, wrong types, an unknown field, a 2 MiB body, an
 #    impossible gang, a duplicate id, unknown ids -> 4xx with a message naming
@@ -147,6 +150,34 @@ api POST /v1/jobs '{"job_id":"m8","priority":2,"gpus":64,"gang_gpus":8,"duration
 check "more GPUs than the cluster" 400 'gpus|cluster'
 api POST /v1/jobs "$(jobj a1)" tok-a-0123456789ab
 check "duplicate job id" 409 "a1|already"
+[ "$(jq_ 'd.get("state")')" != None ] || fail "a retry of team a's own a1 lacks its state: $API_BODY"
+# --- teams are tenants: another team's id, events, leases, nodes, usage
+api POST /v1/jobs "$(jobj a1)" tok-b-0123456789ab
+check "team b submits team a's id a1" 409 "taken"
+[ "$(jq_ 'd.get("state")')" = None ] || fail "team b learnt the state of a1: $API_BODY"
+grep -q '"a"' <<<"$API_BODY" && fail "team b's 409 names team a: $API_BODY"
+api GET /v1/jobs/b1 "" tok-a-0123456789ab
+grep -q '"b"\|team b' <<<"$API_BODY" && fail "team a's 403 for b1 names team b: $API_BODY"
+poll_until 10 sh -c "curl -s -H 'Authorization: Bearer tok-admin-0123456789ab' '$SERVE_URL/v1/nodes' | grep -q 'job:b1'" ||
+    fail "b1 never ran (the admin's /v1/nodes has no job:b1)"
+for who in tok-a-0123456789ab tok-view-0123456789ab; do
+    api GET "/v1/events?limit=5000" "" $who
+    check "team a reads events" 200
+    [ "$(jq_ 'sum(1 for e in d["events"] if e.get("job") == "b1")')" = 0 ] || fail "team a sees b1 in events"
+    [ "$(jq_ 'd["other_teams"] > 0')" = True ] || fail "team a's events do not count team b's: $API_BODY"
+    [ "$(jq_ 'sum(1 for e in d["events"] if e.get("job") == "a1")')" -gt 0 ] || fail "team a misses a1 in events"
+    api GET /v1/nodes "" $who
+    grep -q 'b1' <<<"$API_BODY" && fail "team a sees b1 in /v1/nodes"
+    [ "$(jq_ 'd["other_team_gpus"]')" = 8 ] || fail "team a's /v1/nodes other_team_gpus: $(jq_ 'd.get("other_team_gpus")')"
+    api GET /v1/leases "" $who
+    grep -q 'b1' <<<"$API_BODY" && fail "team a sees b1 in /v1/leases"
+    api GET "/v1/usage?by=team" "" $who
+    [ "$(jq_ 'sorted(set(r["team"] for r in d["rows"]) - {"a", "(other teams)", None})')" = '[]' ] ||
+        fail "team a sees other teams by name in /v1/usage: $API_BODY"
+done
+api GET "/v1/events?limit=5000" "" tok-admin-0123456789ab
+[ "$(jq_ 'sum(1 for e in d["events"] if e.get("job") == "b1")')" -gt 0 ] || fail "the admin does not see b1 in events"
+[ "$(jq_ '"other_teams" in d')" = False ] || fail "the admin's events count hidden rows"
 python3 -c '
 import sys
 pad = "x" * (2 * 1024 * 1024)

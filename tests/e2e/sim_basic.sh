@@ -154,6 +154,10 @@ printf 'service,gpus_per_replica,replica_rps,min_replicas,warmup_s\nchat,zero,10
     >"$tmp/bad.csv"
 expect 2 "bad.csv:2" "$TIDE_BIN" sim --cluster 4x8 --services "$tmp/bad.csv" \
     --demand "$tmp/demand.csv" --jobs "$tmp/jobs.csv" --out "$tmp/x"
+# a demand out of range (1e12 rps: once a wrapped int and a negative useful%) is refused
+printf 'time_s,service,rps\n0,chat,1e12\n' >"$tmp/huge.csv"
+expect 2 "huge.csv:2: column 'rps': must be at most" "$TIDE_BIN" sim --cluster 4x8 \
+    --services "$tmp/services.csv" --demand "$tmp/huge.csv" --jobs "$tmp/jobs.csv" --out "$tmp/x"
 
 # --inject: a bad item is named (status 2); faults are deterministic too
 expect 2 "--inject: 'burst:2@x'" run "$tmp/x" --inject burst:2@x

@@ -1833,12 +1833,47 @@ static int fx_cleanup(void **state)
     return 0;
 }
 
+/* Job names round-trip for every valid id length (1..200 bytes, dots
+ * inside): the gang is submitted under its full name and the job's state
+ * comes back to its handle (a name cut at 128 or 192 bytes did not). */
+static void names_round_trip(void **state)
+{
+    (void)state;
+    static const int lens[] = {1, 2, 9, 100, 117, 118, 127, 128, 150, 181, 182, 191, 192, 199, 200};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        char id[201];
+        for (int k = 0; k < lens[i]; k++)
+            id[k] = k % 7 == 3 ? '.' : (char)('a' + k % 26);
+        id[lens[i]] = '\0';
+        fx_t *f = fx_new();
+        f->spec.id = id;
+        fx_ev1(f, 0, ev_of(TIDE_EV_DEMAND, -1, 50));
+        fk_run_pending();
+        tide_event_t ev[2] = {ev_of(TIDE_EV_REPLICA_READY, -1, 0), ev_submit(&f->spec)};
+        ev[0].replica = ev[0].service = 0;
+        fx_step(f, 10, ev, 2);
+        int32_t h = tide_engine_job_find(f->e, id);
+        assert_non_null(fx_act(f, TIDE_ACT_JOB_START, h));
+        fk_run_pending();
+        char name[TIDE_SLURM_NAME_MAX];
+        snprintf(name, sizeof name, "tide.job.%s.g0", id);
+        if (!fk_named(name))
+            fail_msg("id of %d bytes: no Slurm job named %s", lens[i], name);
+        fx_tick(f, 20); /* seen running: the phase event names the job's handle */
+        assert_int_equal(polled(f, TIDE_EV_JOB_PHASE, h), 1);
+        assert_int_equal(tide_backend_job_alive(f->b, h), 1);
+        fx_free(f);
+        CUR = NULL;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(create_checks_cluster, fx_cleanup),
         cmocka_unit_test_teardown(replica_floor_submits, fx_cleanup),
         cmocka_unit_test_teardown(training_start_and_renew, fx_cleanup),
+        cmocka_unit_test_teardown(names_round_trip, fx_cleanup),
         cmocka_unit_test_teardown(reclaim_signal_requeue_release, fx_cleanup),
         cmocka_unit_test_teardown(pending_gang_limits, fx_cleanup),
         cmocka_unit_test_teardown(regression_lease_return_keeps_time_limit, fx_cleanup),

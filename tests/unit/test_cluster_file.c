@@ -125,6 +125,13 @@ static void test_bad(void **state)
                "'fairshare')");
     /* the governance section is parsed (tests/unit/test_governance.c) and
      * validated even by the functions that discard it */
+    /* weights and prices: plain decimals up to TIDE_CF_MAX_REAL */
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nteams:\n  - {name: a, weight: 1e300}\n",
+               TIDE_EINVAL, "c.yaml:4: 'weight' must be at most 1e+06");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nteams:\n  - {name: a, weight: 0x10}\n",
+               TIDE_EINVAL, "'weight' must be a number > 0, got '0x10'");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nprices:\n  default: {idle: 1e7}\n",
+               TIDE_EINVAL, "'prices.default.idle' must be at most 1e+06");
     expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nteams:\n  - a\n", TIDE_EINVAL,
                "c.yaml:4: team 1 must be a mapping");
     expect_bad("prices: {}\n", TIDE_EINVAL, "c.yaml:1: missing 'groups'");

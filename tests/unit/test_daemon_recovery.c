@@ -400,7 +400,7 @@ static void test_submit_faults(void **state)
             assert_int_equal(call(f, "GET", path, NULL, NULL), 200);
         } else {
             failed++;
-            assert_int_equal(st, 500);
+            assert_int_equal(st, 503); /* the store refused: retry later */
             assert_int_equal(call(f, "GET", path, NULL, NULL), 404);
         }
     }
@@ -631,6 +631,189 @@ static void test_options_conflict(void **state)
     assert_non_null(strstr(err.msg, "cluster"));
 }
 
+
+/* ------------------------------------------------------------ store faults */
+
+/* Start n 8-GPU jobs and let them run. */
+static void run_jobs(fx_t *f, int n)
+{
+    for (int i = 1; i <= n; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%d", i);
+        submit(f, id, 8, 36000);
+    }
+    advance(f, 1);
+    advance(f, 300);
+}
+
+/* Every job r1..rn: not preempted, nothing lost; returns how many run. */
+static int jobs_intact(fx_t *f, int n)
+{
+    int running = 0;
+    for (int i = 1; i <= n; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%d", i);
+        snap_t s;
+        assert_int_equal(job_snap(f, id, &s), 0);
+        assert_int_equal(s.preemptions, 0);
+        assert_true(s.lost == 0);
+        running += !strcmp(s.state, "running");
+    }
+    return running;
+}
+
+static int pump_status(fx_t *f, double s, tide_error_t *err)
+{
+    f->clock += s;
+    return tide_daemon_pump(f->d, err);
+}
+
+/* Another process holds SQLite's write lock: the steps fail before the
+ * engine moves, writes answer 503, readiness fails, liveness holds; once
+ * the lock goes the daemon goes on by itself, nothing preempted. */
+static void test_held_lock_degrades(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    run_jobs(f, 3);
+    assert_int_equal(jobs_intact(f, 3), 3);
+    assert_int_equal(call(f, "GET", "/readyz", NULL, NULL), 200);
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(f->db, &other), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    for (int i = 0; i < 3; i++) {
+        tide_error_t err = {0};
+        assert_int_equal(pump_status(f, 60, &err), -1);
+        assert_non_null(strstr(err.msg, "locked"));
+    }
+    json_t *o = NULL;
+    assert_int_equal(call(f, "GET", "/readyz", NULL, &o), 503);
+    assert_string_equal(json_string_value(json_object_get(o, "store")), "degraded");
+    json_decref(o);
+    assert_int_equal(call(f, "GET", "/healthz", NULL, NULL), 503);
+    assert_int_equal(call(f, "GET", "/livez", NULL, NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"job_id\": \"late\", \"gpus\": 8, "
+                                                 "\"duration_s\": 60}", NULL),
+                     503);
+    assert_int_equal(call(f, "POST", "/v1/jobs/r1/cancel", NULL, NULL), 503);
+    assert_int_equal(call(f, "GET", "/v1/jobs/r1", NULL, NULL), 200); /* reads go on */
+    assert_int_equal(call(f, "GET", "/metrics", NULL, NULL), 200);
+    assert_int_equal(jobs_intact(f, 3), 3);
+    sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(other);
+    advance(f, 60); /* recovers on its own */
+    assert_int_equal(call(f, "GET", "/readyz", NULL, NULL), 200);
+    assert_int_equal(jobs_intact(f, 3), 3);
+    submit(f, "late", 8, 60);
+    check_engine(f);
+    assert_int_equal(db_count(f, "SELECT count(*) FROM events_in WHERE kind = 'job_expired'"), 0);
+    crash(f);
+    open_daemon(f, 0);
+    assert_int_equal(tide_daemon_replay_mismatches(f->d), 0);
+}
+
+/* A step that fails after the engine took it (a full disk at commit, any
+ * store call of the step): the engine is rebuilt from the store, the
+ * backend kept; nothing preempted or lost, the replay stays exact. */
+static void test_commit_fault_keeps_jobs(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    run_jobs(f, 3);
+    int failed = 0;
+    for (long k = 1; k <= 12; k++) {
+        tide_store_fail_at(tide_daemon_store(f->d), k);
+        tide_error_t err = {0};
+        failed += pump_status(f, 97, &err) < 0;
+        tide_store_fail_at(tide_daemon_store(f->d), 0);
+        check_engine(f);
+        assert_int_equal(tide_daemon_replay_mismatches(f->d), 0);
+        assert_int_equal(jobs_intact(f, 3), 3);
+        advance(f, 1);
+    }
+    assert_true(failed >= 6);
+    assert_int_equal(db_count(f, "SELECT count(*) FROM events_in WHERE kind = 'job_expired'"), 0);
+    assert_int_equal(db_count(f, "SELECT count(*) FROM actions WHERE kind = 'job_stop'"), 0);
+    crash(f);
+    open_daemon(f, 0);
+    assert_int_equal(tide_daemon_replay_mismatches(f->d), 0);
+}
+
+/* The database file deleted under the daemon: noticed at the next write,
+ * degraded for good (no rebuild: the jobs keep running as they were). */
+static void test_lost_file_stays_degraded(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    run_jobs(f, 2);
+    assert_int_equal(unlink(f->db), 0);
+    for (int i = 0; i < 3; i++) {
+        tide_error_t err = {0};
+        assert_int_equal(pump_status(f, 60, &err), -1);
+        assert_non_null(strstr(err.msg, "deleted"));
+    }
+    json_t *o = NULL;
+    assert_int_equal(call(f, "GET", "/readyz", NULL, &o), 503);
+    assert_string_equal(json_string_value(json_object_get(o, "store")), "lost");
+    json_decref(o);
+    assert_int_equal(call(f, "POST", "/v1/jobs", "{\"gpus\": 8, \"duration_s\": 60}", NULL), 503);
+    assert_int_equal(jobs_intact(f, 2), 2);
+}
+
+/* Rows a later edit (or an older build) left out of range: replay
+ * quarantines them with a log line and the daemon opens, every time. */
+static void test_bad_event_quarantined(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    run_jobs(f, 2);
+    crash(f);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    const char *sql =
+        "INSERT INTO events_in (step, time_s, kind, replica, service, source) SELECT max(step), "
+        "max(time_s), 'replica_ready', 2000000000, 0, 'backend' FROM steps;"
+        "INSERT INTO events_in (step, time_s, kind, service, value, source) SELECT max(step), "
+        "max(time_s), 'demand', 0, 1e12, 'api' FROM steps;"
+        "INSERT INTO events_in (step, time_s, kind, job, source) SELECT max(step), max(time_s), "
+        "'ckpt_committed', -7, 'backend' FROM steps;"
+        "INSERT INTO events_in (step, time_s, kind, node, source) SELECT max(step), max(time_s), "
+        "'node_failed', 99, 'api' FROM steps;";
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    for (int round = 0; round < 2; round++) {
+        open_daemon(f, 0);
+        check_engine(f);
+        json_t *o = NULL;
+        assert_int_equal(call(f, "GET", "/readyz", NULL, &o), 200);
+        json_decref(o);
+        tide_http_input_t in = {.method = "GET", .path = "/metrics"};
+        tide_http_reply_t rep;
+        tide_router_handle(f->rt, &in, &rep);
+        assert_int_equal(rep.status, 200);
+        assert_non_null(strstr(rep.body, "tide_events_quarantined_total 4"));
+        tide_http_reply_free(&rep);
+        advance(f, 60);
+        crash(f);
+    }
+}
+
+/* Demands from outside are bounded: 1e12 rps is refused at the API. */
+static void test_demand_bounds(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    assert_int_equal(call(f, "POST", "/v1/services/chat/demand", "{\"rps\": 1e12}", NULL), 400);
+    assert_int_equal(call(f, "POST", "/v1/services/chat/demand", "{\"rps\": 1e9}", NULL), 200);
+    assert_int_equal(call(f, "POST", "/v1/services",
+                          "{\"service\": \"x\", \"gpus_per_replica\": 8, \"replica_rps\": 1e10, "
+                          "\"min_replicas\": 0, \"warmup_s\": 30}",
+                          NULL),
+                     400);
+    advance(f, 600);
+    check_engine(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -642,6 +825,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_jobs_paging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_without_services, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_conflict, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_lock_degrades, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_fault_keeps_jobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_file_stays_degraded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_event_quarantined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_demand_bounds, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,9 @@ static void test_services_bad(void **state)
     tide_read_opts_t o = {.cluster = c};
     svc_bad("service,gpus_per_replica,replica_rps,min_replicas\na,1,1,1\n", NULL, TIDE_EINVAL,
             "s.csv:1: missing required column 'warmup_s'");
+    svc_bad(SVC_HDR "a,1,1e10,1,60\n", NULL, TIDE_EINVAL,
+            "s.csv:2: column 'replica_rps': must be at most 1e+09");
+    svc_bad(SVC_HDR "a,1,1,1,0x3c\n", NULL, TIDE_EINVAL, "column 'warmup_s': expected seconds");
     svc_bad(SVC_HDR "a,0,1,1,60\n", NULL, TIDE_EINVAL,
             "s.csv:2: column 'gpus_per_replica': must be >= 1 (got 0)");
     svc_bad(SVC_HDR "a,x,1,1,60\n", NULL, TIDE_EINVAL,
@@ -238,6 +241,12 @@ static void test_demand(void **state)
         {"time_s,service,rps\n1e300,chat,1\n", TIDE_EINVAL, "column 'time_s': too large"},
         {"time_s,service\n0,chat\n", TIDE_EINVAL, "d.csv:1: missing required column 'rps'"},
         {"time_s,service,rps\n0,,1\n", TIDE_EINVAL, "column 'service': missing value"},
+        /* bounded: at most TIDE_MAX_RPS (1e9), plain decimal seconds only */
+        {"time_s,service,rps\n0,chat,1e12\n", TIDE_EINVAL, "d.csv:2: column 'rps': must be at most 1e+09"},
+        {"time_s,service,rps\n0x10,chat,1\n", TIDE_EINVAL,
+         "d.csv:2: column 'time_s': expected seconds as a plain number"},
+        {"time_s,service,rps\n0,chat,0x10\n", TIDE_EINVAL, "column 'rps': expected a finite"},
+        {"time_s,service,rps\n0,chat,nan\n", TIDE_EINVAL, "column 'rps': expected a finite"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.code = 0;
@@ -354,6 +363,9 @@ static void test_jobs_bad(void **state)
     job_bad(JOB_HDR "j,0,t,1,8,0\n", NULL, TIDE_EINVAL,
             "j.csv:2: column 'duration_s': must be at least 1 second");
     job_bad(JOB_HDR "j,-1,t,1,8,10\n", NULL, TIDE_EINVAL, "column 'submit_s': must be >= 0");
+    job_bad(JOB_HDR "j,0x10,t,1,8,10\n", NULL, TIDE_EINVAL,
+            "j.csv:2: column 'submit_s': expected seconds as a plain number");
+    job_bad(JOB_HDR "j,0,t,1,8,0x10\n", NULL, TIDE_EINVAL, "column 'duration_s': expected seconds");
     job_bad(JOB_HDR "j,0,,1,8,10\n", NULL, TIDE_EINVAL, "column 'team': missing value");
     job_bad(JOB_HDR "\"a\nb\",0,t,1,8,10\n", NULL, TIDE_EINVAL,
             "j.csv:2: column 'job_id': control character (byte 0x0a) in a name");
