@@ -24,10 +24,10 @@
 #define POP_CHUNK 256
 #define MAX_PASSES 100000 /* steps at one instant before we call it a livelock */
 
-static const char *const TIMELINE_HEADER =
+static const char *const TIMELINE_HEADER_FIXED =
     "policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,"
     "inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,"
-    "running_jobs,leased_gpus,tier_a_gpus,storage_gbps\n";
+    "running_jobs,leased_gpus,tier_a_gpus,storage_gbps";
 static const char *const EVENTS_HEADER =
     "policy,time_s,kind,job,service,replica,lease,gpus,width,reason,deadline_s,value\n";
 
@@ -331,6 +331,11 @@ typedef struct run {
      * back into the rows where the thrown-away work was done) */
     tlrow_t *rows_v;
     size_t nrows, caprows;
+    /* forecast columns of the buffered rows: FC_COLS per service per row, and
+     * the values at the start of the row being built (the engine's forecast
+     * at the previous boundary) */
+    double *fc_rows, *fc_prev;
+    size_t capfc;
     loss_t *loss;
     size_t nloss, caploss;
     death_t *deaths;             /* jobs that died while tide was down */
@@ -481,6 +486,57 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     return 0;
 }
 
+/* Per service in timeline.csv: forecast baseline peak over the next hour,
+ * the size it is scaled to (peak x (1 + margin)), the margin, the lead. */
+enum { FC_COLS = 4 };
+static const char *const fc_names[FC_COLS] = {"forecast_rps", "sized_rps", "margin", "lead_s"};
+
+/* The engine's forecast of every service now, into v (FC_COLS per service). */
+static void fc_take(const run_t *r, double *v)
+{
+    for (size_t s = 0; s < r->o->n_services; s++) {
+        tide_forecast_info_t fc = {0};
+        tide_engine_forecast(r->e, (int)s, 3600, &fc);
+        double *x = v + s * FC_COLS;
+        x[0] = fc.peak;
+        x[1] = fc.peak_with_margin;
+        x[2] = fc.margin;
+        x[3] = (double)fc.lead_s;
+    }
+}
+
+/* Buffer the forecast columns of the row just pushed and take the next ones. */
+static void fc_push(run_t *r)
+{
+    size_t w = r->o->n_services * FC_COLS;
+    if (w == 0)
+        return;
+    if (!r->fc_prev)
+        r->fc_prev = tide_xcalloc(w, sizeof *r->fc_prev);
+    if (r->nrows * w > r->capfc) {
+        r->capfc = TIDE_MAX(r->capfc * 2, r->nrows * w);
+        r->fc_rows = tide_xrealloc(r->fc_rows, r->capfc * sizeof *r->fc_rows);
+    }
+    memcpy(r->fc_rows + (r->nrows - 1) * w, r->fc_prev, w * sizeof *r->fc_prev);
+    fc_take(r, r->fc_prev);
+}
+
+/* The timeline header: the fixed columns, the forecast summed over services,
+ * then FC_COLS columns per service named COLUMN:SERVICE. */
+static void timeline_header(FILE *f, const tide_sim_opts_t *o)
+{
+    fputs(TIMELINE_HEADER_FIXED, f);
+    fputs(",forecast_rps,sized_rps", f);
+    char name[512];
+    for (size_t s = 0; s < o->n_services; s++)
+        for (int k = 0; k < FC_COLS; k++) {
+            snprintf(name, sizeof name, "%s:%s", fc_names[k], o->services[s].name);
+            fputc(',', f);
+            tide_csv_write_field(f, name);
+        }
+    fputc('\n', f);
+}
+
 /* Buffer the timeline row of [prev.t, cur->t) and move prev to cur. */
 static void timeline_write(run_t *r, const snap_t *cp)
 {
@@ -503,6 +559,7 @@ static void timeline_write(run_t *r, const snap_t *cp)
         x.queue_gpus = p->queue_gpus;
         x.running_jobs = p->running_jobs;
         TIDE_PUSH(r->rows_v, r->nrows, r->caprows, x);
+        fc_push(r);
     }
     r->prev = *cp;
 }
@@ -573,8 +630,13 @@ static double nz(double v) { return fabs(v) < 0.005 ? 0.0 : v; }
 /* Write the buffered rows of this policy (losses booked back first). */
 static void timeline_flush(run_t *r)
 {
-    rebook_losses(r);
     FILE *f = r->tl;
+    if (!f) { /* timeline.csv not asked for (--outputs) */
+        r->nrows = 0;
+        return;
+    }
+    rebook_losses(r);
+    size_t ns = r->o->n_services;
     for (size_t i = 0; i < r->nrows; i++) {
         const tlrow_t *x = &r->rows_v[i];
         double dt = (double)(x->t1 - x->t0);
@@ -584,9 +646,19 @@ static void timeline_flush(run_t *r)
             fprintf(f, ",%.2f", nz(x->state[k] / dt));
         for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
             fprintf(f, ",%.2f", x->cls[c] / dt);
-        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f\n", x->demand_rps, x->ready_rps,
+        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f", x->demand_rps, x->ready_rps,
                 x->queue_jobs, x->queue_gpus, x->running_jobs, x->leased / dt, x->tier_a / dt,
                 x->storage_gb / dt);
+        const double *fc = r->fc_rows ? r->fc_rows + i * ns * FC_COLS : NULL;
+        double sum[2] = {0, 0};
+        for (size_t sv = 0; fc && sv < ns; sv++) {
+            sum[0] += fc[sv * FC_COLS];
+            sum[1] += fc[sv * FC_COLS + 1];
+        }
+        fprintf(f, ",%.2f,%.2f", sum[0], sum[1]);
+        for (size_t k = 0; k < ns * FC_COLS; k++)
+            fprintf(f, k % FC_COLS == 2 ? ",%.4f" : ",%.2f", fc ? fc[k] : 0.0);
+        fputc('\n', f);
     }
     r->nrows = 0;
 }
@@ -1439,6 +1511,10 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);
+    free(r->fc_rows);
+    free(r->fc_prev);
+    r->fc_rows = r->fc_prev = NULL;
+    r->capfc = 0;
     free(r->loss);
     free(r->deaths);
     r->rows_v = NULL;
@@ -1596,7 +1672,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
         fclose(out.ev);
         return -1;
     }
-    fputs(TIMELINE_HEADER, out.tl);
+    timeline_header(out.tl, o);
     fputs(EVENTS_HEADER, out.ev);
 
     size_t *job_order = stable_order(o->n_jobs, o->jobs, sizeof *o->jobs,
