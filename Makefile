@@ -56,7 +56,8 @@ deb: build
 # the only network access of make test; the test itself runs offline.
 npm-deps: $(BUILD)/Makefile
 	@mkdir -p $(BUILD)/npm && cp tests/openapi/package.json tests/openapi/package-lock.json $(BUILD)/npm/
-	@cd $(BUILD)/npm && { [ -d node_modules ] && cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null || npm ci --no-audit --no-fund --silent; }
+	@cd $(BUILD)/npm && { cmp -s package-lock.json node_modules/.tide-lock 2>/dev/null || \
+	  { npm ci --no-audit --no-fund --silent && cp package-lock.json node_modules/.tide-lock; }; }
 
 # Every test in a normal build, then again under ASan+UBSan.
 test: build asan test-deps npm-deps

@@ -80,6 +80,7 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep)
 static const tide_route_t routes[] = {
     {"GET", "/healthz", TIDE_ROLE_PUBLIC, api_healthz},
     {"GET", "/metrics", TIDE_ROLE_PUBLIC, api_metrics},
+    {"GET", "/openapi.json", TIDE_ROLE_PUBLIC, api_openapi},
     {"GET", "/v1/cluster", TIDE_ROLE_VIEWER, api_cluster},
     {"GET", "/v1/nodes", TIDE_ROLE_VIEWER, api_nodes},
     {"POST", "/v1/nodes/{n}/state", TIDE_ROLE_ADMIN, api_node_state},

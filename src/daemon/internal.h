@@ -447,6 +447,7 @@ json_t *api_feed_row(const tide_store_feed_row_t *r);
 #define API_HANDLER(name) void name(void *app, const tide_http_req_t *req, tide_http_reply_t *rep)
 API_HANDLER(api_healthz);
 API_HANDLER(api_metrics);
+API_HANDLER(api_openapi); /* api_openapi.c */
 API_HANDLER(api_reload);
 API_HANDLER(api_events);
 API_HANDLER(api_cluster);
