@@ -110,7 +110,7 @@ print("summary ok")
 EOF
 
 # --- determinism: a second run gives the same summary.json, wall_s aside
-run "$tmp/out2" >/dev/null 2>&1 || fail "second run failed"
+run "$tmp/out2" --check >/dev/null 2>&1 || fail "second run failed" # the same options: summary.json records them
 strip() { python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]), object_pairs_hook=lambda kv: dict(kv))
