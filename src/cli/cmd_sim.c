@@ -167,43 +167,46 @@ static int parse_night(cmdline_t *c, const char *arg)
 
 #define parse_seed tide_parse_u64
 
+/* The options' ids. */
+enum {
+    O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DEMAND, O_JOBS, O_POLICY, O_RESERVE,
+    O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
+};
+enum { O_INJECT = 1000 };
+enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW };
+enum { O_OUTPUTS = 1200 };
+/* The options (getopt_long). */
+static const struct option longopts[] = {
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
+    {"services", required_argument, NULL, O_SERVICES},
+    {"demand", required_argument, NULL, O_DEMAND},
+    {"jobs", required_argument, NULL, O_JOBS},
+    {"policy", required_argument, NULL, O_POLICY},
+    {"reserve", required_argument, NULL, O_RESERVE},
+    {"split", required_argument, NULL, O_SPLIT},
+    {"night", required_argument, NULL, O_NIGHT},
+    {"margin", required_argument, NULL, O_MARGIN},
+    {"seed", required_argument, NULL, O_SEED},
+    {"horizon", required_argument, NULL, O_HORIZON},
+    {"interval", required_argument, NULL, O_INTERVAL},
+    {"out", required_argument, NULL, O_OUT},
+    {"check", no_argument, NULL, O_CHECK},
+    {"fairshare", required_argument, NULL, 1999},
+    {"progress", no_argument, NULL, O_PROGRESS},
+    {"inject", required_argument, NULL, O_INJECT},
+    {"report", required_argument, NULL, O_REPORT},
+    {"sweep", required_argument, NULL, O_SWEEP},
+    {"headroom", required_argument, NULL, O_HEADROOM},
+    {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
+    {"outputs", required_argument, NULL, O_OUTPUTS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 /* Parse argv into c. Returns -1 to go on, else the exit status. */
 static int parse_args(cmdline_t *c, int argc, char **argv)
 {
-    enum {
-        O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DEMAND, O_JOBS, O_POLICY, O_RESERVE,
-        O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
-    };
-    enum { O_INJECT = 1000 };
-    enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW };
-    enum { O_OUTPUTS = 1200 };
-    static const struct option longopts[] = {
-        {"cluster", required_argument, NULL, O_CLUSTER},
-        {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
-        {"services", required_argument, NULL, O_SERVICES},
-        {"demand", required_argument, NULL, O_DEMAND},
-        {"jobs", required_argument, NULL, O_JOBS},
-        {"policy", required_argument, NULL, O_POLICY},
-        {"reserve", required_argument, NULL, O_RESERVE},
-        {"split", required_argument, NULL, O_SPLIT},
-        {"night", required_argument, NULL, O_NIGHT},
-        {"margin", required_argument, NULL, O_MARGIN},
-        {"seed", required_argument, NULL, O_SEED},
-        {"horizon", required_argument, NULL, O_HORIZON},
-        {"interval", required_argument, NULL, O_INTERVAL},
-        {"out", required_argument, NULL, O_OUT},
-        {"check", no_argument, NULL, O_CHECK},
-        {"fairshare", required_argument, NULL, 1999},
-        {"progress", no_argument, NULL, O_PROGRESS},
-        {"inject", required_argument, NULL, O_INJECT},
-        {"report", required_argument, NULL, O_REPORT},
-        {"sweep", required_argument, NULL, O_SWEEP},
-        {"headroom", required_argument, NULL, O_HEADROOM},
-        {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
-        {"outputs", required_argument, NULL, O_OUTPUTS},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     int o, rc;
     optind = 0; /* full reset: the CLI may be called more than once (tests) */
     opterr = 0;
