@@ -8,9 +8,15 @@ DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev 
 # what the end-to-end tests start: a real local Slurm (scripts/slurm-local.sh), curl, and
 # openssl (a test CA for the HTTPS test); headless Chromium driven from node over the
 # DevTools protocol (tests/e2e/ui_live.sh)
-TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge chromium nodejs
+# prometheus: promtool checks and unit-tests examples/prometheus/tide-rules.yml;
+# systemd: systemd-analyze verify of examples/systemd/tide.service; npm: the
+# OpenAPI validator (tests/openapi, `npm ci` into $(BUILD)/npm)
+TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge chromium nodejs npm prometheus systemd man-db
 
-.PHONY: all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-latency bench-slurm bench-deps fuzz clean
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+
+.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-latency bench-slurm bench-deps fuzz clean
 
 all: build
 
@@ -37,12 +43,28 @@ $(BUILD)/Makefile: CMakeLists.txt | deps
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
+# make install PREFIX=/usr DESTDIR=/tmp/stage: the binary, tide(1), the bash
+# completion, docs and examples, the systemd unit.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# A Debian package (dpkg-deb, no debhelper): out/tide_VERSION_ARCH.deb
+deb: build
+	bash scripts/mkdeb.sh $(BUILD) out
+
+# The OpenAPI validator (tests/openapi/package-lock.json) into $(BUILD)/npm:
+# the only network access of make test; the test itself runs offline.
+npm-deps: $(BUILD)/Makefile
+	@mkdir -p $(BUILD)/npm && cp tests/openapi/package.json tests/openapi/package-lock.json $(BUILD)/npm/
+	@cd $(BUILD)/npm && { cmp -s package-lock.json node_modules/.tide-lock 2>/dev/null || \
+	  { npm ci --no-audit --no-fund --silent && cp package-lock.json node_modules/.tide-lock; }; }
+
 # Every test in a normal build, then again under ASan+UBSan.
-test: build asan test-deps
+test: build asan test-deps npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-test-fast: build test-deps
+test-fast: build test-deps npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps

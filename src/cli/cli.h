@@ -7,6 +7,26 @@
  * subcommand answers --help / -h with its usage on stdout and status 0. */
 typedef int (*tide_cmd_fn)(int argc, char **argv);
 
+#include <stdio.h>
+
+/* A row of the commands table (main.c). */
+typedef struct tide_cli_cmd {
+    const char *name;
+    tide_cmd_fn fn;
+    const char *summary;
+} tide_cli_cmd_t;
+/* The commands table (n rows; static storage). */
+const tide_cli_cmd_t *tide_cli_commands(size_t *n);
+/* `tide --help`: the commands and their summaries. */
+void tide_cli_usage_print(FILE *f);
+/* What `tide CMD --help` prints (run in a child process, its stdout
+ * captured); malloc'd, NULL when it fails. */
+char *tide_cli_help_text(const tide_cli_cmd_t *c);
+/* tide help [COMMAND | --man] (version: what --version prints), and tide
+ * completion bash (cmd_help.c). */
+int tide_cmd_help(int argc, char **argv, const char *version);
+int tide_cmd_completion(int argc, char **argv);
+
 struct tide_error;
 /* Print "tide CMD: <message> (see tide CMD --help)" on stderr; returns 2. */
 int tide_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/config_file.h"
 #include "backend/backend.h"
 #include "daemon/daemon.h"
 #include "http/server.h"
@@ -91,6 +93,14 @@ static void serve_usage(FILE *f)
             "      --api-url URL       the API URL jobs get as TIDE_API (default: http://LISTEN)\n"
             "      --deadline-slack D  Slurm time limits end this long before a lease's latest\n"
             "                          return (default 60s: Slurm checks limits every 30 s)\n"
+            "configuration:\n"
+            "      --config FILE       YAML mapping of these long options (without the dashes)\n"
+            "                          to values, e.g. `db: /var/lib/tide/tide.db`; a list for\n"
+            "                          repeatable options, true/false for switches; flags on\n"
+            "                          the command line override it (examples/tide.yaml)\n"
+            "      --check-config      check the options and the files they name (cluster,\n"
+            "                          services, tokens, TLS), print the result and exit\n"
+            "                          without opening the database\n"
             "  -h, --help              show this help\n"
             "\n"
             "Details: docs/serve.md.\n");
@@ -143,6 +153,11 @@ typedef struct cmdline {
     size_t n_dq, cap_dq;
     char **dq_buf;
     size_t n_dq_buf, cap_dq_buf;
+    const char *config;          /* --config FILE */
+    int check_config;            /* --check-config */
+    tide_cfg_items_t cfg;        /* its items (the values options point into) */
+    size_t n_dq_config;          /* demand queries from the file (flags replace them) */
+    int in_flags;                /* 1 while the command line is parsed */
 } cmdline_t;
 
 enum {
@@ -150,7 +165,7 @@ enum {
     O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
-    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS
+    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG
 };
 
 /* One option: -1 to go on, or the exit status (0 after --help). */
@@ -216,6 +231,10 @@ static int one_opt(cmdline_t *c, int o, char **argv)
         break;
     }
     case O_DEMAND_QUERY: {
+        if (c->in_flags && c->n_dq_config > 0) { /* the command line's replace the file's */
+            c->n_dq = 0;
+            c->n_dq_config = 0;
+        }
         const char *eq = strchr(optarg, '=');
         if (!eq || eq == optarg || !eq[1])
             return bad("--demand-query: '%s' is not SERVICE=URL", optarg);
@@ -257,51 +276,145 @@ static int one_opt(cmdline_t *c, int o, char **argv)
         if ((c->ckpt_signal = tide_signal_parse(optarg)) <= 0)
             return bad("--ckpt-signal: '%s' is not a signal (USR1, SIGUSR2, 10, ...)", optarg);
         break;
+    case O_CONFIG: c->config = optarg; break;
+    case O_CHECK_CONFIG: c->check_config = 1; break;
     case 'h': serve_usage(stdout); return 0;
     default: return tide_cli_getopt_error("serve", o, argv);
     }
     return -1;
 }
 
+/* The options: getopt_long's table, and the keys of --config FILE. */
+static const struct option longopts[] = {
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
+    {"services", required_argument, NULL, O_SERVICES},
+    {"db", required_argument, NULL, O_DB},
+    {"listen", required_argument, NULL, O_LISTEN},
+    {"tokens", required_argument, NULL, O_TOKENS},
+    {"backend", required_argument, NULL, O_BACKEND},
+    {"speed", required_argument, NULL, O_SPEED},
+    {"tick", required_argument, NULL, O_TICK},
+    {"policy", required_argument, NULL, O_POLICY},
+    {"reserve", required_argument, NULL, O_RESERVE},
+    {"split", required_argument, NULL, O_SPLIT},
+    {"demand-query", required_argument, NULL, O_DEMAND_QUERY},
+    {"demand-history", required_argument, NULL, O_HISTORY},
+    {"demand-history-days", required_argument, NULL, O_HISTORY_DAYS},
+    {"usage-interval", required_argument, NULL, O_USAGE},
+    {"check", no_argument, NULL, O_CHECK},
+    {"lease-max", required_argument, NULL, O_LEASE_MAX},
+    {"lead-extra", required_argument, NULL, O_LEAD_EXTRA},
+    {"control-period", required_argument, NULL, O_CONTROL_PERIOD},
+    {"slurm-conf", required_argument, NULL, O_SLURM_CONF},
+    {"slurm-partition", required_argument, NULL, O_PARTITION},
+    {"slurm-infer-partition", required_argument, NULL, O_INFER_PARTITION},
+    {"ckpt-signal", required_argument, NULL, O_CKPT_SIGNAL},
+    {"replica-command", required_argument, NULL, O_REPLICA_CMD},
+    {"workdir", required_argument, NULL, O_WORKDIR},
+    {"api-url", required_argument, NULL, O_API_URL},
+    {"deadline-slack", required_argument, NULL, O_SLACK},
+    {"tls-cert", required_argument, NULL, O_TLS_CERT},
+    {"tls-key", required_argument, NULL, O_TLS_KEY},
+    {"insecure", no_argument, NULL, O_INSECURE},
+    {"max-conns-per-ip", required_argument, NULL, O_PER_IP},
+    {"config", required_argument, NULL, O_CONFIG},
+    {"check-config", no_argument, NULL, O_CHECK_CONFIG},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Options that may be given more than once (a list in --config). */
+static const char *const repeatable[] = {"demand-query", NULL};
+
+static int is_repeatable(const char *name)
+{
+    for (const char *const *r = repeatable; *r; r++)
+        if (!strcmp(*r, name))
+            return 1;
+    return 0;
+}
+
+/* The option of a config key: its long name, '_' accepted for '-'. */
+static const struct option *config_key(const char *key)
+{
+    char name[64];
+    size_t n = strlen(key);
+    if (n >= sizeof name)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        name[i] = key[i] == '_' ? '-' : key[i];
+    for (const struct option *o = longopts; o->name; o++)
+        if (!strcmp(o->name, name))
+            return strcmp(name, "config") && strcmp(name, "help") && strcmp(name, "check-config")
+                       ? o
+                       : NULL;
+    return NULL;
+}
+
+/* Apply FILE's keys as if they were options given before the command line's.
+ * -1 to go on, or the exit status. */
+static int apply_config(cmdline_t *c, char **argv)
+{
+    tide_error_t err = {0};
+    if (tide_cfg_read(c->config, &c->cfg, &err) < 0) {
+        tide_err_prefix(&err, "--config: ");
+        return fail(&err);
+    }
+    for (size_t i = 0; i < c->cfg.n; i++) {
+        const tide_cfg_item_t *it = &c->cfg.v[i];
+        const struct option *o = config_key(it->key);
+        if (!o)
+            return bad("--config %s:%d: unknown key '%s' (the keys are tide serve's long options "
+                       "but config, check-config and help)", c->config, it->line, it->key);
+        if (it->seq && !is_repeatable(o->name))
+            return bad("--config %s:%d: '%s' takes one value, not a list", c->config, it->line,
+                       it->key);
+        if (o->has_arg == no_argument) {
+            int on = !strcmp(it->value, "true") || !strcmp(it->value, "yes");
+            if (!on && strcmp(it->value, "false") && strcmp(it->value, "no"))
+                return bad("--config %s:%d: '%s' is a switch: true or false, not '%s'",
+                           c->config, it->line, it->key, it->value);
+            if (!on)
+                continue;
+        }
+        optarg = it->value;
+        int rc = one_opt(c, o->val, argv);
+        if (rc >= 0) {
+            fprintf(stderr, "tide serve: (in %s line %d, key '%s')\n", c->config, it->line,
+                    it->key);
+            return rc;
+        }
+    }
+    c->n_dq_config = c->n_dq;
+    return -1;
+}
+
+/* --config FILE's value, looked for before the options are parsed (so that
+ * the command line's options can override the file's). */
+static const char *find_config(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            path = argv[++i];
+        else if (!strncmp(argv[i], "--config=", 9))
+            path = argv[i] + 9;
+    }
+    return path;
+}
+
 static int parse_args(cmdline_t *c, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"cluster", required_argument, NULL, O_CLUSTER},
-        {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
-        {"services", required_argument, NULL, O_SERVICES},
-        {"db", required_argument, NULL, O_DB},
-        {"listen", required_argument, NULL, O_LISTEN},
-        {"tokens", required_argument, NULL, O_TOKENS},
-        {"backend", required_argument, NULL, O_BACKEND},
-        {"speed", required_argument, NULL, O_SPEED},
-        {"tick", required_argument, NULL, O_TICK},
-        {"policy", required_argument, NULL, O_POLICY},
-        {"reserve", required_argument, NULL, O_RESERVE},
-        {"split", required_argument, NULL, O_SPLIT},
-        {"demand-query", required_argument, NULL, O_DEMAND_QUERY},
-        {"demand-history", required_argument, NULL, O_HISTORY},
-        {"demand-history-days", required_argument, NULL, O_HISTORY_DAYS},
-        {"usage-interval", required_argument, NULL, O_USAGE},
-        {"check", no_argument, NULL, O_CHECK},
-        {"lease-max", required_argument, NULL, O_LEASE_MAX},
-        {"lead-extra", required_argument, NULL, O_LEAD_EXTRA},
-        {"control-period", required_argument, NULL, O_CONTROL_PERIOD},
-        {"slurm-conf", required_argument, NULL, O_SLURM_CONF},
-        {"slurm-partition", required_argument, NULL, O_PARTITION},
-        {"slurm-infer-partition", required_argument, NULL, O_INFER_PARTITION},
-        {"ckpt-signal", required_argument, NULL, O_CKPT_SIGNAL},
-        {"replica-command", required_argument, NULL, O_REPLICA_CMD},
-        {"workdir", required_argument, NULL, O_WORKDIR},
-        {"api-url", required_argument, NULL, O_API_URL},
-        {"deadline-slack", required_argument, NULL, O_SLACK},
-        {"tls-cert", required_argument, NULL, O_TLS_CERT},
-        {"tls-key", required_argument, NULL, O_TLS_KEY},
-        {"insecure", no_argument, NULL, O_INSECURE},
-        {"max-conns-per-ip", required_argument, NULL, O_PER_IP},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     int o;
+    if ((c->config = find_config(argc, argv))) {
+        int rc = apply_config(c, argv);
+        if (rc >= 0)
+            return rc;
+    }
+    c->in_flags = 1;
     optind = 0;
     opterr = 0;
     while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -481,6 +594,29 @@ static int load_inputs(serve_t *v)
     return -1;
 }
 
+/* --check-config: everything parsed and loaded; say what would run. */
+static int check_config_report(serve_t *v)
+{
+    const cmdline_t *c = &v->c;
+    if (c->config)
+        printf("tide serve: configuration OK (%s and the command line)\n", c->config);
+    else
+        printf("tide serve: configuration OK (the command line)\n");
+    printf("  database   %s%s\n", c->db, access(c->db, F_OK) == 0 ? " (exists)" : " (to be created)");
+    printf("  cluster    %s", c->cluster ? c->cluster : c->cluster_file ? c->cluster_file
+                                                                        : "(from the database)");
+    if (v->cluster)
+        printf(" (%d nodes, %d GPUs)", tide_cluster_nodes(v->cluster), tide_cluster_gpus(v->cluster));
+    printf("\n  services   %s", c->services ? c->services : "(none given)");
+    if (v->svcs)
+        printf(" (%zu)", v->svcs->n);
+    printf("\n  policy     %s\n  backend    %s\n  listen     %s%s\n  tokens     %s\n",
+           c->policy ? c->policy : "elastic (default; or the database's)",
+           c->backend ? c->backend : "sim", c->listen, c->tls_cert ? " (TLS)" : "",
+           c->tokens ? c->tokens : "(none: open API on loopback)");
+    return 0;
+}
+
 /* The daemon's options from the command line (bo: the backend's). */
 static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *bo)
 {
@@ -581,6 +717,7 @@ static void serve_free(serve_t *v)
         free(v->c.dq_buf[i]);
     free(v->c.dq_buf);
     free(v->c.dq);
+    tide_cfg_free(&v->c.cfg);
 }
 
 int tide_cmd_serve(int argc, char **argv)
@@ -592,6 +729,8 @@ int tide_cmd_serve(int argc, char **argv)
         rc = slurm_defaults(&v);
     if (rc < 0)
         rc = load_inputs(&v);
+    if (rc < 0 && v.c.check_config)
+        rc = check_config_report(&v);
     if (rc >= 0) {
         serve_free(&v);
         return rc;

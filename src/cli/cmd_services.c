@@ -15,8 +15,10 @@ static void services_usage(FILE *f)
             "\n"
             "List inference services (GET /v1/services): replica size and throughput,\n"
             "floor and ceiling, warm-up, the demand last pushed, ready and warming\n"
-            "replicas, the capacity of the ready ones (ready x replica_rps) and the\n"
-            "forecast safety margin.\n"
+            "replicas, the capacity of the ready ones (ready x replica_rps), the\n"
+            "forecast (FORECAST: baseline peak over the next hour; SIZED_FOR: that\n"
+            "peak x (1 + MARGIN), what tide scales to), the learned burst margin and\n"
+            "the lead time new capacity needs now (LEAD: reclaim or warm-up).\n"
             "\n"
             "options:\n" TIDE_REMOTE_HELP TIDE_REMOTE_EXIT_HELP);
 }
@@ -24,22 +26,24 @@ static void services_usage(FILE *f)
 static void print_table(const json_t *svcs)
 {
     static const char *const head[] = {"SERVICE", ">GPUS/R", ">RPS/R", ">MIN", ">MAX", ">WARMUP",
-                                       ">DEMAND", ">READY", ">WARMING", ">CAPACITY", ">MARGIN"};
+                                       ">DEMAND", ">READY", ">WARMING", ">CAPACITY", ">FORECAST", ">SIZED_FOR",
+                                       ">MARGIN", ">LEAD"};
+    enum { NCOL = sizeof head / sizeof head[0] };
     tide_table_t t;
-    tide_table_init(&t, 11, head);
+    tide_table_init(&t, NCOL, head);
     size_t i;
     const json_t *s;
     json_array_foreach(svcs, i, s) {
-        char b[11][128];
+        char b[NCOL][128];
         double cap = json_number_value(json_object_get(s, "ready")) *
                      json_number_value(json_object_get(s, "replica_rps"));
         snprintf(b[9], sizeof b[9], "%.1f", cap);
         const json_t *mv = json_object_get(s, "margin");
         if (json_is_number(mv))
-            snprintf(b[10], sizeof b[10], "%.1f%%", 100 * json_number_value(mv));
+            snprintf(b[12], sizeof b[12], "%.1f%%", 100 * json_number_value(mv));
         else
-            snprintf(b[10], sizeof b[10], "-");
-        const char *row[11] = {
+            snprintf(b[12], sizeof b[12], "-");
+        const char *row[NCOL] = {
             tide_remote_val(s, "name", 1, b[0], sizeof b[0]),
             tide_remote_val(s, "gpus_per_replica", 1, b[1], sizeof b[1]),
             tide_remote_val(s, "replica_rps", 1, b[2], sizeof b[2]),
@@ -50,7 +54,10 @@ static void print_table(const json_t *svcs)
             tide_remote_val(s, "ready", 1, b[7], sizeof b[7]),
             tide_remote_val(s, "warming", 1, b[8], sizeof b[8]),
             b[9],
-            b[10],
+            tide_remote_val(s, "forecast_peak_rps", 1, b[10], sizeof b[10]),
+            tide_remote_val(s, "forecast_peak_margin_rps", 1, b[11], sizeof b[11]),
+            b[12],
+            tide_remote_dur(s, "lead_s", b[13], sizeof b[13]),
         };
         tide_table_row(&t, row);
     }

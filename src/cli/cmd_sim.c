@@ -69,9 +69,13 @@ static void sim_usage(FILE *f)
             "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
             "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
             "                          value): DIR/sweep/, DIR/sweep.csv, DIR/sweep.json\n"
+            "      --outputs LIST      files to write: summary, timeline, events, usage (any\n"
+            "                          of them, comma-separated; default all); the others'\n"
+            "                          old files are removed from DIR. --report needs all\n"
+            "                          but usage\n"
             "  -h, --help              show this help\n"
             "\n"
-            "Output formats: docs/sim.md.\n");
+            "Output formats: docs/sim.md. summary.json records the options (\"options\").\n");
 }
 
 /* Print "tide sim: <message> (see tide sim --help)" and return the usage status. */
@@ -99,6 +103,7 @@ typedef struct cmdline {
     int fairshare; /* -1 not given */
     tide_inject_t inject; /* --inject (owned) */
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
+    unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
 } cmdline_t;
 
 static int parse_policies(cmdline_t *c, const char *arg)
@@ -167,42 +172,47 @@ static int parse_night(cmdline_t *c, const char *arg)
 
 #define parse_seed tide_parse_u64
 
+/* The options' ids. */
+enum {
+    O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DEMAND, O_JOBS, O_POLICY, O_RESERVE,
+    O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
+};
+enum { O_INJECT = 1000 };
+enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
+enum { O_OUTPUTS = 1200 };
+/* The options (getopt_long). */
+static const struct option longopts[] = {
+    {"cluster", required_argument, NULL, O_CLUSTER},
+    {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
+    {"services", required_argument, NULL, O_SERVICES},
+    {"demand", required_argument, NULL, O_DEMAND},
+    {"demand-history", required_argument, NULL, O_HISTORY},
+    {"jobs", required_argument, NULL, O_JOBS},
+    {"policy", required_argument, NULL, O_POLICY},
+    {"reserve", required_argument, NULL, O_RESERVE},
+    {"split", required_argument, NULL, O_SPLIT},
+    {"night", required_argument, NULL, O_NIGHT},
+    {"margin", required_argument, NULL, O_MARGIN},
+    {"seed", required_argument, NULL, O_SEED},
+    {"horizon", required_argument, NULL, O_HORIZON},
+    {"interval", required_argument, NULL, O_INTERVAL},
+    {"out", required_argument, NULL, O_OUT},
+    {"check", no_argument, NULL, O_CHECK},
+    {"fairshare", required_argument, NULL, 1999},
+    {"progress", no_argument, NULL, O_PROGRESS},
+    {"inject", required_argument, NULL, O_INJECT},
+    {"report", required_argument, NULL, O_REPORT},
+    {"sweep", required_argument, NULL, O_SWEEP},
+    {"headroom", required_argument, NULL, O_HEADROOM},
+    {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
+    {"outputs", required_argument, NULL, O_OUTPUTS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 /* Parse argv into c. Returns -1 to go on, else the exit status. */
 static int parse_args(cmdline_t *c, int argc, char **argv)
 {
-    enum {
-        O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DEMAND, O_JOBS, O_POLICY, O_RESERVE,
-        O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
-    };
-    enum { O_INJECT = 1000 };
-    enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
-    static const struct option longopts[] = {
-        {"cluster", required_argument, NULL, O_CLUSTER},
-        {"cluster-file", required_argument, NULL, O_CLUSTER_FILE},
-        {"services", required_argument, NULL, O_SERVICES},
-        {"demand", required_argument, NULL, O_DEMAND},
-        {"demand-history", required_argument, NULL, O_HISTORY},
-        {"jobs", required_argument, NULL, O_JOBS},
-        {"policy", required_argument, NULL, O_POLICY},
-        {"reserve", required_argument, NULL, O_RESERVE},
-        {"split", required_argument, NULL, O_SPLIT},
-        {"night", required_argument, NULL, O_NIGHT},
-        {"margin", required_argument, NULL, O_MARGIN},
-        {"seed", required_argument, NULL, O_SEED},
-        {"horizon", required_argument, NULL, O_HORIZON},
-        {"interval", required_argument, NULL, O_INTERVAL},
-        {"out", required_argument, NULL, O_OUT},
-        {"check", no_argument, NULL, O_CHECK},
-        {"fairshare", required_argument, NULL, 1999},
-        {"progress", no_argument, NULL, O_PROGRESS},
-        {"inject", required_argument, NULL, O_INJECT},
-        {"report", required_argument, NULL, O_REPORT},
-        {"sweep", required_argument, NULL, O_SWEEP},
-        {"headroom", required_argument, NULL, O_HEADROOM},
-        {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     int o, rc;
     optind = 0; /* full reset: the CLI may be called more than once (tests) */
     opterr = 0;
@@ -219,6 +229,12 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_PROGRESS: c->progress = 1; break;
         case O_REPORT: c->report = optarg; break;
         case O_SWEEP: c->sweep = optarg; break;
+        case O_OUTPUTS: {
+            tide_error_t oe = {0};
+            if (tide_sim_outputs_parse(optarg, &c->outputs, &oe) != 0)
+                return bad("--outputs: %s", oe.msg);
+            break;
+        }
         case O_INJECT: {
             tide_error_t ie;
             if (tide_inject_parse(&c->inject, optarg, &ie) != 0)
@@ -365,12 +381,29 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
     return -1;
 }
 
+/* "tide sim: wrote DIR/timeline.csv, ..." for the files written. */
+static void print_written(const char *dir, unsigned outputs)
+{
+    static const struct {
+        unsigned bit;
+        const char *file;
+    } f[] = {{TIDE_SIM_OUT_TIMELINE, "timeline.csv"}, {TIDE_SIM_OUT_EVENTS, "events.csv"},
+             {TIDE_SIM_OUT_USAGE, "usage.csv"}, {TIDE_SIM_OUT_SUMMARY, "summary.json"}};
+    printf("tide sim: wrote");
+    int k = 0;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!outputs || (outputs & f[i].bit))
+            printf("%s %s/%s", k++ ? "," : "", dir, f[i].file);
+    printf("\n");
+}
+
 int tide_cmd_sim(int argc, char **argv)
 {
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
                    .margin = -1, .headroom = -1, .hpa_window = -1};
     inputs_t in = {0};
     tide_error_t err = {0};
+    const char **cmd_argv = NULL;
     int rc = parse_args(&c, argc, argv);
     if (rc >= 0)
         goto out;
@@ -412,14 +445,33 @@ int tide_cmd_sim(int argc, char **argv)
     o.service_weights_gb = in.svcs->weights_gb;
     if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
         goto out;
+    o.outputs = c.outputs;
+    /* the command line for summary.json, without --out DIR (where the file is):
+     * the same run into two folders gives the same file */
+    cmd_argv = tide_xcalloc((size_t)argc + 1, sizeof *cmd_argv);
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            i++;
+            continue;
+        }
+        if (strncmp(argv[i], "--out=", 6) != 0)
+            cmd_argv[o.argc++] = argv[i];
+    }
+    o.argv = cmd_argv;
+    unsigned need = TIDE_SIM_OUT_SUMMARY | TIDE_SIM_OUT_TIMELINE | TIDE_SIM_OUT_EVENTS;
+    if (c.report && c.outputs && (c.outputs & need) != need) {
+        rc = bad("--report reads summary.json, timeline.csv and events.csv: add them to "
+                 "--outputs");
+        goto out;
+    }
     if (tide_sim_run(&o, &err) != 0) {
         rc = fail(&err);
         goto out;
     }
-    printf("tide sim: wrote %s/timeline.csv, %s/events.csv, %s/summary.json\n", c.out, c.out,
-           c.out);
+    print_written(c.out, c.outputs);
     rc = tide_cli_sim_finish(c.sweep, c.report, &o);
 out:
+    free(cmd_argv);
     inputs_free(&in);
     free(c.policy_buf);
     tide_inject_free(&c.inject);

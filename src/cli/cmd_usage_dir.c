@@ -28,7 +28,9 @@ static void usage_usage(FILE *f)
             "      --by LIST           group by: policy, owner (or team), kind, class, state,\n"
             "                          tier, gpu_type, category (default policy,owner)\n"
             "      --format F          table (default), csv or json\n"
-            "      --policy NAME       only this policy (default every policy)\n"
+            "      --policy NAME       only this policy; required when DIR holds several\n"
+            "                          policies and --by does not group by policy (their\n"
+            "                          GPU-hours would add up)\n"
             "      --report            answer the governance questions: GPU-hours by task\n"
             "                          type, top team at peak demand, long-lived replicas,\n"
             "                          phase-like demand, preemptions, borrowing\n"
@@ -43,6 +45,37 @@ static void usage_usage(FILE *f)
 #define bad(...) tide_cli_usage_error("usage", __VA_ARGS__)
 
 #define fail(err) tide_cli_fail("usage", (err))
+
+/* Without --policy and without grouping by policy, the rows of several
+ * policies (each a replay of the same cluster) would add up: refuse, naming
+ * them. -1 to go on, or the exit status. */
+static int one_policy_check(const char *dir, const tide_usage_query_t *q)
+{
+    if (q->policy)
+        return -1;
+    for (int i = 0; i < q->n_keys; i++)
+        if (q->keys[i] == TIDE_UK_POLICY)
+            return -1;
+    tide_usage_query_t pq = *q;
+    pq.keys[0] = TIDE_UK_POLICY;
+    pq.n_keys = 1;
+    tide_usage_table_t t;
+    tide_error_t err = {0};
+    if (tide_usage_aggregate(dir, &pq, &t, &err) < 0)
+        return -1; /* the real query reports it */
+    int rc = -1;
+    if (t.n > 1) {
+        char list[1024] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < t.n && len < sizeof list; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+                                    t.rows[i].key[TIDE_UK_POLICY]);
+        rc = bad("%s holds %zu policies (%s): their GPU-hours would add up; give --policy NAME, "
+                 "or group --by policy", dir, t.n, list);
+    }
+    tide_usage_table_free(&t);
+    return rc;
+}
 
 int tide_cmd_usage_dir(int argc, char **argv)
 {
@@ -127,10 +160,13 @@ int tide_cmd_usage_dir(int argc, char **argv)
         q.keys[1] = TIDE_UK_OWNER;
         q.n_keys = 2;
     }
+    int rc = one_policy_check(dir, &q);
+    if (rc >= 0)
+        return rc;
     tide_usage_table_t t;
     if (tide_usage_aggregate(dir, &q, &t, &err) < 0)
         return fail(&err);
-    int rc = tide_usage_table_print(stdout, &t, format);
+    rc = tide_usage_table_print(stdout, &t, format);
     tide_usage_table_free(&t);
     return rc == 0 ? 0 : tide_cli_exit_code(TIDE_EIO);
 }

@@ -3,12 +3,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "version.h"
 
-static const struct {
-    const char *name;
-    tide_cmd_fn fn;
-    const char *summary;
-} commands[] = {
+static const tide_cli_cmd_t commands[] = {
     {"sim", tide_cmd_sim, "replay a workload through one or more policies (trace-replay simulator)"},
     {"gen", tide_cmd_gen, "generate a built-in scenario's services.csv, demand.csv and jobs.csv"},
     {"report", tide_cmd_report, "write a self-contained HTML report of a `tide sim` output directory"},
@@ -25,14 +22,35 @@ static const struct {
     {"capacity", tide_cmd_capacity, "capacity signals (preemptions, queue, waste, reserve sweep) of a `tide sim` output directory"},
     {"top", tide_cmd_top, "live view of a daemon: GPUs per node, services, queue"},
     {"db", tide_cmd_db, "check, back up or restore the daemon's database"},
+    {"completion", tide_cmd_completion, "print the bash completion script (tide completion bash)"},
 };
 
-static void usage(FILE *f)
+const tide_cli_cmd_t *tide_cli_commands(size_t *n)
 {
-    fprintf(f, "usage: tide <command> [options]   (tide <command> --help for details)\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    *n = sizeof commands / sizeof commands[0];
+    return commands;
 }
+
+/* "0.9.0" or "0.9.0 (git v0.9.0-3-gabc1234)" */
+static const char *version_string(void)
+{
+    static char v[160];
+    if (TIDE_GIT_DESCRIBE[0])
+        snprintf(v, sizeof v, "%s (git %s)", TIDE_VERSION, TIDE_GIT_DESCRIBE);
+    else
+        snprintf(v, sizeof v, "%s", TIDE_VERSION);
+    return v;
+}
+
+void tide_cli_usage_print(FILE *f)
+{
+    fprintf(f, "usage: tide <command> [options]   (tide <command> --help for details)\n"
+               "       tide --version | tide help [COMMAND | --man]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+#define usage tide_cli_usage_print
 
 int main(int argc, char **argv)
 {
@@ -40,10 +58,16 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("tide %s\n", version_string());
+        return 0;
+    }
+    if (!strcmp(argv[1], "help"))
+        return tide_cmd_help(argc - 1, argv + 1, version_string());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);

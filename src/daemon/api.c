@@ -128,6 +128,7 @@ static const tide_route_t routes[] = {
     {"GET", "/readyz", TIDE_ROLE_PUBLIC, api_healthz},
     {"GET", "/livez", TIDE_ROLE_PUBLIC, api_livez},
     {"GET", "/metrics", TIDE_ROLE_PUBLIC, api_metrics},
+    {"GET", "/openapi.json", TIDE_ROLE_PUBLIC, api_openapi},
     {"GET", "/v1/cluster", TIDE_ROLE_VIEWER, api_cluster},
     {"GET", "/v1/nodes", TIDE_ROLE_VIEWER, api_nodes},
     {"POST", "/v1/nodes/{n}/state", TIDE_ROLE_ADMIN, api_node_state},

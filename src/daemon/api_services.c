@@ -38,6 +38,7 @@ static json_t *service_json(tide_daemon_t *d, int s)
     api_set(o, "margin", api_num(fc.margin));
     api_set(o, "forecast_peak_rps", api_num(fc.peak));
     api_set(o, "forecast_peak_margin_rps", api_num(fc.peak_with_margin));
+    api_set(o, "lead_s", json_integer(fc.lead_s));
     for (size_t i = 0; i < d->n_src; i++)
         if (d->src[i].svc == s) {
             json_t *src = json_object();

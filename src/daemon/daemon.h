@@ -107,6 +107,9 @@ void tide_daemon_crash(tide_daemon_t *d);
 
 /* The API routes table (src/daemon/api.c); handlers take the daemon as app. */
 const tide_route_t *tide_daemon_routes(size_t *n);
+/* The OpenAPI 3 description of those routes (docs/openapi.json, compiled in;
+ * served at GET /openapi.json). */
+const char *tide_daemon_openapi(void);
 
 /* The router serving this daemon (created by the caller) for request
  * counters in /metrics; may be NULL. */

@@ -512,6 +512,7 @@ json_t *api_feed_row(const tide_store_feed_row_t *r);
 API_HANDLER(api_healthz); /* /healthz and /readyz: ready (the store writes) */
 API_HANDLER(api_livez);
 API_HANDLER(api_metrics);
+API_HANDLER(api_openapi); /* api_openapi.c */
 API_HANDLER(api_reload);
 API_HANDLER(api_events);
 API_HANDLER(api_cluster);

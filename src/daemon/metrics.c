@@ -305,6 +305,75 @@ static void m_teams(tide_daemon_t *d, tide_prom_t *p)
     }
 }
 
+/* ------------------------------------------- forecast and alertable series */
+
+/* What the forecast acts on, per service: the baseline peak over the next
+ * hour, the size it is scaled to (peak x (1 + margin)), the margin, and the
+ * lead time capacity needs (reclaim or warm-up). */
+static void m_forecast(tide_daemon_t *d, tide_prom_t *p)
+{
+    static const char *const fam[][2] = {
+        {"tide_forecast_rps", "Forecast baseline peak demand over the next hour per service (requests/s)."},
+        {"tide_forecast_sized_rps", "Demand a service is sized for: forecast peak x (1 + margin) (requests/s)."},
+        {"tide_margin", "Learned burst margin per service (fraction added to the forecast peak)."},
+        {"tide_lead_seconds", "Lead time new capacity of a service needs now (reclaim or warm-up), seconds."},
+    };
+    int ns = tide_engine_services(d->e);
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        tide_prom_family(p, fam[f][0], "gauge", fam[f][1]);
+        for (int s = 0; s < ns; s++) {
+            tide_forecast_info_t fc = {0};
+            tide_engine_forecast(d->e, s, 3600, &fc);
+            double v = f == 0 ? fc.peak : f == 1 ? fc.peak_with_margin
+                       : f == 2 ? fc.margin : (double)fc.lead_s;
+            const char *l[] = {"service", tide_engine_service(d->e, s)->name};
+            tide_prom_sample(p, fam[f][0], l, 1, v);
+        }
+    }
+}
+
+/* Counters an SLO burn-rate alert can take rate() of, and lost work. */
+static void m_slo_counters(tide_prom_t *p, const tide_stats_t *st)
+{
+    const struct {
+        const char *name, *help;
+        double v;
+    } c[] = {
+        {"tide_requests_demanded_total", "Inference requests demanded, summed over services.", st->requests_demanded},
+        {"tide_requests_served_total", "Inference requests served within the SLO, summed over services.", st->requests_served},
+        {"tide_lost_gpu_seconds_total", "GPU-seconds of training progress lost (work since the last checkpoint of stopped jobs).", st->lost_gpu_s},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        tide_prom_family(p, c[i].name, "counter", c[i].help);
+        tide_prom_sample(p, c[i].name, NULL, 0, c[i].v);
+    }
+}
+
+/* Queue wait of started jobs (submitted -> first start), by priority. */
+static void m_queue_wait(tide_daemon_t *d, tide_prom_t *p)
+{
+    static const double bounds[] = {10, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400};
+    size_t nj = (size_t)tide_engine_jobs(d->e);
+    double *obs = tide_xmalloc((nj ? nj : 1) * sizeof *obs);
+    tide_prom_family(p, "tide_queue_wait_seconds", "histogram",
+                     "Engine seconds training jobs waited from submission to first start, by priority.");
+    for (int pr = TIDE_P1; pr < TIDE_NPRIO; pr++) {
+        size_t n = 0;
+        for (size_t h = 0; h < nj; h++) {
+            tide_job_info_t ji;
+            if (tide_engine_job(d->e, (int32_t)h, &ji) == 0 && ji.spec->priority == pr &&
+                ji.first_start >= 0 && ji.first_start != TIDE_TIME_NEVER)
+                obs[n++] = (double)(ji.first_start - ji.submitted);
+        }
+        char pl[8];
+        snprintf(pl, sizeof pl, "P%d", pr);
+        const char *l[] = {"priority", pl};
+        tide_prom_histogram(p, "tide_queue_wait_seconds", l, 1, bounds,
+                            sizeof bounds / sizeof bounds[0], obs, n);
+    }
+    free(obs);
+}
+
 char *dmn_metrics(tide_daemon_t *d, size_t *len)
 {
     tide_prom_t p;
@@ -319,6 +388,9 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_backend(d, &p);
     m_teams(d, &p);
     m_store(d, &p);
+    m_forecast(d, &p);
+    m_slo_counters(&p, &st);
+    m_queue_wait(d, &p);
     *len = p.n;
     char *out = p.buf ? p.buf : tide_xstrdup("");
     return out;

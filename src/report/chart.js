@@ -255,7 +255,8 @@ var TideChart = (function () {
     }
 
     /* A time chart. c: {title, tl, stacks: [{name, color, v}], lines: [{name,
-     * color, v, axis (1|2), dash, width}], yLabel, y2Label, bands: [[t0,t1,..]],
+     * color, v, axis (1|2), dash, width}], areas: [{name, color, lo, hi, axis,
+     * unit}] (filled between lo and hi), yLabel, y2Label, bands: [[t0,t1,..]],
      * bandName, marks: [{t, label, color}], note, height}. Returns 1 when drawn
      * with data. */
     function timeChart(id, c) {
@@ -285,6 +286,14 @@ var TideChart = (function () {
           vis++;
         }
         layers.push({ s: s, lo: lo, hi: hi });
+      });
+      (c.areas || []).forEach(function (a) {
+        if (!a.hi) return;
+        for (i = i0; i <= i1; i++) {
+          if (!ok(a.hi[i])) continue;
+          vis++;
+          if (a.axis === 2) { if (a.hi[i] > y2max) y2max = a.hi[i]; } else if (a.hi[i] > ymax) ymax = a.hi[i];
+        }
       });
       c.lines.forEach(function (l) {
         if (!l.v) return;
@@ -323,6 +332,18 @@ var TideChart = (function () {
         }
         s += '<path d="' + d + 'Z" fill="' + L.s.color + '" stroke="none"/>';
       });
+      /* areas: a filled band between lo and hi (e.g. a forecast and the
+       * forecast with its margin), drawn under the lines */
+      (c.areas || []).forEach(function (a) {
+        if (!a.hi || !a.lo) return;
+        var YY = a.axis === 2 ? Y2 : Y, up = '', down = '';
+        for (i = i0; i <= i1; i++) {
+          var h = ok(a.hi[i]) ? a.hi[i] : 0, l = ok(a.lo[i]) ? a.lo[i] : 0;
+          up += (up ? 'L' : 'M') + xa(i) + ',' + r1(YY(h)) + 'L' + xb(i) + ',' + r1(YY(h));
+          down = 'L' + xb(i) + ',' + r1(YY(l)) + 'L' + xa(i) + ',' + r1(YY(l)) + down;
+        }
+        if (up) s += '<path d="' + up + down + 'Z" fill="' + a.color + '" stroke="none"/>';
+      });
       c.lines.forEach(function (l) {
         if (!l.v) return;
         var d = '', pen = false, YY = l.axis === 2 ? Y2 : Y;
@@ -355,6 +376,7 @@ var TideChart = (function () {
 
       var leg = [];
       c.stacks.forEach(function (x) { if (x.v) leg.push({ name: x.name, color: x.color }); });
+      (c.areas || []).forEach(function (x) { if (x.hi) leg.push({ name: x.name, color: x.color }); });
       c.lines.forEach(function (x) {
         if (x.v) leg.push({ name: x.name, color: x.color, kind: x.dash ? 'dash' : 'line' });
       });
@@ -371,6 +393,10 @@ var TideChart = (function () {
             if (st.v) h += '<br><span style="color:' + st.color + '">\u25a0</span> ' + esc(st.name) +
               ': ' + num(st.v[j], 1) + ' ' + (c.unit || 'GPUs');
           }
+          (c.areas || []).forEach(function (a) {
+            if (a.hi) h += '<br><span style="color:' + a.color + '">\u25a0</span> ' + esc(a.name) +
+              ': ' + num(a.lo[j], 1) + ' \u2013 ' + num(a.hi[j], 1) + (a.unit ? ' ' + a.unit : '');
+          });
           c.lines.forEach(function (l) {
             if (l.v) h += '<br><span style="color:' + l.color + '">\u2014</span> ' + esc(l.name) +
               ': ' + num(l.v[j], l.digits === undefined ? 1 : l.digits) + (l.unit ? ' ' + l.unit : '');

@@ -63,7 +63,7 @@ static int cmp_double(const void *a, const void *b)
 static const char *const KNOWN_COLS[] = {
     "time_s", "serving", "warming", "training", "checkpointing", "restoring", "lost", "idle",
     "inference_gpus", "p1_gpus", "p2_gpus", "p3_gpus", "demand_rps", "ready_rps", "queue_jobs",
-    "queue_gpus", "running_jobs", "leased_gpus", "tier_a_gpus"};
+    "queue_gpus", "running_jobs", "leased_gpus", "tier_a_gpus", "forecast_rps", "sized_rps"};
 #define N_KNOWN ((int)(sizeof KNOWN_COLS / sizeof KNOWN_COLS[0]))
 
 typedef struct tcol {
@@ -137,7 +137,9 @@ static int tline_read(const char *path, tline_t *t, tide_error_t *err)
     }
     t->cols = tide_xcalloc((size_t)tide_csv_ncols(c), sizeof *t->cols);
     for (int i = 0; i < tide_csv_ncols(c); i++) {
-        if (i == pcol)
+        /* per-service columns (COLUMN:SERVICE, e.g. forecast_rps:chat) stay in
+         * the CSV: the report draws the sums */
+        if (i == pcol || strchr(tide_csv_colname(c, i), ':'))
             continue;
         tcol_t *k = &t->cols[t->ncols++];
         k->name = tide_xstrdup(tide_csv_colname(c, i));
@@ -992,6 +994,7 @@ static const char PAGE_BODY[] =
     "<div id=\"questions-sec\"><h3 class=\"sub\">The five questions</h3>"
     "<div id=\"questions\"></div></div>\n"
     "<div class=\"chart\" id=\"chart-gpu-state\"></div>\n"
+    "<div class=\"chart\" id=\"chart-forecast\"></div>\n"
     "<div class=\"chart\" id=\"chart-gpu-class\"></div>\n"
     "<div class=\"chart\" id=\"chart-training\"></div>\n"
     "<div class=\"chart\" id=\"chart-leases\"></div>\n"

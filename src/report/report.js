@@ -1059,7 +1059,7 @@
 
   function renderPolicy() {
     var pol = state.policy, tl = D.timeline[pol];
-    var ids = ['chart-gpu-state', 'chart-gpu-class', 'chart-training', 'chart-leases', 'chart-storage',
+    var ids = ['chart-gpu-state', 'chart-forecast', 'chart-gpu-class', 'chart-training', 'chart-leases', 'chart-storage',
       'chart-team-hours', 'chart-class-hours', 'chart-team-loss'];
     ids.forEach(function (id) { delete drawn[id]; delete expected[id]; });
     var tabs = document.querySelectorAll('#policy-tabs button');
@@ -1083,6 +1083,22 @@
         y2Label: 'requests/s', bands: bands,
         bandName: 'SLO miss: ready < demand', marks: marks, markName: 'fault event',
         note: res + 'Red bands: ready capacity below demand (at full timeline resolution). Drag to zoom, double-click to reset.' });
+      if (tl.cols.forecast_rps) {
+        expected['chart-forecast'] = 1;
+        drawn['chart-forecast'] = timeChart('chart-forecast', { tl: tl, height: 260,
+          title: 'Inference: forecast band against demand and ready capacity',
+          stacks: [],
+          areas: [{ name: 'forecast peak \u2192 sized for (peak \u00d7 (1 + margin))', color: 'rgba(116,143,252,.35)',
+            lo: tl.cols.forecast_rps, hi: tl.cols.sized_rps, axis: 1, unit: 'req/s' }],
+          lines: [{ name: 'demand', color: '#212529', v: tl.cols.demand_rps, axis: 1, unit: 'req/s', width: 1.6 },
+            { name: 'ready capacity', color: '#2b8a3e', v: tl.cols.ready_rps, axis: 1, dash: '5,3', unit: 'req/s', width: 1.6 }],
+          yLabel: 'requests/s', bands: bands, bandName: 'SLO miss: ready < demand',
+          note: 'The band is what tide acts on: the forecast baseline peak over the next hour (bottom) up to the ' +
+            'size it scales to, the peak times one plus the learned burst margin (top); summed over services, as ' +
+            'known at the start of each interval. Per-service columns (forecast_rps:SERVICE, ...) are in timeline.csv.' });
+      } else {
+        $('chart-forecast').innerHTML = '';
+      }
       expected['chart-gpu-class'] = 1;
       drawn['chart-gpu-class'] = timeChart('chart-gpu-class', { tl: tl,
         title: 'GPUs by class: inference and training priorities',

@@ -157,6 +157,52 @@ static int event_stops(const char *dir, const char *policy, stops_t *s)
     return 1;
 }
 
+/* What DIR/sweep.csv says about raising the reserve of `policy` (rows with
+ * the smallest and the largest reserve): the advice of the preemption
+ * finding, so that it never contradicts the sweep. 0 without such a sweep. */
+static int sweep_reserve_advice(const char *dir, const char *policy, char *buf, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    if (!c)
+        return 0;
+    int cres = tide_csv_col(c, "reserve"), cpol = tide_csv_col(c, "policy"),
+        cpre = tide_csv_col(c, "preemptions"), ceff = tide_csv_col(c, "reserve_effective_gpus");
+    double lo = INFINITY, hi = -INFINITY, plo = NAN, phi = NAN, elo = NAN, ehi = NAN;
+    while (cres >= 0 && cpol >= 0 && cpre >= 0) {
+        int r = tide_csv_next(c, NULL);
+        if (r == 0 || (r < 0 && !tide_csv_recoverable(c)))
+            break;
+        double res, pre, eff = NAN;
+        if (r < 0 || strcmp(tide_csv_field(c, cpol), policy) ||
+            tide_parse_double(tide_csv_field(c, cres), &res) < 0 ||
+            tide_parse_double(tide_csv_field(c, cpre), &pre) < 0)
+            continue;
+        if (ceff >= 0 && tide_parse_double(tide_csv_field(c, ceff), &eff) < 0)
+            eff = NAN;
+        if (res < lo)
+            lo = res, plo = pre, elo = eff;
+        if (res > hi)
+            hi = res, phi = pre, ehi = eff;
+    }
+    tide_csv_close(c);
+    if (!(hi > lo))
+        return 0;
+    if (phi < plo)
+        snprintf(buf, n, "raise --reserve: in the sweep, reserve %.0f -> %.0f cut them from %.0f "
+                 "to %.0f", lo, hi, plo, phi);
+    else if (isfinite(elo) && elo == ehi)
+        snprintf(buf, n, "reserves %.0f..%.0f all act as the services' floors (%.0f GPUs), so "
+                 "the sweep shows no change: try reserves above %.0f, or lower the services' "
+                 "min_replicas", lo, hi, elo, elo);
+    else
+        snprintf(buf, n, "the sweep shows raising --reserve from %.0f to %.0f does not reduce "
+                 "them (%.0f -> %.0f): they need a larger cluster or fewer floor replicas",
+                 lo, hi, plo, phi);
+    return 1;
+}
+
 static json_t *policy_signals(const char *dir, const char *name, const json_t *p, double gpus,
                               double horizon, const tide_signals_opts_t *o)
 {
@@ -198,12 +244,16 @@ static json_t *policy_signals(const char *dir, const char *name, const json_t *p
 
     int warned = 0;
     if (rate > o->preempt_per_day_per_100) {
+        char advice[400];
+        if (!sweep_reserve_advice(dir, name, advice, sizeof advice))
+            snprintf(advice, sizeof advice, "the inference floor (Tier A reserve) is too small - "
+                     "raise --reserve or the services' min_replicas (tide sim --sweep "
+                     "reserve=LO:HI:STEP shows what each step buys)");
         finding(fs, "preemptions", "warn", rate, o->preempt_per_day_per_100,
                 "preemptions too frequent: %.1f per day per 100 GPUs (%.0f %s in %.1f days, "
-                "threshold %.1f), %.1f GPU-hours lost: the inference floor (Tier A reserve) is "
-                "too small - raise --reserve or the services' min_replicas",
+                "threshold %.1f), %.1f GPU-hours lost: %s",
                 rate, preempt, have_ev ? "stops by inference" : "preemptions", days,
-                o->preempt_per_day_per_100, num(tr, "gpu_hours_lost"));
+                o->preempt_per_day_per_100, num(tr, "gpu_hours_lost"), advice);
         warned++;
     }
     if (have_ev && st.contention > 0)
@@ -256,7 +306,7 @@ static int is_metric(const char *name)
             return 1;
     /* bookkeeping columns of tide's own sweep.csv (docs/report.md): one value
      * per row, not a parameter */
-    static const char *const rows[] = {"point", "label", "on_front"};
+    static const char *const rows[] = {"point", "label", "on_front", "reserve_effective_gpus"};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (!strcmp(name, rows[i]))
             return 1;
@@ -267,7 +317,8 @@ typedef struct srow {
     char key[512];      /* policy + other parameters */
     char policy[64];
     double reserve, slo, train_h, lost_h, useful;
-    int has_slo, has_train, has_lost, has_useful;
+    double eff;         /* the reserve as it acted (reserve_effective_gpus) */
+    int has_slo, has_train, has_lost, has_useful, has_eff;
 } srow_t;
 
 static int srow_cmp(const void *a, const void *b)
@@ -299,11 +350,23 @@ static json_t *reserve_step(const srow_t *a, const srow_t *b, double gpus, doubl
     else
         snprintf(cost, sizeof cost, "at a training cost sweep.csv does not show");
     char msg[768];
-    snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
-             "attainment from %.4f to %.4f and %s",
-             a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
-             b->slo >= a->slo ? "raise" : "change", a->slo, b->slo, cost);
+    int same = a->has_eff && b->has_eff && a->eff == b->eff;
+    if (same) /* both below the services' floors: the same run */
+        snprintf(msg, sizeof msg, "%s%sreserve %.0f -> %.0f changes nothing: both are below the "
+                 "services' floors, whose replicas hold %.0f GPUs either way (SLO attainment "
+                 "%.4f)", a->policy, a->policy[0] ? ": " : "", a->reserve, b->reserve, a->eff,
+                 b->slo);
+    else if (fabs(b->slo - a->slo) < 5e-5)
+        snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) leave SLO "
+                 "attainment at %.4f and %s", a->policy, a->policy[0] ? ": " : "", dres,
+                 a->reserve, b->reserve, b->slo, cost);
+    else
+        snprintf(msg, sizeof msg, "%s%s%.0f more Tier A GPUs (reserve %.0f -> %.0f) %s SLO "
+                 "attainment from %.4f to %.4f and %s",
+                 a->policy, a->policy[0] ? ": " : "", dres, a->reserve, b->reserve,
+                 b->slo > a->slo ? "raise" : "lower", a->slo, b->slo, cost);
     json_t *x = json_object();
+    tide_json_set(x, "same_effective_reserve", json_boolean(same));
     tide_json_set(x, "policy", json_string(a->policy));
     tide_json_set(x, "group", json_string(a->key));
     tide_json_set(x, "reserve_from", tide_json_real(a->reserve));
@@ -332,7 +395,12 @@ static json_t *group_recommendation(const srow_t *rows, size_t i, size_t n,
             hit = &rows[j];
     const srow_t *best = &rows[j - 1];
     char msg[512];
-    if (hit)
+    if (hit && hit->has_eff && hit->eff > hit->reserve)
+        snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
+                 "(SLO %.4f), which acts as %.0f: the services' floors",
+                 rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
+                 hit->reserve, hit->slo, hit->eff);
+    else if (hit)
         snprintf(msg, sizeof msg, "%s%sthe smallest reserve reaching SLO %.4f is %.0f "
                  "(SLO %.4f)",
                  rows[i].policy, rows[i].policy[0] ? ": " : "", o->slo_target,
@@ -366,7 +434,7 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     if (cslo < 0)
         cslo = tide_csv_col(c, "slo");
     int ctrain = -1, clost = tide_csv_col(c, "gpu_hours_lost"),
-        cuse = tide_csv_col(c, "useful_utilization");
+        cuse = tide_csv_col(c, "useful_utilization"), ceff = tide_csv_col(c, "reserve_effective_gpus");
     for (int i = 0; i < tide_csv_ncols(c); i++) {
         const char *n = tide_csv_colname(c, i);
         if (ctrain < 0 && strstr(n, "train") && (strstr(n, "hour") || strstr(n, "gpuh")))
@@ -402,6 +470,7 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
         x.has_train = ctrain >= 0 && tide_parse_double(tide_csv_field(c, ctrain), &x.train_h) == 0;
         x.has_lost = clost >= 0 && tide_parse_double(tide_csv_field(c, clost), &x.lost_h) == 0;
         x.has_useful = cuse >= 0 && tide_parse_double(tide_csv_field(c, cuse), &x.useful) == 0;
+        x.has_eff = ceff >= 0 && tide_parse_double(tide_csv_field(c, ceff), &x.eff) == 0;
         size_t len = (size_t)snprintf(x.key, sizeof x.key, "%s", pol);
         for (int i = 0; i < tide_csv_ncols(c) && len < sizeof x.key; i++) {
             const char *cn = tide_csv_colname(c, i);

@@ -24,10 +24,10 @@
 #define POP_CHUNK 256
 #define MAX_PASSES 100000 /* steps at one instant before we call it a livelock */
 
-static const char *const TIMELINE_HEADER =
+static const char *const TIMELINE_HEADER_FIXED =
     "policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,"
     "inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,"
-    "running_jobs,leased_gpus,tier_a_gpus,storage_gbps\n";
+    "running_jobs,leased_gpus,tier_a_gpus,storage_gbps";
 static const char *const EVENTS_HEADER =
     "policy,time_s,kind,job,service,replica,lease,gpus,width,reason,deadline_s,value\n";
 
@@ -143,6 +143,8 @@ static const char *service_name(const tide_engine_t *e, int32_t s)
 
 static void evrow_write(FILE *f, const char *policy, tide_time_t t, const evrow_t *r)
 {
+    if (!f) /* events.csv not asked for (--outputs) */
+        return;
     char ts[24];
     snprintf(ts, sizeof ts, "%lld", (long long)t);
     const char *fields[12] = {policy,     ts,       r->kind,  r->job,    r->service,
@@ -280,6 +282,7 @@ typedef struct tabrow {
     double util, useful, slo, mean_queue_s, lost_h, p99_lead;
     int jobs_done, preemptions, reclaims, late, expired;
     double breach_h;
+    char note[256];              /* printed under the table ("" = none) */
 } tabrow_t;
 
 /* Fault counters of one policy (summary.json policies.<name>.faults). */
@@ -331,6 +334,11 @@ typedef struct run {
      * back into the rows where the thrown-away work was done) */
     tlrow_t *rows_v;
     size_t nrows, caprows;
+    /* forecast columns of the buffered rows: FC_COLS per service per row, and
+     * the values at the start of the row being built (the engine's forecast
+     * at the previous boundary) */
+    double *fc_rows, *fc_prev;
+    size_t capfc;
     loss_t *loss;
     size_t nloss, caploss;
     death_t *deaths;             /* jobs that died while tide was down */
@@ -481,11 +489,62 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     return 0;
 }
 
+/* Per service in timeline.csv: forecast baseline peak over the next hour,
+ * the size it is scaled to (peak x (1 + margin)), the margin, the lead. */
+enum { FC_COLS = 4 };
+static const char *const fc_names[FC_COLS] = {"forecast_rps", "sized_rps", "margin", "lead_s"};
+
+/* The engine's forecast of every service now, into v (FC_COLS per service). */
+static void fc_take(const run_t *r, double *v)
+{
+    for (size_t s = 0; s < r->o->n_services; s++) {
+        tide_forecast_info_t fc = {0};
+        tide_engine_forecast(r->e, (int)s, 3600, &fc);
+        double *x = v + s * FC_COLS;
+        x[0] = fc.peak;
+        x[1] = fc.peak_with_margin;
+        x[2] = fc.margin;
+        x[3] = (double)fc.lead_s;
+    }
+}
+
+/* Buffer the forecast columns of the row just pushed and take the next ones. */
+static void fc_push(run_t *r)
+{
+    size_t w = r->o->n_services * FC_COLS;
+    if (w == 0)
+        return;
+    if (!r->fc_prev)
+        r->fc_prev = tide_xcalloc(w, sizeof *r->fc_prev);
+    if (r->nrows * w > r->capfc) {
+        r->capfc = TIDE_MAX(r->capfc * 2, r->nrows * w);
+        r->fc_rows = tide_xrealloc(r->fc_rows, r->capfc * sizeof *r->fc_rows);
+    }
+    memcpy(r->fc_rows + (r->nrows - 1) * w, r->fc_prev, w * sizeof *r->fc_prev);
+    fc_take(r, r->fc_prev);
+}
+
+/* The timeline header: the fixed columns, the forecast summed over services,
+ * then FC_COLS columns per service named COLUMN:SERVICE. */
+static void timeline_header(FILE *f, const tide_sim_opts_t *o)
+{
+    fputs(TIMELINE_HEADER_FIXED, f);
+    fputs(",forecast_rps,sized_rps", f);
+    char name[512];
+    for (size_t s = 0; s < o->n_services; s++)
+        for (int k = 0; k < FC_COLS; k++) {
+            snprintf(name, sizeof name, "%s:%s", fc_names[k], o->services[s].name);
+            fputc(',', f);
+            tide_csv_write_field(f, name);
+        }
+    fputc('\n', f);
+}
+
 /* Buffer the timeline row of [prev.t, cur->t) and move prev to cur. */
 static void timeline_write(run_t *r, const snap_t *cp)
 {
     const snap_t *p = &r->prev;
-    if (cp->t > p->t) {
+    if (cp->t > p->t && r->tl) {
         tlrow_t x;
         memset(&x, 0, sizeof x);
         x.t0 = p->t;
@@ -503,6 +562,7 @@ static void timeline_write(run_t *r, const snap_t *cp)
         x.queue_gpus = p->queue_gpus;
         x.running_jobs = p->running_jobs;
         TIDE_PUSH(r->rows_v, r->nrows, r->caprows, x);
+        fc_push(r);
     }
     r->prev = *cp;
 }
@@ -573,8 +633,13 @@ static double nz(double v) { return fabs(v) < 0.005 ? 0.0 : v; }
 /* Write the buffered rows of this policy (losses booked back first). */
 static void timeline_flush(run_t *r)
 {
-    rebook_losses(r);
     FILE *f = r->tl;
+    if (!f) { /* timeline.csv not asked for (--outputs) */
+        r->nrows = 0;
+        return;
+    }
+    rebook_losses(r);
+    size_t ns = r->o->n_services;
     for (size_t i = 0; i < r->nrows; i++) {
         const tlrow_t *x = &r->rows_v[i];
         double dt = (double)(x->t1 - x->t0);
@@ -584,9 +649,19 @@ static void timeline_flush(run_t *r)
             fprintf(f, ",%.2f", nz(x->state[k] / dt));
         for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
             fprintf(f, ",%.2f", x->cls[c] / dt);
-        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f\n", x->demand_rps, x->ready_rps,
+        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f", x->demand_rps, x->ready_rps,
                 x->queue_jobs, x->queue_gpus, x->running_jobs, x->leased / dt, x->tier_a / dt,
                 x->storage_gb / dt);
+        const double *fc = r->fc_rows ? r->fc_rows + i * ns * FC_COLS : NULL;
+        double sum[2] = {0, 0};
+        for (size_t sv = 0; fc && sv < ns; sv++) {
+            sum[0] += fc[sv * FC_COLS];
+            sum[1] += fc[sv * FC_COLS + 1];
+        }
+        fprintf(f, ",%.2f,%.2f", sum[0], sum[1]);
+        for (size_t k = 0; k < ns * FC_COLS; k++)
+            fprintf(f, k % FC_COLS == 2 ? ",%.4f" : ",%.2f", fc ? fc[k] : 0.0);
+        fputc('\n', f);
     }
     r->nrows = 0;
 }
@@ -1070,7 +1145,8 @@ static int replay(run_t *r, tide_error_t *err)
                 defer_row(r, t);
             else {
                 timeline_row(r, t);
-                tide_usage_sample(r->usage, r->policy, t, r->e);
+                if (r->usage)
+                    tide_usage_sample(r->usage, r->policy, t, r->e);
             }
             boundary = TIDE_MIN(t + r->interval, r->horizon);
         }
@@ -1261,6 +1337,31 @@ static json_t *faults_json(const run_t *r)
     return o;
 }
 
+/* A reserve (--reserve) below the services' floors is not what runs: the
+ * floor replicas hold their GPUs anyway, so smaller reserves behave alike.
+ * Say so (summary.json tier_a, and a note under the table); the same when
+ * whole domains rounded it up. */
+static void reserve_json(const run_t *r, const tide_stats_t *st, json_t *ta, tabrow_t *tab)
+{
+    int req = r->o->cfg.reserve_gpus, floors = 0;
+    for (size_t i = 0; i < r->o->n_services; i++)
+        floors += r->o->services[i].min_replicas * r->o->services[i].gpus_per_replica;
+    tide_json_set(ta, "floor_gpus", json_integer(floors));
+    if (req < 0 || strcmp(r->policy, "elastic") != 0)
+        return;
+    int eff = TIDE_MAX(st->tier_a_target_gpus, floors);
+    tide_json_set(ta, "reserve_requested_gpus", json_integer(req));
+    tide_json_set(ta, "reserve_effective_gpus", json_integer(eff));
+    tide_json_set(ta, "reserve_raised", json_boolean(eff > req));
+    if (req < floors)
+        snprintf(tab->note, sizeof tab->note, "--reserve %d is below the services' floors (%d "
+                 "GPUs): their floor replicas hold %d GPUs anyway, so it acts as %d", req, floors,
+                 floors, eff);
+    else if (st->tier_a_target_gpus > req)
+        snprintf(tab->note, sizeof tab->note, "--reserve %d was rounded up to whole domains: %d "
+                 "GPUs", req, st->tier_a_target_gpus);
+}
+
 static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
 {
     tide_stats_t st;
@@ -1330,6 +1431,7 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     json_t *ta = json_object();
     tab->breach_h = st.tier_a_breach_gpu_s / 3600.0;
     tide_json_set(ta, "reserve_gpus", json_integer(st.tier_a_target_gpus));
+    reserve_json(r, &st, ta, tab);
     tide_json_set(ta, "breach_gpu_s", tide_json_real(st.tier_a_breach_gpu_s));
     tide_json_set(o, "tier_a", ta);
 
@@ -1450,6 +1552,10 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);
+    free(r->fc_rows);
+    free(r->fc_prev);
+    r->fc_rows = r->fc_prev = NULL;
+    r->capfc = 0;
     free(r->loss);
     free(r->deaths);
     r->rows_v = NULL;
@@ -1493,6 +1599,9 @@ static void print_table(FILE *f, const tabrow_t *t, size_t n)
                 t[i].mean_queue_s / 3600.0, t[i].preemptions, t[i].lost_h, rl, t[i].p99_lead,
                 t[i].expired, t[i].breach_h);
     }
+    for (size_t i = 0; i < n; i++)
+        if (t[i].ok && t[i].note[0])
+            fprintf(f, "note: %s: %s\n", t[i].policy, t[i].note);
 }
 
 /* ------------------------------------------------------------------- API */
@@ -1555,8 +1664,10 @@ typedef struct outputs {
     FILE *tl, *ev;
 } outputs_t;
 
+static json_t *options_json(const tide_sim_opts_t *o, tide_time_t horizon, tide_time_t interval);
+
 static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t horizon,
-                         double oracle, json_t *pols, tide_error_t *err)
+                         tide_time_t interval, double oracle, json_t *pols, tide_error_t *err)
 {
     int gpus = tide_cluster_gpus(o->cluster);
     json_t *top = json_object();
@@ -1571,6 +1682,7 @@ static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t h
          tide_json_real(ratio(oracle > 0 ? oracle : 0, (double)gpus * (double)horizon)));
     tide_json_set(top, "oracle", orc);
     tide_json_set(top, "policies", json_incref(pols));
+    tide_json_set(top, "options", options_json(o, horizon, interval));
     FILE *f = open_out(o->out_dir, "summary.json", out->sum_path, sizeof out->sum_path, err);
     int rc = -1;
     if (f) {
@@ -1583,6 +1695,125 @@ static int write_summary(const tide_sim_opts_t *o, outputs_t *out, tide_time_t h
     }
     json_decref(top);
     return rc;
+}
+
+/* ------------------------------------------------------------- outputs */
+
+static const struct {
+    const char *name;
+    unsigned bit;
+    const char *const files[4];
+} out_files[] = {
+    {"summary", TIDE_SIM_OUT_SUMMARY, {"summary.json"}},
+    {"timeline", TIDE_SIM_OUT_TIMELINE, {"timeline.csv"}},
+    {"events", TIDE_SIM_OUT_EVENTS, {"events.csv"}},
+    {"usage", TIDE_SIM_OUT_USAGE, {"usage.csv", "usage_teams.csv", "usage_services.csv"}},
+};
+#define N_OUT_FILES (sizeof out_files / sizeof out_files[0])
+
+int tide_sim_outputs_parse(const char *list, unsigned *mask, tide_error_t *err)
+{
+    *mask = 0;
+    const char *p = list ? list : "";
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int found = n == 3 && !strncmp(p, "all", 3);
+        if (found)
+            *mask |= TIDE_SIM_OUT_ALL;
+        for (size_t i = 0; i < N_OUT_FILES && !found; i++)
+            if (strlen(out_files[i].name) == n && !strncmp(p, out_files[i].name, n)) {
+                *mask |= out_files[i].bit;
+                found = 1;
+            }
+        if (!found)
+            return tide_errf(err, TIDE_EINVAL, "unknown output '%.*s' (known: summary, timeline, "
+                             "events, usage, all)", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    if (!*mask)
+        return tide_errf(err, TIDE_EINVAL, "no output named");
+    return 0;
+}
+
+static unsigned outputs_of(const tide_sim_opts_t *o) { return o->outputs ? o->outputs : TIDE_SIM_OUT_ALL; }
+
+/* Open the outputs asked for and remove the others' stale files (a report
+ * must not read a previous run's timeline beside this run's summary). */
+static int open_outputs(const tide_sim_opts_t *o, outputs_t *out, tide_usage_t **usage,
+                        tide_error_t *err)
+{
+    unsigned m = outputs_of(o);
+    for (size_t i = 0; i < N_OUT_FILES; i++)
+        for (int k = 0; !(m & out_files[i].bit) && k < 4 && out_files[i].files[k]; k++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", o->out_dir, out_files[i].files[k]);
+            if (unlink(path) != 0 && errno != ENOENT)
+                return tide_errf(err, TIDE_EIO, "cannot remove the stale %s: %s", path,
+                                 strerror(errno));
+        }
+    if ((m & TIDE_SIM_OUT_TIMELINE) &&
+        !(out->tl = open_out(o->out_dir, "timeline.csv", out->tl_path, sizeof out->tl_path, err)))
+        return -1;
+    if ((m & TIDE_SIM_OUT_EVENTS) &&
+        !(out->ev = open_out(o->out_dir, "events.csv", out->ev_path, sizeof out->ev_path, err))) {
+        if (out->tl)
+            fclose(out->tl);
+        return -1;
+    }
+    if ((m & TIDE_SIM_OUT_USAGE) && !(*usage = tide_usage_open(o->out_dir, o->governance, err))) {
+        if (out->tl)
+            fclose(out->tl);
+        if (out->ev)
+            fclose(out->ev);
+        return -1;
+    }
+    if (out->tl)
+        timeline_header(out->tl, o);
+    if (out->ev)
+        fputs(EVENTS_HEADER, out->ev);
+    return 0;
+}
+
+/* summary.json's "options": what made this run (policies, knobs, outputs,
+ * the command line). */
+static json_t *options_json(const tide_sim_opts_t *o, tide_time_t horizon, tide_time_t interval)
+{
+    json_t *x = json_object();
+    json_t *pol = json_array();
+    for (size_t i = 0; i < o->n_policies; i++)
+        json_array_append_new(pol, json_string(o->policies[i]));
+    if (!o->n_policies)
+        for (const char *const *n = tide_policy_names(); *n; n++)
+            json_array_append_new(pol, json_string(*n));
+    tide_json_set(x, "policies", pol);
+    tide_json_set(x, "horizon_s", json_integer(horizon));
+    tide_json_set(x, "interval_s", json_integer(interval));
+    tide_json_set(x, "reserve_gpus", o->cfg.reserve_gpus >= 0 ? json_integer(o->cfg.reserve_gpus)
+                                                               : json_null());
+    tide_json_set(x, "split_inference_gpus",
+                  o->cfg.split_inf >= 0 ? json_integer(o->cfg.split_inf) : json_null());
+    tide_json_set(x, "night_hours", json_pack("[ii]", o->cfg.night_start_h, o->cfg.night_end_h));
+    tide_json_set(x, "margin_min", tide_json_real(o->cfg.margin_min));
+    tide_json_set(x, "headroom", tide_json_real(o->cfg.headroom));
+    tide_json_set(x, "hpa_window_s", json_integer(o->cfg.hpa_window_s));
+    tide_json_set(x, "fairshare", json_boolean(o->cfg.fairshare));
+    tide_json_set(x, "lead_extra_s", json_integer(o->cfg.lead_extra_s));
+    tide_json_set(x, "scale_down_hold_s", json_integer(o->cfg.scale_down_hold_s));
+    tide_json_set(x, "check", json_boolean(o->check));
+    tide_json_set(x, "faults", json_integer(o->inject ? (json_int_t)o->inject->n : 0));
+    json_t *outs = json_array();
+    for (size_t i = 0; i < N_OUT_FILES; i++)
+        if (outputs_of(o) & out_files[i].bit)
+            json_array_append_new(outs, json_string(out_files[i].name));
+    tide_json_set(x, "outputs", outs);
+    json_t *cmd = json_array();
+    for (int i = 0; o->argv && i < o->argc; i++)
+    {
+        json_t *a = json_string(o->argv[i]); /* NULL for invalid UTF-8 */
+        json_array_append_new(cmd, a ? a : json_null());
+    }
+    tide_json_set(x, "command", cmd);
+    return x;
 }
 
 int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
@@ -1600,22 +1831,9 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     tide_time_t interval = o->interval_s > 0 ? o->interval_s : TIDE_SIM_DEFAULT_INTERVAL;
 
     outputs_t out = {0};
-    out.tl = open_out(o->out_dir, "timeline.csv", out.tl_path, sizeof out.tl_path, err);
-    if (!out.tl)
+    tide_usage_t *usage = NULL;
+    if (open_outputs(o, &out, &usage, err) != 0)
         return -1;
-    out.ev = open_out(o->out_dir, "events.csv", out.ev_path, sizeof out.ev_path, err);
-    if (!out.ev) {
-        fclose(out.tl);
-        return -1;
-    }
-    tide_usage_t *usage = tide_usage_open(o->out_dir, o->governance, err);
-    if (!usage) {
-        fclose(out.tl);
-        fclose(out.ev);
-        return -1;
-    }
-    fputs(TIMELINE_HEADER, out.tl);
-    fputs(EVENTS_HEADER, out.ev);
 
     size_t *job_order = stable_order(o->n_jobs, o->jobs, sizeof *o->jobs,
                                      offsetof(tide_job_spec_t, submit_s));
@@ -1648,13 +1866,14 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
         tide_json_set(pols, names[i], pj);
     }
     int rc = 0;
-    if (close_out(out.tl, out.tl_path, err) != 0)
+    if (out.tl && close_out(out.tl, out.tl_path, err) != 0)
         rc = -1;
-    if (close_out(out.ev, out.ev_path, rc ? NULL : err) != 0)
+    if (out.ev && close_out(out.ev, out.ev_path, rc ? NULL : err) != 0)
         rc = -1;
-    if (tide_usage_close(usage, rc ? NULL : err) != 0)
+    if (usage && tide_usage_close(usage, rc ? NULL : err) != 0)
         rc = -1;
-    if (rc == 0 && write_summary(o, &out, horizon, oracle, pols, err) != 0)
+    if (rc == 0 && (outputs_of(o) & TIDE_SIM_OUT_SUMMARY) &&
+        write_summary(o, &out, horizon, interval, oracle, pols, err) != 0)
         rc = -1;
     if (rc == 0 && o->table)
         print_table(o->table, tab, np);

@@ -19,6 +19,18 @@
 #define TIDE_SIM_DEFAULT_INTERVAL 300 /* timeline period, seconds */
 #define TIDE_SIM_MAX_POLICIES 16
 
+/* The output files tide_sim_run may write (tide_sim_opts_t.outputs). */
+enum {
+    TIDE_SIM_OUT_SUMMARY = 1,   /* summary.json */
+    TIDE_SIM_OUT_TIMELINE = 2,  /* timeline.csv */
+    TIDE_SIM_OUT_EVENTS = 4,    /* events.csv */
+    TIDE_SIM_OUT_USAGE = 8,     /* usage.csv, usage_teams.csv, usage_services.csv */
+    TIDE_SIM_OUT_ALL = 15
+};
+/* "summary,timeline,events,usage" (any subset, or "all") -> a mask. Returns 0,
+ * or -1 with err (EINVAL naming the unknown item). */
+int tide_sim_outputs_parse(const char *list, unsigned *mask, tide_error_t *err);
+
 /* What a step observer sees (tests): the policy, the time, the engine and
  * world after the step (the actions already enacted), the events fed and the
  * actions returned. Everything is borrowed for the call. */
@@ -66,6 +78,11 @@ typedef struct tide_sim_opts {
                                             (NULL = TIDE_IO_WEIGHTS_GB_PER_GPU x gpus) */
     tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
     void *observe_ctx;
+    unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not
+                                            asked for are removed from out_dir */
+    const char *const *argv;             /* the command line, recorded in summary.json's
+                                            options.command (NULL = none) */
+    int argc;
 } tide_sim_opts_t;
 
 /* Fill o with defaults: no inputs, all policies, tide_config_default, horizon

@@ -373,7 +373,7 @@ static void collect(pool_t *p, size_t i, const char *dir, const tide_error_t *ru
             memcpy(r->error, msg ? msg : "", len);
             r->error[len] = '\0';
             r->utilization = r->useful_utilization = r->slo_attainment = NAN;
-            r->mean_queue_s = r->gpu_hours_lost = NAN;
+            r->mean_queue_s = r->gpu_hours_lost = r->reserve_effective = NAN;
             continue;
         }
         r->ok = 1;
@@ -386,6 +386,7 @@ static void collect(pool_t *p, size_t i, const char *dir, const tide_error_t *ru
         r->jobs_completed = (long)jnumber(o, "training", "jobs_completed");
         r->reclaims = (long)jnumber(o, "reclaim", "count");
         r->reclaims_late = (long)jnumber(o, "reclaim", "late");
+        r->reserve_effective = jnumber(o, "tier_a", "reserve_effective_gpus");
     }
     json_decref(sum);
 }
@@ -398,6 +399,8 @@ static void run_point(pool_t *p, size_t i)
     snprintf(dir, sizeof dir, "%s/sweep/%s", b->out_dir, label);
     tide_sim_opts_t o = *b;
     o.out_dir = dir;
+    if (o.outputs) /* the point's summary.json is read back */
+        o.outputs |= TIDE_SIM_OUT_SUMMARY;
     o.table = NULL;
     o.progress = 0;
     tide_error_t err = {0};
@@ -455,7 +458,8 @@ static int write_csv(const pool_t *p, const tide_sweep_result_t *res, const char
     static const char *const cols[] = {"policy", "utilization", "useful_utilization",
                                        "slo_attainment", "mean_queue_s", "gpu_hours_lost",
                                        "preemptions", "reclaims", "reclaims_late",
-                                       "jobs_completed", "on_front", "error"};
+                                       "jobs_completed", "on_front", "error",
+                                       "reserve_effective_gpus"};
     for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
         head[nh++] = cols[c];
     tide_csv_write_row(f, head, nh);
@@ -492,6 +496,9 @@ static int write_csv(const pool_t *p, const tide_sweep_result_t *res, const char
         }
         fl[n++] = on[r] ? "1" : "0";
         fl[n++] = row->ok ? "" : row->error;
+        fmt_num(cells[n], sizeof cells[n], row->ok ? row->reserve_effective : NAN);
+        fl[n] = cells[n];
+        n++;
         tide_csv_write_row(f, fl, n);
     }
     free(on);

@@ -84,6 +84,8 @@ typedef struct tide_sweep_row {
     int ok;               /* 0: the policy failed at this point (error holds why) */
     double utilization, useful_utilization, slo_attainment, mean_queue_s, gpu_hours_lost;
     long preemptions, reclaims, reclaims_late, jobs_completed;
+    double reserve_effective; /* elastic's Tier A as it acted (the services' floors
+                                 when --reserve was below them); NAN when unknown */
     char error[160];
 } tide_sweep_row_t;
 

@@ -124,7 +124,7 @@ ok*) ;;
 *) fail "self-test: '$selftest'" ;;
 esac
 # every chart container holds an SVG
-for id in chart-pareto chart-sweep chart-gpu-state chart-gpu-class chart-training chart-leases \
+for id in chart-pareto chart-sweep chart-gpu-state chart-forecast chart-gpu-class chart-training chart-leases \
     chart-team-hours chart-class-hours chart-team-loss chart-team-class-time chart-team-state-time \
     chart-team-chargeback chart-teams-compare; do
     grep -q "id=\"$id\"><h3>[^<]*</h3>.*<svg" "$tmp/dom.html" || fail "chart $id has no SVG"

@@ -60,7 +60,7 @@ done
 for p in isolated static preempt k8s elastic timeshare; do
     grep -q "^$p " "$tmp/stdout1" || fail "no table row for $p"
 done
-head -1 "$tmp/out1/timeline.csv" | grep -q '^policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,running_jobs,leased_gpus,tier_a_gpus,storage_gbps$' ||
+head -1 "$tmp/out1/timeline.csv" | grep -Eq '^policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,inference_gpus,p1_gpus,p2_gpus,p3_gpus,demand_rps,ready_rps,queue_jobs,queue_gpus,running_jobs,leased_gpus,tier_a_gpus,storage_gbps,forecast_rps,sized_rps(,[^,]*:[^,]*)*$' ||
     fail "timeline.csv header"
 head -1 "$tmp/out1/events.csv" | grep -q '^policy,time_s,kind,job,service,replica,lease,gpus,width,reason,deadline_s,value$' ||
     fail "events.csv header"
@@ -110,7 +110,7 @@ print("summary ok")
 EOF
 
 # --- determinism: a second run gives the same summary.json, wall_s aside
-run "$tmp/out2" >/dev/null 2>&1 || fail "second run failed"
+run "$tmp/out2" --check >/dev/null 2>&1 || fail "second run failed" # the same options: summary.json records them
 strip() { python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]), object_pairs_hook=lambda kv: dict(kv))
