@@ -449,6 +449,43 @@ double tide_engine_service_gpu_s(const tide_engine_t *e, int service, int state,
 /* GPUs of each type in the cluster, and of each type on the Tier A reserve. */
 int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus);
 
+/* Why a queued job waits (tide_engine_queue). Names (tide_wait_name):
+ * Ready: it fits the free GPUs and starts at the next scheduling step.
+ * Resources: the head of its priority; not enough free GPUs where it may run.
+ * Priority: jobs ahead of it in the queue come first (not the head of its
+ *   priority and does not fit the free GPUs, or beyond the backfill depth).
+ * Reservation: it fits the free GPUs but would delay a head job's EASY
+ *   reservation (it would end after that head is due to start, on its GPUs).
+ * Quota: its team would exceed its quota plus borrow limit.
+ * Draining: GPUs are being emptied for it (a P1 or quota preemption whose
+ *   victims are checkpointing).
+ * GangTooLarge: the healthy nodes cannot hold dp_min of its gangs even empty
+ *   (nodes are down). */
+enum { TIDE_WAIT_READY = 0, TIDE_WAIT_RESOURCES, TIDE_WAIT_PRIORITY, TIDE_WAIT_RESERVATION,
+       TIDE_WAIT_QUOTA, TIDE_WAIT_DRAINING, TIDE_WAIT_GANG_TOO_LARGE, TIDE_WAIT_COUNT };
+const char *tide_wait_name(int reason); /* "Ready", "Resources", ...; "?" out of range */
+
+/* One queued job as the scheduler sees it (tide_engine_queue). */
+typedef struct tide_queue_info {
+    int32_t job;                /* handle (tide_engine_job) */
+    int position;               /* 1-based, in the order the scheduler examines the queue:
+                                   P1 first, then P2, P3; inside a priority by fair share
+                                   (when on) then submission */
+    int reason;                 /* TIDE_WAIT_* */
+    tide_time_t expected_start; /* Ready: the last step's time; the head of a priority:
+                                   its EASY reservation (when the expected releases of
+                                   running jobs free its gangs); else TIDE_TIME_NEVER */
+} tide_queue_info_t;
+
+/* Inspect the queue as of the last step, read-only (the engine is not
+ * changed and later steps decide exactly as without the call). Fills
+ * out[0 .. min(n, cap)) in position order, where n, the number of queued
+ * jobs, is returned (call with cap 0 to size the array). Reservations are
+ * computed for the head of every priority, also when no GPU is free (the
+ * scheduling pass skips them then), from the declared durations of running
+ * jobs: an estimate, not a promise (a reclaim or a P1 job may come first). */
+size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t cap);
+
 /* Samples a driver can turn into percentiles (borrowed arrays, valid until the
  * next step): reclaim notice -> GPUs returned, notice -> warm replica ready. */
 typedef struct tide_samples {

@@ -68,5 +68,6 @@ int tide_cmd_usage(int argc, char **argv);
 int tide_cmd_usage_dir(int argc, char **argv);
 int tide_cmd_capacity(int argc, char **argv);
 int tide_cmd_top(int argc, char **argv);
+int tide_cmd_ui(int argc, char **argv);  /* the dashboard over a sim folder (docs/ui.md) */
 
 #endif

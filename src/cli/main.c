@@ -20,6 +20,7 @@ static const tide_cli_cmd_t commands[] = {
     {"events", tide_cmd_events, "print (or follow) the daemon's event log"},
     {"usage", tide_cmd_usage, "GPU-hours accounted by the daemon, by team/class/state/tier"},
     {"capacity", tide_cmd_capacity, "capacity signals (preemptions, queue, waste, reserve sweep) of a `tide sim` output directory"},
+    {"ui", tide_cmd_ui, "the dashboard over a replay of a `tide sim` output directory"},
     {"top", tide_cmd_top, "live view of a daemon: GPUs per node, services, queue"},
     {"db", tide_cmd_db, "check, back up or restore the daemon's database"},
     {"completion", tide_cmd_completion, "print the bash completion script (tide completion bash)"},

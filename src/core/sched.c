@@ -18,23 +18,22 @@ unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now)
 
 static int contrib(int avail, int gang) { return avail / gang; }
 
-/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]. */
-static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+/* The EASY reservation of head job h after the n_prior reservations before
+ * it: the earliest time its gang fits (from the expected releases of running
+ * jobs) and the GPUs per domain it takes then. Read-only on the engine:
+ * fills avail (free GPUs per domain at that time) and res (GPUs reserved per
+ * domain); returns that time or TIDE_TIME_NEVER. */
+static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsigned tz,
+                                       const reservation_t *prior, int n_prior, int *avail, int *res)
 {
-    job_t *j = e->jobs[h];
-    reservation_t *r = &e->resv[e->n_resv];
+    const job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus, need = j->spec.dp_min;
     uint32_t types = j->spec.gpu_types;
-    if (!r->avail) {
-        r->avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
-        r->res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
-    }
-    int *avail = r->avail;
     for (int d = 0; d < e->n_doms; d++) {
-        r->res[d] = 0;
+        res[d] = 0;
         avail[d] = tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
-        for (int k = 0; k < e->n_resv; k++)
-            avail[d] -= e->resv[k].res[d];
+        for (int k = 0; k < n_prior; k++)
+            avail[d] -= prior[k].res[d];
         if (avail[d] < 0)
             avail[d] = 0;
     }
@@ -43,7 +42,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
     int whole = g > e->max_dom_gpus;
     int have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
     for (size_t i = 0; i < e->n_by_end && have < need; i++) {
-        job_t *x = e->jobs[e->by_end[i]];
+        const job_t *x = e->jobs[e->by_end[i]];
         int xg = x->spec.gang_gpus;
         int step = xg <= e->max_dom_gpus ? xg : 1;
         for (int k = 0; k < x->alloc.n; k += step) {
@@ -63,7 +62,7 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
             shadow = x->exp_end;
             /* include every release at the same instant */
             while (i + 1 < e->n_by_end && e->jobs[e->by_end[i + 1]]->exp_end == shadow) {
-                job_t *y = e->jobs[e->by_end[++i]];
+                const job_t *y = e->jobs[e->by_end[++i]];
                 int ys = y->spec.gang_gpus <= e->max_dom_gpus ? y->spec.gang_gpus : 1;
                 for (int k = 0; k < y->alloc.n; k += ys) {
                     int d = dom_of_gpu(e, y->alloc.gpus[k]);
@@ -74,32 +73,47 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
         }
     }
     if (shadow == TIDE_TIME_NEVER)
-        return;
+        return shadow;
     /* GPUs the head takes at shadow time: best fit */
     for (int k = 0; k < need; k++) {
         int best = -1;
         for (int d = 0; d < e->n_doms; d++) {
-            int left = avail[d] - r->res[d];
+            int left = avail[d] - res[d];
             if (whole) {
                 if (left == e->doms[d].gpus && (best < 0))
                     best = d;
                 continue;
             }
-            if (left >= g && (best < 0 || left < avail[best] - r->res[best]))
+            if (left >= g && (best < 0 || left < avail[best] - res[best]))
                 best = d;
         }
         if (best < 0)
             break;
-        r->res[best] += whole ? e->doms[best].gpus : g;
+        res[best] += whole ? e->doms[best].gpus : g;
         if (whole) {
             int more = g / e->doms[best].gpus - 1;
             for (int d = 0; d < e->n_doms && more > 0; d++)
-                if (d != best && avail[d] - r->res[d] == e->doms[d].gpus) {
-                    r->res[d] += e->doms[d].gpus;
+                if (d != best && avail[d] - res[d] == e->doms[d].gpus) {
+                    res[d] += e->doms[d].gpus;
                     more--;
                 }
         }
     }
+    return shadow;
+}
+
+/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]. */
+static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+{
+    (void)now;
+    reservation_t *r = &e->resv[e->n_resv];
+    if (!r->avail) {
+        r->avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+        r->res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+    }
+    tide_time_t shadow = reservation_compute(e, h, tz, e->resv, e->n_resv, r->avail, r->res);
+    if (shadow == TIDE_TIME_NEVER)
+        return;
     r->shadow = shadow;
     e->n_resv++;
 }
@@ -346,6 +360,26 @@ static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int 
         rank[order[k]] = k;
 }
 
+/* The first n jobs of queue p in the order the pass examines them: queue
+ * order, or (rank given: fair share) grouped by team rank keeping queue
+ * order inside a team (a stable counting sort; bucket has n_teams + 1). */
+static void order_candidates(const tide_engine_t *e, int p, size_t n, const int *rank, int *bucket,
+                             int32_t *cands)
+{
+    if (!rank) {
+        if (n)
+            memcpy(cands, e->q[p], n * sizeof *cands);
+        return;
+    }
+    memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
+    for (size_t i = 0; i < n; i++)
+        bucket[rank[e->jobs[e->q[p][i]]->team] + 1]++;
+    for (int t = 0; t < e->n_teams; t++)
+        bucket[t + 1] += bucket[t];
+    for (size_t i = 0; i < n; i++)
+        cands[bucket[rank[e->jobs[e->q[p][i]]->team]]++] = e->q[p][i];
+}
+
 void tide__sched_pass(tide_engine_t *e, tide_time_t now)
 {
     unsigned tz = tide__train_zones_now(e, now);
@@ -380,18 +414,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
         if (n > (size_t)(e->cfg.backfill_depth - examined))
             n = (size_t)(e->cfg.backfill_depth - examined);
         tide_grow((void **)&cands, &cap_c, n + 1, sizeof *cands);
-        if (fair) {
-            memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
-            for (size_t i = 0; i < n; i++)
-                bucket[rank[e->jobs[e->q[p][i]]->team] + 1]++;
-            for (int t = 0; t < e->n_teams; t++)
-                bucket[t + 1] += bucket[t];
-            for (size_t i = 0; i < n; i++)
-                cands[bucket[rank[e->jobs[e->q[p][i]]->team]]++] = e->q[p][i];
-        } else {
-            if (n)
-                memcpy(cands, e->q[p], n * sizeof *cands);
-        }
+        order_candidates(e, p, n, fair ? rank : NULL, bucket, cands);
         for (size_t i = 0; i < n; i++) {
             /* nothing more can start: only a P1 head (preemption) or quota
              * reclaims still need looking at */
@@ -451,4 +474,150 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
     free(quota_tried);
     if (!blocked_head && free_gpus > 0)
         grow_elastic(e, tz);
+}
+
+/* ---------------------------------------------------------------- inspection */
+
+static const char *const wait_names[TIDE_WAIT_COUNT] = {
+    "Ready", "Resources", "Priority", "Reservation", "Quota", "Draining", "GangTooLarge"};
+
+const char *tide_wait_name(int reason)
+{
+    return reason >= 0 && reason < TIDE_WAIT_COUNT ? wait_names[reason] : "?";
+}
+
+/* Could dp_min gangs of j fit the healthy GPUs, all empty? (tmp: n_doms) */
+static int fits_healthy(const tide_engine_t *e, const job_t *j, domain_t *tmp)
+{
+    memcpy(tmp, e->doms, (size_t)e->n_doms * sizeof *tmp);
+    for (int d = 0; d < e->n_doms; d++)
+        tmp[d].gpus = tmp[d].up_gpus;
+    return tide__gangs_on_empty(tmp, e->n_doms, j->spec.gang_gpus, j->spec.gpu_types) >= j->spec.dp_min;
+}
+
+/* Would j's team go beyond its quota plus borrow limit at dp_min? */
+static int quota_blocks(const tide_engine_t *e, const job_t *j)
+{
+    if (!e->quotas_on)
+        return 0;
+    const team_t *t = &e->teams[j->team];
+    if (!t->has_quota || t->borrow_limit < 0)
+        return 0;
+    int over = team_used_total(e, t) + j->spec.gang_gpus * j->spec.dp_min - team_quota_total(e, t);
+    return over > t->borrow_limit;
+}
+
+static int claimed_for(const tide_engine_t *e, int32_t h)
+{
+    for (int d = 0; d < e->n_doms; d++)
+        if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
+            return 1;
+    return 0;
+}
+
+typedef struct inspect {
+    const tide_engine_t *e;
+    unsigned tz;
+    int free_gpus, examined, n_rs;
+    reservation_t rs[TIDE_NPRIO];
+    domain_t *tmp;
+} inspect_t;
+
+/* Reason of job h (not yet the head: head_seen says whether one was). */
+static int wait_reason(inspect_t *s, int32_t h, int head_seen)
+{
+    const tide_engine_t *e = s->e;
+    const job_t *j = e->jobs[h];
+    int g = j->spec.gang_gpus, need = g * j->spec.dp_min;
+    int fits = s->free_gpus >= need &&
+               tide__capacity_for(e, NULL, g, j->spec.gpu_types, s->tz, OWN_JOB, h) >= j->spec.dp_min;
+    if (!fits_healthy(e, j, s->tmp))
+        return TIDE_WAIT_GANG_TOO_LARGE;
+    if (quota_blocks(e, j))
+        return TIDE_WAIT_QUOTA;
+    if (claimed_for(e, h))
+        return TIDE_WAIT_DRAINING;
+    if (s->examined >= e->cfg.backfill_depth)
+        return TIDE_WAIT_PRIORITY;
+    if (fits) {
+        if (s->n_rs)
+            return TIDE_WAIT_RESERVATION;
+        s->free_gpus -= need;
+        return TIDE_WAIT_READY;
+    }
+    return head_seen ? TIDE_WAIT_PRIORITY : TIDE_WAIT_RESOURCES;
+}
+
+/* Job h is the head of its priority: its reservation (as the pass makes it). */
+static tide_time_t inspect_head(inspect_t *s, int32_t h, int reason)
+{
+    const tide_engine_t *e = s->e;
+    if (s->n_rs >= TIDE_NPRIO || reason == TIDE_WAIT_GANG_TOO_LARGE)
+        return TIDE_TIME_NEVER;
+    reservation_t *r = &s->rs[s->n_rs];
+    tide_time_t shadow = reservation_compute(e, h, s->tz, s->rs, s->n_rs, r->avail, r->res);
+    if (shadow == TIDE_TIME_NEVER)
+        return shadow;
+    r->shadow = shadow;
+    s->n_rs++;
+    return reason == TIDE_WAIT_QUOTA ? TIDE_TIME_NEVER : TIDE_MAX(shadow, e->now);
+}
+
+size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t cap)
+{
+    size_t total = 0, pos = 0, maxq = 0;
+    for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
+        total += e->qn[p];
+        maxq = TIDE_MAX(maxq, e->qn[p]);
+    }
+    if (!out || !cap || !total)
+        return total;
+    inspect_t s = {.e = e, .tz = tide__train_zones_now(e, e->now)};
+    for (int z = 0; z < Z_COUNT; z++)
+        if (s.tz & ZBIT(z))
+            s.free_gpus += e->zone_free[z];
+    for (int k = 0; k < TIDE_NPRIO; k++) {
+        s.rs[k].avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+        s.rs[k].res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+    }
+    s.tmp = tide_xmalloc((size_t)e->n_doms * sizeof *s.tmp);
+    int fair = e->cfg.fairshare && e->n_teams > 1;
+    int *order = NULL, *rank = NULL, *bucket = NULL;
+    double *score = NULL;
+    if (fair) {
+        order = tide_xmalloc((size_t)e->n_teams * sizeof *order);
+        rank = tide_xmalloc((size_t)e->n_teams * sizeof *rank);
+        bucket = tide_xmalloc(((size_t)e->n_teams + 1) * sizeof *bucket);
+        score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
+        rank_teams(e, e->now, order, rank, score);
+    }
+    int32_t *cands = tide_xmalloc(maxq * sizeof *cands);
+    for (int p = TIDE_P1; p < TIDE_NPRIO && pos < cap; p++) {
+        int head_seen = 0;
+        order_candidates(e, p, e->qn[p], rank, bucket, cands);
+        for (size_t i = 0; i < e->qn[p] && pos < cap; i++) {
+            int32_t h = cands[i];
+            tide_queue_info_t *q = &out[pos];
+            q->job = h;
+            q->position = (int)++pos;
+            q->reason = wait_reason(&s, h, head_seen);
+            q->expected_start = q->reason == TIDE_WAIT_READY ? e->now : TIDE_TIME_NEVER;
+            s.examined++;
+            if (!head_seen && q->reason != TIDE_WAIT_READY && q->reason != TIDE_WAIT_PRIORITY) {
+                head_seen = 1;
+                q->expected_start = inspect_head(&s, h, q->reason);
+            }
+        }
+    }
+    for (int k = 0; k < TIDE_NPRIO; k++) {
+        free(s.rs[k].avail);
+        free(s.rs[k].res);
+    }
+    free(s.tmp);
+    free(cands);
+    free(order);
+    free(rank);
+    free(bucket);
+    free(score);
+    return total;
 }

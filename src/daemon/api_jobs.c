@@ -31,8 +31,43 @@ static json_t *notice_json(const notice_t *n)
     return o;
 }
 
+/* The engine's queue inspection (tide_engine_queue), indexed by job handle:
+ * taken once per request under the read lock. */
+typedef struct queue_view {
+    tide_queue_info_t *q;
+    int32_t *at; /* per handle: index in q + 1, 0 when not queued */
+    int n_handles;
+} queue_view_t;
+
+static void queue_view_load(const tide_daemon_t *d, queue_view_t *v)
+{
+    size_t n = tide_engine_queue(d->e, NULL, 0);
+    v->n_handles = tide_engine_jobs(d->e);
+    v->q = tide_xcalloc(n ? n : 1, sizeof *v->q);
+    v->at = tide_xcalloc(v->n_handles > 0 ? (size_t)v->n_handles : 1, sizeof *v->at);
+    n = tide_engine_queue(d->e, v->q, n);
+    for (size_t i = 0; i < n; i++)
+        if (v->q[i].job >= 0 && v->q[i].job < v->n_handles)
+            v->at[v->q[i].job] = (int32_t)i + 1;
+}
+
+static void queue_view_free(queue_view_t *v)
+{
+    free(v->q);
+    free(v->at);
+}
+
+/* reason, expected_start_s, position: null unless the engine queues the job. */
+static void queue_fields(json_t *o, const queue_view_t *v, int32_t h)
+{
+    const tide_queue_info_t *q = v && h >= 0 && h < v->n_handles && v->at[h] ? &v->q[v->at[h] - 1] : NULL;
+    api_set(o, "reason", q ? json_string(tide_wait_name(q->reason)) : json_null());
+    api_set(o, "expected_start_s", q ? api_time(q->expected_start) : json_null());
+    api_set(o, "position", q ? json_integer(q->position) : json_null());
+}
+
 /* A job: the stored row (may be NULL) merged with the engine's view (h >= 0). */
-static json_t *job_json(tide_daemon_t *d, const tide_store_job_t *row, int32_t h)
+static json_t *job_json(tide_daemon_t *d, const tide_store_job_t *row, int32_t h, const queue_view_t *qv)
 {
     tide_job_info_t ji;
     int live = h >= 0 && tide_engine_job(d->e, h, &ji) == 0;
@@ -63,6 +98,7 @@ static json_t *job_json(tide_daemon_t *d, const tide_store_job_t *row, int32_t h
     api_set(o, "preemptions", json_integer(live ? ji.preemptions : 0));
     api_set(o, "lost_gpu_s", api_num(live ? ji.lost_gpu_s : 0));
     api_set(o, "lease", live && ji.lease >= 0 ? json_integer(ji.lease) : json_null());
+    queue_fields(o, qv, live && ji.state == TIDE_JOB_QUEUED ? h : -1);
     if (row) {
         api_set(o, "command", api_str(row->command));
         json_t *env = row->env ? json_loads(row->env, 0, NULL) : NULL;
@@ -174,6 +210,7 @@ API_HANDLER(api_job_submit)
 
 typedef struct list_ctx {
     tide_daemon_t *d;
+    const queue_view_t *qv;
     json_t *arr;
     int64_t last, prev;
 } list_ctx_t;
@@ -181,7 +218,7 @@ typedef struct list_ctx {
 static int list_one(void *ctx, const tide_store_job_t *j)
 {
     list_ctx_t *c = ctx;
-    json_array_append_new(c->arr, job_json(c->d, j, tide_engine_job_find(c->d->e, j->spec.id)));
+    json_array_append_new(c->arr, job_json(c->d, j, tide_engine_job_find(c->d->e, j->spec.id), c->qv));
     c->prev = c->last;
     c->last = j->seq;
     return 0;
@@ -226,11 +263,14 @@ API_HANDLER(api_jobs_list)
     tide_store_job_filter_t f = {.team = team, .state = state, .priority = (int)prio,
                                  .after_seq = after, .limit = (int)limit + 1};
     dmn_lock_read(d);
-    list_ctx_t c = {.d = d, .arr = json_array(), .last = after};
+    queue_view_t qv;
+    queue_view_load(d, &qv);
+    list_ctx_t c = {.d = d, .qv = &qv, .arr = json_array(), .last = after};
     tide_error_t err = {0};
     int n = tide_store_jobs_list(dmn_rd(d), &f, list_one, &c, &err);
     dmn_rd_done(d);
     dmn_unlock_read(d);
+    queue_view_free(&qv);
     if (n < 0) {
         json_decref(c.arr);
         api_fail(rep, &err);
@@ -258,7 +298,10 @@ API_HANDLER(api_job_get)
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
         if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
-            json_t *o = job_json(d, &row, h);
+            queue_view_t qv;
+            queue_view_load(d, &qv);
+            json_t *o = job_json(d, &row, h, &qv);
+            queue_view_free(&qv);
             tide_error_t err = {0};
             int64_t nck = tide_store_checkpoints_count(dmn_rd(d), row.spec.id, &err);
             dmn_rd_done(d);

@@ -7,6 +7,32 @@
 #include "daemon/internal.h"
 #include "util/util.h"
 
+/* Per team: definition and quota state (the dashboard's Teams view). */
+static json_t *teams_json(const tide_engine_t *e)
+{
+    json_t *arr = json_array();
+    for (int t = 0; t < tide_engine_teams(e); t++) {
+        tide_team_info_t ti;
+        tide_team_stats_t ts;
+        if (tide_engine_team_info(e, t, &ti) != 0 || tide_engine_team(e, t, &ts) != 0)
+            continue;
+        json_t *o = json_object();
+        api_set(o, "team", api_str(ti.team));
+        api_set(o, "weight", api_num(ti.weight));
+        api_set(o, "usage_gpu_s", api_num(ti.usage));
+        api_set(o, "quota_gpus", ti.quota_gpus >= 0 ? json_integer(ti.quota_gpus) : json_null());
+        api_set(o, "used_gpus", json_integer(ti.used_gpus));
+        api_set(o, "borrowed_gpus", json_integer(ti.borrowed_gpus));
+        api_set(o, "borrow_limit", ti.borrow_limit >= 0 ? json_integer(ti.borrow_limit) : json_null());
+        api_set(o, "lend_cap", ti.lend_cap >= 0 ? json_integer(ti.lend_cap) : json_null());
+        api_set(o, "preemptions", json_integer(ts.preemptions));
+        api_set(o, "lost_gpu_hours", api_num(ts.lost_gpu_s / 3600.0));
+        api_set(o, "gpu_hours", api_num(ts.gpu_s / 3600.0));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 API_HANDLER(api_cluster)
 {
     (void)req;
@@ -83,6 +109,7 @@ API_HANDLER(api_cluster)
         idle += st.gpu_s[TIDE_C_NONE][TIDE_S_IDLE][t];
     api_set(s, "utilization", api_num(total > 0 ? 1.0 - idle / total : 0));
     api_set(o, "stats", s);
+    api_set(o, "teams", teams_json(e));
     tide_daemon_unlock(d);
     tide_http_reply_json(rep, 200, o);
 }

@@ -20,6 +20,20 @@ static const asset_t assets[] = {
     {"chart.js", "text/javascript; charset=utf-8", tide_ui_chart_js},
 };
 
+const char *tide_daemon_ui_asset(const char *name, const char **type)
+{
+    if (!*name) {
+        *type = "text/html; charset=utf-8";
+        return tide_ui_html;
+    }
+    for (size_t i = 0; i < sizeof assets / sizeof assets[0]; i++)
+        if (!strcmp(name, assets[i].name)) {
+            *type = assets[i].type;
+            return assets[i].data;
+        }
+    return NULL;
+}
+
 API_HANDLER(api_ui_page)
 {
     (void)app;
@@ -30,10 +44,9 @@ API_HANDLER(api_ui_page)
 API_HANDLER(api_ui_asset)
 {
     (void)app;
-    for (size_t i = 0; i < sizeof assets / sizeof assets[0]; i++)
-        if (!strcmp(req->params[0], assets[i].name)) {
-            tide_http_reply_text(rep, 200, assets[i].type, assets[i].data, strlen(assets[i].data));
-            return;
-        }
-    tide_http_reply_error(rep, 404, "ENOENT", "no dashboard file '%s'", req->params[0]);
+    const char *type, *data = tide_daemon_ui_asset(req->params[0], &type);
+    if (data)
+        tide_http_reply_text(rep, 200, type, data, strlen(data));
+    else
+        tide_http_reply_error(rep, 404, "ENOENT", "no dashboard file '%s'", req->params[0]);
 }

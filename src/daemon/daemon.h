@@ -126,4 +126,10 @@ tide_time_t tide_daemon_now(const tide_daemon_t *d);  /* engine time of the last
 int64_t tide_daemon_steps(const tide_daemon_t *d);    /* steps recorded (all epochs) */
 long tide_daemon_replay_mismatches(const tide_daemon_t *d);
 
+/* The dashboard's files compiled into the binary (src/ui, docs/ui.md): name
+ * "" for the page, else "ui.css", "ui.js", "hook.js" or "chart.js"; their
+ * content type in *type. NULL for another name. `tide ui DIR` serves the
+ * same files over a replay. */
+const char *tide_daemon_ui_asset(const char *name, const char **type);
+
 #endif

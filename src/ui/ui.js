@@ -11,14 +11,15 @@
   'use strict';
 
   var TOKEN_KEY = 'tide-token';
-  var HIST_MAX = 720;          /* samples kept per service */
+  var HIST_MAX = 720;          /* samples kept per service (a replay keeps its timeline) */
   var EVENTS_MAX = 500;
   var AHEAD_S = 3600;          /* the forecast drawn ahead of now */
   var body = document.body;
   var S = {
     cluster: null, nodes: [], services: [], leases: [], queued: [], running: [], usage: null,
     fetchedAt: 0, hist: {}, lastId: null, view: null, events: [], refreshes: 0, connects: 0,
-    svc: null, job: null
+    svc: null, job: null,
+    replay: null, at: 0        /* `tide ui DIR`: the run's bounds and the time shown */
   };
 
   var C = TideChart.make({
@@ -42,6 +43,7 @@
   }
   function engineNow() {
     if (!S.cluster) return 0;
+    if (S.replay) return S.cluster.now_s;
     return S.cluster.now_s + (Date.now() - S.fetchedAt) / 1000 * (S.cluster.speed || 1);
   }
   function sleep(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
@@ -60,6 +62,7 @@
   }
   function Unauthorized() {}
   async function api(path) {
+    if (S.replay) path += (path.indexOf('?') < 0 ? '?' : '&') + 'at=' + S.at;
     var r = await fetch(path, { headers: headers(), cache: 'no-store' });
     if (r.status === 401) throw new Unauthorized();
     if (!r.ok) throw new Error(path + ': HTTP ' + r.status);
@@ -87,7 +90,10 @@
       S.cluster = r[0]; S.fetchedAt = Date.now();
       S.nodes = r[1].nodes; S.services = r[2].services; S.leases = r[3].leases;
       S.queued = r[4].jobs; S.running = r[5].jobs.concat(r[6].jobs); S.usage = r[7];
-      sample();
+      if (S.replay) {
+        S.events = (await api('/v1/events?limit=300')).events;
+        renderEvents();
+      } else sample();
       showLogin(false);
       renderAll();
       S.refreshes++;
@@ -122,6 +128,7 @@
   }
   function histView() {
     var h = hist(S.svc || ''), now = engineNow();
+    if (S.replay) return [Math.max(S.replay.start_s, now - 6 * 3600), Math.min(S.replay.end_s, now + 2 * 3600)];
     var t0 = h.length ? h[0].t : now - 3600;
     return [Math.max(0, Math.min(t0, now - 600)), now + AHEAD_S];
   }
@@ -133,11 +140,12 @@
     renderLeases();
     renderServices();
     renderQueue();
+    renderGantt();
     renderTeams();
     if (S.job) renderJob();
     var c = S.cluster;
     $('now').textContent = clock(c.now_s) + ' \u00b7 ' + c.policy + ' \u00b7 ' + c.backend +
-      ' \u00b7 ' + num(c.speed, 0) + '\u00d7';
+      (S.replay ? '' : ' \u00b7 ' + num(c.speed, 0) + '\u00d7');
   }
 
   function legend() {
@@ -214,8 +222,9 @@
     if (!S.services.length) { box.innerHTML = '<div class="empty">no service</div>'; return; }
     if (!S.svc || !S.services.some(function (s) { return s.name === S.svc; })) S.svc = S.services[0].name;
     var h = hist(S.svc), now = engineNow(), last = h[h.length - 1] || {};
-    var pts = h.concat([{ t: Math.max(now, (last.t || 0) + 1), peak: last.peak, peakm: last.peakm },
-      { t: now + AHEAD_S, peak: last.peak, peakm: last.peakm }]);
+    var pts = S.replay ? (h.length ? h : [{ t: now }]) :
+      h.concat([{ t: Math.max(now, (last.t || 0) + 1), peak: last.peak, peakm: last.peakm },
+        { t: now + AHEAD_S, peak: last.peak, peakm: last.peakm }]);
     var tl = { t: pts.map(function (p) { return p.t; }), step: 60 };
     var col = function (k) { return pts.map(function (p) { return p[k]; }); };
     C.timeChart('service-chart', {
@@ -231,7 +240,7 @@
         return e.kind === 'ckpt_notice' || e.kind === 'lease_return';
       }).slice(0, 50).map(function (e) {
         return { t: e.time_s, label: e.kind + (e.job ? ' ' + e.job : ''), color: '#e8590c' };
-      }),
+      }).concat(S.replay ? [{ t: now, label: 'replay time', color: '#7048e8' }] : []),
       markName: 'reclaim notices and returns', yLabel: 'requests / s', height: 260
     });
     var rows = '<tr><th>service</th><th>demand</th><th>ready</th><th>warming</th><th>ready req/s</th>' +
@@ -251,31 +260,94 @@
     S.nodes.forEach(function (nd) { nd.gpus.forEach(function (g) { if (g.state === 'idle') n++; }); });
     return n;
   }
-  function renderQueue() {
-    var q = S.queued.slice().sort(function (a, b) {
+  var WHY = {
+    Ready: 'fits the idle GPUs: starts at the next scheduling step',
+    Resources: 'head of its priority: waits for GPUs',
+    Priority: 'jobs ahead of it come first',
+    Reservation: 'fits now, but would delay the head job\'s reservation',
+    Quota: 'its team is at its quota and borrow limit',
+    Draining: 'GPUs are being emptied for it (preemption under way)',
+    GangTooLarge: 'the healthy nodes cannot hold its gangs'
+  };
+  function queueOrder() {
+    return S.queued.slice().sort(function (a, b) {
+      if (a.position != null && b.position != null) return a.position - b.position;
       return a.priority - b.priority || a.submitted_s - b.submitted_s;
     });
+  }
+  /* why pending: the engine's reason (reason, expected_start_s, position of
+   * /v1/jobs); from GPUs needed and idle for a daemon without them */
+  function renderQueue() {
+    var q = queueOrder();
     var idle = idleGpus(), now = S.cluster.now_s;
     var h = '<thead><tr><th>#</th><th>job</th><th>team</th><th>priority</th><th>GPUs</th><th>waiting</th>' +
-      '<th>why pending</th></tr></thead><tbody>';
+      '<th>reason</th><th>expected start</th><th>why pending</th></tr></thead><tbody>';
     q.forEach(function (j, i) {
-      var why = j.preemptions ? 'requeued after a reclaim; ' : '';
-      why += j.gpus > idle ? 'needs ' + j.gpus + ' GPUs, ' + idle + ' idle' :
-        'fits the idle GPUs: starts at the next scheduling step';
-      h += '<tr data-job="' + esc(j.id) + '"><td class="n">' + (i + 1) + '</td><td><a class="job" href="#job=' +
+      var reason = j.reason || (j.gpus > idle ? 'Resources' : 'Ready');
+      var why = (j.preemptions ? 'requeued after a reclaim; ' : '') + (WHY[reason] || reason) +
+        (reason === 'Resources' || reason === 'Priority' ? ' (needs ' + j.gpus + ' GPUs, ' + idle + ' idle)' : '');
+      var es = j.expected_start_s;
+      h += '<tr data-job="' + esc(j.id) + '" data-reason="' + esc(reason) + '"><td class="n">' +
+        (j.position != null ? j.position : i + 1) + '</td><td><a class="job" href="#job=' +
         encodeURIComponent(j.id) + '">' + esc(j.id) + '</a></td><td>' + esc(j.team) + '</td><td>P' +
         j.priority + '</td><td class="n">' + j.gpus + '</td><td class="n">' +
-        dur(Math.max(0, now - j.submitted_s)) + '</td><td>' + esc(why) + '</td></tr>';
+        dur(Math.max(0, now - j.submitted_s)) + '</td><td class="reason">' + esc(reason) + '</td><td>' +
+        (es != null ? esc(clock(es) + ' (in ' + dur(Math.max(0, es - now)) + ')') : '\u2013') +
+        '</td><td class="why">' + esc(why) + '</td></tr>';
     });
     $('queue-table').innerHTML = h + '</tbody>';
-    $('queue-sum').textContent = q.length + ' queued (by priority, then submission), ' +
+    $('queue-sum').textContent = q.length + ' queued (in the scheduler\'s order), ' +
       S.running.length + ' running';
   }
 
+  /* Gantt: running gangs from their start to their expected end, queued jobs
+   * with an expected start (the EASY reservation; in a replay, when the run
+   * started them) drawn hatched from then for their duration. */
+  function expectedEnd(j, now) {
+    if (j.expected_end_s != null) return j.expected_end_s;
+    var w = j.width || j.dp_max || 1;
+    return now + Math.max(0, (j.duration_s - (j.progress_s || 0)) * (j.dp_max || 1) / w);
+  }
+  function renderGantt() {
+    var now = engineNow(), rows = [];
+    S.running.forEach(function (j) {
+      var st = j.run_started_s != null ? j.run_started_s : j.started_s != null ? j.started_s : now;
+      rows.push({ j: j, a: st, b: expectedEnd(j, now),
+        cls: j.state === 'reclaiming' ? 'reclaiming' : j.lease != null ? 'lent' : 'running' });
+    });
+    queueOrder().forEach(function (j) {
+      if (j.expected_start_s != null)
+        rows.push({ j: j, a: j.expected_start_s, b: j.expected_start_s + j.duration_s, cls: 'reserved' });
+    });
+    var box = $('gantt-chart');
+    if (!rows.length) { box.innerHTML = '<div class="empty">nothing running or reserved</div>'; return; }
+    rows.sort(function (x, y) { return x.a - y.a; });
+    var t0 = now - 2 * 3600, t1 = now + 12 * 3600;
+    var x = function (t) { return (100 * (Math.min(t1, Math.max(t0, t)) - t0) / (t1 - t0)).toFixed(2) + '%'; };
+    var h = '<div class="row axis"><div class="lane">';
+    for (var t = Math.ceil(t0 / 7200) * 7200; t <= t1; t += 7200)
+      h += '<span style="left:' + x(t) + '">' + esc(clock(t)) + '</span>';
+    h += '</div></div>';
+    rows.slice(0, 120).forEach(function (r) {
+      var j = r.j, a = Math.max(r.a, t0), b = Math.max(a, Math.min(r.b, t1));
+      h += '<div class="row" data-job="' + esc(j.id) + '" data-kind="' + r.cls + '"><span class="lbl">' +
+        esc(j.id + ' \u00b7 ' + (j.held_gpus || j.width * j.gang_gpus || j.gpus) + ' GPUs') +
+        '</span><div class="lane"><div class="bar ' + r.cls + '" style="left:' + x(a) + ';width:calc(' +
+        x(b) + ' - ' + x(a) + ')" title="' + esc(j.id + ' ' + r.cls + ' ' + clock(r.a) + ' \u2192 ' + clock(r.b)) +
+        '"></div></div></div>';
+    });
+    h += '<div class="now" style="left:calc(155px + (100% - 155px) * ' + ((now - t0) / (t1 - t0)).toFixed(4) +
+      ')"></div>';
+    box.innerHTML = h;
+  }
+
+  /* Teams: the engine's team state (/v1/cluster teams: quota, used,
+   * borrowed, fair-share usage, preemptions, lost GPU-hours) with GPUs on
+   * leases from the map and jobs from the queue. */
   function renderTeams() {
     var T = {};
     function t(name) {
-      if (!T[name]) T[name] = { gpus: 0, lent: 0, running: 0, queued: 0, pre: 0, lost: 0, hours: 0 };
+      if (!T[name]) T[name] = { gpus: 0, lent: 0, running: 0, queued: 0, pre: 0, lost: 0, hours: 0, info: null };
       return T[name];
     }
     S.nodes.forEach(function (n) {
@@ -288,13 +360,24 @@
     S.running.forEach(function (j) { var x = t(j.team); x.running++; x.pre += j.preemptions; x.lost += j.lost_gpu_s; });
     S.queued.forEach(function (j) { var x = t(j.team); x.queued++; x.pre += j.preemptions; x.lost += j.lost_gpu_s; });
     ((S.usage && S.usage.rows) || []).forEach(function (r) { if (r.team) t(r.team).hours += r.gpu_hours; });
-    var h = '<tr><th>team</th><th>GPUs now</th><th>on leases (borrowed)</th><th>running</th><th>queued</th>' +
-      '<th>GPU-hours so far</th><th>preemptions</th><th>lost GPU-hours</th></tr>';
+    var teams = (S.cluster && S.cluster.teams) || [];
+    var borrowed = 0;
+    teams.forEach(function (i) { t(i.team).info = i; borrowed += i.borrowed_gpus || 0; });
+    var h = '<tr><th>team</th><th>quota</th><th>GPUs now</th><th>borrowed (beyond quota)</th>' +
+      '<th>lent (unused quota others use)</th><th>on leases (inference GPUs)</th><th>fair-share usage (GPU-h)</th>' +
+      '<th>running</th><th>queued</th><th>GPU-hours so far</th><th>preemptions</th><th>lost GPU-hours</th></tr>';
     Object.keys(T).sort().forEach(function (k) {
-      var x = T[k];
-      h += '<tr data-team="' + esc(k) + '"><td>' + esc(k) + '</td><td class="n">' + x.gpus + '</td><td class="n">' +
-        x.lent + '</td><td class="n">' + x.running + '</td><td class="n">' + x.queued + '</td><td class="n">' +
-        num(x.hours, 1) + '</td><td class="n">' + x.pre + '</td><td class="n">' + num(x.lost / 3600, 2) + '</td></tr>';
+      var x = T[k], i = x.info || {};
+      var unused = i.quota_gpus != null ? Math.max(0, i.quota_gpus - (i.used_gpus || 0)) : 0;
+      var lent = Math.min(unused, borrowed);
+      h += '<tr data-team="' + esc(k) + '"><td>' + esc(k) + '</td><td class="n">' +
+        (i.quota_gpus != null ? i.quota_gpus : '\u2013') + '</td><td class="n">' + x.gpus + '</td><td class="n">' +
+        (i.borrowed_gpus || 0) + '</td><td class="n">' + lent + '</td><td class="n">' + x.lent +
+        '</td><td class="n">' + num((i.usage_gpu_s || 0) / 3600, 1) + '</td><td class="n">' + x.running +
+        '</td><td class="n">' + x.queued + '</td><td class="n">' +
+        num(i.gpu_hours != null ? i.gpu_hours : x.hours, 1) + '</td><td class="n">' +
+        (i.preemptions != null ? i.preemptions : x.pre) + '</td><td class="n">' +
+        num(i.lost_gpu_hours != null ? i.lost_gpu_hours : x.lost / 3600, 2) + '</td></tr>';
     });
     $('teams-table').innerHTML = h;
   }
@@ -449,10 +532,52 @@
     clearTimeout(rt);
     rt = setTimeout(function () { if (S.cluster) renderServices(); }, 150);
   });
-  legend();
-  route();
-  refresh();
-  stream();
-  setInterval(tickLeases, 500);
-  setInterval(function () { if (S.cluster) renderServices(); }, 5000);
+  /* `tide ui DIR` (a replay, docs/ui.md): /v1/cluster says so; the same
+   * views at the time of the slider (#t=SECONDS), no stream. */
+  function hashTime() {
+    var m = /(?:^#|&)t=(\d+)/.exec(location.hash);
+    return m ? +m[1] : null;
+  }
+  async function startReplay(c) {
+    var R = S.replay = c.replay, sl = $('replay-slider');
+    S.at = hashTime() != null ? Math.min(R.end_s, Math.max(R.start_s, hashTime())) :
+      Math.round((R.start_s + R.end_s) / 2);
+    body.setAttribute('data-mode', 'replay');
+    setConn('replay');
+    $('replay').hidden = false;
+    sl.min = R.start_s; sl.max = R.end_s; sl.step = 1;
+    sl.value = S.at;
+    var label = function () {
+      $('replay-label').textContent = 'replay of ' + R.policy + ' at ' + clock(S.at) + ' (' + dur(S.at) + ' of ' +
+        dur(R.end_s) + ')';
+    };
+    label();
+    var tl = await api('/v1/replay/timeline');
+    var h = hist('all services');
+    tl.t.forEach(function (t, i) { h.push({ t: t, demand: tl.demand[i], ready: tl.ready[i] }); });
+    var st = null;
+    sl.addEventListener('input', function () {
+      S.at = +sl.value;
+      label();
+      clearTimeout(st);
+      st = setTimeout(function () { refresh(); }, 120);
+    });
+    window.addEventListener('hashchange', function () {
+      var t = hashTime();
+      if (t != null && t !== S.at) { S.at = t; sl.value = t; label(); refresh(); }
+    });
+    refresh();
+  }
+  async function start() {
+    legend();
+    route();
+    var c = null;
+    try { c = await api('/v1/cluster'); } catch (e) { /* live: the stream retries */ }
+    if (c && c.replay) { HIST_MAX = 1e6; startReplay(c); return; }
+    refresh();
+    stream();
+    setInterval(tickLeases, 500);
+    setInterval(function () { if (S.cluster) renderServices(); }, 5000);
+  }
+  start();
 })();
