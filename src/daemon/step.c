@@ -69,6 +69,7 @@ static int derive_action(tide_daemon_t *d, tide_time_t t, const tide_action_t *a
     case TIDE_ACT_JOB_START:
         notice_clear(d, a->job);
         dmn_job(d, a->job)->width = a->width;
+        dmn_job(d, a->job)->ckpt_seen = 0; /* a new run: its restored step may be older */
         return 0;
     case TIDE_ACT_JOB_STOP:
         notice_clear(d, a->job);
