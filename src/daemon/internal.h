@@ -221,6 +221,8 @@ struct tide_daemon {
     djob_t *jobs;
     size_t n_jobs;
     uint8_t *node_up;
+    char (*node_reason)[128];  /* why a node was drained through the API ("" none;
+                                  NULL until the first drain; not kept by a restart) */
     double *last_demand;       /* per service, -1 unknown */
     uint64_t notice_seq;
     unsigned long preempt[TIDE_R_COUNT];

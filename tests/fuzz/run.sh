@@ -43,6 +43,7 @@ seed fuzz_sweep_spec 'reserve=24:64:8,margin=0.05:0.3:0.05,lead=5m,hold=60:600:6
 seed fuzz_inject 'burst:2x@36h+2h,burst:chat:0.5x@1d+90m,node-fail:3@50h+4h\nrank-fail:j1@1h,rank-fail-rate:2/day,ctl-down@80h+1h,storage:20GBps'
 seed fuzz_tokens '# TOKEN TEAM ROLE\nadm1n-secret ops admin\nsub-a research submitter\nview-1 research viewer\n'
 seed fuzz_prom_query '{"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"router"},"value":[1700000000.5,"123.4"]}]}}'
+seed fuzz_sbatch '#!/bin/bash\n#SBATCH --gres=gpu:h100:8 --nodes=2 --time=1-04:00:00\n#SBATCH -J "my job" -q normal --comment=x\n#SBATCH --mem=0\nsrun train\n'
 seed fuzz_slurm_gres 'gpu:h100:8(S:0-1)\ngpu:a100:4,gpu:h100:4\nmps:100,gpu:2\ngpu:8\n(null)\ngpu:t:2K,gpu\n'
 
 status=0
