@@ -50,14 +50,14 @@ static const char *const known_keys[] = {"seq", "time_s", "kind", "job", "servic
 
 static void print_header(void)
 {
-    printf("%7s  %-12s  %-16s  %-18s  %-12s  %5s  %-10s  %s\n", "SEQ", "TIME", "KIND", "JOB",
+    printf("%7s  %-20s  %-16s  %-18s  %-12s  %5s  %-10s  %s\n", "SEQ", "TIME", "KIND", "JOB",
            "SERVICE", "GPUS", "REASON", "DETAILS");
 }
 
 static void print_event(const json_t *e)
 {
     char b[7][256];
-    printf("%7s  %-12s  %-16s  %-18s  %-12s  %5s  %-10s ", tide_remote_val(e, "seq", 0, b[0], 256),
+    printf("%7s  %-20s  %-16s  %-18s  %-12s  %5s  %-10s ", tide_remote_val(e, "seq", 0, b[0], 256),
            tide_remote_clock(e, "time_s", b[1], 256), tide_remote_val(e, "kind", 0, b[2], 256),
            tide_remote_val(e, "job", 0, b[3], 256), tide_remote_val(e, "service", 0, b[4], 256),
            tide_remote_val(e, "gpus", 0, b[5], 256), tide_remote_val(e, "reason", 0, b[6], 256));

@@ -47,7 +47,8 @@ REPLICA="bash $SRC/examples/slurm/replica.sh"
 start_tide() { # NAME DB EXTRA...
     local name=$1 db=$2
     shift 2
-    serve_start "$name" --backend slurm --db "$db" --services "$tmp/services.csv" \
+    PORT=$(free_port)
+    serve_start "$name" --backend slurm --db "$db" --listen "127.0.0.1:$PORT" --services "$tmp/services.csv" \
         --replica-command "$REPLICA" --workdir "$work" --slurm-partition tide \
         --control-period 5s "$@"
 }
