@@ -693,6 +693,34 @@ static int check_gang(const tide_engine_t *e, const int32_t *gpus, int g, tide_e
     return 0;
 }
 
+/* Foreign marks (TIDE_EV_FOREIGN): on their own node, as many as counted,
+ * never more than reported, none on a down node, and no free GPU while
+ * some are still owed. Marks them seen and adds them to *allocated. */
+static int check_foreign(const tide_engine_t *e, uint8_t *seen, int *allocated, tide_error_t *err)
+{
+    for (int n = 0; n < e->n_nodes; n++) {
+        const node_t *nd = &e->nodes[n];
+        int held = 0, free_up = 0;
+        for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
+            if (e->own_kind[g] != OWN_FOREIGN)
+                free_up += e->own_kind[g] == OWN_FREE;
+            else if (e->own_id[g] != n || seen[g]++)
+                return tide_errf(err, TIDE_ESTATE, "GPU %d: foreign mark of another node", g);
+            else
+                held++;
+        }
+        if (held != nd->foreign || held > nd->foreign_want || (!nd->up && held))
+            return tide_errf(err, TIDE_ESTATE,
+                             "node %d: %d GPUs marked foreign, count %d, reported %d%s", n, held,
+                             nd->foreign, nd->foreign_want, nd->up ? "" : " (down)");
+        if (nd->up && held < nd->foreign_want && free_up)
+            return tide_errf(err, TIDE_ESTATE, "node %d: %d free GPUs while foreign jobs wait for %d",
+                             n, free_up, nd->foreign_want - held);
+        *allocated += held;
+    }
+    return 0;
+}
+
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 {
     uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
@@ -753,25 +781,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
             rc = check_gang(e, rp->alloc.gpus, rp->alloc.n, err, who);
         allocated += rp->alloc.n;
     }
-    for (int n = 0; n < e->n_nodes && !rc; n++) {
-        const node_t *nd = &e->nodes[n];
-        int held = 0, free_up = 0;
-        for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
-            if (e->own_kind[g] != OWN_FOREIGN)
-                free_up += e->own_kind[g] == OWN_FREE;
-            else if (e->own_id[g] != n || seen[g]++)
-                rc = tide_errf(err, TIDE_ESTATE, "GPU %d: foreign mark of another node", g);
-            else
-                held++;
-        }
-        if (!rc && (held != nd->foreign || held > nd->foreign_want || (!nd->up && held)))
-            rc = tide_errf(err, TIDE_ESTATE, "node %d: %d GPUs marked foreign, count %d, reported %d%s",
-                           n, held, nd->foreign, nd->foreign_want, nd->up ? "" : " (down)");
-        else if (!rc && nd->up && held < nd->foreign_want && free_up)
-            rc = tide_errf(err, TIDE_ESTATE, "node %d: %d free GPUs while foreign jobs wait for %d",
-                           n, free_up, nd->foreign_want - held);
-        allocated += held;
-    }
+    if (!rc)
+        rc = check_foreign(e, seen, &allocated, err);
     for (int d = 0; d < e->n_doms && !rc; d++) {
         const domain_t *dm = &e->doms[d];
         int free_up = 0;

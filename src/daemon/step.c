@@ -50,7 +50,10 @@ static void derive_event(tide_daemon_t *d, const tide_event_t *x)
             d->node_up[x->node] = x->kind == TIDE_EV_NODE_RECOVERED;
         break;
     case TIDE_EV_CKPT_COMMITTED:
-        if (x->job >= 0 && dmn_job(d, x->job)->notice.kind == TIDE_ACT_JOB_CKPT)
+        /* a commit answers a checkpoint notice, and shows a resized job runs
+         * on at its new width (whichever of its gangs reports it) */
+        if (x->job >= 0 && (dmn_job(d, x->job)->notice.kind == TIDE_ACT_JOB_CKPT ||
+                            dmn_job(d, x->job)->notice.kind == TIDE_ACT_JOB_RESIZE))
             notice_clear(d, x->job);
         break;
     case TIDE_EV_DEMAND:
