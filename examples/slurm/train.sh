@@ -8,7 +8,7 @@
 #   TIDE_API          base URL of tide's API (http://127.0.0.1:7071); unset: report nothing
 #   TIDE_TOKEN        bearer token for the API (optional)
 #   TIDE_JOB_ID       tide's job id (job-000001); names the log and checkpoint folder
-#   TIDE_GANG         0-based data-parallel gang index (default 0); only gang 0 reports
+#   TIDE_GANG         0-based data-parallel gang index (default 0)
 #   TIDE_GANGS        data-parallel width when submitted (default 1)
 #   TIDE_GANG_GPUS    GPUs of one gang (default 8; only logged, for GPU-hour accounting)
 #   TIDE_CKPT_SIGNAL  checkpoint signal, name without SIG (default USR1; not TERM/INT/KILL)
@@ -24,12 +24,14 @@
 #   CKPT_DIR      default $TIDE_WORKDIR/ckpt/<job>, <job> = $TIDE_JOB_ID, else
 #                 $SLURM_JOB_NAME, else "manual"
 #
-# Checkpoint: gang 0 writes $CKPT_DIR/manifest.tmp ("step=N"), takes CKPT_S, then
+# Checkpoint: every gang writes $CKPT_DIR/manifest.tmp.G ("step=N"), takes CKPT_S, then
 # `mv`s it to $CKPT_DIR/manifest: only the mv commits, so a job killed halfway leaves
-# the previous manifest. Other gangs commit their shard $CKPT_DIR/gang-G the same
-# way. Every gang restores from manifest. Gang 0 then POSTs
+# the previous manifest (the gangs of one job commit the same step). Every gang
+# restores from manifest. Every gang then POSTs
 #   $TIDE_API/v1/jobs/$TIDE_JOB_ID/checkpoints {"step":N,"committed":true,"progress_s":N*STEP_S}
-# (5 s timeout; an unreachable API never fails the job).
+# (5 s timeout; an unreachable API never fails the job). tide counts a step once (the
+# other gangs' reports of it are answered "duplicate"), so the reports go on whichever
+# gangs a shrink cancels or a grow adds.
 #
 # Checkpoint signal: finish the current step, checkpoint at once, report, log
 # "ckpt-signal", keep training (tide then requeues the job: SIGTERM).
@@ -83,13 +85,10 @@ case $JOB in */* | .* | '') die "job name '$JOB' cannot name a log file" ;; esac
 LOG_DIR=$WORKDIR/log
 EVENTS=$LOG_DIR/$JOB.events
 mkdir -p "$LOG_DIR" "$CKPT_DIR" || die "cannot create $LOG_DIR or $CKPT_DIR"
-if [ "$GANG" = 0 ]; then
-    CK_TMP=$CKPT_DIR/manifest.tmp
-    CK_FILE=$CKPT_DIR/manifest
-else
-    CK_TMP=$CKPT_DIR/gang-$GANG.tmp
-    CK_FILE=$CKPT_DIR/gang-$GANG
-fi
+# every gang commits the manifest (its own temporary file, one atomic mv): whichever
+# gangs a shrink leaves, the manifest holds the step they reported
+CK_TMP=$CKPT_DIR/manifest.tmp.$GANG
+CK_FILE=$CKPT_DIR/manifest
 
 # --------------------------------------------------------------- state
 STEP=0        # steps done (the model's state)
@@ -141,9 +140,10 @@ isleep() {
 # progress_s of STEP: STEP x STEP_S, whole when it is whole
 progress_s() { awk -v n="$STEP" -v s="$STEP_S" 'BEGIN { v = n * s; if (v == int(v)) printf "%d", v; else printf "%.3f", v }'; }
 
-# report: POST the committed checkpoint to tide (gang 0 only); never fails the job
+# report: POST the committed checkpoint to tide (every gang: tide counts the step once,
+# whichever gang is left after a shrink); never fails the job
 report() {
-    [ "$GANG" = 0 ] && [ -n "${TIDE_API:-}" ] && [ -n "${TIDE_JOB_ID:-}" ] || return 0
+    [ -n "${TIDE_API:-}" ] && [ -n "${TIDE_JOB_ID:-}" ] || return 0
     local body auth=() pid
     body=$(printf '{"step":%d,"committed":true,"progress_s":%s}' "$STEP" "$(progress_s)")
     [ -n "${TIDE_TOKEN:-}" ] && auth=(-H "Authorization: Bearer $TIDE_TOKEN")

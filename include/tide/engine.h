@@ -141,6 +141,11 @@ typedef enum tide_event_kind {
                                 (e.g. while tide was down); work since the last
                                 commit is lost, the job is requeued (value:
                                 progress reached, when known) */
+    TIDE_EV_FOREIGN,         /* node, value = GPUs of the node that jobs tide does
+                                not manage hold now (an absolute count, 0..the
+                                node's GPUs; 0 clears). Tide never places on
+                                them; a count above the node's free GPUs is
+                                taken as tide's GPUs there are released */
     TIDE_EV_KIND_COUNT
 } tide_event_kind_t;
 
@@ -326,9 +331,14 @@ int tide_engine_replicas(const tide_engine_t *e);
 /* Fill out for replica r. Returns 0, or -1 for an unknown handle. */
 int tide_engine_replica(const tide_engine_t *e, int32_t r, tide_replica_info_t *out);
 
-/* Owner of each GPU: -1 free, else a job handle (kind 1) or replica handle
- * (kind 2). Returns the kind (0 free). */
+/* Owner of each GPU: -1 free, else a job handle (kind 1), replica handle
+ * (kind 2) or node index (kind 3: a foreign job, see TIDE_EV_FOREIGN).
+ * Returns the kind (0 free). */
 int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner);
+/* GPUs of node n that foreign jobs hold now (owner kind 3 in
+ * tide_engine_gpu_owner), and the count last reported (*want, may exceed the
+ * held ones until tide's GPUs there are released). -1 for an unknown node. */
+int tide_engine_node_foreign(const tide_engine_t *e, int node, int *want);
 /* Tier of a GPU: 'A' reserve, 'I' inference partition, 'T' training partition, 'S' shared. */
 char tide_engine_gpu_zone(const tide_engine_t *e, int gpu);
 
@@ -367,6 +377,7 @@ typedef enum tide_state {
     TIDE_S_RESTORING,
     TIDE_S_LOST,
     TIDE_S_IDLE,
+    TIDE_S_FOREIGN,  /* held by jobs tide does not manage (class none) */
     TIDE_S_COUNT
 } tide_state_t;
 const char *tide_state_name(int s);

@@ -90,6 +90,7 @@ typedef struct slurmbe {
     int nnodes;
     char (*node_name)[64];
     int *node_state;         /* last health reported to the engine */
+    int *foreign;            /* scratch: GPUs other jobs hold per node (this poll) */
     int64_t *node_bad_since; /* unix time a node was first seen not up (0 = up) */
     int nodes_seen;
     int32_t *gpu_node;
@@ -1245,6 +1246,42 @@ static void unseen_check(gang_t *g, int64_t now)
     }
 }
 
+static int hostlist_has(const char *hl, const char *node);
+
+/* Coexistence: the GPUs that jobs tide does not manage (any job whose name is
+ * not one of tide's) hold on tide's nodes, from their GRES; a count that
+ * differs from what the engine has becomes a TIDE_EV_FOREIGN for the node.
+ * Running, suspended and completing jobs hold their GPUs. */
+static void observe_foreign(slurmbe_t *s, const tide_slurm_job_t *v, size_t n)
+{
+    memset(s->foreign, 0, (size_t)(s->nnodes ? s->nnodes : 1) * sizeof *s->foreign);
+    for (size_t i = 0; i < n; i++) {
+        const tide_slurm_job_t *x = &v[i];
+        int32_t h;
+        int index;
+        if (parse_name(s, x->name, &h, &index) != NAME_OTHER || x->gpus_per_node <= 0 || !x->nodes[0])
+            continue;
+        if (x->state != TIDE_SJOB_RUNNING && x->state != TIDE_SJOB_SUSPENDED && !x->completing)
+            continue;
+        for (int k = 0; k < s->nnodes; k++)
+            if (hostlist_has(x->nodes, s->node_name[k]))
+                s->foreign[k] += x->gpus_per_node;
+    }
+    const tide_cluster_t *c = tide_engine_cluster(s->e);
+    for (int k = 0; k < s->nnodes; k++) {
+        tide_node_info_t ni;
+        int want = 0;
+        if (tide_cluster_node(c, k, &ni) < 0 || tide_engine_node_foreign(s->e, k, &want) < 0)
+            continue;
+        int now = s->foreign[k] < ni.gpus ? s->foreign[k] : ni.gpus;
+        if (now == want)
+            continue;
+        blog(s, "node %s: %d of its %d GPUs held by jobs tide does not manage (was %d)",
+             s->node_name[k], now, ni.gpus, want);
+        push_ev(s, TIDE_EV_FOREIGN, -1, -1, -1, k, 0, now);
+    }
+}
+
 /* Read Slurm, turn what changed into events, reconcile. */
 static void refresh(slurmbe_t *s)
 {
@@ -1258,8 +1295,9 @@ static void refresh(slurmbe_t *s)
     tide_slurm_job_t *v = NULL;
     size_t n = 0;
     tide_error_t e1 = {0};
-    if (called(s, s->ops->jobs(s->h, "tide.", &v, &n, &e1), &e1) < 0)
+    if (called(s, s->ops->jobs(s->h, NULL, &v, &n, &e1), &e1) < 0)
         return;
+    observe_foreign(s, v, n);
     /* mark what Slurm shows */
     for (size_t i = 0; i < n; i++) {
         gang_t *g = find_gang(s, v[i].name, v[i].id);
@@ -1531,6 +1569,7 @@ static void be_destroy(void *ctx)
     free(s->ev);
     free(s->node_name);
     free(s->node_state);
+    free(s->foreign);
     free(s->node_bad_since);
     free(s->gpu_node);
     s->ops->close(s->h);
@@ -1573,6 +1612,7 @@ static int nodes_match(slurmbe_t *s, const tide_engine_t *e, tide_error_t *err)
     s->ngpus_total = tide_cluster_gpus(c);
     s->node_name = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_name);
     s->node_state = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_state);
+    s->foreign = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->foreign);
     s->node_bad_since = tide_xcalloc((size_t)(s->nnodes ? s->nnodes : 1), sizeof *s->node_bad_since);
     s->gpu_node = tide_xcalloc((size_t)(s->ngpus_total ? s->ngpus_total : 1), sizeof *s->gpu_node);
     tide_slurm_node_t *nv = NULL;

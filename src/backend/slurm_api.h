@@ -67,6 +67,8 @@ typedef struct tide_slurm_job {
     int64_t end_time;       /* Unix seconds, 0 unknown */
     uint32_t time_limit_min; /* 0 = none (INFINITE) */
     char nodes[256];        /* allocated nodes (Slurm hostlist), "" when none */
+    int gpus_per_node;      /* GPUs it holds on each of its nodes (its GRES; the
+                               largest per-node count), 0 when none or pending */
     char reason[64];        /* why pending / why it ended, "" when none */
 } tide_slurm_job_t;
 
@@ -181,5 +183,16 @@ const char *tide_slurm_job_state_name(int state);
  * Only the first 255 bytes of an entry are read: a longer one is cut there
  * first, so "gpu:<300-character type>:8" is 1 GPU of that type (cut). */
 int tide_slurm_gres_gpus(const char *gres, int *gpus, char *type, size_t ntype);
+
+/* GPUs a job holds on each node, from its GRES in libslurm's job record:
+ * the largest count among the per-node allocation details (gres_detail_str,
+ * n entries: "gpu:h100:2(IDX:0-1)", "gpu:2"); else its per-node request
+ * (tres_per_node: "gres:gpu:2", "gres/gpu:h100:2", "gres:gpu:2,gres:nic:1");
+ * else its allocated total (tres_alloc: "cpu=2,mem=1G,gres/gpu=4,node=2")
+ * divided by nodes, rounded up. Counts are read as tide_slurm_gres_gpus
+ * does. NULL or empty inputs count nothing; nodes < 1 is 1. Pure; always
+ * 0..INT_MAX. */
+int tide_slurm_job_gpus_per_node(const char *const *detail, size_t n, const char *tres_per_node,
+                                 const char *tres_alloc, int nodes);
 
 #endif

@@ -151,6 +151,57 @@ int tide_slurm_gres_gpus(const char *gres, int *gpus, char *type, size_t ntype)
     return 0;
 }
 
+/* GPUs of a TRES list: "gres:gpu:2", "gres/gpu:h100:2", "gres/gpu=4", other
+ * TRES ignored, the gpu entries added up. */
+static int tres_gpus(const char *tres)
+{
+    int total = 0;
+    const char *p = tres;
+    while (p && *p) {
+        size_t len = strcspn(p, ",;");
+        char e[256];
+        size_t l = len < sizeof e ? len : sizeof e - 1;
+        memcpy(e, p, l);
+        e[l] = 0;
+        char *x = e;
+        if (!strncmp(x, "gres:", 5) || !strncmp(x, "gres/", 5))
+            x += 5;
+        char *eq = strchr(x, '=');
+        if (eq)
+            *eq = ':'; /* "gpu=4" (tres_alloc_str) reads as "gpu:4" */
+        int g = 0;
+        char ty[8];
+        tide_slurm_gres_gpus(x, &g, ty, sizeof ty);
+        long long sum = (long long)total + g;
+        total = sum > INT_MAX ? INT_MAX : (int)sum;
+        p += len;
+        if (*p)
+            p++;
+    }
+    return total;
+}
+
+int tide_slurm_job_gpus_per_node(const char *const *detail, size_t n, const char *tres_per_node,
+                                 const char *tres_alloc, int nodes)
+{
+    int saved = errno, best = 0;
+    char ty[8];
+    for (size_t i = 0; detail && i < n; i++) {
+        int g = 0;
+        tide_slurm_gres_gpus(detail[i], &g, ty, sizeof ty);
+        if (g > best)
+            best = g;
+    }
+    if (!best)
+        best = tres_gpus(tres_per_node);
+    if (!best) {
+        long long t = tres_gpus(tres_alloc), k = nodes < 1 ? 1 : nodes;
+        best = (int)((t + k - 1) / k);
+    }
+    errno = saved;
+    return best;
+}
+
 #ifndef TIDE_HAVE_LIBSLURM
 
 const tide_slurm_ops_t *tide_slurm_lib_ops(void) { return NULL; }
@@ -648,6 +699,10 @@ static void fill_job(const lib_handle_t *h, const slurm_job_info_t *j, tide_slur
     o->time_limit_min =
         (j->time_limit == INFINITE || j->time_limit == NO_VAL) ? 0 : j->time_limit;
     copy_str(o->nodes, sizeof o->nodes, pending ? NULL : j->nodes);
+    if (!pending)
+        o->gpus_per_node = tide_slurm_job_gpus_per_node(
+            (const char *const *)j->gres_detail_str, j->gres_detail_cnt, j->tres_per_node,
+            j->tres_alloc_str, (int)j->num_nodes);
     if (j->state_reason == WAIT_NO_REASON) {
         o->reason[0] = 0;
     } else {
@@ -668,7 +723,7 @@ static int lib_jobs(void *hv, const char *prefix, tide_slurm_job_t **out, size_t
         return tide_errf(err, TIDE_EINVAL, "load jobs: Slurm backend not open");
     const lib_handle_t *h = hv;
     job_info_msg_t *msg = NULL;
-    int rc = slurm_load_jobs((time_t)0, &msg, SHOW_ALL);
+    int rc = slurm_load_jobs((time_t)0, &msg, SHOW_ALL | SHOW_DETAIL); /* GRES per node */
     if (rc != SLURM_SUCCESS || !msg)
         return fail(err, rc, "load jobs");
     size_t pl = prefix ? strlen(prefix) : 0;

@@ -69,5 +69,10 @@ int tide_cmd_usage_dir(int argc, char **argv);
 int tide_cmd_capacity(int argc, char **argv);
 int tide_cmd_top(int argc, char **argv);
 int tide_cmd_ui(int argc, char **argv);  /* the dashboard over a sim folder (docs/ui.md) */
+int tide_cmd_nodes(int argc, char **argv);  /* GET /v1/nodes, like sinfo */
+int tide_cmd_drain(int argc, char **argv);  /* drain NODE --reason R */
+int tide_cmd_resume(int argc, char **argv); /* resume NODE */
+int tide_cmd_demand(int argc, char **argv); /* demand SERVICE RPS */
+int tide_cmd_sbatch(int argc, char **argv); /* sbatch SCRIPT: #SBATCH lines -> POST /v1/jobs */
 
 #endif

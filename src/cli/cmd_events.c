@@ -1,5 +1,6 @@
 /* `tide events`: the daemon's event log (GET /v1/events), once or followed. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,21 @@
 static void events_usage(FILE *f)
 {
     fprintf(f,
-            "usage: tide events [--cursor N] [--limit N] [--follow [--interval D]]\n"
-            "                   [--server URL] [--token T] [--json]\n"
+            "usage: tide events [--job ID] [--kind K[,K...]] [--since T] [--cursor N]\n"
+            "                   [--limit N] [--follow [--interval D]]\n"
+            "                   [--server URL] [--token T] [--output table|json]\n"
             "\n"
             "Print the daemon's event log (GET /v1/events): reclaim notices, lease\n"
             "grants and returns, replica starts and readiness, job starts, stops and\n"
-            "checkpoints, in order. Times are engine-clock times.\n"
+            "checkpoints, in order. Times are wall-clock UTC (ISO 8601) when the\n"
+            "daemon gives its clock mapping, else engine-clock times.\n"
             "\n"
+            "filters (all must match):\n"
+            "      --job ID       only events of this job\n"
+            "      --kind K,...   only these kinds (job_start, job_stop, ckpt_notice,\n"
+            "                     ckpt_committed, lease_grant, foreign, node_failed, ...)\n"
+            "      --since T      only events at or after T: an ISO 8601 UTC time\n"
+            "                     (2026-12-01T16:00:00Z), or a duration ago (10m, 2h)\n"
             "options:\n"
             "  -c, --cursor N     start after this cursor (default 0: from the beginning)\n"
             "  -n, --limit N      print at most N events, then stop (also with --follow)\n"
@@ -41,14 +50,14 @@ static const char *const known_keys[] = {"seq", "time_s", "kind", "job", "servic
 
 static void print_header(void)
 {
-    printf("%7s  %-12s  %-16s  %-18s  %-12s  %5s  %-10s  %s\n", "SEQ", "TIME", "KIND", "JOB",
+    printf("%7s  %-20s  %-16s  %-18s  %-12s  %5s  %-10s  %s\n", "SEQ", "TIME", "KIND", "JOB",
            "SERVICE", "GPUS", "REASON", "DETAILS");
 }
 
 static void print_event(const json_t *e)
 {
     char b[7][256];
-    printf("%7s  %-12s  %-16s  %-18s  %-12s  %5s  %-10s ", tide_remote_val(e, "seq", 0, b[0], 256),
+    printf("%7s  %-20s  %-16s  %-18s  %-12s  %5s  %-10s ", tide_remote_val(e, "seq", 0, b[0], 256),
            tide_remote_clock(e, "time_s", b[1], 256), tide_remote_val(e, "kind", 0, b[2], 256),
            tide_remote_val(e, "job", 0, b[3], 256), tide_remote_val(e, "service", 0, b[4], 256),
            tide_remote_val(e, "gpus", 0, b[5], 256), tide_remote_val(e, "reason", 0, b[6], 256));
@@ -104,7 +113,70 @@ typedef struct evrun {
     double interval;
     int follow, json, header;
     json_t *all; /* --json without --follow: every event, printed at the end */
+    const char *job, *kinds; /* filters (NULL: any) */
+    double since;            /* engine time (-inf: any) */
 } evrun_t;
+
+/* Is name one of the comma-separated names in list? */
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == n && !strncmp(p, name, n))
+            return 1;
+        p += l;
+        if (*p)
+            p++;
+    }
+    return 0;
+}
+
+/* Does event e pass the filters? */
+static int wanted(const evrun_t *r, const json_t *e)
+{
+    const json_t *job = json_object_get(e, "job"), *kind = json_object_get(e, "kind"),
+                 *t = json_object_get(e, "time_s");
+    if (r->job && !(json_is_string(job) && !strcmp(json_string_value(job), r->job)))
+        return 0;
+    if (r->kinds && !(json_is_string(kind) && in_list(r->kinds, json_string_value(kind))))
+        return 0;
+    if (isfinite(r->since) && !(json_is_number(t) && json_number_value(t) >= r->since))
+        return 0;
+    return 1;
+}
+
+/* --since: ISO 8601 UTC ("2026-12-01T16:00:00Z", seconds and Z optional)
+ * or a duration ago, as Unix seconds. Returns 0, or -1. */
+static int parse_since(const char *arg, double *unix_out)
+{
+    int64_t d;
+    if (tide_parse_duration(arg, &d) == 0 && d >= 0) {
+        *unix_out = (double)time(NULL) - (double)d;
+        return 0;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int n = 0, sec_n = 0;
+    if (sscanf(arg, "%4d-%2d-%2dT%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &n) != 5 || n != 16)
+        return -1;
+    const char *end = arg + n;
+    if (*end == ':') {
+        if (sscanf(end, ":%2d%n", &tm.tm_sec, &sec_n) != 1 || sec_n != 3)
+            return -1;
+        end += sec_n;
+    }
+    if (*end == 'Z')
+        end++;
+    if (*end || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *unix_out = (double)timegm(&tm);
+    return 0;
+}
 
 /* Print (or collect) a page of events up to the limit. Returns 1 when the
  * limit cut the page (*last_seq = the last event printed), else 0. */
@@ -116,9 +188,11 @@ static int print_page(evrun_t *r, const json_t *evs, long long *last_seq)
     json_array_foreach(evs, i, e) {
         if (r->limit > 0 && r->printed >= r->limit)
             return 1;
-        r->printed++;
         if (json_is_integer(json_object_get(e, "seq")))
             *last_seq = (long long)json_integer_value(json_object_get(e, "seq"));
+        if (!wanted(r, e))
+            continue;
+        r->printed++;
         if (r->all)
             json_array_append(r->all, e);
         else if (r->json) {
@@ -179,8 +253,11 @@ static int fetch_events(tide_client_t *c, evrun_t *r)
 
 int tide_cmd_events(int argc, char **argv)
 {
-    enum { O_INTERVAL = 256 };
+    enum { O_INTERVAL = 256, O_JOB, O_KIND, O_SINCE };
     static const struct option longopts[] = {
+        {"job", required_argument, NULL, O_JOB},
+        {"kind", required_argument, NULL, O_KIND},
+        {"since", required_argument, NULL, O_SINCE},
         {"cursor", required_argument, NULL, 'c'},
         {"limit", required_argument, NULL, 'n'},
         {"follow", no_argument, NULL, 'f'},
@@ -190,8 +267,9 @@ int tide_cmd_events(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     tide_remote_opts_t ro = {0};
-    evrun_t r = {.limit = -1, .interval = 1.0};
-    const char *why;
+    evrun_t r = {.limit = -1, .interval = 1.0, .since = -INFINITY};
+    const char *why, *since = NULL;
+    double since_unix = 0;
     int o, rc;
     optind = 0;
     opterr = 0;
@@ -208,6 +286,18 @@ int tide_cmd_events(int argc, char **argv)
                 return BAD("--limit: '%s' is not a whole number >= 1", optarg);
             break;
         case 'f': r.follow = 1; break;
+        case O_JOB: r.job = optarg; break;
+        case O_KIND:
+            if (!*optarg)
+                return BAD("--kind: empty (give event kinds like job_start,job_stop)");
+            r.kinds = optarg;
+            break;
+        case O_SINCE:
+            if (parse_since(optarg, &since_unix) < 0)
+                return BAD("--since: '%s' is not an ISO 8601 UTC time (2026-12-01T16:00:00Z) or a "
+                           "duration (10m)", optarg);
+            since = optarg;
+            break;
         case O_INTERVAL:
             if (parse_interval(optarg, &r.interval, &why) < 0)
                 return BAD("--interval: '%s' %s", optarg, why);
@@ -223,6 +313,16 @@ int tide_cmd_events(int argc, char **argv)
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;
     r.json = ro.json;
+    if (tide_remote_wall_load(&c) == 0 && since) {
+        tide_client_fini(&c);
+        fprintf(stderr, "tide events: --since: the daemon gives no wall clock mapping\n");
+        return 6;
+    }
+    if (since) {
+        /* engine time of since_unix: the inverse of tide_remote_wall_of */
+        double w0 = tide_remote_wall_of(0), w1 = tide_remote_wall_of(1);
+        r.since = (since_unix - w0) / (w1 - w0);
+    }
     r.all = (ro.json && !r.follow) ? json_array() : NULL;
     rc = fetch_events(&c, &r);
     tide_client_fini(&c);

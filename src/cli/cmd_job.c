@@ -14,7 +14,7 @@ static void job_usage(FILE *f)
             "usage: tide job ID [--server URL] [--token T] [--json]\n"
             "\n"
             "Show one training job (GET /v1/jobs/ID): its state, width, progress,\n"
-            "last committed checkpoint, times (engine clock), preemptions, lost work and\n"
+            "last committed checkpoint, times (wall-clock UTC), preemptions, lost work and\n"
             "current lease.\n"
             "\n"
             "options:\n" TIDE_REMOTE_HELP TIDE_REMOTE_EXIT_HELP);
@@ -84,6 +84,8 @@ int tide_cmd_job(int argc, char **argv)
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;
+    if (!ro.json)
+        tide_remote_wall_load(&c);
     char path[2048] = "/v1/jobs/";
     tide_client_urlenc(path, sizeof path, argv[optind]);
     tide_error_t err = {0};

@@ -14,10 +14,15 @@ static void jobs_usage(FILE *f)
 {
     fprintf(f,
             "usage: tide jobs [--team T] [--state S] [--priority P] [--limit N]\n"
-            "                 [--server URL] [--token T] [--json]\n"
+            "                 [--server URL] [--token T] [--output table|wide|json]\n"
             "\n"
             "List training jobs (GET /v1/jobs) in the server's order, following its\n"
             "`next` cursors until the list ends or --limit jobs were printed.\n"
+            "REASON is why a queued job waits (Resources, Priority, Quota, ...) and\n"
+            "START when it is expected to start (a running job: when it started), as\n"
+            "squeue's REASON and START_TIME, when the daemon gives them. Times are\n"
+            "wall-clock UTC (ISO 8601). --output wide adds POS (queue position),\n"
+            "GANG (GPUs per gang) and LOST_GPU_S.\n"
             "\n"
             "filters:\n"
             "      --team T       only this team's jobs (submitters and viewers only\n"
@@ -32,17 +37,30 @@ static void jobs_usage(FILE *f)
 
 #define BAD(...) tide_cli_usage_error("jobs", __VA_ARGS__)
 
-static void print_table(const json_t *jobs)
+/* START: when a queued job is expected to start (expected_start_s, from the
+ * head-of-queue reservation, when the daemon gives it), else when it started. */
+static const char *start_cell(const json_t *j, char *buf, size_t n)
 {
-    static const char *const head[] = {"ID",     "TEAM",   ">PRI",     "STATE",   ">GPUS",
-                                       ">WIDTH", ">PROGRESS", ">COMMITTED", "SUBMITTED", ">PREEMPT"};
+    if (json_is_number(json_object_get(j, "expected_start_s")))
+        return tide_remote_clock(j, "expected_start_s", buf, n);
+    return tide_remote_clock(j, "started_s", buf, n);
+}
+
+static void print_table(const json_t *jobs, int wide)
+{
+    static const char *const head[] = {"ID",       "TEAM",      ">PRI",   "STATE",  ">GPUS",
+                                       ">WIDTH",   ">PROGRESS", ">COMMITTED", "SUBMITTED",
+                                       ">PREEMPT", "REASON",    "START",  ">POS",   ">GANG",
+                                       ">LOST_GPU_S"};
+    enum { NARROW = 12, WIDE = 15 };
+    size_t nc = wide ? WIDE : NARROW;
     tide_table_t t;
-    tide_table_init(&t, 10, head);
+    tide_table_init(&t, nc, head);
     size_t i;
     const json_t *j;
     json_array_foreach(jobs, i, j) {
-        char b[10][128];
-        const char *row[10] = {
+        char b[WIDE][128];
+        const char *row[WIDE] = {
             tide_remote_val(j, "id", 3, b[0], sizeof b[0]),
             tide_remote_val(j, "team", 3, b[1], sizeof b[1]),
             tide_remote_val(j, "priority", 3, b[2], sizeof b[2]),
@@ -53,7 +71,14 @@ static void print_table(const json_t *jobs)
             tide_remote_dur(j, "committed_s", b[7], sizeof b[7]),
             tide_remote_clock(j, "submitted_s", b[8], sizeof b[8]),
             tide_remote_val(j, "preemptions", 3, b[9], sizeof b[9]),
+            tide_remote_val(j, "reason", 3, b[10], sizeof b[10]),
+            start_cell(j, b[11], sizeof b[11]),
+            tide_remote_val(j, "position", 3, b[12], sizeof b[12]),
+            tide_remote_val(j, "gang_gpus", 3, b[13], sizeof b[13]),
+            tide_remote_val(j, "lost_gpu_s", 0, b[14], sizeof b[14]),
         };
+        if (!b[10][0])
+            row[10] = "-";
         tide_table_row(&t, row);
     }
     tide_table_print(&t, stdout);
@@ -104,6 +129,8 @@ int tide_cmd_jobs(int argc, char **argv)
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;
+    if (!ro.json)
+        tide_remote_wall_load(&c);
     json_t *all = json_array();
     json_t *next = json_null();
     tide_error_t err = {0};
@@ -171,7 +198,7 @@ int tide_cmd_jobs(int argc, char **argv)
             tide_remote_print_json(out);
             json_decref(out);
         } else {
-            print_table(all);
+            print_table(all, ro.output == TIDE_OUT_WIDE);
         }
     }
     json_decref(all);

@@ -14,7 +14,7 @@ static void leases_usage(FILE *f)
             "usage: tide leases [--active] [--server URL] [--token T] [--json]\n"
             "\n"
             "List the leases under which training borrows inference GPUs (GET\n"
-            "/v1/leases): the job, GPUs, start and latest return (engine clock), the\n"
+            "/v1/leases): the job, GPUs, start and latest return (wall-clock UTC), the\n"
             "checkpoint cost, whether it may shrink instead, and whether a reclaim\n"
             "notice was sent, the GPUs came back, and came back late.\n"
             "\n"
@@ -77,6 +77,8 @@ int tide_cmd_leases(int argc, char **argv)
     tide_client_t c;
     if ((rc = tide_remote_connect(&ro, &c)) >= 0)
         return rc;
+    if (!ro.json)
+        tide_remote_wall_load(&c);
     tide_error_t err = {0};
     json_t *j = tide_remote_get(&c, active ? "/v1/leases?active=1" : "/v1/leases", &err);
     tide_client_fini(&c);

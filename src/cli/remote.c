@@ -5,16 +5,29 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "util/util.h"
+
+static const char *const output_names[] = {[TIDE_OUT_TABLE] = "table", [TIDE_OUT_JSON] = "json",
+                                           [TIDE_OUT_WIDE] = "wide"};
 
 int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg)
 {
     switch (opt) {
     case TIDE_RO_SERVER: o->server = arg; return 1;
     case TIDE_RO_TOKEN: o->token = arg; return 1;
-    case TIDE_RO_JSON: o->json = 1; return 1;
+    case TIDE_RO_JSON: o->json = 1; o->output = TIDE_OUT_JSON; return 1;
+    case TIDE_RO_OUTPUT:
+        o->bad_output = arg;
+        for (int k = 0; k < (int)(sizeof output_names / sizeof output_names[0]); k++)
+            if (!strcmp(arg, output_names[k])) {
+                o->output = k;
+                o->json = k == TIDE_OUT_JSON;
+                o->bad_output = NULL;
+            }
+        return 1;
     default: return 0;
     }
 }
@@ -22,6 +35,10 @@ int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg)
 int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c)
 {
     tide_error_t err = {0};
+    if (o->bad_output) {
+        fprintf(stderr, "tide: --output: '%s' is not table, wide or json\n", o->bad_output);
+        return 2;
+    }
     if (tide_client_init(c, o->server, o->token, &err) < 0)
         return tide_remote_fail(&err);
     return -1;
@@ -83,12 +100,41 @@ const char *tide_remote_clock(const json_t *obj, const char *key, char *buf, siz
         snprintf(buf, n, "-");
         return buf;
     }
+    double w = tide_remote_wall_of(json_number_value(v));
+    if (isfinite(w) && w > 0 && w < 253402300800.0) { /* before year 10000 */
+        time_t tt = (time_t)floor(w);
+        struct tm tm;
+        if (gmtime_r(&tt, &tm) && strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+            return buf;
+    }
     long long s = (long long)json_number_value(v);
     if (s < 0)
         s = 0;
     snprintf(buf, n, "d%lld %02lld:%02lld:%02lld", s / 86400, s % 86400 / 3600, s % 3600 / 60,
              s % 60);
     return buf;
+}
+
+/* The daemon's mapping (CLI process state: one daemon per command). */
+static double wall_origin = NAN, wall_speed = 1;
+
+int tide_remote_wall_load(const tide_client_t *c)
+{
+    tide_error_t err = {0};
+    json_t *j = tide_remote_get(c, "/v1/cluster", &err);
+    const json_t *o = json_object_get(j, "wall_origin"), *sp = json_object_get(j, "speed");
+    int ok = json_is_number(o);
+    if (ok) {
+        wall_origin = json_number_value(o);
+        wall_speed = json_is_number(sp) && json_number_value(sp) > 0 ? json_number_value(sp) : 1;
+    }
+    json_decref(j);
+    return ok;
+}
+
+double tide_remote_wall_of(double t)
+{
+    return isnan(wall_origin) ? NAN : wall_origin + t / wall_speed;
 }
 
 const char *tide_remote_dur(const json_t *obj, const char *key, char *buf, size_t n)

@@ -12,27 +12,35 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 
+/* Output formats (--output): a table, a wider table, the server's JSON. */
+enum { TIDE_OUT_TABLE = 0, TIDE_OUT_JSON, TIDE_OUT_WIDE };
+
 /* The options every client command takes (strings borrowed from argv). */
 typedef struct tide_remote_opts {
     const char *server; /* --server URL (NULL: $TIDE_SERVER, then the default) */
     const char *token;  /* --token T (NULL: $TIDE_TOKEN) */
-    int json;           /* --json: print the server's JSON instead of a table */
+    int json;           /* --json or --output json: print the server's JSON */
+    int output;         /* TIDE_OUT_*: --output table|wide|json */
+    const char *bad_output; /* an --output value that is none of these */
 } tide_remote_opts_t;
 
-enum { TIDE_RO_SERVER = 900, TIDE_RO_TOKEN, TIDE_RO_JSON };
+enum { TIDE_RO_SERVER = 900, TIDE_RO_TOKEN, TIDE_RO_JSON, TIDE_RO_OUTPUT };
 
 /* Put these in a command's getopt_long table. */
 #define TIDE_REMOTE_LONGOPTS                                                                   \
     {"server", required_argument, NULL, TIDE_RO_SERVER},                                      \
         {"token", required_argument, NULL, TIDE_RO_TOKEN},                                    \
-        {"json", no_argument, NULL, TIDE_RO_JSON}
+        {"json", no_argument, NULL, TIDE_RO_JSON},                                            \
+        {"output", required_argument, NULL, TIDE_RO_OUTPUT}
 
 /* Their lines for a usage text. */
 #define TIDE_REMOTE_HELP                                                                       \
     "      --server URL   daemon to talk to (default $TIDE_SERVER, else " TIDE_CLIENT_DEFAULT_URL \
     ")\n"                                                                                      \
     "      --token T      bearer token (default $TIDE_TOKEN)\n"                                \
-    "      --json         print the server's JSON instead of a table\n"                        \
+    "      --output F     table (default), wide (more columns) or json (the\n"                 \
+    "                     server's JSON)\n"                                                     \
+    "      --json         same as --output json\n"                                             \
     "  -h, --help         show this help\n"
 
 #define TIDE_REMOTE_EXIT_HELP                                                                  \
@@ -43,7 +51,7 @@ enum { TIDE_RO_SERVER = 900, TIDE_RO_TOKEN, TIDE_RO_JSON };
 int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg);
 
 /* Set up c from o. Returns -1 on success, else the exit status (message
- * printed). */
+ * printed; 2 for a bad --output). */
 int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c);
 
 /* Print "tide: <message>" on stderr and return the exit status for err's
@@ -62,8 +70,19 @@ const char *tide_remote_val(const json_t *obj, const char *key, int prec, char *
 /* Same for a value. */
 const char *tide_remote_fmt(const json_t *v, int prec, char *buf, size_t n);
 
-/* An engine time in seconds as "d3 04:05:06" ("-" for null/missing). */
+/* An engine time in seconds as wall-clock ISO 8601 UTC
+ * ("2026-12-01T16:10:05Z") once tide_remote_wall_load found the daemon's
+ * mapping, else as engine time "d3 04:05:06" ("-" for null/missing). */
 const char *tide_remote_clock(const json_t *obj, const char *key, char *buf, size_t n);
+
+/* Learn the daemon's engine-to-wall mapping (GET /v1/cluster: wall_origin,
+ * speed) for tide_remote_clock. Without it (an older daemon, an error) times
+ * stay engine times. Returns 1 when found, else 0. */
+int tide_remote_wall_load(const tide_client_t *c);
+
+/* Unix seconds of engine time t (NAN before tide_remote_wall_load found the
+ * mapping). */
+double tide_remote_wall_of(double t);
 
 /* A duration in seconds as "2h05m" ("-" for null/missing). */
 const char *tide_remote_dur(const json_t *obj, const char *key, char *buf, size_t n);

@@ -182,6 +182,11 @@ static lc_t *team_cell(const tide_engine_t *e, const team_t *t, int cls, int st,
     return &t->cells[((cls * TIDE_S_COUNT + st) * TIDE_T_COUNT + tier) * e->n_types + type];
 }
 
+void tide__acct_foreign(tide_engine_t *e, int zone, int delta)
+{
+    e->cnt[TIDE_C_NONE][TIDE_S_FOREIGN][idle_tier[zone]] += delta;
+}
+
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
 {
     int sign = on ? 1 : -1;

@@ -467,6 +467,7 @@ static void node_set(tide_engine_t *e, int n, int up)
             else if (e->own_kind[g] == OWN_REPLICA)
                 tide__replica_stop(e, e->own_id[g], TIDE_R_FAILURE);
         }
+        tide__foreign_drop(e, n); /* marked again when the node is back */
         nd->up = 0;
         d->claim_kind = CLAIM_NONE; /* what was being emptied there is gone */
         d->up_gpus -= nd->gpus;
@@ -479,6 +480,7 @@ static void node_set(tide_engine_t *e, int n, int up)
         d->free += nd->gpus;
         e->zone_gpus[d->zone] += nd->gpus;
         e->zone_free[d->zone] += nd->gpus;
+        tide__foreign_set(e, n, nd->foreign_want);
     }
     e->reserve_dirty = 1;
     e->sched_dirty = e->infer_dirty = 1;
@@ -497,6 +499,23 @@ static void report_progress(tide_engine_t *e, job_t *j, const tide_event_t *ev)
         j->progress = j->committed;
     j->progress_at = e->now;
     tide__acct_job_set(e, j, 1);
+}
+
+static int ev_foreign(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    if (ev->node < 0 || ev->node >= e->n_nodes)
+        return tide_errf(err, TIDE_ENOENT, "unknown node %d", ev->node);
+    node_t *nd = &e->nodes[ev->node];
+    if (!isfinite(ev->value) || ev->value < 0 || ev->value > nd->gpus ||
+        ev->value != floor(ev->value))
+        return tide_errf(err, TIDE_EINVAL, "node %d: foreign GPUs must be a whole number 0..%d",
+                         ev->node, nd->gpus);
+    int want = (int)ev->value;
+    if (want == nd->foreign_want)
+        return 0;
+    tide__foreign_set(e, ev->node, want);
+    e->sched_dirty = e->infer_dirty = e->reserve_dirty = 1;
+    return 0;
 }
 
 static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
@@ -549,6 +568,8 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
             return tide_errf(err, TIDE_ENOENT, "unknown node %d", ev->node);
         node_set(e, ev->node, ev->kind == TIDE_EV_NODE_RECOVERED);
         return 0;
+    case TIDE_EV_FOREIGN:
+        return ev_foreign(e, ev, err);
     default:
         return tide_errf(err, TIDE_EINVAL, "unknown event kind %d", ev->kind);
     }
@@ -680,6 +701,34 @@ static int check_gang(const tide_engine_t *e, const int32_t *gpus, int g, tide_e
     return 0;
 }
 
+/* Foreign marks (TIDE_EV_FOREIGN): on their own node, as many as counted,
+ * never more than reported, none on a down node, and no free GPU while
+ * some are still owed. Marks them seen and adds them to *allocated. */
+static int check_foreign(const tide_engine_t *e, uint8_t *seen, int *allocated, tide_error_t *err)
+{
+    for (int n = 0; n < e->n_nodes; n++) {
+        const node_t *nd = &e->nodes[n];
+        int held = 0, free_up = 0;
+        for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
+            if (e->own_kind[g] != OWN_FOREIGN)
+                free_up += e->own_kind[g] == OWN_FREE;
+            else if (e->own_id[g] != n || seen[g]++)
+                return tide_errf(err, TIDE_ESTATE, "GPU %d: foreign mark of another node", g);
+            else
+                held++;
+        }
+        if (held != nd->foreign || held > nd->foreign_want || (!nd->up && held))
+            return tide_errf(err, TIDE_ESTATE,
+                             "node %d: %d GPUs marked foreign, count %d, reported %d%s", n, held,
+                             nd->foreign, nd->foreign_want, nd->up ? "" : " (down)");
+        if (nd->up && held < nd->foreign_want && free_up)
+            return tide_errf(err, TIDE_ESTATE, "node %d: %d free GPUs while foreign jobs wait for %d",
+                             n, free_up, nd->foreign_want - held);
+        *allocated += held;
+    }
+    return 0;
+}
+
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 {
     uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
@@ -740,6 +789,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
             rc = check_gang(e, rp->alloc.gpus, rp->alloc.n, err, who);
         allocated += rp->alloc.n;
     }
+    if (!rc)
+        rc = check_foreign(e, seen, &allocated, err);
     for (int d = 0; d < e->n_doms && !rc; d++) {
         const domain_t *dm = &e->doms[d];
         int free_up = 0;
@@ -880,6 +931,18 @@ int tide_engine_gpu_owner(const tide_engine_t *e, int gpu, int32_t *owner)
     }
     *owner = e->own_id[gpu];
     return e->own_kind[gpu];
+}
+
+int tide_engine_node_foreign(const tide_engine_t *e, int node, int *want)
+{
+    if (node < 0 || node >= e->n_nodes) {
+        if (want)
+            *want = 0;
+        return -1;
+    }
+    if (want)
+        *want = e->nodes[node].foreign_want;
+    return e->nodes[node].foreign;
 }
 
 char tide_engine_gpu_zone(const tide_engine_t *e, int gpu)

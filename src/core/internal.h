@@ -14,7 +14,7 @@ enum { Z_RESERVE = 0, Z_INF, Z_TRAIN, Z_SHARED, Z_COUNT };
 #define ZBIT(z) (1u << (z))
 
 /* GPU owner kinds. */
-enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2 };
+enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2, OWN_FOREIGN = 3 };
 
 /* Claim on a domain: GPUs being emptied for a service's replicas, for a
  * high-priority job, or for the Tier A reserve (reserve.c); no one else may
@@ -33,12 +33,15 @@ typedef struct domain {
     int claim_n;           /* replicas (service claim) */
     tide_time_t claim_since;
     int borrowed;          /* a shared domain standing in for failed reserve GPUs */
+    int foreign;           /* GPUs foreign jobs hold (OWN_FOREIGN) */
 } domain_t;
 
 typedef struct node {
     int domain;
     int gpus, first_gpu;
     int up;
+    int foreign_want;      /* GPUs foreign jobs hold, as last reported */
+    int foreign;           /* ... of which marked OWN_FOREIGN (taken from free GPUs) */
 } node_t;
 
 /* One (domain, count) pair of an allocation. */
@@ -258,6 +261,7 @@ struct tide_engine {
     int zone_gpus[Z_COUNT];  /* up GPUs per zone */
     int zone_free[Z_COUNT];  /* free up GPUs per zone */
     int zone_total[Z_COUNT]; /* all GPUs per zone (up or down) */
+    int zone_foreign[Z_COUNT]; /* GPUs foreign jobs hold per zone */
 
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
@@ -374,6 +378,11 @@ tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 /* place.c */
 void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id);
 void tide__dom_release(tide_engine_t *e, int gpu);
+/* Foreign jobs (TIDE_EV_FOREIGN): set node n's reported count and mark that
+ * many of its free GPUs OWN_FOREIGN (more as tide's GPUs there are released,
+ * tide__dom_release); tide__foreign_drop unmarks them all (node going down). */
+void tide__foreign_set(tide_engine_t *e, int n, int want);
+void tide__foreign_drop(tide_engine_t *e, int n);
 int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
                 int kind, int32_t owner, alloc_t *out, int prefer_zone_order);
 int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
@@ -417,6 +426,8 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now);
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
 void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
+/* delta GPUs of zone z held by foreign jobs (class none, state foreign). */
+void tide__acct_foreign(tide_engine_t *e, int zone, int delta);
 void tide__oracle_submit(tide_engine_t *e, tide_time_t duration_s, int gpus);
 void tide__samples_add(samples_t *s, double v);
 double tide__samples_q99(samples_t *s);

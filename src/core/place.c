@@ -18,12 +18,14 @@ void tide__alloc_push(alloc_t *a, int32_t gpu)
     a->gpus[a->n++] = gpu;
 }
 
-static int gpu_node_up(const tide_engine_t *e, const domain_t *d, int gpu)
+/* The node of a GPU (a scan of its domain's nodes). */
+static int node_of_gpu(const tide_engine_t *e, int gpu)
 {
+    const domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     for (int n = d->first_node; n < d->first_node + d->n_nodes; n++)
         if (gpu >= e->nodes[n].first_gpu && gpu < e->nodes[n].first_gpu + e->nodes[n].gpus)
-            return e->nodes[n].up;
-    return 0;
+            return n;
+    return d->first_node;
 }
 
 void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
@@ -35,15 +37,75 @@ void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
     e->zone_free[d->zone]--;
 }
 
+/* Mark free GPU g of node n as held by a foreign job. */
+static void foreign_take(tide_engine_t *e, int n, int g)
+{
+    domain_t *d = &e->doms[e->nodes[n].domain];
+    tide__dom_take(e, g, OWN_FOREIGN, n);
+    e->nodes[n].foreign++;
+    d->foreign++;
+    e->zone_foreign[d->zone]++;
+    tide__acct_foreign(e, d->zone, 1);
+}
+
+/* Unmark foreign GPU g of node n (the caller fixes the free counts). */
+static void foreign_untake(tide_engine_t *e, int n, int g)
+{
+    domain_t *d = &e->doms[e->nodes[n].domain];
+    e->own_kind[g] = OWN_FREE;
+    e->own_id[g] = -1;
+    e->nodes[n].foreign--;
+    d->foreign--;
+    e->zone_foreign[d->zone]--;
+    tide__acct_foreign(e, d->zone, -1);
+}
+
 void tide__dom_release(tide_engine_t *e, int gpu)
 {
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
+    int n = node_of_gpu(e, gpu);
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
-    if (gpu_node_up(e, d, gpu)) {
+    if (e->nodes[n].up) {
         d->free++;
         e->zone_free[d->zone]++;
+        /* a foreign job reported here holds more than it was given so far:
+         * tide's view was behind, the GPU is the foreign job's */
+        if (e->nodes[n].foreign < e->nodes[n].foreign_want)
+            foreign_take(e, n, gpu);
     }
+}
+
+void tide__foreign_set(tide_engine_t *e, int n, int want)
+{
+    node_t *nd = &e->nodes[n];
+    nd->foreign_want = want;
+    if (!nd->up)
+        return; /* marked when the node is back */
+    for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus && nd->foreign < want; g++)
+        if (e->own_kind[g] == OWN_FREE)
+            foreign_take(e, n, g);
+    domain_t *d = &e->doms[nd->domain];
+    for (int g = nd->first_gpu + nd->gpus; g-- > nd->first_gpu && nd->foreign > want;)
+        if (e->own_kind[g] == OWN_FOREIGN) {
+            foreign_untake(e, n, g);
+            d->free++;
+            e->zone_free[d->zone]++;
+        }
+}
+
+void tide__foreign_drop(tide_engine_t *e, int n)
+{
+    node_t *nd = &e->nodes[n];
+    domain_t *d = &e->doms[nd->domain];
+    for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++)
+        if (e->own_kind[g] == OWN_FOREIGN) {
+            foreign_untake(e, n, g);
+            if (nd->up) {
+                d->free++;
+                e->zone_free[d->zone]++;
+            }
+        }
 }
 
 int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,

@@ -22,7 +22,11 @@ static void set_zone(tide_engine_t *e, int di, int z)
     e->zone_gpus[d->zone] -= d->up_gpus;
     e->zone_free[d->zone] -= d->free;
     e->zone_total[d->zone] -= d->gpus;
+    e->zone_foreign[d->zone] -= d->foreign;
+    tide__acct_foreign(e, d->zone, -d->foreign);
     d->zone = z;
+    e->zone_foreign[z] += d->foreign;
+    tide__acct_foreign(e, z, d->foreign);
     e->zone_gpus[z] += d->up_gpus;
     e->zone_free[z] += d->free;
     e->zone_total[z] += d->gpus;
@@ -68,7 +72,7 @@ static void reserve_have(const tide_engine_t *e, int t, int *have, int *incoming
         if (d->type != t)
             continue;
         if (d->zone == Z_RESERVE)
-            *have += d->up_gpus;
+            *have += d->up_gpus - d->foreign; /* foreign jobs' GPUs serve no one of ours */
         else if (d->claim_kind == CLAIM_RESERVE)
             *incoming += d->up_gpus;
     }
@@ -90,7 +94,7 @@ static int pick_domain(tide_engine_t *e, int t, victim_t *v, int *nv)
     for (int di = 0; di < e->n_doms; di++) {
         domain_t *d = &e->doms[di];
         if (d->type != t || d->zone != Z_SHARED || d->claim_kind != CLAIM_NONE ||
-            d->up_gpus != d->gpus)
+            d->up_gpus != d->gpus || d->foreign > 0)
             continue;
         int need = d->free + training_gpus_on(e, d);
         double c = tide__reclaim_plan_domain(e, di, need, e->pol->reclaim_mode == RECLAIM_KILL,
@@ -140,8 +144,8 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
         domain_t *d = &e->doms[di];
         if (d->type != t)
             continue;
-        if (d->zone == Z_RESERVE && d->borrowed && have - d->up_gpus >= target) {
-            have -= d->up_gpus;
+        if (d->zone == Z_RESERVE && d->borrowed && have - (d->up_gpus - d->foreign) >= target) {
+            have -= d->up_gpus - d->foreign;
             set_zone(e, di, Z_SHARED);
             d->borrowed = 0;
         } else if (d->claim_kind == CLAIM_RESERVE && have + incoming - d->up_gpus >= target) {
@@ -157,7 +161,7 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
             d->claim_kind = CLAIM_NONE;
             set_zone(e, di, Z_RESERVE);
             d->borrowed = 1;
-            have += d->up_gpus;
+            have += d->up_gpus - d->foreign;
             incoming -= d->up_gpus;
         }
     }
@@ -168,7 +172,7 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
             break; /* nothing healthy left to move: the breach is counted */
         claim_domain(e, di, e->vict_best, nv, now);
         if (e->doms[di].zone == Z_RESERVE)
-            have += e->doms[di].up_gpus;
+            have += e->doms[di].up_gpus; /* picked without foreign GPUs */
         else
             incoming += e->doms[di].up_gpus;
     }

@@ -382,13 +382,15 @@ API_HANDLER(api_job_ckpt)
     if (job_owned(d, req, &id, rep) < 0)
         return;
     double value;
-    if (dmn_job_checkpoint(d, id, &ck, &value, &err) < 0) {
+    int dup = 0;
+    if (dmn_job_checkpoint(d, id, &ck, &value, &dup, &err) < 0) {
         write_failed(d, rep, &err);
     } else {
         json_t *o = json_object();
         api_set(o, "id", api_str(id));
         api_set(o, "committed", json_boolean(ck.committed));
-        api_set(o, "used", json_boolean(ck.committed));
+        api_set(o, "used", json_boolean(ck.committed && !dup));
+        api_set(o, "duplicate", json_boolean(dup));
         api_set(o, "progress_s", ck.committed ? api_num(value) : json_null());
         tide_http_reply_json(rep, 201, o);
     }

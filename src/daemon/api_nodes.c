@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/internal.h"
 #include "util/util.h"
@@ -62,6 +63,15 @@ API_HANDLER(api_cluster)
     api_set(o, "backend", json_string(d->backend_name));
     api_set(o, "speed", api_num(d->speed));
     api_set(o, "epoch", json_integer(d->epoch));
+    /* the wall clock of engine time 0 (Unix seconds): engine time t happened
+     * at wall_origin + t / speed */
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double unix_now = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        double sp = d->speed > 0 ? d->speed : 1;
+        api_set(o, "wall_origin", api_num(unix_now - (double)dmn_clock_now(d) / sp));
+    }
     json_t *s = json_object();
     json_t *by_state = json_object(), *by_class = json_object(), *grid = json_object();
     for (int k = 0; k < TIDE_S_COUNT; k++) {
@@ -126,6 +136,8 @@ static const char *gpu_ui_state(tide_daemon_t *d, int g, int up, int kind, int32
         return "down";
     if (kind == 2)
         return state == TIDE_S_SERVING ? "serving" : "warming";
+    if (kind == 3)
+        return "foreign";
     if (kind == 1 && ji) {
         /* a reclaim notice not yet satisfied (the lease may have been renewed
          * to the notice's deadline) */
@@ -172,6 +184,8 @@ static json_t *gpu_json(tide_daemon_t *d, const tide_http_req_t *req, int g, int
         const char *svc = r ? dmn_service_name(d->e, r->service) : NULL;
         if (svc)
             api_set(o, "service", api_str(svc));
+    } else if (kind == 3) {
+        api_set(o, "owner", json_string("foreign"));
     } else {
         api_set(o, "owner", json_null());
     }
@@ -205,6 +219,12 @@ API_HANDLER(api_nodes)
         api_set(o, "type", json_string(tide_cluster_type_name(d->cluster, ni.type)));
         api_set(o, "domain", json_integer(ni.domain));
         api_set(o, "up", json_boolean(d->node_up[n]));
+        int fwant = 0, fheld = tide_engine_node_foreign(d->e, n, &fwant);
+        api_set(o, "foreign", json_integer(fheld > 0 ? fheld : 0));
+        if (fwant > fheld)
+            api_set(o, "foreign_reported", json_integer(fwant));
+        if (d->node_reason && d->node_reason[n][0])
+            api_set(o, "reason", json_string(d->node_reason[n]));
         char z[2] = {tide_engine_gpu_zone(d->e, ni.first_gpu), 0};
         api_set(o, "zone", json_string(z));
         json_t *gs = json_array();
@@ -237,12 +257,27 @@ API_HANDLER(api_node_state)
         api_fail(rep, &err);
         return;
     }
+    char reason[128] = "";
+    json_t *body = json_loadb(req->body ? req->body : "{}", req->body ? req->body_len : 2, 0, NULL);
+    const json_t *rj = json_object_get(body, "reason");
+    if (rj && !json_is_string(rj) && !json_is_null(rj)) {
+        json_decref(body);
+        tide_http_reply_error(rep, 400, "EINVAL", "reason: must be a string");
+        return;
+    }
+    snprintf(reason, sizeof reason, "%s", json_is_string(rj) ? json_string_value(rj) : "");
+    json_decref(body);
     tide_daemon_lock(d);
     if (api_stopping(d, rep)) {
         tide_daemon_unlock(d);
         return;
     }
     int rc = dmn_node_set(d, (int)node, up, &err);
+    if (rc == 0 && (reason[0] || up)) {
+        if (!d->node_reason)
+            d->node_reason = tide_xcalloc((size_t)tide_cluster_nodes(d->cluster), sizeof *d->node_reason);
+        snprintf(d->node_reason[node], sizeof d->node_reason[node], "%s", up ? "" : reason);
+    }
     tide_daemon_unlock(d);
     if (rc < 0)
         api_fail(rep, &err);

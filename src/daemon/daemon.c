@@ -423,6 +423,7 @@ static void daemon_free(tide_daemon_t *d)
         dmn_work_free(d->jobs[i].work);
     free(d->jobs);
     free(d->node_up);
+    free(d->node_reason);
     free(d->last_demand);
     dmn_teams_clear(d);
     free(d->teams);

@@ -110,6 +110,9 @@ typedef struct djob {
     int width;           /* width after the last START/RESIZE */
     notice_t notice;
     dwork_t *work;       /* loaded at its first start or resize, NULL before */
+    int64_t ckpt_seen;   /* 1 + the step of the last committed checkpoint counted in
+                            this run (0 = none): every gang of a job may report the
+                            same commit, the others are duplicates */
 } djob_t;
 
 /* A pulled demand source. */
@@ -220,6 +223,8 @@ struct tide_daemon {
     djob_t *jobs;
     size_t n_jobs;
     uint8_t *node_up;
+    char (*node_reason)[128];  /* why a node was drained through the API ("" none;
+                                  NULL until the first drain; not kept by a restart) */
     double *last_demand;       /* per service, -1 unknown */
     uint64_t notice_seq;
     unsigned long preempt[TIDE_R_COUNT];
@@ -410,9 +415,12 @@ int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, si
 int dmn_job_cancel(tide_daemon_t *d, const char *id, const char **state, tide_error_t *err);
 /* Record a checkpoint manifest; a committed one feeds CKPT_COMMITTED (and
  * a progress resync for backends whose jobs report it). *value: the
- * progress used. ESTATE: committed while the job does not run. */
+ * progress used. A committed report whose step is not above the last one
+ * counted in this run (another gang's report of the same commit) changes
+ * nothing: *dup = 1 and *value the job's committed progress. ESTATE:
+ * committed while the job does not run. */
 int dmn_job_checkpoint(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
-                       double *value, tide_error_t *err);
+                       double *value, int *dup, tide_error_t *err);
 /* Demand of the service named svc (ENOENT: unknown). */
 int dmn_demand_set(tide_daemon_t *d, const char *svc, double rps, tide_error_t *err);
 /* Replica r reports ready: *ready 1 when it already was. ENOENT: not running.

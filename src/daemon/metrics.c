@@ -32,7 +32,7 @@ void dmn_gpu_class(tide_daemon_t *d, int g, int *cls, int *state, int *tier)
         return;
     }
     *cls = TIDE_C_NONE;
-    *state = TIDE_S_IDLE;
+    *state = kind == 3 ? TIDE_S_FOREIGN : TIDE_S_IDLE; /* 3: a job tide does not manage */
     *tier = zone == 'A' ? TIDE_T_A : zone == 'T' ? TIDE_T_D : TIDE_T_B;
 }
 

@@ -192,6 +192,7 @@ typedef struct ckpt_req {
     const char *id;
     const tide_ckpt_request_t *ck;
     double value;
+    int dup;
 } ckpt_req_t;
 
 static int ckpt_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
@@ -214,6 +215,12 @@ static int ckpt_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
             r->value = ji.progress;
         if (r->value > (double)ji.spec->duration_s)
             r->value = (double)ji.spec->duration_s;
+        djob_t *dj = dmn_job(d, h);
+        if (ck->step >= 0 && ck->step < dj->ckpt_seen) {
+            r->dup = 1; /* every gang reports the commit: one counts */
+            r->value = ji.committed;
+            return 0;
+        }
     }
     /* a real job (not a simulated one) knows its progress better than the
      * engine's estimate from wall time (start-up, slow steps): resync first */
@@ -231,17 +238,20 @@ static int ckpt_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     for (int i = 0; i < 2; i++)
         if (feed[i] && dmn_op_event(d, op, &ev[i], &x, err) < 0)
             return -1;
+    if (ck->committed && ck->step >= 0)
+        dmn_job(d, h)->ckpt_seen = ck->step + 1;
     return 0;
 }
 
 int dmn_job_checkpoint(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
-                       double *value, tide_error_t *err)
+                       double *value, int *dup, tide_error_t *err)
 {
     ckpt_req_t r = {.id = id, .ck = ck};
     dmn_op_t op = {.apply = ckpt_apply, .arg = &r};
     if (dmn_commit(d, &op) < 0 && err)
         *err = op.err;
     *value = r.value;
+    *dup = r.dup;
     return op.rc;
 }
 

@@ -53,7 +53,10 @@ static void derive_event(tide_daemon_t *d, const tide_event_t *x)
             d->node_up[x->node] = x->kind == TIDE_EV_NODE_RECOVERED;
         break;
     case TIDE_EV_CKPT_COMMITTED:
-        if (x->job >= 0 && dmn_job(d, x->job)->notice.kind == TIDE_ACT_JOB_CKPT)
+        /* a commit answers a checkpoint notice, and shows a resized job runs
+         * on at its new width (whichever of its gangs reports it) */
+        if (x->job >= 0 && (dmn_job(d, x->job)->notice.kind == TIDE_ACT_JOB_CKPT ||
+                            dmn_job(d, x->job)->notice.kind == TIDE_ACT_JOB_RESIZE))
             notice_clear(d, x->job);
         break;
     case TIDE_EV_DEMAND:
@@ -72,6 +75,7 @@ static int derive_action(tide_daemon_t *d, tide_time_t t, const tide_action_t *a
     case TIDE_ACT_JOB_START:
         notice_clear(d, a->job);
         dmn_job(d, a->job)->width = a->width;
+        dmn_job(d, a->job)->ckpt_seen = 0; /* a new run: its restored step may be older */
         return 0;
     case TIDE_ACT_JOB_STOP:
         notice_clear(d, a->job);

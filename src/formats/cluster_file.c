@@ -50,9 +50,12 @@ typedef struct gov_raw {
     size_t n_teams;
     rawprice_t *prices;
     size_t n_prices;
-    int have_teams, have_prices, have_fairshare;
+    int have_teams, have_prices, have_fairshare, have_qos;
     int fairshare;           /* -1 not given */
     tide_time_t half_life;   /* 0 not given */
+    int n_qos;               /* qos: NAME: 1..3 */
+    char qos_names[TIDE_GOV_MAX_QOS][64];
+    int qos_prio[TIDE_GOV_MAX_QOS];
 } gov_raw_t;
 
 static void gov_raw_free(gov_raw_t *r)
@@ -566,6 +569,43 @@ static int read_fairshare(yp_t *y, gov_raw_t *r)
     return 0;
 }
 
+/* qos: {normal: 2, urgent: 1, scavenger: 3}: Slurm QOS names to priorities
+ * (what `tide sbatch --qos` maps through). */
+static int read_qos(yp_t *y, gov_raw_t *r)
+{
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "'qos' must be a map of QOS names to priorities {normal: 2, urgent: 1}, got %s",
+                    kind_name(y->ev.type));
+    for (;;) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            return 0;
+        char key[64];
+        int kline = line_of(&y->ev);
+        if (read_key(y, key, sizeof key) < 0)
+            return -1;
+        for (int i = 0; i < r->n_qos; i++)
+            if (!strcmp(r->qos_names[i], key))
+                return fail(y, kline, TIDE_EINVAL, "qos: '%s' given twice", key);
+        if (r->n_qos >= TIDE_GOV_MAX_QOS)
+            return fail(y, kline, TIDE_ERANGE, "qos: more than %d names", TIDE_GOV_MAX_QOS);
+        if (next(y) < 0 || want_plain(y, key, "a priority 1..3") < 0)
+            return -1;
+        const char *v = scalar(y);
+        long long p;
+        if (v[0] == 'P' || v[0] == 'p')
+            v++;
+        if (tide_parse_int(v, &p) < 0 || p < 1 || p > 3)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                        "qos: '%s' must map to a priority 1..3 (or P1..P3), got '%.40s'", key,
+                        scalar(y));
+        snprintf(r->qos_names[r->n_qos], sizeof r->qos_names[0], "%s", key);
+        r->qos_prio[r->n_qos++] = (int)p;
+    }
+}
+
 /* Resolve GPU type names of the raw section against cluster c into g
  * (initialised here). Errors name the line. */
 static int resolve_gov(yp_t *y, const gov_raw_t *r, const tide_cluster_t *c,
@@ -645,6 +685,9 @@ static int resolve_gov(yp_t *y, const gov_raw_t *r, const tide_cluster_t *c,
         }
     g->fairshare = r->fairshare;
     g->fairshare_half_life_s = r->half_life;
+    g->n_qos = r->n_qos;
+    memcpy(g->qos_names, r->qos_names, sizeof g->qos_names);
+    memcpy(g->qos_prio, r->qos_prio, sizeof g->qos_prio);
     return 0;
 }
 
@@ -681,10 +724,12 @@ static int read_doc(yp_t *y, tide_cluster_t *c, gov_raw_t *r)
                     : !strcmp(key, "teams")     ? &r->have_teams
                     : !strcmp(key, "prices")    ? &r->have_prices
                     : !strcmp(key, "fairshare") ? &r->have_fairshare
+                    : !strcmp(key, "qos")       ? &r->have_qos
                                                 : NULL;
         if (!seen)
             return fail(y, kline, TIDE_EINVAL,
-                        "unknown key '%s' (expected 'groups', 'teams', 'prices' or 'fairshare')",
+                        "unknown key '%s' (expected 'groups', 'teams', 'prices', 'fairshare' or "
+                        "'qos')",
                         key);
         if (*seen)
             return fail(y, kline, TIDE_EINVAL, "'%s' given twice", key);
@@ -694,6 +739,7 @@ static int read_doc(yp_t *y, tide_cluster_t *c, gov_raw_t *r)
         int rc = seen == &have_groups    ? read_groups(y, c)
                  : seen == &r->have_teams  ? read_teams(y, r)
                  : seen == &r->have_prices ? read_prices(y, r)
+                 : seen == &r->have_qos    ? read_qos(y, r)
                                            : read_fairshare(y, r);
         if (rc < 0)
             return -1;

@@ -88,6 +88,14 @@ void tide_governance_free(tide_governance_t *g)
     tide_governance_init(g, NULL);
 }
 
+int tide_governance_qos(const tide_governance_t *g, const char *name)
+{
+    for (int i = 0; g && name && i < g->n_qos; i++)
+        if (!strcmp(g->qos_names[i], name))
+            return g->qos_prio[i];
+    return -1;
+}
+
 int tide_governance_team_find(const tide_governance_t *g, const char *name)
 {
     for (size_t i = 0; g && name && i < g->n_teams; i++)

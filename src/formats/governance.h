@@ -55,6 +55,8 @@ int tide_owner_kind_find(const char *name);
  * produces (e.g. an idle owner in state training). */
 int tide_cost_category(int kind, int state, int tier);
 
+#define TIDE_GOV_MAX_QOS 32 /* entries of a cluster file's qos: section */
+
 typedef struct tide_governance {
     /* teams, in file order; names owned (free with tide_governance_free).
      * quota[] is indexed by the cluster's GPU type index (-1 = no quota of
@@ -71,7 +73,14 @@ typedef struct tide_governance {
     /* fair share: -1 = not given (keep the config's), 0 = off (FIFO), 1 = on */
     int fairshare;
     tide_time_t fairshare_half_life_s; /* 0 = not given */
+    /* Slurm QOS names and the priority (1..3) each maps to (`tide sbatch --qos`) */
+    int n_qos;
+    char qos_names[TIDE_GOV_MAX_QOS][64];
+    int qos_prio[TIDE_GOV_MAX_QOS];
 } tide_governance_t;
+
+/* The priority (1..3) the qos: section maps QOS name to, or -1. */
+int tide_governance_qos(const tide_governance_t *g, const char *name);
 
 /* An empty governance for cluster c (NULL: no GPU types): no teams, no
  * prices, fair share not given. Never fails. */

@@ -539,7 +539,7 @@ int tide_json_ckpt(const char *body, size_t len, tide_ckpt_request_t *out, tide_
 
 int tide_json_node_state(const char *body, size_t len, int *up, tide_error_t *err)
 {
-    static const char *const fields[] = {"up", NULL};
+    static const char *const fields[] = {"up", "reason", NULL}; /* reason: the API's */
     json_t *o = tide_json_parse_object(body, len, err);
     if (!o)
         return -1;

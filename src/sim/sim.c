@@ -23,6 +23,9 @@
 #define DAY_S 86400
 #define POP_CHUNK 256
 #define MAX_PASSES 100000 /* steps at one instant before we call it a livelock */
+/* States in timeline.csv and summary.json: a replay has no foreign jobs
+ * (TIDE_S_FOREIGN is for a daemon sharing its nodes with other schedulers). */
+#define SIM_STATES (TIDE_S_IDLE + 1)
 
 static const char *const TIMELINE_HEADER_FIXED =
     "policy,time_s,serving,warming,training,checkpointing,restoring,lost,idle,"
@@ -645,7 +648,7 @@ static void timeline_flush(run_t *r)
         double dt = (double)(x->t1 - x->t0);
         tide_csv_write_field(f, r->policy);
         fprintf(f, ",%lld", (long long)x->t0);
-        for (int k = 0; k < TIDE_S_COUNT; k++)
+        for (int k = 0; k < SIM_STATES; k++)
             fprintf(f, ",%.2f", nz(x->state[k] / dt));
         for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
             fprintf(f, ",%.2f", x->cls[c] / dt);
@@ -1382,10 +1385,10 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
          tide_json_real(ratio(tot.state[TIDE_S_SERVING] + training, total)));
     tide_json_set(o, "useful_utilization", tide_json_real(tab->useful));
 
-    static const char *const state_keys[TIDE_S_COUNT] = {
+    static const char *const state_keys[SIM_STATES] = {
         "serving", "warming", "training", "checkpointing", "restoring", "lost", "idle"};
     json_t *gh = json_object();
-    for (int k = 0; k < TIDE_S_COUNT; k++)
+    for (int k = 0; k < SIM_STATES; k++)
         tide_json_set(gh, state_keys[k], tide_json_real(tot.state[k] / 3600.0));
     tide_json_set(o, "gpu_hours", gh);
     static const char *const cls_keys[] = {"inference", "p1", "p2", "p3"};

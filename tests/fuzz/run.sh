@@ -44,6 +44,7 @@ seed fuzz_inject 'burst:2x@36h+2h,burst:chat:0.5x@1d+90m,node-fail:3@50h+4h\nran
 seed fuzz_tokens '# TOKEN TEAM ROLE\nadm1n-secret ops admin\nsub-a research submitter\nview-1 research viewer\n'
 seed fuzz_prom_query '{"status":"success","data":{"resultType":"vector","result":[{"metric":{"job":"router"},"value":[1700000000.5,"123.4"]}]}}'
 seed fuzz_prom_range '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1700000000,"12.5"],[1700000060,"NaN"],[1700000120,"14"]]}]}}'
+seed fuzz_sbatch '#!/bin/bash\n#SBATCH --gres=gpu:h100:8 --nodes=2 --time=1-04:00:00\n#SBATCH -J "my job" -q normal --comment=x\n#SBATCH --mem=0\nsrun train\n'
 seed fuzz_slurm_gres 'gpu:h100:8(S:0-1)\ngpu:a100:4,gpu:h100:4\nmps:100,gpu:2\ngpu:8\n(null)\ngpu:t:2K,gpu\n'
 
 status=0

@@ -462,6 +462,8 @@ EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
     for (int g = 0; g < f->ngpus; g++) {
         int32_t own;
         int k = tide_engine_gpu_owner(f->e, g, &own);
+        if (k == 3)
+            k = 0; /* a foreign job's (TIDE_EV_FOREIGN): no action gave it out */
         if (k != f->okind[g] || (k && own != f->oid[g])) {
             ef_violate(f, "t=%lld: GPU %d: engine says kind %d owner %d, actions say kind %d owner %d",
                        (long long)t, g, k, own, f->okind[g], f->oid[g]);

@@ -1018,6 +1018,72 @@ static void poll_nodes(void **state)
     fx_free(f);
 }
 
+/* Coexistence: jobs tide does not manage (plain sbatch jobs) on its nodes.
+ * Their GPUs (GRES per node) become TIDE_EV_FOREIGN per node; tide places
+ * nothing there and starts when they end. Pending, ended and GPU-less jobs
+ * hold nothing; a completing one still does. */
+static uint32_t fk_user(const char *name, int state, const char *nodes, int gpn)
+{
+    uint32_t id = fk_add(name, state);
+    fjob_t *x = fk_get(id);
+    assert_non_null(x);
+    snprintf(x->j.nodes, sizeof x->j.nodes, "%s", nodes);
+    x->j.gpus_per_node = gpn;
+    return id;
+}
+
+static void foreign_jobs_coexist(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    fx_ev1(f, 0, ev_of(TIDE_EV_DEMAND, -1, 50));
+    fk_run_pending(); /* the replica: tide node 0 (gpu1) */
+    uint32_t u1 = fk_user("user-train", TIDE_SJOB_RUNNING, "gpu[3-4]", 8);
+    fk_user("user-small", TIDE_SJOB_RUNNING, "gpu2", 2);
+    fk_user("user-pending", TIDE_SJOB_PENDING, "", 8); /* no nodes yet */
+    fk_user("user-cpu", TIDE_SJOB_RUNNING, "gpu2,cpu1", 0);
+    fk_user("user-done", TIDE_SJOB_COMPLETED, "gpu2", 8);
+    tide_event_t ready = ev_of(TIDE_EV_REPLICA_READY, -1, 0);
+    ready.replica = ready.service = 0;
+    fx_ev1(f, 10, ready);
+    assert_int_equal(polled(f, TIDE_EV_FOREIGN, -1), 3);
+    int want[4] = {0, 2, 8, 8};
+    for (int k = 0; k < 4; k++) {
+        int w = -1;
+        assert_int_equal(tide_engine_node_foreign(f->e, k, &w), want[k]);
+        assert_int_equal(w, want[k]);
+    }
+    assert_non_null(strstr(f->logbuf, "node gpu3: 8 of its 8 GPUs held by jobs tide does not manage"));
+    /* j1 (two gangs of 8) cannot start: gpu2 has 6 GPUs left */
+    fx_ev1(f, 12, ev_submit(&f->spec));
+    f->job = tide_engine_job_find(f->e, "j1");
+    for (tide_time_t t = 14; t <= 30; t += 2)
+        fx_tick(f, t);
+    assert_int_equal(engine_state(f, f->job), TIDE_JOB_QUEUED);
+    assert_int_equal(fk_submits("tide.job."), 0);
+    /* the big user job is completing: still holds its GPUs */
+    fk_end(u1, TIDE_SJOB_COMPLETED, 0);
+    fjob_t *x1 = fk_get(u1);
+    assert_non_null(x1);
+    x1->j.completing = 1;
+    fx_tick(f, 32);
+    assert_int_equal(polled(f, TIDE_EV_FOREIGN, -1), 0);
+    x1->j.completing = 0;
+    fx_tick(f, 34);
+    assert_int_equal(polled(f, TIDE_EV_FOREIGN, -1), 2);
+    assert_int_equal(engine_state(f, f->job), TIDE_JOB_RUNNING);
+    assert_int_equal(fk_submits("tide.job.j1."), 2);
+    for (int i = 0; i < f->fk.njobs; i++)
+        if (!strncmp(f->fk.job[i].j.name, "tide.job.", 9))
+            assert_true(!strcmp(f->fk.job[i].nodelist, "gpu3") ||
+                        !strcmp(f->fk.job[i].nodelist, "gpu4"));
+    tide_stats_t st;
+    tide_engine_stats(f->e, &st);
+    assert_int_equal(st.gpus_now[TIDE_C_NONE][TIDE_S_FOREIGN], 2);
+    assert_float_equal(st.lost_gpu_s, 0, 1e-9);
+    fx_free(f);
+}
+
 /* ------------------------------------------------------------ 6. outage */
 
 static void outage_retries(void **state)
@@ -1882,6 +1948,7 @@ int main(void)
         cmocka_unit_test_teardown(poll_timeout_and_replica_end, fx_cleanup),
         cmocka_unit_test_teardown(poll_job_missing, fx_cleanup),
         cmocka_unit_test_teardown(poll_nodes, fx_cleanup),
+        cmocka_unit_test_teardown(foreign_jobs_coexist, fx_cleanup),
         cmocka_unit_test_teardown(outage_retries, fx_cleanup),
         cmocka_unit_test_teardown(regression_pending_ops_during_outage, fx_cleanup),
         cmocka_unit_test_teardown(restart_adopts, fx_cleanup),

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "formats/cluster_file.h"
+#include "formats/governance.h"
 
 static tide_cluster_t *load_str(const char *s, tide_error_t *err)
 {
@@ -121,8 +122,8 @@ static void test_bad(void **state)
     expect_bad("groups: 3\n", TIDE_EINVAL, "c.yaml:1: 'groups' must be a list");
     expect_bad("groups:\n  - 3\n", TIDE_EINVAL, "c.yaml:2: group 1 must be a mapping");
     expect_bad("nodes: 3\n", TIDE_EINVAL,
-               "c.yaml:1: unknown key 'nodes' (expected 'groups', 'teams', 'prices' or "
-               "'fairshare')");
+               "c.yaml:1: unknown key 'nodes' (expected 'groups', 'teams', 'prices', "
+               "'fairshare' or 'qos')");
     /* the governance section is parsed (tests/unit/test_governance.c) and
      * validated even by the functions that discard it */
     /* weights and prices: plain decimals up to TIDE_CF_MAX_REAL */
@@ -198,11 +199,41 @@ static void test_file_and_arg(void **state)
     rmdir(dir);
 }
 
+/* qos: QOS names to priorities (tide sbatch --qos). */
+static void test_qos(void **state)
+{
+    (void)state;
+    const char *y = "groups:\n  - {count: 1, gpus_per_node: 8}\nqos:\n  urgent: 1\n  normal: P2\n"
+                    "  scavenger: p3\n";
+    tide_governance_t g;
+    tide_error_t err = {0};
+    tide_cluster_t *c = tide_cluster_file_load_mem_ex(y, strlen(y), "q.yaml", &g, &err);
+    if (!c)
+        fail_msg("%s", err.msg);
+    assert_int_equal(g.n_qos, 3);
+    assert_int_equal(tide_governance_qos(&g, "urgent"), 1);
+    assert_int_equal(tide_governance_qos(&g, "normal"), 2);
+    assert_int_equal(tide_governance_qos(&g, "scavenger"), 3);
+    assert_int_equal(tide_governance_qos(&g, "gold"), -1);
+    assert_int_equal(tide_governance_qos(NULL, "urgent"), -1);
+    tide_governance_free(&g);
+    tide_cluster_destroy(c);
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nqos:\n  a: 4\n", TIDE_EINVAL,
+               "c.yaml:4: qos: 'a' must map to a priority 1..3 (or P1..P3), got '4'");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nqos:\n  a: 1\n  a: 2\n", TIDE_EINVAL,
+               "c.yaml:5: qos: 'a' given twice");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nqos: [a]\n", TIDE_EINVAL,
+               "c.yaml:3: 'qos' must be a map");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 1}\nqos:\n  a: {b: 1}\n", TIDE_EINVAL,
+               "c.yaml:4:");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_qos),
         cmocka_unit_test(test_file_and_arg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

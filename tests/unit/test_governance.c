@@ -257,8 +257,8 @@ static void test_yaml_bad(void **state)
                "gov.yaml:4: fairshare: unknown key 'decay' (expected enabled, half_life)");
     expect_bad(G1 "fairshare: on\n", "gov.yaml:3: 'fairshare' must be a map");
     expect_bad(G1 "budget: 3\n",
-               "gov.yaml:3: unknown key 'budget' (expected 'groups', 'teams', 'prices' or "
-               "'fairshare')");
+               "gov.yaml:3: unknown key 'budget' (expected 'groups', 'teams', 'prices', "
+               "'fairshare' or 'qos')");
 }
 
 /* -------------------------------------------------------- engine scenarios */

@@ -177,6 +177,29 @@ static void null_outputs(void **state)
     assert_string_equal(type, "");
 }
 
+/* GPUs per node of a job: allocation details first, then the per-node
+ * request, then the allocated total over the nodes. */
+static void job_gpus_per_node(void **state)
+{
+    (void)state;
+    const char *det[] = {"gpu:h100:2(IDX:0-1)", "gpu:h100:4(IDX:0-3)"};
+    assert_int_equal(tide_slurm_job_gpus_per_node(det, 2, "gres:gpu:1", NULL, 2), 4);
+    const char *one[] = {"gpu:8"};
+    assert_int_equal(tide_slurm_job_gpus_per_node(one, 1, NULL, NULL, 1), 8);
+    const char *none[] = {"(null)", NULL};
+    assert_int_equal(tide_slurm_job_gpus_per_node(none, 2, "gres:gpu:3", NULL, 1), 3);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, "gres/gpu:h100:2", NULL, 1), 2);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, "gres:nic:1,gres:gpu:2", NULL, 1), 2);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, "gres:gpu:2;gres:mps:100", NULL, 1), 2);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, NULL,
+                                                  "cpu=2,mem=1G,node=2,billing=2,gres/gpu=6", 2), 3);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, "", "cpu=2,gres/gpu=5", 2), 3);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, "", "cpu=2,gres/gpu:h100=4", 0), 4);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, NULL, "cpu=2,mem=1G", 1), 0);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, NULL, NULL, 1), 0);
+    assert_int_equal(tide_slurm_job_gpus_per_node(NULL, 0, "gres:gpu:99999999999", NULL, 1), INT_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +207,7 @@ int main(void)
         cmocka_unit_test(garbage),
         cmocka_unit_test(long_types),
         cmocka_unit_test(null_outputs),
+        cmocka_unit_test(job_gpus_per_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
