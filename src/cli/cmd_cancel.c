@@ -23,24 +23,10 @@ static void cancel_usage(FILE *f)
 
 int tide_cmd_cancel(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        TIDE_REMOTE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     tide_remote_opts_t ro = {0};
-    int o, rc;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (tide_remote_opt(&ro, o, optarg))
-            continue;
-        if (o == 'h') {
-            cancel_usage(stdout);
-            return 0;
-        }
-        return tide_cli_getopt_error("cancel", o, argv);
-    }
+    int rc = tide_remote_args("cancel", argc, argv, &ro, cancel_usage);
+    if (rc >= 0)
+        return rc;
     if (optind >= argc)
         return tide_cli_usage_error("cancel", "a job id is required");
     tide_client_t c;

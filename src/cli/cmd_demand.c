@@ -25,24 +25,10 @@ static void demand_usage(FILE *f)
 
 int tide_cmd_demand(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        TIDE_REMOTE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     tide_remote_opts_t ro = {0};
-    int o, rc;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (tide_remote_opt(&ro, o, optarg))
-            continue;
-        if (o == 'h') {
-            demand_usage(stdout);
-            return 0;
-        }
-        return tide_cli_getopt_error("demand", o, argv);
-    }
+    int rc = tide_remote_args("demand", argc, argv, &ro, demand_usage);
+    if (rc >= 0)
+        return rc;
     if (argc - optind != 2)
         return tide_cli_usage_error("demand", "give SERVICE and RPS (requests per second)");
     double rps;

@@ -118,24 +118,10 @@ static void print_nodes(const json_t *nodes, int wide)
 
 int tide_cmd_nodes(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        TIDE_REMOTE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     tide_remote_opts_t ro = {0};
-    int o, rc;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (tide_remote_opt(&ro, o, optarg))
-            continue;
-        if (o == 'h') {
-            nodes_usage(stdout);
-            return 0;
-        }
-        return tide_cli_getopt_error("nodes", o, argv);
-    }
+    int rc = tide_remote_args("nodes", argc, argv, &ro, nodes_usage);
+    if (rc >= 0)
+        return rc;
     if (optind < argc)
         return tide_cli_usage_error("nodes", "unexpected argument '%s'", argv[optind]);
     tide_client_t c;

@@ -1,6 +1,7 @@
 /* Shared pieces of the CLI's client commands. */
 #include "cli/remote.h"
 
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -203,4 +204,27 @@ void tide_table_free(tide_table_t *t)
         free(t->cells[i]);
     free(t->cells);
     memset(t, 0, sizeof *t);
+}
+
+int tide_remote_args(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
+                     void (*usage)(FILE *f))
+{
+    static const struct option longopts[] = {
+        TIDE_REMOTE_LONGOPTS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    optind = 0; /* full reset: the CLI may be called more than once (tests) */
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (tide_remote_opt(ro, o, optarg))
+            continue;
+        if (o == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        return tide_cli_getopt_error(cmd, o, argv);
+    }
+    return -1;
 }

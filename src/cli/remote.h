@@ -50,6 +50,12 @@ enum { TIDE_RO_SERVER = 900, TIDE_RO_TOKEN, TIDE_RO_JSON, TIDE_RO_OUTPUT };
 /* If opt is one of the common options, record it and return 1; else 0. */
 int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg);
 
+/* The whole option loop of a command whose only options are the remote ones
+ * and --help: fills *ro; -1 to go on (optind at the first operand), else the
+ * exit status (0 after --help, printed by usage; 2 for a bad option). */
+int tide_remote_args(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
+                     void (*usage)(FILE *f));
+
 /* Set up c from o. Returns -1 on success, else the exit status (message
  * printed; 2 for a bad --output). */
 int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c);
