@@ -11,7 +11,10 @@ DEBS       := cmake gcc make pkg-config time python3 libjansson-dev libyaml-dev 
 # prometheus: promtool checks and unit-tests examples/prometheus/tide-rules.yml;
 # systemd: systemd-analyze verify of examples/systemd/tide.service; npm: the
 # OpenAPI validator (tests/openapi, `npm ci` into $(BUILD)/npm)
-TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge chromium nodejs npm prometheus systemd man-db
+TEST_DEBS  := curl openssl slurmctld slurmd slurm-client munge chromium prometheus systemd man-db
+# commands installed from a Debian package only when missing (a machine may have Node.js and
+# npm from another source, whose nodejs package conflicts with Debian's npm): COMMAND:PACKAGE
+TEST_TOOLS := node:nodejs npm:npm
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -31,6 +34,7 @@ deps:
 
 test-deps:
 	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
