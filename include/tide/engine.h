@@ -457,6 +457,9 @@ double tide_engine_team_gpu_s(const tide_engine_t *e, int team, int cls, int sta
                               int type);
 double tide_engine_service_gpu_s(const tide_engine_t *e, int service, int state, int tier,
                                  int type);
+/* GPU-seconds so far that jobs tide does not manage held (class none, state
+ * foreign; TIDE_EV_FOREIGN) by tier and GPU type. Out-of-range -> 0. */
+double tide_engine_foreign_gpu_s(const tide_engine_t *e, int tier, int type);
 /* GPUs of each type in the cluster, and of each type on the Tier A reserve. */
 int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus);
 

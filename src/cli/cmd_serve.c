@@ -81,6 +81,9 @@ static void serve_usage(FILE *f)
             "      --lease-max D       longest lease granted at once (default 6h)\n"
             "      --lead-extra D      margin added to checkpoint P99 + warm-up P99 (default 5m)\n"
             "      --control-period D  the control loop's period (default 1m)\n"
+            "      --scale-down-hold D\n"
+            "                          keep inference capacity this long past the forecast\n"
+            "                          need before lending it back (default 30m)\n"
             "slurm backend:\n"
             "      --slurm-conf F      slurm.conf (default: $SLURM_CONF, then Slurm's default)\n"
             "      --slurm-partition P training gangs' partition (default: Slurm's default)\n"
@@ -140,7 +143,7 @@ typedef struct cmdline {
     const char *cluster, *cluster_file, *services, *db, *listen, *tokens, *backend, *policy;
     const char *slurm_conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
     int ckpt_signal;
-    int64_t lease_max, lead_extra, control_period, deadline_slack;
+    int64_t lease_max, lead_extra, control_period, deadline_slack, scale_down_hold;
     long long reserve, split_i, split_t;
     double speed, tick;
     int64_t usage_interval;
@@ -165,7 +168,7 @@ enum {
     O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
-    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG
+    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD
 };
 
 /* One option: -1 to go on, or the exit status (0 after --help). */
@@ -248,14 +251,17 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_LEASE_MAX:
     case O_LEAD_EXTRA:
     case O_CONTROL_PERIOD:
+    case O_HOLD:
     case O_SLACK: {
         int64_t v;
         const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
-                         : o == O_SLACK ? "--deadline-slack" : "--control-period";
+                         : o == O_SLACK ? "--deadline-slack" : o == O_HOLD ? "--scale-down-hold"
+                         : "--control-period";
         if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
             return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
         *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
-          : o == O_SLACK ? &c->deadline_slack : &c->control_period) = v;
+          : o == O_SLACK ? &c->deadline_slack : o == O_HOLD ? &c->scale_down_hold
+          : &c->control_period) = v;
         break;
     }
     case O_SLURM_CONF: c->slurm_conf = optarg; break;
@@ -306,6 +312,7 @@ static const struct option longopts[] = {
     {"lease-max", required_argument, NULL, O_LEASE_MAX},
     {"lead-extra", required_argument, NULL, O_LEAD_EXTRA},
     {"control-period", required_argument, NULL, O_CONTROL_PERIOD},
+    {"scale-down-hold", required_argument, NULL, O_HOLD},
     {"slurm-conf", required_argument, NULL, O_SLURM_CONF},
     {"slurm-partition", required_argument, NULL, O_PARTITION},
     {"slurm-infer-partition", required_argument, NULL, O_INFER_PARTITION},
@@ -642,6 +649,7 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
     o->lease_max_s = c->lease_max;
     o->lead_extra_s = c->lead_extra;
     o->control_period_s = c->control_period;
+    o->scale_down_hold_s = c->scale_down_hold;
     *bo = (tide_backend_opts_t){
         .slurm_conf = c->slurm_conf,
         .partition = c->partition,

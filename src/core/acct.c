@@ -182,9 +182,12 @@ static lc_t *team_cell(const tide_engine_t *e, const team_t *t, int cls, int st,
     return &t->cells[((cls * TIDE_S_COUNT + st) * TIDE_T_COUNT + tier) * e->n_types + type];
 }
 
-void tide__acct_foreign(tide_engine_t *e, int zone, int delta)
+void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta)
 {
-    e->cnt[TIDE_C_NONE][TIDE_S_FOREIGN][idle_tier[zone]] += delta;
+    int tier = idle_tier[d->zone];
+    int type = d->type >= 0 && d->type < e->n_types ? d->type : 0;
+    e->cnt[TIDE_C_NONE][TIDE_S_FOREIGN][tier] += delta;
+    tide__lc_add(&e->foreign_cells[tier * e->n_types + type], e->now, delta);
 }
 
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)

@@ -125,6 +125,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->next_deadline = TIDE_TIME_NEVER;
     e->st.cluster_gpus = e->n_gpus;
     e->n_types = tide_cluster_types(c) > 0 ? tide_cluster_types(c) : 1;
+    e->foreign_cells = tide_xcalloc((size_t)TIDE_T_COUNT * (size_t)e->n_types,
+                                    sizeof *e->foreign_cells);
     return e;
 }
 
@@ -156,6 +158,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].hpa);
     }
     free(e->reserve_type);
+    free(e->foreign_cells);
     free(e->orc);
     free(e->svcs);
     for (size_t r = 0; r < e->n_reps; r++)
@@ -1073,6 +1076,13 @@ double tide_engine_service_gpu_s(const tide_engine_t *e, int s, int state, int t
         tier >= TIDE_T_COUNT || type < 0 || type >= e->n_types)
         return 0;
     return tide__lc_value(&e->svcs[s].cells[(state * TIDE_T_COUNT + tier) * e->n_types + type], e->now);
+}
+
+double tide_engine_foreign_gpu_s(const tide_engine_t *e, int tier, int type)
+{
+    if (tier < 0 || tier >= TIDE_T_COUNT || type < 0 || type >= e->n_types)
+        return 0;
+    return tide__lc_value(&e->foreign_cells[tier * e->n_types + type], e->now);
 }
 
 int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus)

@@ -305,6 +305,7 @@ struct tide_engine {
     samples_t smp[TIDE_SAMPLE_COUNT];
     double declared_ckpt_max;
     int n_types;
+    lc_t *foreign_cells;     /* GPUs foreign jobs hold: [tier][type] */
     int quotas_on;           /* some team has a quota */
     tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
     int reserve_target;      /* Tier A GPUs the layout gave the reserve */
@@ -426,8 +427,9 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now);
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
 void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
-/* delta GPUs of zone z held by foreign jobs (class none, state foreign). */
-void tide__acct_foreign(tide_engine_t *e, int zone, int delta);
+/* delta GPUs of domain d held by foreign jobs (class none, state foreign;
+ * the tier of d's zone, d's GPU type). */
+void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta);
 void tide__oracle_submit(tide_engine_t *e, tide_time_t duration_s, int gpus);
 void tide__samples_add(samples_t *s, double v);
 double tide__samples_q99(samples_t *s);

@@ -45,7 +45,7 @@ static void foreign_take(tide_engine_t *e, int n, int g)
     e->nodes[n].foreign++;
     d->foreign++;
     e->zone_foreign[d->zone]++;
-    tide__acct_foreign(e, d->zone, 1);
+    tide__acct_foreign(e, d, 1);
 }
 
 /* Unmark foreign GPU g of node n (the caller fixes the free counts). */
@@ -57,7 +57,7 @@ static void foreign_untake(tide_engine_t *e, int n, int g)
     e->nodes[n].foreign--;
     d->foreign--;
     e->zone_foreign[d->zone]--;
-    tide__acct_foreign(e, d->zone, -1);
+    tide__acct_foreign(e, d, -1);
 }
 
 void tide__dom_release(tide_engine_t *e, int gpu)

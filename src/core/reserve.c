@@ -23,10 +23,10 @@ static void set_zone(tide_engine_t *e, int di, int z)
     e->zone_free[d->zone] -= d->free;
     e->zone_total[d->zone] -= d->gpus;
     e->zone_foreign[d->zone] -= d->foreign;
-    tide__acct_foreign(e, d->zone, -d->foreign);
+    tide__acct_foreign(e, d, -d->foreign);
     d->zone = z;
     e->zone_foreign[z] += d->foreign;
-    tide__acct_foreign(e, z, d->foreign);
+    tide__acct_foreign(e, d, d->foreign);
     e->zone_gpus[z] += d->up_gpus;
     e->zone_free[z] += d->free;
     e->zone_total[z] += d->gpus;

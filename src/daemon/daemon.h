@@ -54,6 +54,7 @@ typedef struct tide_daemon_opts {
     tide_time_t lease_max_s;           /* 0 = not given (database's / engine default) */
     tide_time_t lead_extra_s;          /* 0 = not given */
     tide_time_t control_period_s;      /* engine tick_s; 0 = not given */
+    tide_time_t scale_down_hold_s;     /* engine scale_down_hold_s; 0 = not given */
     const char *backend;               /* NULL = "sim" */
     const tide_backend_opts_t *backend_opts; /* NULL = defaults; strings copied */
     double speed;                      /* engine seconds per wall second (> 0; 0 = 1) */

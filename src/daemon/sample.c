@@ -10,7 +10,8 @@
 #include "util/util.h"
 
 static const char *const owner_kinds[TIDE_OWNER_COUNT] = {
-    [TIDE_OWNER_TEAM] = "team", [TIDE_OWNER_SERVICE] = "service", [TIDE_OWNER_IDLE] = "idle"};
+    [TIDE_OWNER_TEAM] = "team", [TIDE_OWNER_SERVICE] = "service", [TIDE_OWNER_IDLE] = "idle",
+    [TIDE_OWNER_FOREIGN] = "foreign"};
 
 typedef struct sample {
     usage_rows_t *out;
@@ -30,7 +31,7 @@ static void flush(sample_t *s)
     const tide_usage_cell_t *k = &s->key;
     if (!s->have || k->gpu_s == 0)
         return;
-    tide_store_usage_t u = {owner_kinds[k->kind], k->kind == TIDE_OWNER_IDLE ? "" : k->owner,
+    tide_store_usage_t u = {owner_kinds[k->kind], k->index < 0 ? "" : k->owner,
                             tide_class_name(k->cls), tide_state_name(k->state),
                             tide_tier_name(k->tier), k->gpu_s};
     TIDE_PUSH(s->out->v, s->out->n, s->out->cap, u);

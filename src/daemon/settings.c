@@ -123,6 +123,8 @@ static int settings_create(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_e
         d->cfg.lead_extra_s = o->lead_extra_s;
     if (o->control_period_s > 0)
         d->cfg.tick_s = o->control_period_s;
+    if (o->scale_down_hold_s > 0)
+        d->cfg.scale_down_hold_s = o->scale_down_hold_s;
     if (o->gov && tide_governance_apply(o->gov, NULL, &d->cfg, err) < 0)
         return -1;
     /* validate by building an engine before writing anything */
@@ -139,6 +141,7 @@ static int settings_create(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_e
              meta_put_int(d->st, "lease_max_s", d->cfg.lease_max_s, err) == 0 &&
              meta_put_int(d->st, "lead_extra_s", d->cfg.lead_extra_s, err) == 0 &&
              meta_put_int(d->st, "control_period_s", d->cfg.tick_s, err) == 0 &&
+             meta_put_int(d->st, "scale_down_hold_s", d->cfg.scale_down_hold_s, err) == 0 &&
              meta_put_int(d->st, "epoch", 1, err) == 0 &&
              tide_store_meta_set(d->st, "created_by", "tide serve", err) == 0 &&
              tide_store_commit(d->st, err) == 0;
@@ -164,8 +167,10 @@ static int settings_timings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_
         {"lease_max_s", "--lease-max", offsetof(tide_config_t, lease_max_s)},
         {"lead_extra_s", "--lead-extra", offsetof(tide_config_t, lead_extra_s)},
         {"control_period_s", "--control-period", offsetof(tide_config_t, tick_s)},
+        {"scale_down_hold_s", "--scale-down-hold", offsetof(tide_config_t, scale_down_hold_s)},
     };
-    const tide_time_t given[] = {o->lease_max_s, o->lead_extra_s, o->control_period_s};
+    const tide_time_t given[] = {o->lease_max_s, o->lead_extra_s, o->control_period_s,
+                                 o->scale_down_hold_s};
     for (size_t i = 0; i < sizeof timings / sizeof timings[0]; i++) {
         tide_time_t *field = (tide_time_t *)((char *)&d->cfg + timings[i].off);
         if ((rc = meta_int(d->st, timings[i].key, &v, err)) < 0)

@@ -10,7 +10,7 @@
 
 static const char *const cost_names[TIDE_COST_COUNT] = {"reserved", "serving", "training",
                                                         "lent",     "lost",    "idle"};
-static const char *const owner_names[TIDE_OWNER_COUNT] = {"team", "service", "idle"};
+static const char *const owner_names[TIDE_OWNER_COUNT] = {"team", "service", "idle", "foreign"};
 
 const char *tide_cost_name(int cat)
 {

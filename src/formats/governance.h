@@ -40,7 +40,8 @@ enum {
 
 /* Who holds GPU-seconds: a team's training jobs, a service's replicas, or
  * nobody (idle). */
-enum { TIDE_OWNER_TEAM = 0, TIDE_OWNER_SERVICE, TIDE_OWNER_IDLE, TIDE_OWNER_COUNT };
+/* (foreign: GPUs that jobs tide does not manage hold; no price) */
+enum { TIDE_OWNER_TEAM = 0, TIDE_OWNER_SERVICE, TIDE_OWNER_IDLE, TIDE_OWNER_FOREIGN, TIDE_OWNER_COUNT };
 
 /* "reserved", "serving", ... ("unknown" out of range); index of a name or -1. */
 const char *tide_cost_name(int cat);

@@ -28,6 +28,7 @@ typedef struct pstate {
     int n_svcs;
     double *svc;              /* [service][state][tier][type] */
     double idle[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+    double foreign[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
     int meta_written;
 } pstate_t;
 
@@ -83,6 +84,7 @@ static void ps_reset(pstate_t *p, const tide_engine_t *e, tide_time_t t0)
     p->team = p->svc = NULL;
     p->n_teams = p->n_svcs = 0;
     memset(p->idle, 0, sizeof p->idle);
+    memset(p->foreign, 0, sizeof p->foreign);
     p->e = e;
     p->t = t0;
     p->meta_written = 0;
@@ -243,6 +245,11 @@ void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_u
                     fn(ctx, &x);
                 }
     }
+    /* GPUs that jobs tide does not manage held: neither idle nor tide's */
+    double foreign[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+    for (int r = 0; r < TIDE_T_COUNT; r++)
+        for (int k = 0; k < nt; k++)
+            alloc_type[k] += foreign[r][k] = tide_engine_foreign_gpu_s(e, r, k);
     double cell[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
     idle_split(e, &st, nt, alloc_type, svc_a, cell);
     x = (tide_usage_cell_t){.kind = TIDE_OWNER_IDLE, .index = -1, .owner = "-",
@@ -252,6 +259,14 @@ void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_u
             x.gpu_s = cell[x.tier][x.type];
             x.cost = x.gpu_s / 3600.0 *
                      tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
+            fn(ctx, &x);
+        }
+    x = (tide_usage_cell_t){.kind = TIDE_OWNER_FOREIGN, .index = -1, .owner = "-",
+                            .cls = TIDE_C_NONE, .state = TIDE_S_FOREIGN};
+    for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
+        for (x.type = 0; x.type < nt; x.type++) {
+            x.gpu_s = foreign[x.tier][x.type];
+            x.cost = 0; /* tide does not price what it does not run */
             fn(ctx, &x);
         }
 }
@@ -298,6 +313,8 @@ static void sample_cell(void *ctx, const tide_usage_cell_t *c)
     else if (c->kind == TIDE_OWNER_SERVICE)
         w = p->svc + (size_t)c->index * SVC_NCELL * nt +
             (size_t)(c->state * TIDE_T_COUNT + c->tier) * nt + c->type;
+    else if (c->kind == TIDE_OWNER_FOREIGN)
+        w = &p->foreign[c->tier][c->type];
     else
         w = &p->idle[c->tier][c->type];
     emit(s->u, p, c->owner, c->kind, c->cls, c->state, c->tier, c->type, c->gpu_s, w);

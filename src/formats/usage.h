@@ -7,7 +7,9 @@
  *   usage.csv           policy,time_s,owner,kind,class,state,tier,gpu_type,gpu_s,cost
  *                       GPU-seconds of interval [time_s, next sample) per owner
  *                       (kind team: a team's training jobs; service: a
- *                       service's replicas; idle: owner "-"), class, state, tier
+ *                       service's replicas; idle: owner "-"; foreign: GPUs that
+ *                       jobs tide does not manage held, owner "-", class none,
+ *                       state foreign, no cost), class, state, tier
  *                       and GPU type; cost = gpu_s / 3600 x the price of its
  *                       category (governance.h). Only non-zero rows. Lost work
  *                       is booked when a job stops (as in timeline.csv), so a
@@ -67,9 +69,11 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
  * one owner, class, state, tier and GPU type (the keys of usage.csv), and
  * their cost. */
 typedef struct tide_usage_cell {
-    int kind;            /* TIDE_OWNER_TEAM, TIDE_OWNER_SERVICE or TIDE_OWNER_IDLE */
-    int index;           /* the team's or service's index in the engine, -1 for idle */
-    const char *owner;   /* team or service name, "-" for idle (borrowed from e) */
+    int kind;            /* TIDE_OWNER_TEAM, _SERVICE, _IDLE or _FOREIGN */
+    int index;           /* the team's or service's index in the engine, -1 for
+                            idle and foreign */
+    const char *owner;   /* team or service name, "-" for idle and foreign
+                            (borrowed from e) */
     int cls, state, tier, type;
     double gpu_s;
     double cost;         /* gpu_s / 3600 x the price of its category */
@@ -79,7 +83,8 @@ typedef void (*tide_usage_cell_fn)(void *ctx, const tide_usage_cell_t *c);
 /* The sampler behind tide_usage_sample and the daemon's usage snapshots:
  * call fn for every cell of engine e, zeros included, in a fixed order
  * (teams by class, state, tier, type; services by state, tier, type; idle
- * by tier, type: the type varies fastest). g (may be NULL: no prices) gives
+ * by tier, type; foreign by tier, type: the type varies fastest). The cells
+ * of one instant add up to the cluster's GPUs x the time since the start. g (may be NULL: no prices) gives
  * the prices. */
 void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_usage_cell_fn fn,
                       void *ctx);

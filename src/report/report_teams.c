@@ -225,7 +225,7 @@ static void add_row(upol_t *p, const char *owner, int kind, int cls, int st, int
         p->kind_s[kind] += gpu_s;
         p->kind_c[kind] += cost;
     }
-    if (kind == TIDE_OWNER_IDLE)
+    if (kind != TIDE_OWNER_TEAM && kind != TIDE_OWNER_SERVICE)
         return;
     owner_t *o = omap_get(kind == TIDE_OWNER_TEAM ? &p->teams : &p->svcs, owner);
     o->gpu_s += gpu_s;

@@ -679,7 +679,8 @@ static void test_fair_share_weights(void **state)
  * figures; and the type varies fastest (the daemon sums consecutive cells). */
 typedef struct cells {
     double idle[TIDE_T_COUNT];
-    double team, svc;
+    double team, svc, foreign;
+    double by_type[TIDE_MAX_GPU_TYPES];
     int n, out_of_order;
     tide_usage_cell_t prev;
 } cells_t;
@@ -695,8 +696,12 @@ static void cell_add(void *ctx, const tide_usage_cell_t *c)
         x->idle[c->tier] += c->gpu_s;
     else if (c->kind == TIDE_OWNER_TEAM)
         x->team += c->gpu_s;
+    else if (c->kind == TIDE_OWNER_FOREIGN)
+        x->foreign += c->gpu_s;
     else
         x->svc += c->gpu_s;
+    if (c->type >= 0 && c->type < TIDE_MAX_GPU_TYPES)
+        x->by_type[c->type] += c->gpu_s;
     x->prev = *c;
     x->n++;
 }
@@ -747,6 +752,66 @@ static void test_usage_cells_margins(void **state)
     ef_free(f);
 }
 
+/* GPUs that jobs tide does not manage hold (TIDE_EV_FOREIGN) are in the
+ * cells as kind foreign / class none / state foreign, so that the cells add
+ * up to the cluster's GPUs x the elapsed time, per GPU type too, while
+ * foreign jobs come, change and go next to tide's training and replicas. */
+static void foreign_ev(ef_t *f, tide_time_t t, int node, double gpus)
+{
+    tide_event_t ev = ef_ev(TIDE_EV_FOREIGN);
+    ev.node = node;
+    ev.value = gpus;
+    ef_step(f, t, &ev, 1);
+}
+
+static void test_usage_cells_foreign(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.reserve_gpus = 8;
+    ef_t *f = ef_new("2x8:h100,2x8:a100", &cfg);
+    int s = ef_service(f, "chat", 8, 100, 1, 60);
+    ef_tick(f, 0);
+    foreign_ev(f, 5, 1, 3); /* an h100 node */
+    foreign_ev(f, 5, 3, 2); /* an a100 node */
+    ef_demand(f, 10, s, 150);
+    tide_job_spec_t j1 = ef_job("j1", 2, 16, 8, 1, 20000);
+    ef_submit(f, 20, &j1);
+    ef_ticks(f, 3600, 60);
+    foreign_ev(f, 3605, 3, 0); /* the a100 foreign job ends */
+    ef_ticks(f, 7200, 60);
+    cells_t x;
+    memset(&x, 0, sizeof x);
+    tide_usage_cells(f->e, NULL, cell_add, &x);
+    assert_int_equal(x.out_of_order, 0);
+    tide_stats_t st;
+    tide_engine_stats(f->e, &st);
+    double elapsed = (double)(st.now - st.start);
+    assert_true(elapsed > 3605);
+    /* the engine's foreign GPU-seconds, and the cells' */
+    double want = 0;
+    for (int r = 0; r < TIDE_T_COUNT; r++)
+        want += st.gpu_s[TIDE_C_NONE][TIDE_S_FOREIGN][r];
+    assert_true(want > 0);
+    assert_true(fabs(x.foreign - want) <= 1e-6 * want);
+    /* node 1 held 3 from t=5 to the end, node 3 held 2 from t=5 to t=3605 */
+    double held = 3.0 * ((double)st.now - 5) + 2.0 * 3600;
+    assert_true(fabs(x.foreign - held) <= 1e-6 * held);
+    assert_true(x.team > 0 && x.svc > 0);
+    double total = x.team + x.svc + x.foreign;
+    for (int r = 0; r < TIDE_T_COUNT; r++)
+        total += x.idle[r];
+    double gpus_x_time = 32.0 * elapsed;
+    if (fabs(total - gpus_x_time) > 1e-6 * gpus_x_time)
+        fail_msg("cells sum to %.1f GPU-s, the cluster had %.1f (foreign %.1f)", total,
+                 gpus_x_time, x.foreign);
+    for (int k = 0; k < 2; k++) { /* and per type: 16 GPUs of each */
+        assert_int_equal(tide_engine_type_gpus(f->e, k, NULL), 16);
+        assert_true(fabs(x.by_type[k] - 16.0 * elapsed) <= 1e-6 * 16.0 * elapsed);
+    }
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -757,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_lend_cap),
         cmocka_unit_test(test_fair_share_weights),
         cmocka_unit_test(test_usage_cells_margins),
+        cmocka_unit_test(test_usage_cells_foreign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
