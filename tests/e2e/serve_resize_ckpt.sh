@@ -60,7 +60,7 @@ api POST /v1/jobs '{"job_id":"el","team":"lab","priority":2,"gpus":24,"gang_gpus
 poll_until 20 width_is 'd["width"] == 3' || fail "the job does not run at 3 gangs: $API_BODY"
 
 # --- shrink: a demand rise needs replicas on the job's GPUs
-demand 250
+demand 150
 poll_until 30 width_is 'd["width"] < 3' || fail "no shrink after the demand rise: $API_BODY"
 job
 echo "shrunk to width $(jq_ 'd["width"]'), notice $(jq_ 'd.get("notice")')" >&2
