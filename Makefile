@@ -66,6 +66,7 @@ npm-deps: $(BUILD)/Makefile
 # Every test in a normal build, then again under ASan+UBSan.
 test: build asan test-deps npm-deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	ln -sfn $(abspath $(BUILD))/npm $(ASAN_BUILD)/npm # the validator, installed once
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 test-fast: build test-deps npm-deps
