@@ -18,20 +18,17 @@ static int clamp_replicas(const service_t *s, int n)
     return n;
 }
 
-int tide__replicas_for(const service_t *s, double rps, double margin)
-{
-    if (rps <= 0)
-        return clamp_replicas(s, 0);
-    return clamp_replicas(s, tide__ceil_sat(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9, 0,
-                                            tide__replicas_cap(s->spec.gpus_per_replica)));
-}
-
 static int replicas_for(const service_t *s, double rps, double margin)
 {
     if (rps <= 0)
         return 0;
     return tide__ceil_sat(rps * (1.0 + margin) / s->spec.replica_rps - 1e-9, 0,
                           tide__replicas_cap(s->spec.gpus_per_replica));
+}
+
+int tide__replicas_for(const service_t *s, double rps, double margin)
+{
+    return clamp_replicas(s, replicas_for(s, rps, margin));
 }
 
 /* Window the forecast must cover for a decision taken now: the reclaim lead
@@ -113,7 +110,7 @@ void tide__infer_observe(tide_engine_t *e, tide_time_t now)
 static void hpa_targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *down)
 {
     service_t *s = &e->svcs[si];
-    int want = clamp_replicas(s, replicas_for(s, s->demand, e->cfg.headroom));
+    int want = tide__replicas_for(s, s->demand, e->cfg.headroom);
     while (s->hpa_n > 0 && s->hpa[s->hpa_n - 1].n <= want)
         s->hpa_n--;
     struct hpa_rec rec = {now, want};
@@ -141,7 +138,7 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
     case SCALE_REACTIVE:
         /* what the observed demand needs right now, plus the headroom of an
          * autoscaler's utilisation target */
-        *up = *down = clamp_replicas(s, replicas_for(s, s->demand, e->cfg.headroom));
+        *up = *down = tide__replicas_for(s, s->demand, e->cfg.headroom);
         return;
     case SCALE_HPA:
         hpa_targets(e, si, now, up, down);
@@ -150,8 +147,8 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         tide_time_t h = tide__decision_window(e, si);
         /* the forecast need; and at least what is observed now (react to a
          * rise the forecast missed), which the scale-down does not hold on to */
-        *down = clamp_replicas(s, replicas_for(s, tide__fc_need(&s->fc, now, h), 0));
-        int now_need = clamp_replicas(s, replicas_for(s, s->demand, 0));
+        *down = tide__replicas_for(s, tide__fc_need(&s->fc, now, h), 0);
+        int now_need = tide__replicas_for(s, s->demand, 0);
         *up = now_need > *down ? now_need : *down;
         return;
     }

@@ -300,6 +300,15 @@ static void loop_wait(tide_daemon_t *d, double until)
     pthread_cond_timedwait(&d->loop_cv, &d->mu, &ts);
 }
 
+/* With d->mu held, take the write connection's lock too, in the lock order
+ * (db_mu before mu): the caller releases db_mu when done. */
+static void relock_with_db(tide_daemon_t *d)
+{
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_lock(&d->db_mu);
+    pthread_mutex_lock(&d->mu);
+}
+
 /* Once per tick: pulled demand (fetched without the lock), the store's
  * files and errors. */
 static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy)
@@ -313,10 +322,8 @@ static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy)
         pthread_mutex_lock(&d->mu);
         dmn_demand_apply(d, fetched, dmn_clock_now(d));
     }
-    /* the store's checks use the write connection: its lock first (order) */
-    pthread_mutex_unlock(&d->mu);
-    pthread_mutex_lock(&d->db_mu);
-    pthread_mutex_lock(&d->mu);
+    /* the store's checks use the write connection */
+    relock_with_db(d);
     dmn_store_tick(d);
     pthread_mutex_unlock(&d->db_mu);
 }
@@ -343,10 +350,7 @@ int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
             continue;
         }
         tide_error_t perr = {0};
-        /* a step writes: the write connection first (lock order) */
-        pthread_mutex_unlock(&d->mu);
-        pthread_mutex_lock(&d->db_mu);
-        pthread_mutex_lock(&d->mu);
+        relock_with_db(d); /* a step writes */
         int prc = d->stop ? 0 : dmn_pump(d, &perr);
         pthread_mutex_unlock(&d->db_mu);
         double pumped = mono_now(NULL);
