@@ -4,11 +4,13 @@
  *
  *   api_bench --url http://127.0.0.1:PORT --op submit|get|list [--threads N]
  *             [--secs S] [--rate R] [--prefix P] [--ids N] [--get-prefix P]
- *             [--plain] [--list-query Q]
+ *             [--plain] [--list-query Q] [--conns K]
  *
  * Each thread has one connection and sends requests back to back (or R per
  * second per thread with --rate, to measure latency at a given load rather
- * than at saturation). submit: POST /v1/jobs with a unique job_id per
+ * than at saturation). With --conns K a thread drives K connections at once
+ * through poll(2), one request in flight on each: an asynchronous client
+ * thread, which an HTTP API allows and a blocking RPC library does not. submit: POST /v1/jobs with a unique job_id per
  * request (PREFIX-THREAD-COUNTER) and a realistic body (a command and an
  * environment of a few variables; --plain: the minimal 1-GPU job). get: GET
  * /v1/jobs/GETPREFIX-K, K cycling over 1..N. list: GET /v1/jobs?limit=50.
@@ -19,6 +21,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,7 @@
 typedef struct opts {
     char host[256], port[16];
     const char *op, *prefix, *get_prefix, *list_query;
-    int threads, ids, plain;
+    int threads, ids, plain, conns;
     double secs, rate;
 } opts_t;
 
@@ -118,6 +121,41 @@ static int read_reply(int fd, char *buf, size_t cap)
     return status;
 }
 
+/* A complete response in buf[0..have)? Returns its length (and the status
+ * in *status), 0 when more bytes are needed, -1 when it cannot be framed. */
+static long reply_complete(const char *buf, size_t have, int *status)
+{
+    const char *eoh = memmem(buf, have, "\r\n\r\n", 4);
+    if (!eoh)
+        return 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", status) != 1)
+        return -1;
+    const char *cl = memmem(buf, (size_t)(eoh - buf) + 2, "\r\nContent-Length:", 17);
+    if (!cl)
+        cl = memmem(buf, (size_t)(eoh - buf) + 2, "\r\ncontent-length:", 17);
+    if (!cl)
+        return -1;
+    size_t want = (size_t)(eoh + 4 - buf) + strtoul(cl + 17, NULL, 10);
+    return have >= want ? (long)want : 0;
+}
+
+static void record(worker_t *w, int st, double secs)
+{
+    if (st >= 200 && st < 300)
+        w->ok++;
+    else {
+        w->bad++;
+        snprintf(w->err, sizeof w->err, "HTTP %d", st);
+    }
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 4096;
+        w->lat = realloc(w->lat, w->cap * sizeof *w->lat);
+        if (!w->lat)
+            abort();
+    }
+    w->lat[w->n++] = secs;
+}
+
 static int make_request(const worker_t *w, long k, char *req, size_t n)
 {
     const opts_t *o = w->o;
@@ -179,21 +217,70 @@ static void *work(void *arg)
                 return NULL;
             continue;
         }
-        if (st >= 200 && st < 300)
-            w->ok++;
-        else {
-            w->bad++;
-            snprintf(w->err, sizeof w->err, "HTTP %d", st);
-        }
-        if (w->n == w->cap) {
-            w->cap = w->cap ? w->cap * 2 : 4096;
-            w->lat = realloc(w->lat, w->cap * sizeof *w->lat);
-            if (!w->lat)
-                abort();
-        }
-        w->lat[w->n++] = e - s;
+        record(w, st, e - s);
     }
     close(fd);
+    return NULL;
+}
+
+typedef struct conn {
+    int fd;
+    size_t have;
+    double sent;
+    char buf[16384];
+} conn_t;
+
+static int conn_send(worker_t *w, conn_t *c, long k)
+{
+    char req[2048];
+    int len = make_request(w, k, req, sizeof req);
+    c->have = 0;
+    c->sent = now_s();
+    return send_all(c->fd, req, (size_t)len);
+}
+
+/* --conns K: K connections, one request in flight on each, driven by poll. */
+static void *work_async(void *arg)
+{
+    worker_t *w = arg;
+    const opts_t *o = w->o;
+    int k = o->conns;
+    conn_t *c = calloc((size_t)k, sizeof *c);
+    struct pollfd *p = calloc((size_t)k, sizeof *p);
+    long next = 1;
+    for (int i = 0; i < k; i++) {
+        if ((c[i].fd = dial(o, w->err, sizeof w->err)) < 0 || conn_send(w, &c[i], next++) < 0)
+            goto out;
+        p[i] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
+    }
+    for (double end = now_s() + o->secs; now_s() < end;) {
+        if (poll(p, (nfds_t)k, 1000) < 0)
+            break;
+        for (int i = 0; i < k; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            conn_t *x = &c[i];
+            ssize_t r = recv(x->fd, x->buf + x->have, sizeof x->buf - 1 - x->have, 0);
+            int st = 0;
+            long n = r > 0 ? reply_complete(x->buf, x->have += (size_t)r, &st) : -1;
+            if (n < 0 || (n == 0 && x->have >= sizeof x->buf - 1)) {
+                snprintf(w->err, sizeof w->err, "connection lost or reply unframed");
+                w->bad++;
+                goto out;
+            }
+            if (n > 0) {
+                record(w, st, now_s() - x->sent);
+                if (conn_send(w, x, next++) < 0)
+                    goto out;
+            }
+        }
+    }
+out:
+    for (int i = 0; i < k; i++)
+        if (c[i].fd > 0)
+            close(c[i].fd);
+    free(c);
+    free(p);
     return NULL;
 }
 
@@ -208,7 +295,7 @@ static int usage(int rc)
     fprintf(rc ? stderr : stdout,
             "usage: api_bench --url http://HOST:PORT --op submit|get|list [--threads N] [--secs S]\n"
             "                 [--rate R] [--prefix P] [--ids N] [--get-prefix P] [--plain]\n"
-            "                 [--list-query Q]\n");
+            "                 [--list-query Q] [--conns K]\n");
     return rc;
 }
 
@@ -237,11 +324,13 @@ static int parse(int argc, char **argv, opts_t *o)
         else if (!strcmp(a, "--ids")) o->ids = atoi(v);
         else if (!strcmp(a, "--get-prefix")) o->get_prefix = v;
         else if (!strcmp(a, "--list-query")) o->list_query = v;
+        else if (!strcmp(a, "--conns")) o->conns = atoi(v);
         else return -1;
     }
     if (!url || sscanf(url, "http://%255[^:/]:%15[0-9]", o->host, o->port) != 2)
         return -1;
-    if (o->threads < 1 || o->threads > 256 || o->secs <= 0 || o->ids < 1 ||
+    if (o->threads < 1 || o->threads > 256 || o->secs <= 0 || o->ids < 1 || o->conns < 0 ||
+        o->conns > 1024 || (o->conns > 1 && o->rate > 0) ||
         (strcmp(o->op, "submit") && strcmp(o->op, "get") && strcmp(o->op, "list")))
         return -1;
     return 0;
@@ -257,7 +346,7 @@ int main(int argc, char **argv)
     double t0 = now_s();
     for (int i = 0; i < o.threads; i++) {
         w[i] = (worker_t){.o = &o, .id = i + 1};
-        pthread_create(&th[i], NULL, work, &w[i]);
+        pthread_create(&th[i], NULL, o.conns > 1 ? work_async : work, &w[i]);
     }
     size_t n = 0;
     long ok = 0, bad = 0;

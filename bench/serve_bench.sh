@@ -7,7 +7,8 @@
 # tide: a fresh `tide serve` (sim backend, open mode, a new database) on
 # loopback. Clients: build/bench/api_bench (THREADS client threads, one
 # keep-alive connection each, requests back to back) and wrk (2 threads,
-# WRK_CONNS connections). Submissions carry a realistic body (an 8-GPU job with
+# WRK_CONNS connections), and api_bench --conns ASYNC_CONNS (each client thread
+# asynchronous, ASYNC_CONNS requests in flight through poll). Submissions carry a realistic body (an 8-GPU job with
 # a command and five environment variables); the daemon answers 201 only once
 # the job is committed (group commit, synchronous FULL).
 # Slurm: scripts/slurm-local.sh up (munge, slurmctld, 4 slurmd x 8 fake GPUs):
@@ -29,6 +30,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 SECS=${SECS:-10}
 THREADS=${THREADS:-4}
 WRK_CONNS=${WRK_CONNS:-64}
+ASYNC_CONNS=${ASYNC_CONNS:-32}
 API_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/api_bench
 RPC_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/slurm_rpc_bench
 RES=${RES:-$ROOT/bench/serve_results.md}
@@ -129,6 +131,9 @@ for th in 1 "$THREADS" 16; do
     read -r _ _ _ _ bad _ rps p50 p99 mx < <(ab submit "$th" --prefix "s$th")
     T_SUB[$th]="$rps $bad $p50 $p99"
 done
+echo "bench-serve: api_bench POST /v1/jobs x$THREADS, $ASYNC_CONNS connections each, for ${SECS}s" >&2
+read -r _ _ _ _ bad _ rps p50 p99 mx < <(ab submit "$THREADS" --conns "$ASYNC_CONNS" --prefix "a$THREADS")
+T_ASUB="$rps $bad $p50 $p99"
 echo "bench-serve: api_bench GET /v1/jobs/ID x$THREADS for ${SECS}s" >&2
 read -r _ _ _ _ t_get_bad _ t_get t_get_p50 t_get_p99 _ < <(ab get "$THREADS" --get-prefix r --ids 1000)
 echo "bench-serve: api_bench GET /v1/jobs?limit=50 x$THREADS for ${SECS}s" >&2
@@ -226,6 +231,7 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     for th in 1 "$THREADS" 16; do
         echo "| submit, API: POST /v1/jobs (api_bench) vs \`slurm_submit_batch_job\` held (slurm_rpc_bench) | $th | $(rate "$(f1 "${T_SUB[$th]}")") | $(rate "$(f1 "${S_SUB[$th]:-}")") | $(rt "$(f1 "${T_SUB[$th]}")" "$(f1 "${S_SUB[$th]:-}")") |"
     done
+    echo "| submit, API, asynchronous client threads: POST /v1/jobs (api_bench --conns $ASYNC_CONNS: $ASYNC_CONNS connections in flight per thread) vs \`slurm_submit_batch_job\` (blocking, one call in flight per thread) | $THREADS | $(rate "$(f1 "$T_ASUB")") | $(rate "$(f1 "${S_SUB[$THREADS]:-}")") | $(rt "$(f1 "$T_ASUB")" "$(f1 "${S_SUB[$THREADS]:-}")") |"
     echo "| submit, API: POST /v1/jobs (wrk, 2 threads x $WRK_CONNS connections) vs \`slurm_submit_batch_job\` | 2 / $THREADS | $(rate "$w_sub") | $(rate "$(f1 "${S_SUB[$THREADS]:-}")") | $(rt "$w_sub" "$(f1 "${S_SUB[$THREADS]:-}")") |"
     echo "| read one job, API: GET /v1/jobs/ID (api_bench) vs \`slurm_load_job\` | $THREADS | $(rate "$t_get") | $(rate "$s_get") | $(rt "$t_get" "$s_get") |"
     echo "| read one job, API: GET /v1/jobs/ID (wrk, $WRK_CONNS connections) | 2 | $(rate "$w_get") | | |"
@@ -234,7 +240,7 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     echo "| read one job, CLI: \`tide job ID\` vs \`squeue -j ID\` (1 loop) | 1 | $(rate "$t_cget") | $(rate "${s_cget:-}") | $(rt "$t_cget" "${s_cget:-}") |"
     echo
     echo "Latency, tide (p50 / p99 ms): submit x1 $(col "${T_SUB[1]}" 3) / $(col "${T_SUB[1]}" 4), x$THREADS $(col "${T_SUB[$THREADS]}" 3) / $(col "${T_SUB[$THREADS]}" 4)," \
-        "x16 $(col "${T_SUB[16]}" 3) / $(col "${T_SUB[16]}" 4); get $t_get_p50 / $t_get_p99; list $t_list_p50 / $t_list_p99; wrk submit $w_sub_p50 / $w_sub_p99."
+        "x16 $(col "${T_SUB[16]}" 3) / $(col "${T_SUB[16]}" 4); get $t_get_p50 / $t_get_p99; list $t_list_p50 / $t_list_p99; async submit x$THREADS x$ASYNC_CONNS $(col "$T_ASUB" 3) / $(col "$T_ASUB" 4); wrk submit $w_sub_p50 / $w_sub_p99."
     [ -n "$s_get" ] && echo "Latency, Slurm API (p50 / p99 ms): submit x$THREADS $(col "${S_SUB[$THREADS]}" 3) / $(col "${S_SUB[$THREADS]}" 4); slurm_load_job $s_get_p50 / $s_get_p99."
     echo "Group commit: $t_writes API writes in $t_commits transactions. Non-2xx: get $t_get_bad, list $t_list_bad, wrk submit $w_sub_bad, wrk get $w_get_bad;" \
         "CLI failures: submit ${t_csub_bad}, job ${t_cget_bad}; /healthz after the run: $t_health; jobs submitted: $t_jobs."
