@@ -5,6 +5,7 @@
  *   api_bench --url http://127.0.0.1:PORT --op submit|get|list [--threads N]
  *             [--secs S] [--rate R] [--prefix P] [--ids N] [--get-prefix P]
  *             [--plain] [--list-query Q] [--conns K]
+ *   api_bench --unix SOCKET --op rsubmit|rget ...   (Slurm's slurmrestd)
  *
  * Each thread has one connection and sends requests back to back (or R per
  * second per thread with --rate, to measure latency at a given load rather
@@ -14,6 +15,10 @@
  * request (PREFIX-THREAD-COUNTER) and a realistic body (a command and an
  * environment of a few variables; --plain: the minimal 1-GPU job). get: GET
  * /v1/jobs/GETPREFIX-K, K cycling over 1..N. list: GET /v1/jobs?limit=50.
+ * rsubmit / rget: the same against slurmrestd (OpenAPI v0.0.38) on a Unix
+ * socket (rest_auth/local): POST /slurm/v0.0.38/job/submit of a held job with
+ * the same command and environment; GET /slurm/v0.0.38/job/ID for ID in
+ * GETPREFIX..GETPREFIX+N-1 (numeric).
  * Prints one line: op threads n ok bad secs rps p50_ms p99_ms max_ms.
  * Exit 1 when no request succeeded (the reason on stderr). */
 #include <arpa/inet.h>
@@ -27,11 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 typedef struct opts {
-    char host[256], port[16];
+    char host[256], port[16], unix_path[108];
     const char *op, *prefix, *get_prefix, *list_query;
     int threads, ids, plain, conns;
     double secs, rate;
@@ -53,8 +59,24 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int dial_unix(const opts_t *o, char *err, size_t n)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, o->unix_path, sizeof a.sun_path - 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        snprintf(err, n, "connect %.107s: %.200s", o->unix_path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int dial(const opts_t *o, char *err, size_t n)
 {
+    if (o->unix_path[0])
+        return dial_unix(o, err, n);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
     int rc = getaddrinfo(o->host, o->port, &hints, &ai);
     if (rc) {
@@ -156,9 +178,40 @@ static void record(worker_t *w, int st, double secs)
     w->lat[w->n++] = secs;
 }
 
+#define TRAIN_CMD "torchrun --nproc_per_node=8 train.py --config configs/llama-8b.yaml --resume latest"
+
+static int post(const opts_t *o, const char *path, const char *body, char *req, size_t n)
+{
+    return snprintf(req, n,
+                    "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                    "Content-Length: %zu\r\n\r\n%s",
+                    path, o->host, strlen(body), body);
+}
+
+/* slurmrestd: a held job with the same command and environment as submit */
+static int make_rest_request(const worker_t *w, long k, char *req, size_t n)
+{
+    const opts_t *o = w->o;
+    if (!strcmp(o->op, "rget"))
+        return snprintf(req, n, "GET /slurm/v0.0.38/job/%ld HTTP/1.1\r\nHost: %s\r\n\r\n",
+                        atol(o->get_prefix) + (k * 7919 + w->id * 104729) % o->ids, o->host);
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"script\":\"#!/bin/sh\\n" TRAIN_CMD "\\n\",\"job\":{\"name\":\"%s-%d-%ld\","
+             "\"hold\":true,\"current_working_directory\":\"/tmp\",\"standard_output\":"
+             "\"/dev/null\",\"time_limit\":%ld,\"environment\":{\"PATH\":\"/usr/bin:/bin\","
+             "\"WANDB_PROJECT\":\"llm-pretrain\",\"NCCL_DEBUG\":\"WARN\",\"DATA_DIR\":"
+             "\"/datasets/fineweb/shard-%ld\",\"CKPT_DIR\":\"/ckpt/%s-%d-%ld\",\"SEED\":\"%ld\"}}}",
+             o->prefix, w->id, k, (600 + (k * 7919 + w->id * 104729) % 6600) / 60 + 1, k % 512,
+             o->prefix, w->id, k, k);
+    return post(o, "/slurm/v0.0.38/job/submit", body, req, n);
+}
+
 static int make_request(const worker_t *w, long k, char *req, size_t n)
 {
     const opts_t *o = w->o;
+    if (o->op[0] == 'r' && strcmp(o->op, "list"))
+        return make_rest_request(w, k, req, n);
     if (!strcmp(o->op, "get"))
         return snprintf(req, n, "GET /v1/jobs/%s-%ld HTTP/1.1\r\nHost: %s\r\n\r\n", o->get_prefix,
                         (k * 7919 + w->id * 104729) % o->ids + 1, o->host);
@@ -175,15 +228,11 @@ static int make_request(const worker_t *w, long k, char *req, size_t n)
         snprintf(body, sizeof body,
                  "{\"job_id\":\"%s-%d-%ld\",\"team\":\"bench\",\"priority\":2,\"gpus\":8,"
                  "\"gang_gpus\":8,\"duration_s\":%ld,\"ckpt_interval_s\":1800,\"ckpt_s\":60,"
-                 "\"restore_s\":120,\"command\":\"torchrun --nproc_per_node=8 train.py "
-                 "--config configs/llama-8b.yaml --resume latest\",\"env\":{\"WANDB_PROJECT\":"
+                 "\"restore_s\":120,\"command\":\"" TRAIN_CMD "\",\"env\":{\"WANDB_PROJECT\":"
                  "\"llm-pretrain\",\"NCCL_DEBUG\":\"WARN\",\"DATA_DIR\":\"/datasets/fineweb/"
                  "shard-%ld\",\"CKPT_DIR\":\"/ckpt/%s-%d-%ld\",\"SEED\":\"%ld\"}}",
                  o->prefix, w->id, k, 600 + (k * 7919 + w->id * 104729) % 6600, k % 512, o->prefix, w->id, k, k);
-    return snprintf(req, n,
-                    "POST /v1/jobs HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                    "Content-Length: %zu\r\n\r\n%s",
-                    o->host, strlen(body), body);
+    return post(o, "/v1/jobs", body, req, n);
 }
 
 static void *work(void *arg)
@@ -295,7 +344,9 @@ static int usage(int rc)
     fprintf(rc ? stderr : stdout,
             "usage: api_bench --url http://HOST:PORT --op submit|get|list [--threads N] [--secs S]\n"
             "                 [--rate R] [--prefix P] [--ids N] [--get-prefix P] [--plain]\n"
-            "                 [--list-query Q] [--conns K]\n");
+            "                 [--list-query Q] [--conns K]\n"
+            "       api_bench --unix SOCKET --op rsubmit|rget [--threads N] [--secs S] [--conns K]\n"
+            "                 [--get-prefix FIRST_JOB_ID] [--ids N]   (slurmrestd, rest_auth/local)\n");
     return rc;
 }
 
@@ -325,13 +376,17 @@ static int parse(int argc, char **argv, opts_t *o)
         else if (!strcmp(a, "--get-prefix")) o->get_prefix = v;
         else if (!strcmp(a, "--list-query")) o->list_query = v;
         else if (!strcmp(a, "--conns")) o->conns = atoi(v);
+        else if (!strcmp(a, "--unix")) snprintf(o->unix_path, sizeof o->unix_path, "%s", v);
         else return -1;
     }
-    if (!url || sscanf(url, "http://%255[^:/]:%15[0-9]", o->host, o->port) != 2)
+    if (o->unix_path[0] && !url)
+        snprintf(o->host, sizeof o->host, "localhost");
+    else if (!url || sscanf(url, "http://%255[^:/]:%15[0-9]", o->host, o->port) != 2)
         return -1;
     if (o->threads < 1 || o->threads > 256 || o->secs <= 0 || o->ids < 1 || o->conns < 0 ||
         o->conns > 1024 || (o->conns > 1 && o->rate > 0) ||
-        (strcmp(o->op, "submit") && strcmp(o->op, "get") && strcmp(o->op, "list")))
+        (strcmp(o->op, "submit") && strcmp(o->op, "get") && strcmp(o->op, "list") &&
+         strcmp(o->op, "rsubmit") && strcmp(o->op, "rget")))
         return -1;
     return 0;
 }

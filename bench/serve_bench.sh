@@ -166,7 +166,35 @@ slurm_why=""
 
 s_get=""
 s_csub=""
-restd="not measured: $(command -v slurmrestd >/dev/null 2>&1 && echo "slurmrestd is installed but bench-serve does not drive it yet" || echo "slurmrestd is not installed (apt-get install slurmrestd)")"
+restd="not measured: $(command -v slurmrestd >/dev/null 2>&1 && echo "slurmrestd did not start" || echo "slurmrestd is not installed (apt-get install slurmrestd)")"
+r_sub="" r_get=""
+# slurmrestd_run: Slurm's REST API on a Unix socket (rest_auth/local, OpenAPI
+# v0.0.38, no slurmdbd plugin), run as nobody (it refuses root), which then
+# needs the local munge socket; driven by api_bench like tide.
+slurmrestd_run() {
+    command -v slurmrestd >/dev/null 2>&1 || return 0
+    local sock=$tmp/rest/slurmrestd.sock
+    mkdir -p "$tmp/rest" && chown nobody "$tmp/rest" 2>/dev/null
+    chmod o+x "$tmp" "$TIDE_SLURM_DIR" "$TIDE_SLURM_DIR/munge" 2>/dev/null
+    slurmrestd -a rest_auth/local -s openapi/v0.0.38 -t "$THREADS" -u nobody "unix:$sock" \
+        >"$tmp/slurmrestd.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+    if [ -S "$sock" ]; then
+        echo "bench-serve: slurmrestd POST job/submit x$THREADS for ${SECS}s" >&2
+        read -r _ _ _ _ _ _ r_sub r_sub_p50 r_sub_p99 _ < <("$API_BENCH" --unix "$sock" --op rsubmit \
+            --threads "$THREADS" --secs "$SECS" --prefix rest 2>>"$tmp/slurmrestd.log")
+        local first
+        first=$(squeue -h -o %i | sort -n | head -1)
+        echo "bench-serve: slurmrestd GET job/ID x$THREADS for ${SECS}s" >&2
+        read -r _ _ _ _ _ _ r_get r_get_p50 r_get_p99 _ < <("$API_BENCH" --unix "$sock" --op rget \
+            --threads "$THREADS" --secs "$SECS" --get-prefix "${first:-1}" --ids 1000 2>>"$tmp/slurmrestd.log")
+        restd="Slurm's REST API (slurmrestd 22.05, rest_auth/local on a Unix socket, $THREADS threads), p50 / p99 ms: submit ${r_sub_p50:-?} / ${r_sub_p99:-?}, get ${r_get_p50:-?} / ${r_get_p99:-?}"
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    [ -n "$r_sub" ] && [ -n "$r_get" ] || restd="not measured: slurmrestd gave no result ($(tail -2 "$tmp/slurmrestd.log" | tr '\n' ' '))"
+}
 if ! command -v slurmctld >/dev/null 2>&1; then
     slurm_why="Slurm is not installed (apt-get install -y slurmctld slurmd slurm-client munge)"
 elif [ "$(id -u)" != 0 ]; then
@@ -194,6 +222,7 @@ else
     else
         slurm_why="$RPC_BENCH is not built (libslurm-dev missing)"
     fi
+    slurmrestd_run
     sbatch_one() { sbatch --wrap=true -H -Q -J "b$1-$2" -o /dev/null; }
     echo "bench-serve: sbatch loop for ${SECS}s" >&2
     read -r s_csub s_csub_bad < <(rate_loop "$SECS" 1 sbatch_one)
@@ -233,6 +262,8 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     done
     echo "| submit, API, asynchronous client threads: POST /v1/jobs (api_bench --conns $ASYNC_CONNS: $ASYNC_CONNS connections in flight per thread) vs \`slurm_submit_batch_job\` (blocking, one call in flight per thread) | $THREADS | $(rate "$(f1 "$T_ASUB")") | $(rate "$(f1 "${S_SUB[$THREADS]:-}")") | $(rt "$(f1 "$T_ASUB")" "$(f1 "${S_SUB[$THREADS]:-}")") |"
     echo "| submit, API: POST /v1/jobs (wrk, 2 threads x $WRK_CONNS connections) vs \`slurm_submit_batch_job\` | 2 / $THREADS | $(rate "$w_sub") | $(rate "$(f1 "${S_SUB[$THREADS]:-}")") | $(rt "$w_sub" "$(f1 "${S_SUB[$THREADS]:-}")") |"
+    echo "| submit, REST: POST /v1/jobs vs slurmrestd POST /slurm/v0.0.38/job/submit held (api_bench) | $THREADS | $(rate "$(f1 "${T_SUB[$THREADS]}")") | $(rate "$r_sub") | $(rt "$(f1 "${T_SUB[$THREADS]}")" "$r_sub") |"
+    echo "| read one job, REST: GET /v1/jobs/ID vs slurmrestd GET /slurm/v0.0.38/job/ID (api_bench) | $THREADS | $(rate "$t_get") | $(rate "$r_get") | $(rt "$t_get" "$r_get") |"
     echo "| read one job, API: GET /v1/jobs/ID (api_bench) vs \`slurm_load_job\` | $THREADS | $(rate "$t_get") | $(rate "$s_get") | $(rt "$t_get" "$s_get") |"
     echo "| read one job, API: GET /v1/jobs/ID (wrk, $WRK_CONNS connections) | 2 | $(rate "$w_get") | | |"
     echo "| list: GET /v1/jobs?limit=50 (api_bench) | $THREADS | $(rate "$t_list") | | |"
