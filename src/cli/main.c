@@ -23,6 +23,7 @@ static const tide_cli_cmd_t commands[] = {
     {"resume", tide_cmd_resume, "give a drained node back"},
     {"demand", tide_cmd_demand, "push a service's observed demand (requests/s)"},
     {"events", tide_cmd_events, "print (or follow) the daemon's event log"},
+    {"audit", tide_cmd_audit, "the audit trail of API writes: who, from where, what, outcome (admins)"},
     {"usage", tide_cmd_usage, "GPU-hours accounted by the daemon, by team/class/state/tier"},
     {"capacity", tide_cmd_capacity, "capacity signals (preemptions, queue, waste, reserve sweep) of a `tide sim` output directory"},
     {"ui", tide_cmd_ui, "the dashboard over a replay of a `tide sim` output directory"},

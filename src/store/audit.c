@@ -73,11 +73,10 @@ int tide_store_audit_list(tide_store_t *s, const tide_store_audit_query_t *q,
                           tide_store_audit_fn fn, void *ctx, tide_error_t *err)
 {
     sqlite3_stmt *st;
-    /* the last `limit` matching rows, then back in id order */
-    if (prep(s, "SELECT * FROM (SELECT id, time, team, role, peer, method, path, kind, request, "
-                "bytes, digest, status, error, message FROM audit WHERE time >= ?1 AND id > ?2 "
+    if (prep(s, "SELECT id, time, team, role, peer, method, path, kind, request, bytes, digest, "
+                "status, error, message FROM audit WHERE time >= ?1 AND id > ?2 "
                 "AND (?3 IS NULL OR team = ?3) AND (?4 IS NULL OR kind = ?4) "
-                "ORDER BY id DESC LIMIT ?5) ORDER BY id",
+                "ORDER BY id LIMIT ?5",
              &st, err) < 0)
         return -1;
     sqlite3_bind_double(st, 1, q->since);

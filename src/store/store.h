@@ -326,7 +326,8 @@ typedef struct tide_store_audit {
 int tide_store_audit_append(tide_store_t *s, tide_store_audit_t *a, tide_error_t *err);
 
 /* A filter of the audit rows: time >= since, team and kind equal when not
- * NULL, id > after; at most limit rows (newest last). */
+ * NULL, id > after (a cursor: the last id seen); at most limit rows (<= 0:
+ * all), the oldest first. */
 typedef struct tide_store_audit_query {
     double since;
     const char *team, *kind;
@@ -335,7 +336,7 @@ typedef struct tide_store_audit_query {
 } tide_store_audit_query_t;
 typedef int (*tide_store_audit_fn)(void *ctx, const tide_store_audit_t *a);
 
-/* The matching rows in id order (the last `limit` of them): fn per row
+/* The matching rows in id order: fn per row
  * (non-zero stops). Returns the number of rows, or -1 with err. */
 int tide_store_audit_list(tide_store_t *s, const tide_store_audit_query_t *q,
                           tide_store_audit_fn fn, void *ctx, tide_error_t *err);

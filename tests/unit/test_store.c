@@ -503,7 +503,11 @@ static void test_audit(void **state)
     assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 1);
     assert_string_equal(out, "3:red:job.cancel:200;");
     out[0] = '\0';
-    q = (tide_store_audit_query_t){.kind = "job.cancel", .limit = 1}; /* the newest one */
+    q = (tide_store_audit_query_t){.kind = "job.cancel", .limit = 1}; /* the oldest first */
+    assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 1);
+    assert_string_equal(out, "2:blue:job.cancel:409;");
+    out[0] = '\0';
+    q.after = 2; /* the cursor: the next page */
     assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 1);
     assert_string_equal(out, "3:red:job.cancel:200;");
     /* the body: bounded copy, whole length and SHA-256 of the whole */
