@@ -68,7 +68,8 @@ int tide_cmd_cancel(int argc, char **argv);
 int tide_cmd_services(int argc, char **argv);
 int tide_cmd_leases(int argc, char **argv);
 int tide_cmd_events(int argc, char **argv);
-int tide_cmd_audit(int argc, char **argv);  /* GET /v1/audit (admins) */
+int tide_cmd_audit(int argc, char **argv);
+int tide_cmd_review(int argc, char **argv); /* policy-change review (docs/review.md) */  /* GET /v1/audit (admins) */
 int tide_cmd_usage(int argc, char **argv);
 int tide_cmd_usage_dir(int argc, char **argv);
 int tide_cmd_capacity(int argc, char **argv);

@@ -26,6 +26,7 @@ static const tide_cli_cmd_t commands[] = {
     {"audit", tide_cmd_audit, "the audit trail of API writes: who, from where, what, outcome (admins)"},
     {"usage", tide_cmd_usage, "GPU-hours accounted by the daemon, by team/class/state/tier"},
     {"capacity", tide_cmd_capacity, "capacity signals (preemptions, queue, waste, reserve sweep) of a `tide sim` output directory"},
+    {"review", tide_cmd_review, "replay a workload under two configurations; verdict per SLO and training metric (a CI gate)"},
     {"ui", tide_cmd_ui, "the dashboard over a replay of a `tide sim` output directory"},
     {"top", tide_cmd_top, "live view of a daemon: GPUs per node, services, queue"},
     {"db", tide_cmd_db, "check, back up or restore the daemon's database"},
