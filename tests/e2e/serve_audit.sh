@@ -7,7 +7,8 @@
 #    error code);
 #  - refused writes are there too: a viewer's submit (403, role viewer), a
 #    request without a token (401, role none, team "");
-#  - --kind and --team filter; the table prints; the rows survive a restart;
+#  - --kind and --team filter; the table prints; the rows survive a restart,
+#    and an acknowledged write's row survives a SIGKILL right after the answer;
 #  - reading it needs an admin: a viewer and a submitter get 403 from
 #    GET /v1/audit and `tide audit` exits non-zero.
 # Environment: TIDE_BIN, TIDE_SRC. Exit 77 = skip (daemon not built).
@@ -122,9 +123,15 @@ n=$("$TIDE_BIN" audit --token $ADM --json --since "$future" | wc -l)
 "$TIDE_BIN" audit --since nonsense --token $ADM >/dev/null 2>&1
 [ $? = 2 ] || fail "--since nonsense: expected exit 2"
 
-# the rows are in the database: they survive a restart
-serve_stop
+# the rows are in the database: they survive a restart, and the row of an
+# acknowledged write survives a SIGKILL right after the answer
+api POST /v1/jobs '{"job_id":"k1","priority":2,"gpus":8,"duration_s":60}' $SUB
+expect "submit before the kill" 201
+serve_kill9
 start || exit 1
 check_rows
+api GET "/v1/audit?kind=job.submit&team=a" "" $ADM
+n=$(jq_ 'len([r for r in d["audit"] if "\"k1\"" in r["request"] and r["status"] == 201])')
+[ "$n" = 1 ] || fail "the acknowledged submit before SIGKILL has $n audit rows"
 serve_stop
 finish serve_audit
