@@ -38,6 +38,10 @@ int tide_cli_fail(const char *cmd, const struct tide_error *err);
 /* getopt_long returned ':' (missing value) or '?' (unknown option): print the
  * usage error for it and return 2. */
 int tide_cli_getopt_error(const char *cmd, int o, char **argv);
+/* A --since value as Unix seconds: an ISO 8601 UTC time
+ * ("2026-12-01T16:00:00Z", seconds and Z optional) or a duration ago
+ * ("1h", "7d"). Returns 0, or -1 (neither). */
+int tide_cli_parse_since(const char *arg, double *unix_out);
 
 int tide_cmd_sim(int argc, char **argv);
 int tide_cmd_gen(int argc, char **argv);
@@ -64,6 +68,8 @@ int tide_cmd_cancel(int argc, char **argv);
 int tide_cmd_services(int argc, char **argv);
 int tide_cmd_leases(int argc, char **argv);
 int tide_cmd_events(int argc, char **argv);
+int tide_cmd_audit(int argc, char **argv);
+int tide_cmd_review(int argc, char **argv); /* policy-change review (docs/review.md) */  /* GET /v1/audit (admins) */
 int tide_cmd_usage(int argc, char **argv);
 int tide_cmd_usage_dir(int argc, char **argv);
 int tide_cmd_capacity(int argc, char **argv);

@@ -2,9 +2,12 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "tide/types.h"
+#include "util/util.h"
 
 int tide_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -41,4 +44,36 @@ int tide_cli_getopt_error(const char *cmd, int o, char **argv)
     if (optopt)
         return tide_cli_usage_error(cmd, "unknown option '-%c'", optopt);
     return tide_cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+/* --since: ISO 8601 UTC ("2026-12-01T16:00:00Z", seconds and Z optional)
+ * or a duration ago, as Unix seconds. Returns 0, or -1. */
+int tide_cli_parse_since(const char *arg, double *unix_out)
+{
+    int64_t d;
+    if (tide_parse_duration(arg, &d) == 0 && d >= 0) {
+        *unix_out = (double)time(NULL) - (double)d;
+        return 0;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int n = 0, sec_n = 0;
+    if (sscanf(arg, "%4d-%2d-%2dT%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &n) != 5 || n != 16)
+        return -1;
+    const char *end = arg + n;
+    if (*end == ':') {
+        if (sscanf(end, ":%2d%n", &tm.tm_sec, &sec_n) != 1 || sec_n != 3)
+            return -1;
+        end += sec_n;
+    }
+    if (*end == 'Z')
+        end++;
+    if (*end || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *unix_out = (double)timegm(&tm);
+    return 0;
 }

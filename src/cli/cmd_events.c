@@ -146,38 +146,6 @@ static int wanted(const evrun_t *r, const json_t *e)
     return 1;
 }
 
-/* --since: ISO 8601 UTC ("2026-12-01T16:00:00Z", seconds and Z optional)
- * or a duration ago, as Unix seconds. Returns 0, or -1. */
-static int parse_since(const char *arg, double *unix_out)
-{
-    int64_t d;
-    if (tide_parse_duration(arg, &d) == 0 && d >= 0) {
-        *unix_out = (double)time(NULL) - (double)d;
-        return 0;
-    }
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    int n = 0, sec_n = 0;
-    if (sscanf(arg, "%4d-%2d-%2dT%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &n) != 5 || n != 16)
-        return -1;
-    const char *end = arg + n;
-    if (*end == ':') {
-        if (sscanf(end, ":%2d%n", &tm.tm_sec, &sec_n) != 1 || sec_n != 3)
-            return -1;
-        end += sec_n;
-    }
-    if (*end == 'Z')
-        end++;
-    if (*end || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    *unix_out = (double)timegm(&tm);
-    return 0;
-}
-
 /* Print (or collect) a page of events up to the limit. Returns 1 when the
  * limit cut the page (*last_seq = the last event printed), else 0. */
 static int print_page(evrun_t *r, const json_t *evs, long long *last_seq)
@@ -293,7 +261,7 @@ int tide_cmd_events(int argc, char **argv)
             r.kinds = optarg;
             break;
         case O_SINCE:
-            if (parse_since(optarg, &since_unix) < 0)
+            if (tide_cli_parse_since(optarg, &since_unix) < 0)
                 return BAD("--since: '%s' is not an ISO 8601 UTC time (2026-12-01T16:00:00Z) or a "
                            "duration (10m)", optarg);
             since = optarg;

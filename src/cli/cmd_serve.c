@@ -77,6 +77,10 @@ static void serve_usage(FILE *f)
             "                          every tick\n"
             "      --usage-interval D  engine time between usage snapshots (default 1h)\n"
             "      --check             check the engine's invariants after every step\n"
+            "      --audit-keep D      keep audit rows (every API write: tide audit) this long\n"
+            "                          (default 90d; 0 = for ever)\n"
+            "      --audit-max-rows N  keep at most N audit rows, the newest (default 1000000;\n"
+            "                          0 = no cap)\n"
             "engine timings (fixed when the database is created):\n"
             "      --lease-max D       longest lease granted at once (default 6h)\n"
             "      --lead-extra D      margin added to checkpoint P99 + warm-up P99 (default 5m)\n"
@@ -152,6 +156,8 @@ typedef struct cmdline {
     long long history_days;
     const char *tls_cert, *tls_key;
     long long per_ip;
+    int64_t audit_keep;          /* --audit-keep (0 = default) */
+    long long audit_max_rows;    /* --audit-max-rows (0 = default) */
     tide_demand_query_t *dq;
     size_t n_dq, cap_dq;
     char **dq_buf;
@@ -168,10 +174,29 @@ enum {
     O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
-    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD
+    O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD,
+    O_AUDIT_KEEP, O_AUDIT_MAX
 };
 
 /* One option: -1 to go on, or the exit status (0 after --help). */
+/* --audit-keep D (0 = keep for ever), --audit-max-rows N (0 = no cap). */
+static int audit_opt(cmdline_t *c, int o)
+{
+    if (o == O_AUDIT_KEEP) {
+        if (tide_parse_duration(optarg, &c->audit_keep) < 0 || c->audit_keep < 0)
+            return bad("--audit-keep: '%s' is not a duration >= 0 (90d, 12h; 0 = for ever)",
+                       optarg);
+        if (c->audit_keep == 0)
+            c->audit_keep = -1;
+        return -1;
+    }
+    if (tide_parse_int(optarg, &c->audit_max_rows) < 0 || c->audit_max_rows < 0)
+        return bad("--audit-max-rows: '%s' is not a count >= 0 (0 = no cap)", optarg);
+    if (c->audit_max_rows == 0)
+        c->audit_max_rows = -1;
+    return -1;
+}
+
 static int one_opt(cmdline_t *c, int o, char **argv)
 {
     switch (o) {
@@ -284,6 +309,8 @@ static int one_opt(cmdline_t *c, int o, char **argv)
         break;
     case O_CONFIG: c->config = optarg; break;
     case O_CHECK_CONFIG: c->check_config = 1; break;
+    case O_AUDIT_KEEP:
+    case O_AUDIT_MAX: return audit_opt(c, o);
     case 'h': serve_usage(stdout); return 0;
     default: return tide_cli_getopt_error("serve", o, argv);
     }
@@ -325,6 +352,8 @@ static const struct option longopts[] = {
     {"tls-key", required_argument, NULL, O_TLS_KEY},
     {"insecure", no_argument, NULL, O_INSECURE},
     {"max-conns-per-ip", required_argument, NULL, O_PER_IP},
+    {"audit-keep", required_argument, NULL, O_AUDIT_KEEP},
+    {"audit-max-rows", required_argument, NULL, O_AUDIT_MAX},
     {"config", required_argument, NULL, O_CONFIG},
     {"check-config", no_argument, NULL, O_CHECK_CONFIG},
     {"help", no_argument, NULL, 'h'},
@@ -669,6 +698,8 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
     if (c->history_days >= 0)
         o->history_days = (int)c->history_days;
     o->usage_interval_s = c->usage_interval;
+    o->audit_keep_s = c->audit_keep;
+    o->audit_max_rows = c->audit_max_rows;
     o->check = c->check;
     o->auth = v->auth;
     o->tokens_path = c->tokens;

@@ -121,19 +121,19 @@ static void ui_page(void *app, const tide_http_req_t *req, tide_http_reply_t *re
 }
 
 static const tide_route_t routes[] = {
-    {"GET", "/", TIDE_ROLE_PUBLIC, ui_page},
-    {"GET", "/ui", TIDE_ROLE_PUBLIC, ui_page},
-    {"GET", "/ui/", TIDE_ROLE_PUBLIC, ui_page},
-    {"GET", "/ui/{file}", TIDE_ROLE_PUBLIC, ui_page},
-    {"GET", "/v1/cluster", TIDE_ROLE_PUBLIC, ui_cluster},
-    {"GET", "/v1/nodes", TIDE_ROLE_PUBLIC, ui_nodes},
-    {"GET", "/v1/services", TIDE_ROLE_PUBLIC, ui_services},
-    {"GET", "/v1/leases", TIDE_ROLE_PUBLIC, ui_leases},
-    {"GET", "/v1/jobs", TIDE_ROLE_PUBLIC, ui_jobs},
-    {"GET", "/v1/jobs/{id}", TIDE_ROLE_PUBLIC, ui_job},
-    {"GET", "/v1/usage", TIDE_ROLE_PUBLIC, ui_usage_team},
-    {"GET", "/v1/events", TIDE_ROLE_PUBLIC, ui_events},
-    {"GET", "/v1/replay/timeline", TIDE_ROLE_PUBLIC, ui_timeline},
+    {"GET", "/", TIDE_ROLE_PUBLIC, ui_page, NULL},
+    {"GET", "/ui", TIDE_ROLE_PUBLIC, ui_page, NULL},
+    {"GET", "/ui/", TIDE_ROLE_PUBLIC, ui_page, NULL},
+    {"GET", "/ui/{file}", TIDE_ROLE_PUBLIC, ui_page, NULL},
+    {"GET", "/v1/cluster", TIDE_ROLE_PUBLIC, ui_cluster, NULL},
+    {"GET", "/v1/nodes", TIDE_ROLE_PUBLIC, ui_nodes, NULL},
+    {"GET", "/v1/services", TIDE_ROLE_PUBLIC, ui_services, NULL},
+    {"GET", "/v1/leases", TIDE_ROLE_PUBLIC, ui_leases, NULL},
+    {"GET", "/v1/jobs", TIDE_ROLE_PUBLIC, ui_jobs, NULL},
+    {"GET", "/v1/jobs/{id}", TIDE_ROLE_PUBLIC, ui_job, NULL},
+    {"GET", "/v1/usage", TIDE_ROLE_PUBLIC, ui_usage_team, NULL},
+    {"GET", "/v1/events", TIDE_ROLE_PUBLIC, ui_events, NULL},
+    {"GET", "/v1/replay/timeline", TIDE_ROLE_PUBLIC, ui_timeline, NULL},
 };
 
 static int loopback(const char *listen)

@@ -154,6 +154,8 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     d->speed = o->speed > 0 ? o->speed : 1;
     d->tick_s = o->tick_s > 0 ? o->tick_s : 1;
     d->usage_interval_s = o->usage_interval_s > 0 ? o->usage_interval_s : 3600;
+    d->audit_keep_s = o->audit_keep_s ? o->audit_keep_s : TIDE_DAEMON_AUDIT_KEEP_S;
+    d->audit_max_rows = o->audit_max_rows ? o->audit_max_rows : TIDE_DAEMON_AUDIT_MAX_ROWS;
     d->check = o->check;
     d->clock = o->clock ? o->clock : mono_now;
     d->clock_ctx = o->clock_ctx;
@@ -476,7 +478,12 @@ void tide_daemon_crash(tide_daemon_t *d) { daemon_free(d); }
 
 /* ------------------------------------------------------------ accessors */
 
-void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r) { d->router = r; }
+void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r)
+{
+    d->router = r;
+    if (r)
+        tide_router_set_audit(r, dmn_audit_hook);
+}
 void tide_daemon_lock(tide_daemon_t *d)
 {
     pthread_mutex_lock(&d->db_mu);

@@ -72,10 +72,16 @@ typedef struct tide_daemon_opts {
     FILE *log;                         /* NULL: stderr */
     tide_auth_t *auth;                 /* tokens (reloaded by /v1/admin/reload), may be NULL */
     const char *tokens_path;           /* the tokens file, NULL in open mode */
+    int64_t audit_keep_s;              /* audit retention: seconds (0 = 90 days, < 0 = no
+                                          age limit) */
+    int64_t audit_max_rows;            /* audit rows kept at most (0 = 1000000, < 0 = no cap) */
 } tide_daemon_opts_t;
 
 /* -2 markers for "not given". */
 void tide_daemon_opts_default(tide_daemon_opts_t *o);
+
+#define TIDE_DAEMON_AUDIT_KEEP_S (90 * 86400) /* audit retention by default */
+#define TIDE_DAEMON_AUDIT_MAX_ROWS 1000000
 
 typedef struct tide_daemon tide_daemon_t;
 
@@ -113,7 +119,9 @@ const tide_route_t *tide_daemon_routes(size_t *n);
 const char *tide_daemon_openapi(void);
 
 /* The router serving this daemon (created by the caller) for request
- * counters in /metrics; may be NULL. */
+ * counters in /metrics and the audit trail (its audit hook is set to the
+ * daemon's: every audited route's request becomes an audit row); may be
+ * NULL. */
 void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r);
 
 /* Inspection for tests and the CLI (take the lock around engine access).

@@ -165,6 +165,9 @@ struct tide_daemon {
     long gc_queued;            /* writes waiting for the next batch */
     const dmn_op_t *gc_applying; /* the batch being applied (mu held) */
     long gc_batches, gc_writes; /* group commits done, writes they carried */
+    int64_t audit_keep_s;      /* audit rows older than this are pruned (<= 0: no age cap) */
+    int64_t audit_max_rows;    /* rows kept at most (<= 0: no cap) */
+    unsigned long audit_rows, audit_failed; /* rows recorded / lost (atomic) */
     pthread_cond_t loop_cv;    /* loop: an API write arrived / stop */
     pthread_cond_t notice_cv;  /* long polls: a notice was emitted / stop */
     pthread_cond_t step_cv;    /* handlers waiting for their event to be fed */
@@ -437,6 +440,11 @@ int dmn_service_add(tide_daemon_t *d, const tide_service_spec_t *sp, tide_error_
 int dmn_service_bounds(tide_daemon_t *d, int s, int min_r, int has_min, int max_r, int has_max,
                        tide_error_t *err);
 
+/* ---- audit.c */
+/* The router's audit hook (tide_router_set_audit): one row per request to
+ * an audited route, committed before the reply is sent (no lock held). */
+void dmn_audit_hook(void *app, const tide_http_req_t *req, const tide_http_reply_t *rep);
+
 /* ---- metrics.c */
 char *dmn_metrics(tide_daemon_t *d, size_t *len); /* lock held; caller frees */
 
@@ -522,6 +530,7 @@ API_HANDLER(api_livez);
 API_HANDLER(api_metrics);
 API_HANDLER(api_openapi); /* api_openapi.c */
 API_HANDLER(api_reload);
+API_HANDLER(api_audit);   /* audit.c */
 API_HANDLER(api_events);
 API_HANDLER(api_cluster);
 API_HANDLER(api_nodes);

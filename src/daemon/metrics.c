@@ -274,6 +274,8 @@ static void m_store(tide_daemon_t *d, tide_prom_t *p)
         {"tide_store_writable", "gauge", "0 once the database file was deleted or replaced under the daemon (until a restart).", ss.writable},
         {"tide_store_degraded", "gauge", "1 while the store cannot write: writes answer 503 and /readyz fails.", d->degraded},
         {"tide_store_degraded_episodes_total", "counter", "Times the store stopped writing.", (double)d->degraded_episodes},
+        {"tide_audit_rows_total", "counter", "Requests to write routes recorded in the audit trail.", (double)__atomic_load_n(&d->audit_rows, __ATOMIC_RELAXED)},
+        {"tide_audit_failures_total", "counter", "Requests to write routes whose audit row could not be written (logged).", (double)__atomic_load_n(&d->audit_failed, __ATOMIC_RELAXED)},
     };
     for (size_t i = 0; i < sizeof sf / sizeof sf[0]; i++) {
         tide_prom_family(p, sf[i].name, sf[i].type, sf[i].help);

@@ -243,6 +243,7 @@ struct tide_router {
     size_t n;
     tide_auth_t *auth;
     void *app;
+    tide_router_audit_fn audit;
     pthread_mutex_t mu;
     counter_t *counts; /* n + 1: the last one is "unmatched" */
 };
@@ -258,6 +259,8 @@ tide_router_t *tide_router_create(const tide_route_t *routes, size_t n, tide_aut
     r->counts = tide_xcalloc(n + 1, sizeof *r->counts);
     return r;
 }
+
+void tide_router_set_audit(tide_router_t *r, tide_router_audit_fn fn) { r->audit = fn; }
 
 void tide_router_destroy(tide_router_t *r)
 {
@@ -299,6 +302,43 @@ void tide_router_counts(tide_router_t *r, tide_router_count_fn fn, void *ctx)
     free(snap);
 }
 
+/* The body as handlers get it: a NUL-terminated copy ("" when too large). */
+static char *body_copy(const tide_http_input_t *in)
+{
+    size_t n = in->body_too_large ? 0 : in->body_len;
+    char *body = tide_xmalloc(n + 1);
+    if (n)
+        memcpy(body, in->body, n);
+    body[n] = '\0';
+    return body;
+}
+
+/* Authenticate and run the route's handler: 401/403 from auth, 413 for a
+ * body too large (after auth), else the handler's answer. */
+static void dispatch_route(tide_router_t *r, const tide_http_input_t *in, tide_http_req_t *req,
+                           tide_http_reply_t *out)
+{
+    const tide_route_t *rt = req->route;
+    tide_error_t err = {0};
+    int st = tide_auth_check(r->auth, in->authorization, rt->role, &req->who, &err);
+    if (st == 401) {
+        tide_http_reply_error(out, 401, "EAUTH", "%s", err.msg);
+        return;
+    }
+    if (st == 403) {
+        tide_http_reply_error(out, 403, "EPERM", "%s", err.msg);
+        return;
+    }
+    if (in->body_too_large) {
+        tide_http_reply_error(out, 413, "E2BIG", "request body larger than %u bytes",
+                              TIDE_HTTP_MAX_BODY);
+        return;
+    }
+    rt->fn(r->app, req, out);
+    if (out->status == 0)
+        tide_http_reply_error(out, 500, "EIO", "handler gave no answer");
+}
+
 void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http_reply_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -306,9 +346,11 @@ void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http
     const char *path = in->path ? in->path : "";
     size_t bufn = strlen(path) + TIDE_HTTP_MAX_PARAMS + 1;
     char *buf = tide_xmalloc(bufn);
+    char *body = body_copy(in);
     tide_http_req_t req = {.method = method, .path = path, .query = in->query,
                            .n_query = in->n_query, .header = in->header,
-                           .header_ctx = in->header_ctx};
+                           .header_ctx = in->header_ctx, .peer = in->peer ? in->peer : "",
+                           .body = body, .body_len = in->body_too_large ? 0 : in->body_len};
     int why = 0;
     int ri = tide_route_match(r->routes, r->n, method, path, buf, bufn, req.params, &req.n_params,
                               &why, out->allow, sizeof out->allow);
@@ -318,39 +360,15 @@ void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http
                                   method, path, out->allow);
         else
             tide_http_reply_error(out, 404, "ENOENT", "no route %s %s", method, path);
-        goto done;
+    } else {
+        req.route = &r->routes[ri];
+        dispatch_route(r, in, &req, out);
+        if (req.route->audit && r->audit)
+            r->audit(r->app, &req, out);
     }
-    const tide_route_t *rt = &r->routes[ri];
-    req.route = rt;
-    tide_error_t err = {0};
-    int st = tide_auth_check(r->auth, in->authorization, rt->role, &req.who, &err);
-    if (st == 401) {
-        tide_http_reply_error(out, 401, "EAUTH", "%s", err.msg);
-        goto done;
-    }
-    if (st == 403) {
-        tide_http_reply_error(out, 403, "EPERM", "%s", err.msg);
-        goto done;
-    }
-    if (in->body_too_large) {
-        tide_http_reply_error(out, 413, "E2BIG", "request body larger than %u bytes",
-                              TIDE_HTTP_MAX_BODY);
-        goto done;
-    }
-    /* handlers get a NUL-terminated body */
-    char *body = tide_xmalloc(in->body_len + 1);
-    if (in->body_len)
-        memcpy(body, in->body, in->body_len);
-    body[in->body_len] = '\0';
-    req.body = body;
-    req.body_len = in->body_len;
-    rt->fn(r->app, &req, out);
-    free(body);
-    if (out->status == 0)
-        tide_http_reply_error(out, 500, "EIO", "handler gave no answer");
-done:
     if (!out->content_type)
         out->content_type = "application/json";
     count(r, ri, out->status);
+    free(body);
     free(buf);
 }

@@ -27,6 +27,7 @@ typedef struct tide_http_req {
     const char *body;                          /* NUL-terminated copy, "" when none */
     size_t body_len;
     tide_principal_t who;
+    const char *peer;                          /* the client's address ("" unknown) */
     const struct tide_route *route;
     /* request headers (NULL when the server gives none): see tide_http_header */
     const char *(*header)(void *ctx, const char *name);
@@ -78,6 +79,9 @@ typedef struct tide_route {
     const char *pattern;
     int role;                  /* tide_role_t the caller needs */
     tide_http_handler_fn fn;
+    const char *audit;         /* non-NULL: a write; every request to it (answered by
+                                  the handler or refused before it) is handed to the
+                                  router's audit hook under this kind name */
 } tide_route_t;
 
 /* Match method and raw path against routes. Returns the route index, or -1:
@@ -142,6 +146,7 @@ typedef struct tide_http_input {
     const char *const *query;    /* raw key/value pairs (value NULL = no '=') */
     size_t n_query;
     const char *authorization;   /* header or NULL */
+    const char *peer;            /* the client's address, e.g. 127.0.0.1 (NULL unknown) */
     const char *body;            /* may be NULL when body_len = 0 */
     size_t body_len;
     int body_too_large;          /* the body passed TIDE_HTTP_MAX_BODY (it was dropped) */
@@ -154,6 +159,15 @@ typedef struct tide_http_input {
  * Counts the request under its route pattern and status. out must be zeroed
  * or freed before; the caller frees it. */
 void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http_reply_t *out);
+
+/* The audit hook: called (in the request's thread, before the reply is
+ * sent) for every request that matched a route whose audit kind is set,
+ * with the request as the handler saw it (or would have: who is the
+ * caller as far as known, team "" when no valid token) and the reply.
+ * req->body is "" when the body was too large. NULL removes it. */
+typedef void (*tide_router_audit_fn)(void *app, const tide_http_req_t *req,
+                                     const tide_http_reply_t *rep);
+void tide_router_set_audit(tide_router_t *r, tide_router_audit_fn fn);
 
 /* Request counts so far: fn(ctx, route pattern or "unmatched", status, count). */
 typedef void (*tide_router_count_fn)(void *ctx, const char *route, int status, unsigned long n);

@@ -56,8 +56,24 @@ struct reqctx {
     size_t nq, capq;
     tide_http_input_t in;
     tide_http_reply_t rep;
+    char peer[INET6_ADDRSTRLEN];
     reqctx_t *next;
 };
+
+/* The client's address (numeric, no port) into r->peer. */
+static const char *peer_of(reqctx_t *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(r->peer, sizeof r->peer, "?");
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->peer,
+                  sizeof r->peer);
+    else if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->peer, sizeof r->peer);
+    return r->peer;
+}
 
 int tide_http_listen_parse(const char *listen, char *host, size_t hostn, char *port, size_t portn,
                            tide_error_t *err)
@@ -308,6 +324,7 @@ static int first_call(tide_http_server_t *s, reqctx_t *r, const char *url, const
         /* answered before the body (so before any 100 Continue): the router
          * still authenticates first, and counts it */
         tide_http_input_t in = {.method = method, .path = url, .body_too_large = 1,
+                                .peer = peer_of(r),
                                 .authorization = MHD_lookup_connection_value(
                                     r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)};
         tide_http_reply_t rep;
@@ -472,6 +489,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .n_query = r->nq / 2,
         .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_AUTHORIZATION),
+        .peer = peer_of(r),
         .body = r->body,
         .body_len = r->n,
         .body_too_large = r->too_large,

@@ -374,6 +374,7 @@ static void collect(pool_t *p, size_t i, const char *dir, const tide_error_t *ru
             r->error[len] = '\0';
             r->utilization = r->useful_utilization = r->slo_attainment = NAN;
             r->mean_queue_s = r->gpu_hours_lost = r->reserve_effective = NAN;
+            r->tier_a_breach_gpu_s = NAN;
             continue;
         }
         r->ok = 1;
@@ -387,6 +388,7 @@ static void collect(pool_t *p, size_t i, const char *dir, const tide_error_t *ru
         r->reclaims = (long)jnumber(o, "reclaim", "count");
         r->reclaims_late = (long)jnumber(o, "reclaim", "late");
         r->reserve_effective = jnumber(o, "tier_a", "reserve_effective_gpus");
+        r->tier_a_breach_gpu_s = jnumber(o, "tier_a", "breach_gpu_s");
     }
     json_decref(sum);
 }

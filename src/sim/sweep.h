@@ -86,6 +86,7 @@ typedef struct tide_sweep_row {
     long preemptions, reclaims, reclaims_late, jobs_completed;
     double reserve_effective; /* elastic's Tier A as it acted (the services' floors
                                  when --reserve was below them); NAN when unknown */
+    double tier_a_breach_gpu_s; /* GPU-seconds the Tier A reserve was short (NAN unknown) */
     char error[160];
 } tide_sweep_row_t;
 

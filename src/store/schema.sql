@@ -123,3 +123,31 @@ CREATE TABLE usage (
   gpu_s      REAL NOT NULL,
   PRIMARY KEY (time_s, owner_kind, owner, class, state, tier)
 ) WITHOUT ROWID;
+
+-- migration 2: audit trail
+-- Every request to a write route of the API (docs/api.md, "Audit trail"):
+-- who (the token's team and role), from where, what (method, path, a
+-- bounded copy of the body and the whole body's SHA-256) and the outcome.
+-- Append-only: rows are never updated (the trigger refuses it); the only
+-- deletes are the retention's (oldest first).
+CREATE TABLE audit (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  time        REAL NOT NULL,                    -- wall clock, Unix seconds
+  team        TEXT NOT NULL,                    -- "" when no valid token
+  role        TEXT NOT NULL,                    -- admin, submitter, viewer, router, none
+  peer        TEXT NOT NULL,                    -- the client's address
+  method      TEXT NOT NULL,
+  path        TEXT NOT NULL,
+  kind        TEXT NOT NULL,                    -- the route's audit kind (submit, cancel, ...)
+  request     TEXT NOT NULL,                    -- the body's first bytes (bounded)
+  bytes       INTEGER NOT NULL,                 -- the body's whole length
+  digest      TEXT NOT NULL,                    -- SHA-256 of the whole body (hex)
+  status      INTEGER NOT NULL,                 -- the HTTP status answered
+  error       TEXT,                             -- the error code (EINVAL, EPERM, ...)
+  message     TEXT                              -- the error message
+);
+CREATE INDEX audit_time ON audit(time);
+CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit
+BEGIN
+  SELECT RAISE(ABORT, 'the audit trail is append-only');
+END;

@@ -303,4 +303,47 @@ int tide_store_usage_at(tide_store_t *s, tide_time_t t, tide_time_t *at, tide_st
 /* Time of the latest snapshot (-1 when none). */
 int tide_store_usage_last(tide_store_t *s, tide_time_t *at, tide_error_t *err);
 
+/* ----------------------------------------------------------- audit trail */
+
+#define TIDE_STORE_AUDIT_BODY 1024 /* request bytes kept per row (the digest covers all) */
+
+/* One audit row (src/store/audit.c). Strings borrowed; NULL is stored as ""
+ * (error, message: NULL). */
+typedef struct tide_store_audit {
+    int64_t id;            /* set by append and list */
+    double time;           /* wall clock, Unix seconds */
+    const char *team, *role, *peer, *method, *path, *kind;
+    const char *request;   /* the body: at most TIDE_STORE_AUDIT_BODY bytes are kept */
+    int64_t bytes;         /* the body's whole length (append: strlen(request) when < 0) */
+    const char *digest;    /* list: SHA-256 hex of the whole body (append computes it) */
+    int status;
+    const char *error, *message;
+} tide_store_audit_t;
+
+/* Append a row (inside the caller's transaction if one is open). The copy
+ * of the request is cut at TIDE_STORE_AUDIT_BODY bytes (at a UTF-8
+ * boundary); the digest covers the whole of it. a->id is set. 0 or -1. */
+int tide_store_audit_append(tide_store_t *s, tide_store_audit_t *a, tide_error_t *err);
+
+/* A filter of the audit rows: time >= since, team and kind equal when not
+ * NULL, id > after (a cursor: the last id seen); at most limit rows (<= 0:
+ * all), the oldest first. */
+typedef struct tide_store_audit_query {
+    double since;
+    const char *team, *kind;
+    int64_t after;
+    int limit;
+} tide_store_audit_query_t;
+typedef int (*tide_store_audit_fn)(void *ctx, const tide_store_audit_t *a);
+
+/* The matching rows in id order: fn per row
+ * (non-zero stops). Returns the number of rows, or -1 with err. */
+int tide_store_audit_list(tide_store_t *s, const tide_store_audit_query_t *q,
+                          tide_store_audit_fn fn, void *ctx, tide_error_t *err);
+
+/* Retention: delete rows older than `before` (Unix seconds; <= 0 none) and
+ * the oldest beyond `keep_rows` (<= 0 no cap). Returns rows deleted or -1. */
+int64_t tide_store_audit_prune(tide_store_t *s, double before, int64_t keep_rows,
+                               tide_error_t *err);
+
 #endif

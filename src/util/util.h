@@ -47,4 +47,7 @@ int tide_parse_u64(const char *s, uint64_t *out);
 /* FNV-1a hash of a string (for small hash tables). */
 uint64_t tide_hash_str(const char *s);
 
+/* SHA-256 of data[0..n) as 64 lowercase hex digits and a NUL into out. */
+void tide_sha256_hex(const void *data, size_t n, char out[65]);
+
 #endif

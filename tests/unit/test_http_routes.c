@@ -570,9 +570,9 @@ static void test_server(void **state)
 {
     (void)state;
     static const tide_route_t routes[] = {
-        {"POST", "/v1/jobs", TIDE_ROLE_PUBLIC, stub},
-        {"GET", "/v1/jobs/{id}", TIDE_ROLE_PUBLIC, stub},
-        {"GET", "/api/v1/query", TIDE_ROLE_PUBLIC, prom_stub},
+        {"POST", "/v1/jobs", TIDE_ROLE_PUBLIC, stub, NULL},
+        {"GET", "/v1/jobs/{id}", TIDE_ROLE_PUBLIC, stub, NULL},
+        {"GET", "/api/v1/query", TIDE_ROLE_PUBLIC, prom_stub, NULL},
     };
     tide_auth_t *a = tide_auth_create();
     tide_router_t *rt = tide_router_create(routes, 3, a, NULL);
@@ -775,6 +775,105 @@ static void test_status_table(void **state)
     assert_int_equal(tide_http_status_code(502), TIDE_EIO);
 }
 
+/* ------------------------------------------------------------ audit hook */
+
+/* Every route that changes anything (not GET) names an audit kind, and no
+ * GET does: a new write route cannot be left out of the audit trail. */
+static void test_routes_audited(void **state)
+{
+    (void)state;
+    size_t n;
+    const tide_route_t *r = tide_daemon_routes(&n);
+    int writes = 0;
+    for (size_t i = 0; i < n; i++) {
+        int is_write = strcmp(r[i].method, "GET") != 0;
+        if (is_write != (r[i].audit != NULL))
+            fail_msg("%s %s: audit kind %s", r[i].method, r[i].pattern,
+                     r[i].audit ? r[i].audit : "(none)");
+        for (size_t k = 0; is_write && k < i; k++)
+            if (r[k].audit && !strcmp(r[k].audit, r[i].audit))
+                fail_msg("audit kind %s given twice", r[i].audit);
+        writes += is_write;
+    }
+    assert_true(writes >= 10);
+}
+
+typedef struct seen {
+    int n, status;
+    char team[160], role[16], peer[64], body[64], kind[32];
+} seen_t;
+
+static void audit_rec(void *app, const tide_http_req_t *req, const tide_http_reply_t *rep)
+{
+    seen_t *s = app;
+    s->n++;
+    s->status = rep->status;
+    snprintf(s->team, sizeof s->team, "%s", req->who.authenticated ? req->who.team : "");
+    snprintf(s->role, sizeof s->role, "%s",
+             req->who.authenticated ? tide_role_name(req->who.role) : "none");
+    snprintf(s->peer, sizeof s->peer, "%s", req->peer);
+    snprintf(s->body, sizeof s->body, "%s", req->body);
+    snprintf(s->kind, sizeof s->kind, "%s", req->route->audit);
+}
+
+static void ok_stub(void *app, const tide_http_req_t *req, tide_http_reply_t *rep)
+{
+    (void)app;
+    (void)req;
+    tide_http_reply_error(rep, 409, "EEXIST", "taken");
+}
+
+/* The hook sees answered and refused requests to audited routes, and only those. */
+static void test_audit_hook(void **state)
+{
+    (void)state;
+    static const tide_route_t routes[] = {
+        {"POST", "/w", TIDE_ROLE_SUBMITTER, ok_stub, "thing.write"},
+        {"GET", "/r", TIDE_ROLE_VIEWER, ok_stub, NULL},
+    };
+    tide_auth_t *a = tide_auth_create();
+    const char *toks = "viewer-token-0123456 red viewer\nsubmit-token-0123456 blue submitter\n";
+    tide_error_t err = {0};
+    if (tide_auth_load_mem(a, toks, strlen(toks), "t", &err) < 0)
+        fail_msg("%s", err.msg);
+    seen_t s = {0};
+    tide_router_t *rt = tide_router_create(routes, 2, a, &s);
+    tide_router_set_audit(rt, audit_rec);
+    tide_http_reply_t rep;
+    tide_http_input_t in = {.method = "POST", .path = "/w", .peer = "10.1.2.3",
+                            .authorization = "Bearer submit-token-0123456", .body = "{\"a\":1}",
+                            .body_len = 7};
+    tide_router_handle(rt, &in, &rep);
+    tide_http_reply_free(&rep);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.status, 409);
+    assert_string_equal(s.team, "blue");
+    assert_string_equal(s.role, "submitter");
+    assert_string_equal(s.peer, "10.1.2.3");
+    assert_string_equal(s.body, "{\"a\":1}");
+    assert_string_equal(s.kind, "thing.write");
+    in.authorization = "Bearer viewer-token-0123456"; /* refused: 403, still audited */
+    tide_router_handle(rt, &in, &rep);
+    tide_http_reply_free(&rep);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.status, 403);
+    assert_string_equal(s.role, "viewer");
+    in.authorization = NULL; /* no token: 401, audited with no team */
+    tide_router_handle(rt, &in, &rep);
+    tide_http_reply_free(&rep);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.status, 401);
+    assert_string_equal(s.role, "none");
+    assert_string_equal(s.team, "");
+    in = (tide_http_input_t){.method = "GET", .path = "/r",
+                             .authorization = "Bearer viewer-token-0123456"};
+    tide_router_handle(rt, &in, &rep); /* a read: not audited */
+    tide_http_reply_free(&rep);
+    assert_int_equal(s.n, 3);
+    tide_router_destroy(rt);
+    tide_auth_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -785,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_other_bodies),  cmocka_unit_test(test_prom),
         cmocka_unit_test(test_server),        cmocka_unit_test(test_get_parsing),
         cmocka_unit_test(test_prom_range),
+        cmocka_unit_test(test_routes_audited), cmocka_unit_test(test_audit_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

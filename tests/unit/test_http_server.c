@@ -55,9 +55,9 @@ static void h_quick(void *app, const tide_http_req_t *req, tide_http_reply_t *re
 }
 
 static const tide_route_t routes[] = {
-    {"GET", "/block", TIDE_ROLE_PUBLIC, h_block},
-    {"GET", "/quick", TIDE_ROLE_PUBLIC, h_quick},
-    {"POST", "/quick", TIDE_ROLE_PUBLIC, h_quick},
+    {"GET", "/block", TIDE_ROLE_PUBLIC, h_block, NULL},
+    {"GET", "/quick", TIDE_ROLE_PUBLIC, h_quick, NULL},
+    {"POST", "/quick", TIDE_ROLE_PUBLIC, h_quick, NULL},
 };
 
 typedef struct srv {

@@ -53,6 +53,11 @@ static void every_route_is_described(void **state)
         json_t *sec = json_object_get(op, "security");
         assert_true(json_is_array(sec));
         assert_int_equal(json_array_size(sec) == 0, r[i].role == TIDE_ROLE_PUBLIC);
+        /* the audit kind of a write route is its x-tide-audit */
+        const char *ak = json_string_value(json_object_get(op, "x-tide-audit"));
+        if ((ak == NULL) != (r[i].audit == NULL) || (ak && strcmp(ak, r[i].audit)))
+            fail_msg("%s %s: x-tide-audit %s, the route's audit kind %s", r[i].method,
+                     r[i].pattern, ak ? ak : "(none)", r[i].audit ? r[i].audit : "(none)");
         int ok2xx = 0;
         const char *code;
         json_t *v;

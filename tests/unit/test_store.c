@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "util/util.h"
 
 typedef struct fx {
     char dir[64];
@@ -462,6 +463,106 @@ static void test_fault_injection(void **state)
     assert_true(failures >= 8); /* each of the 9 calls failed once */
 }
 
+/* ---------------------------------------------------------- audit trail */
+
+static int audit_collect(void *ctx, const tide_store_audit_t *a)
+{
+    char *out = ctx;
+    size_t l = strlen(out);
+    snprintf(out + l, 512 - l, "%lld:%s:%s:%d;", (long long)a->id, a->team, a->kind, a->status);
+    return 0;
+}
+
+static void audit_add(tide_store_t *s, double t, const char *team, const char *kind, int status,
+                      const char *body)
+{
+    tide_error_t err = {0};
+    tide_store_audit_t a = {.time = t, .team = team, .role = "submitter", .peer = "127.0.0.1",
+                            .method = "POST", .path = "/v1/jobs", .kind = kind,
+                            .request = body, .bytes = -1, .status = status,
+                            .error = status >= 400 ? "EINVAL" : NULL};
+    if (tide_store_audit_append(s, &a, &err) < 0)
+        fail_msg("append: %s", err.msg);
+    assert_true(a.id > 0);
+}
+
+static void test_audit(void **state)
+{
+    fx_t *f = *state;
+    tide_store_t *s = open_ok(f->path);
+    audit_add(s, 100, "red", "job.submit", 201, "{\"gpus\":8}");
+    audit_add(s, 200, "blue", "job.cancel", 409, "");
+    audit_add(s, 300, "red", "job.cancel", 200, "");
+    char out[512] = "";
+    tide_error_t err = {0};
+    tide_store_audit_query_t q = {.since = 0};
+    assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 3);
+    assert_string_equal(out, "1:red:job.submit:201;2:blue:job.cancel:409;3:red:job.cancel:200;");
+    out[0] = '\0';
+    q = (tide_store_audit_query_t){.since = 150, .team = "red"};
+    assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 1);
+    assert_string_equal(out, "3:red:job.cancel:200;");
+    out[0] = '\0';
+    q = (tide_store_audit_query_t){.kind = "job.cancel", .limit = 1}; /* the oldest first */
+    assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 1);
+    assert_string_equal(out, "2:blue:job.cancel:409;");
+    out[0] = '\0';
+    q.after = 2; /* the cursor: the next page */
+    assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 1);
+    assert_string_equal(out, "3:red:job.cancel:200;");
+    /* the body: bounded copy, whole length and SHA-256 of the whole */
+    size_t big = TIDE_STORE_AUDIT_BODY * 3;
+    char *body = malloc(big + 1);
+    memset(body, 'x', big);
+    body[big] = '\0';
+    audit_add(s, 400, "red", "job.submit", 201, body);
+    free(body);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT length(request), bytes, digest FROM audit "
+                                            "WHERE id = 4", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), TIDE_STORE_AUDIT_BODY);
+    assert_int_equal(sqlite3_column_int(st, 1), (int)big);
+    char want[65];
+    char *xs = malloc(big);
+    memset(xs, 'x', big);
+    tide_sha256_hex(xs, big, want);
+    free(xs);
+    assert_string_equal((const char *)sqlite3_column_text(st, 2), want);
+    sqlite3_finalize(st);
+    /* append-only: an update is refused */
+    char *msg = NULL;
+    assert_int_not_equal(sqlite3_exec(db, "UPDATE audit SET team = 'x' WHERE id = 1", NULL, NULL,
+                                      &msg), SQLITE_OK);
+    assert_non_null(strstr(msg, "append-only"));
+    sqlite3_free(msg);
+    sqlite3_close(db);
+    /* retention: by age, then by count (the oldest go first) */
+    assert_int_equal(tide_store_audit_prune(s, 150, 0, &err), 1);
+    assert_int_equal(tide_store_audit_prune(s, 0, 2, &err), 1);
+    out[0] = '\0';
+    q = (tide_store_audit_query_t){.since = 0};
+    assert_int_equal(tide_store_audit_list(s, &q, audit_collect, out, &err), 2);
+    assert_string_equal(out, "3:red:job.cancel:200;4:red:job.submit:201;");
+    assert_int_equal(tide_store_audit_prune(s, 0, 0, &err), 0); /* no limits: nothing */
+    tide_store_close(s);
+}
+
+static void test_sha256(void **state)
+{
+    (void)state;
+    char h[65];
+    tide_sha256_hex("", 0, h);
+    assert_string_equal(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    tide_sha256_hex("abc", 3, h);
+    assert_string_equal(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"; /* 56 bytes */
+    tide_sha256_hex(m, strlen(m), h);
+    assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +574,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_feed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_usage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
+        cmocka_unit_test(test_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
