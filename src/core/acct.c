@@ -21,8 +21,17 @@ static int needed_replicas(const service_t *s)
 
 /* ------------------------------------------------------------- the oracle
  * A fluid bound: inference gets exactly its need, the other up GPUs go to the
- * training submitted so far with no gangs, placement, checkpoints or switching
- * costs, but each job at most at its own width (gpus). When the jobs present
+ * training submitted so far with no gangs, placement, reclaim checkpoints or
+ * switching costs, but each job at most at its own width (gpus). Two costs
+ * every schedule pays are charged: a job's periodic checkpoints (one of
+ * ckpt_s per ckpt_interval_s of training: it occupies its GPUs for them, and
+ * they are not training), and the warm-up of inference replicas, with perfect
+ * foresight: a replica level that comes back after a gap was either kept
+ * through the gap or restarted one warm-up ahead, whichever is cheaper,
+ * min(gap, warmup_s) x gpus_per_replica GPU-seconds (a level's first start
+ * pays warmup_s; levels up at the first step with `warm_start` pay nothing).
+ * That charge is known when the level comes back, and is taken from the
+ * spare GPUs from then on (orc_debt). When the jobs present
  * want more than the spare GPUs, every job runs at the same fraction f of its
  * width (processor sharing), so all of them advance by f x dt full-width
  * seconds: one virtual clock V (integral of f) serves them all, and a job
@@ -59,14 +68,18 @@ static void orc_sift_down(oracle_job_t *h, size_t n, size_t i)
     }
 }
 
-void tide__oracle_submit(tide_engine_t *e, tide_time_t duration_s, int gpus)
+void tide__oracle_submit(tide_engine_t *e, const tide_job_spec_t *sp)
 {
-    if (duration_s <= 0 || gpus <= 0)
+    if (sp->duration_s <= 0 || sp->gpus <= 0)
         return;
-    oracle_job_t x = {.vf = e->orc_v + (double)duration_s, .gpus = gpus};
+    double d = (double)sp->duration_s, occ = d;
+    if (sp->ckpt_interval_s > 0) /* checkpoints strictly inside the run */
+        occ += (double)((sp->duration_s - 1) / sp->ckpt_interval_s) * (double)sp->ckpt_s;
+    oracle_job_t x = {.vf = e->orc_v + occ, .gpus = sp->gpus, .useful = sp->gpus * d / occ};
     TIDE_PUSH(e->orc, e->orc_n, e->orc_cap, x);
     orc_sift_up(e->orc, e->orc_n - 1);
-    e->orc_width += gpus;
+    e->orc_width += sp->gpus;
+    e->orc_useful += x.useful;
 }
 
 /* Training GPU-seconds the fluid does in dt seconds with `spare` GPUs. */
@@ -79,20 +92,47 @@ static double oracle_train(tide_engine_t *e, double spare, double dt)
         double dv = e->orc[0].vf - e->orc_v; /* virtual time to the next finish */
         if (dv > f * dt) {
             e->orc_v += f * dt;
-            work += f * c * dt;
+            work += f * e->orc_useful * dt;
             break;
         }
         double t1 = dv > 0 ? dv / f : 0;
-        work += f * c * t1;
+        work += f * e->orc_useful * t1;
         dt -= t1;
         e->orc_v = e->orc[0].vf;
         while (e->orc_n > 0 && e->orc[0].vf <= e->orc_v) {
             e->orc_width -= e->orc[0].gpus;
+            e->orc_useful -= e->orc[0].useful;
+            if (e->orc_n == 1)
+                e->orc_useful = 0; /* no rounding residue */
             e->orc[0] = e->orc[--e->orc_n];
             orc_sift_down(e->orc, e->orc_n, 0);
         }
     }
     return work;
+}
+
+/* Warm-up GPU-seconds the fluid pays for service s going from its last
+ * need to `need` replicas at e->now (see the oracle above). */
+static double orc_levels(tide_engine_t *e, service_t *s, int need)
+{
+    if ((size_t)need > s->orc_off_cap) {
+        size_t old = s->orc_off_cap;
+        tide_grow((void **)&s->orc_off, &s->orc_off_cap, (size_t)need, sizeof *s->orc_off);
+        for (size_t k = old; k < s->orc_off_cap; k++)
+            s->orc_off[k] = ORC_NEVER;
+    }
+    double w = (double)s->spec.warmup_s, rs = 0;
+    for (int k = need; k < s->orc_need; k++)
+        s->orc_off[k] = e->now;
+    for (int k = s->orc_need; k < need; k++) {
+        tide_time_t off = s->orc_off[k];
+        if (off != ORC_NEVER)
+            rs += (double)(e->now - off) < w ? (double)(e->now - off) : w;
+        else if (!(e->cfg.warm_start && e->now == e->start))
+            rs += w;
+    }
+    s->orc_need = need;
+    return rs * s->spec.gpus_per_replica;
 }
 
 void tide__acct_advance(tide_engine_t *e, tide_time_t now)
@@ -137,13 +177,17 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
         st->requests_served += served;
         tide__fc_served(&s->fc, dt, s->demand * dt, served);
         need_inf += need * s->spec.gpus_per_replica;
+        e->orc_debt += orc_levels(e, s, need);
     }
     int up = 0;
     for (int z = 0; z < Z_COUNT; z++)
         up += e->zone_gpus[z];
     if (need_inf > up)
         need_inf = up;
-    st->oracle_gpu_s += need_inf * dt + oracle_train(e, (double)(up - need_inf), dt);
+    /* warm-up owed comes out of the spare GPUs first */
+    double spare = (double)(up - need_inf), pay = spare * dt < e->orc_debt ? spare * dt : e->orc_debt;
+    e->orc_debt -= pay;
+    st->oracle_gpu_s += need_inf * dt + oracle_train(e, spare - pay / dt, dt);
 
     if (e->queue_gpus > 0) {
         unsigned tz = tide__train_zones_now(e, e->now);

@@ -156,6 +156,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].cells);
         free(e->svcs[s].warm.v);
         free(e->svcs[s].hpa);
+        free(e->svcs[s].orc_off);
     }
     free(e->reserve_type);
     free(e->foreign_cells);
@@ -312,7 +313,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     e->teams[j->team].jobs++;
     e->teams[j->team].waiting++;
     e->teams[j->team].waiting_submit_sum += (double)j->submitted;
-    tide__oracle_submit(e, sp.duration_s, sp.gpus);
+    tide__oracle_submit(e, &sp);
     return 0;
 }
 

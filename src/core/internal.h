@@ -197,6 +197,11 @@ typedef struct service {
     struct hpa_rec { tide_time_t t; int n; } *hpa; /* `k8s`: recommendations in the
                                   stabilisation window, values decreasing */
     size_t hpa_n, hpa_cap;
+    /* the oracle's replica levels: level k+1 went off at orc_off[k]
+     * (ORC_NEVER: never on), and the need at the last accounting */
+    tide_time_t *orc_off;
+    size_t orc_off_cap;
+    int orc_need;
     double slo_target;         /* spec's, or the config default */
     /* learned lead: lateness of capacity after a demand rise */
     tide_time_t short_since;   /* demand above ready capacity since (-1: not) */
@@ -229,11 +234,15 @@ typedef struct team {
 struct tide_policy;
 struct lease_key;
 
-/* A job in the oracle's fluid schedule: done when the virtual clock reaches vf. */
+/* A job in the oracle's fluid schedule: done when the virtual clock reaches
+ * vf; of its gpus, `useful` GPUs' worth train (the rest is its periodic
+ * checkpoints). */
 typedef struct oracle_job {
     double vf;
     int gpus;
+    double useful;
 } oracle_job_t;
+#define ORC_NEVER INT64_MIN
 
 /* A reservation for the head job of a priority (EASY backfill). */
 typedef struct reservation {
@@ -302,6 +311,8 @@ struct tide_engine {
     size_t orc_n, orc_cap;
     double orc_v;            /* its virtual clock: full-width seconds every job advanced */
     long orc_width;          /* sum of the widths (GPUs) of its unfinished jobs */
+    double orc_useful;       /* the same, less their periodic checkpoints */
+    double orc_debt;         /* warm-up GPU-seconds the fluid still owes */
     samples_t smp[TIDE_SAMPLE_COUNT];
     double declared_ckpt_max;
     int n_types;
@@ -430,7 +441,7 @@ void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
 /* delta GPUs of domain d held by foreign jobs (class none, state foreign;
  * the tier of d's zone, d's GPU type). */
 void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta);
-void tide__oracle_submit(tide_engine_t *e, tide_time_t duration_s, int gpus);
+void tide__oracle_submit(tide_engine_t *e, const tide_job_spec_t *sp);
 void tide__samples_add(samples_t *s, double v);
 double tide__samples_q99(samples_t *s);
 

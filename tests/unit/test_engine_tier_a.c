@@ -148,6 +148,7 @@ static void test_oracle_caps_each_job(void **state)
     tide_config_t cfg = ef_cfg("preempt");
     ef_t *f = ef_new("1x8", &cfg);
     tide_job_spec_t a = ef_job("a", 2, 2, 1, 0, 1000), b = ef_job("b", 2, 4, 4, 0, 3000);
+    b.ckpt_interval_s = 3000; /* no periodic checkpoint inside the run */
     ef_submit(f, 0, &a);
     ef_submit(f, 0, &b);
     static const struct { tide_time_t t; double want; } pts[] = {
@@ -166,6 +167,59 @@ static void test_oracle_caps_each_job(void **state)
     assert_float_equal(stats(f).oracle_gpu_s, 8.0 * 1200, 1e-6);
     ef_ticks(f, 3000, 50);
     assert_float_equal(stats(f).oracle_gpu_s, 12000, 1e-6);
+    ef_free(f);
+}
+
+/* The oracle charges a job's periodic checkpoints: a 4-GPU job of 3000 s
+ * checkpointing 60 s every 1000 s takes 3120 s on its GPUs (two checkpoints
+ * strictly inside the run), of which 3000 s train: 12000 GPU-s of training,
+ * done at 3120 s. */
+static void test_oracle_charges_checkpoints(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("preempt");
+    ef_t *f = ef_new("1x8", &cfg);
+    tide_job_spec_t a = ef_job("a", 2, 4, 4, 0, 3000);
+    a.ckpt_interval_s = 1000;
+    ef_submit(f, 0, &a);
+    ef_ticks(f, 1560, 60);
+    assert_float_equal(stats(f).oracle_gpu_s, 6000, 1e-6); /* half way */
+    ef_ticks(f, 5000, 60);
+    assert_float_equal(stats(f).oracle_gpu_s, 12000, 1e-6);
+    ef_free(f);
+}
+
+/* The oracle charges warm-up with perfect foresight: a replica level that
+ * comes back after a gap costs min(gap, warm-up) x gpus_per_replica, taken
+ * from the spare GPUs (here: training that would have filled them). 2x8, one
+ * 8-GPU service (warm-up 300 s), a 16-GPU-wide job that keeps 8 GPUs busy
+ * otherwise; demand for one replica from 0 (warm at the start), none over
+ * [600, 700) (gap 100 s < warm-up: kept), none over [1000, 2000) (restarted:
+ * 300 s). */
+static void test_oracle_charges_warmup(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("preempt");
+    cfg.warm_start = 1;
+    ef_t *f = ef_new("2x8", &cfg);
+    ef_service(f, "chat", 8, 10, 0, 300);
+    tide_job_spec_t a = ef_job("a", 2, 16, 8, 1, 100000);
+    a.ckpt_interval_s = 100000;
+    ef_submit(f, 0, &a);
+    ef_demand(f, 0, 0, 5);
+    ef_ticks(f, 600, 60);
+    ef_demand(f, 600, 0, 0);
+    ef_ticks(f, 700, 50);
+    ef_demand(f, 700, 0, 5);
+    ef_ticks(f, 1000, 60);
+    ef_demand(f, 1000, 0, 0);
+    ef_ticks(f, 2000, 60);
+    ef_demand(f, 2000, 0, 5);
+    ef_ticks(f, 2960, 60);
+    ef_tick(f, 3000);
+    /* 16 GPUs busy all along (need + training), less the warm-ups: 100 s
+     * bridged and 300 s before 2000, 8 GPUs each */
+    assert_float_equal(stats(f).oracle_gpu_s, 16.0 * 3000 - 8.0 * (100 + 300), 1e-6);
     ef_free(f);
 }
 
@@ -271,6 +325,8 @@ int main(void)
         cmocka_unit_test(test_reserve_reclaims_lent_training),
         cmocka_unit_test(test_breach_when_nothing_can_take_over),
         cmocka_unit_test(test_oracle_caps_each_job),
+        cmocka_unit_test(test_oracle_charges_checkpoints),
+        cmocka_unit_test(test_oracle_charges_warmup),
         cmocka_unit_test(test_headroom_sizing),
         cmocka_unit_test(test_k8s_scale_down_window),
         cmocka_unit_test(test_k8s_preempts_training_never_p0),
