@@ -185,7 +185,7 @@ int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, t
     /* the pending events stay; the carried ones join them */
     tide_error_t e2 = {0};
     if (dmn_engine_build(d, &e2) < 0 ||
-        !(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, &e2))) {
+        !(d->be = dmn_backend_create(d, &e2))) {
         dmn_log(d, "new epoch: %s", e2.msg);
         d->failed = 1;
         carries_free(&c);
