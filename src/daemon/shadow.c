@@ -218,6 +218,7 @@ json_t *dmn_shadow_json(tide_daemon_t *d)
 {
     json_t *o = json_object();
     api_set(o, "mode", json_string(d->shadow ? "shadow" : "enact"));
+    api_set(o, "learned", shadow_forecast(d)); /* kept across the switch */
     dshadow_t *s = d->sh;
     if (!s)
         return o;
@@ -242,9 +243,9 @@ json_t *dmn_shadow_json(tide_daemon_t *d)
                                      (json_int_t)s->no_rise, "lead_mean_s",
                                      api_num(s->rises ? s->lead_sum / s->rises : 0), "lead_min_s",
                                      api_num(s->lead_min > 0 ? s->lead_min : 0)));
-    api_set(o, "forecast", json_pack("{s:I,s:o,s:I,s:o}", "checks", (json_int_t)s->scored,
+    api_set(o, "forecast", json_pack("{s:I,s:o,s:I}", "checks", (json_int_t)s->scored,
                                      "mean_abs_error", api_num(s->scored ? s->err_sum / s->scored : 0),
-                                     "under", (json_int_t)s->under, "services", shadow_forecast(d)));
+                                     "under", (json_int_t)s->under));
     double dem = st.requests_demanded - s->s0.requests_demanded;
     double srv = st.requests_served - s->s0.requests_served;
     api_set(o, "risk", json_pack("{s:o,s:o,s:I,s:o}", "short_s", api_num(s->short_s),
