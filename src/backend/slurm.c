@@ -153,6 +153,10 @@ static void push_ev(slurmbe_t *s, int kind, int32_t job, int32_t replica, int32_
 /* ------------------------------------------------------- read-only (shadow) */
 
 #define RO_MSG "read-only (shadow mode): "
+static int ro_refuse(tide_error_t *err, const char *what, uint32_t id)
+{
+    return tide_errf(err, TIDE_ESTATE, RO_MSG "%s of job %u refused", what, id);
+}
 static int ro_submit(void *h, const tide_slurm_submit_t *x, uint32_t *id, tide_error_t *err)
 {
     (void)h, (void)id;
@@ -160,33 +164,27 @@ static int ro_submit(void *h, const tide_slurm_submit_t *x, uint32_t *id, tide_e
 }
 static int ro_release(void *h, uint32_t id, tide_error_t *err)
 {
-    (void)h;
-    return tide_errf(err, TIDE_ESTATE, RO_MSG "release of job %u refused", id);
+    return (void)h, ro_refuse(err, "release", id);
 }
 static int ro_time_limit(void *h, uint32_t id, uint32_t m, tide_error_t *err)
 {
-    (void)h, (void)m;
-    return tide_errf(err, TIDE_ESTATE, RO_MSG "time limit of job %u refused", id);
+    return (void)h, (void)m, ro_refuse(err, "time limit update", id);
 }
 static int ro_set_nodes(void *h, uint32_t id, const char *nl, int n, tide_error_t *err)
 {
-    (void)h, (void)nl, (void)n;
-    return tide_errf(err, TIDE_ESTATE, RO_MSG "node list of job %u refused", id);
+    return (void)h, (void)nl, (void)n, ro_refuse(err, "node list update", id);
 }
 static int ro_signal(void *h, uint32_t id, int sig, tide_error_t *err)
 {
-    (void)h, (void)sig;
-    return tide_errf(err, TIDE_ESTATE, RO_MSG "signal to job %u refused", id);
+    return (void)h, (void)sig, ro_refuse(err, "signal", id);
 }
 static int ro_requeue(void *h, uint32_t id, int hold, tide_error_t *err)
 {
-    (void)h, (void)hold;
-    return tide_errf(err, TIDE_ESTATE, RO_MSG "requeue of job %u refused", id);
+    return (void)h, (void)hold, ro_refuse(err, "requeue", id);
 }
 static int ro_cancel(void *h, uint32_t id, tide_error_t *err)
 {
-    (void)h;
-    return tide_errf(err, TIDE_ESTATE, RO_MSG "cancel of job %u refused", id);
+    return (void)h, ro_refuse(err, "cancel", id);
 }
 
 /* ops with the reads of `ops` and every write refused. */

@@ -9,6 +9,26 @@
 #include "cli/remote.h"
 #include "util/util.h"
 
+/* The answer: printed (as JSON with --json), freed. Exit status. */
+static int answer(json_t *res, const tide_remote_opts_t *ro, const tide_error_t *err,
+                  void (*print)(const json_t *, const void *), const void *arg)
+{
+    if (!res)
+        return tide_remote_fail(err);
+    if (ro->json)
+        tide_remote_print_json(res);
+    else
+        print(res, arg);
+    json_decref(res);
+    return 0;
+}
+
+static void print_requested(const json_t *res, const void *svc)
+{
+    (void)res;
+    printf("rehearsal of %s requested\n", (const char *)svc);
+}
+
 static void rehearse_usage(FILE *f)
 {
     fprintf(f, "usage: tide rehearse SERVICE [--server URL] [--token T] [--json]\n"
@@ -91,18 +111,12 @@ int tide_cmd_rehearse(int argc, char **argv)
         res = tide_client_call(&c, "POST", path, NULL, NULL, &err);
     }
     tide_client_fini(&c);
-    if (!res)
-        return tide_remote_fail(&err);
-    if (ro.json)
-        tide_remote_print_json(res);
-    else
-        printf("rehearsal of %s requested\n", svc);
-    json_decref(res);
-    return 0;
+    return answer(res, &ro, &err, print_requested, svc);
 }
 
-static void print_shadow(const json_t *j)
+static void print_shadow(const json_t *j, const void *arg)
 {
+    (void)arg;
     const json_t *rc = json_object_get(j, "reclaims"), *fc = json_object_get(j, "forecast"),
                  *rk = json_object_get(j, "risk"), *be = json_object_get(j, "backend");
     printf("mode: %s\n", json_string_value(json_object_get(j, "mode")));
@@ -161,12 +175,5 @@ int tide_cmd_shadow(int argc, char **argv)
     if (!err.code)
         res = tide_remote_get(&c, "/v1/shadow", &err);
     tide_client_fini(&c);
-    if (!res)
-        return tide_remote_fail(&err);
-    if (ro.json)
-        tide_remote_print_json(res);
-    else
-        print_shadow(res);
-    json_decref(res);
-    return 0;
+    return answer(res, &ro, &err, print_shadow, NULL);
 }

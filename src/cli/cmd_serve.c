@@ -659,6 +659,9 @@ static int check_config_report(serve_t *v)
            c->policy ? c->policy : "elastic (default; or the database's)",
            c->backend ? c->backend : "sim", c->listen, c->tls_cert ? " (TLS)" : "",
            c->tokens ? c->tokens : "(none: open API on loopback)");
+    printf("  mode       %s\n", c->shadow ? "shadow (enacts nothing)" : "enact");
+    if (c->rehearse_every > 0)
+        printf("  rehearsals every %llds of engine time\n", (long long)c->rehearse_every);
     return 0;
 }
 

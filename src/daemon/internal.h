@@ -454,6 +454,9 @@ void dmn_shadow_step(tide_daemon_t *d, tide_time_t t, const tide_actions_t *acts
 json_t *dmn_shadow_json(tide_daemon_t *d);             /* GET /v1/shadow (lock held) */
 void dmn_shadow_metrics(tide_daemon_t *d, tide_prom_t *p);
 void dmn_shadow_free(tide_daemon_t *d);
+/* A new epoch (epoch.c): before the engine is replaced (built 0) and after
+ * (built 1): the report's totals carry over to the fresh engine. */
+void dmn_shadow_epoch(tide_daemon_t *d, int built);
 /* Leave shadow mode (lock held): a real backend, reconciled (what the twin
  * ran starts for real); the engine, and so its forecast, is kept. ESTATE
  * when not in shadow mode. */

@@ -27,7 +27,8 @@ typedef struct rise {
 
 struct dshadow {
     tide_time_t since, until;    /* engine time the shadow began / ended (-1: still) */
-    tide_stats_t s0;             /* the engine's totals when it began */
+    tide_stats_t s0;             /* the engine's totals when it began (shifted at a new epoch) */
+    tide_stats_t pre;            /* the old engine's totals at a new epoch */
     tide_backend_status_t b_end; /* the real backend's counters when it ended */
     long would[TIDE_ACT_KIND_COUNT];
     long reclaims, rises, no_rise;
@@ -197,6 +198,28 @@ void dmn_shadow_step(tide_daemon_t *d, tide_time_t t, const tide_actions_t *acts
             s->early_starts++;
     }
     forecast_track(d, s, t);
+}
+
+void dmn_shadow_epoch(tide_daemon_t *d, int built)
+{
+    dshadow_t *s = d->sh;
+    if (!s)
+        return;
+    if (!built) {
+        tide_engine_stats(d->e, &s->pre);
+        return;
+    }
+    tide_stats_t st;
+    tide_engine_stats(d->e, &st);
+    /* what the old engine counted since the shadow began carries over */
+#define SHIFT(f) s->s0.f = st.f - (s->pre.f - s->s0.f)
+    SHIFT(borrowed_gpu_s);
+    SHIFT(leases_granted);
+    SHIFT(requests_demanded);
+    SHIFT(requests_served);
+    SHIFT(reclaims_late);
+    SHIFT(tier_a_breach_gpu_s);
+#undef SHIFT
 }
 
 /* ------------------------------------------------------------ the report */
