@@ -295,8 +295,8 @@ void dmn_shadow_metrics(tide_daemon_t *d, tide_prom_t *p)
         double v;
     } m[] = {
         {"tide_shadow_mode", "gauge", "1 while the daemon runs in shadow mode (enacts nothing).", d->shadow},
-        {"tide_shadow_lent_gpu_hours", "gauge", "GPU-hours shadow mode would have lent to training.",
-         s ? (st.borrowed_gpu_s - s->s0.borrowed_gpu_s) / 3600 : 0},
+        {"tide_shadow_lent_gpu_seconds_total", "counter", "GPU-seconds shadow mode would have lent to training.",
+         s ? st.borrowed_gpu_s - s->s0.borrowed_gpu_s : 0},
         {"tide_shadow_reclaims_total", "counter", "Reclaim notices shadow mode would have sent.", s ? s->reclaims : 0},
         {"tide_shadow_reclaim_lead_seconds", "gauge",
          "Mean time from a would-be reclaim notice to the real rise of demand above the capacity then ready.",
