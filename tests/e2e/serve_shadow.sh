@@ -37,6 +37,9 @@ grep -Eq '^tide_shadow_lent_gpu_seconds_total [0-9.]*[1-9]' "$tmp/m1.txt" || fai
 grep -q '^real backend: *0 submits, 0 signals, 0 cancels' "$tmp/shadow.txt" || fail "tide shadow: $(cat "$tmp/shadow.txt")"
 grep -q '^would have lent:' "$tmp/shadow.txt" || fail "tide shadow: $(cat "$tmp/shadow.txt")"
 
+api GET /v1/cluster
+[ "$(jq_ 'd["mode"]')" = shadow ] || fail "/v1/cluster mode is not shadow (the dashboard shows it)"
+
 # the job is the shadow's (its twin runs it), the cluster has nothing
 api GET /v1/jobs/m1
 [ "$(jq_ 'd["state"]')" = running ] || fail "m1 is not running in the shadow's view: $API_BODY"
