@@ -146,6 +146,9 @@ typedef enum tide_event_kind {
                                 node's GPUs; 0 clears). Tide never places on
                                 them; a count above the node's free GPUs is
                                 taken as tide's GPUs there are released */
+    TIDE_EV_REHEARSE,        /* service: start one rehearsal replica (a warm-up
+                                measured on free GPUs, then stopped; see
+                                tide_engine_rehearsal). Ignored while one runs */
     TIDE_EV_KIND_COUNT
 } tide_event_kind_t;
 
@@ -195,6 +198,7 @@ typedef enum tide_reason {
     TIDE_R_SCALE,         /* autoscaler */
     TIDE_R_WINDOW,        /* time-share window closing */
     TIDE_R_QUOTA,         /* a team takes its guaranteed quota back from a borrower */
+    TIDE_R_REHEARSAL,     /* a warm-up rehearsal's replica (start and stop) */
     TIDE_R_COUNT
 } tide_reason_t;
 
@@ -357,6 +361,25 @@ typedef struct tide_forecast_info {
 int tide_engine_forecast(const tide_engine_t *e, int service, tide_time_t horizon,
                          tide_forecast_info_t *out);
 
+/* Warm-up rehearsals of a service (TIDE_EV_REHEARSE). A rehearsal replica
+ * is placed on free GPUs of the service's zones (never on GPUs claimed by a
+ * reclaim, never counted as capacity), accounted as state REHEARSING; when
+ * it reports ready its warm-up is a sample of the service's warm-up
+ * distribution and it stops at once. The warm-up part of the lead is then at
+ * least the latest rehearsal's (a cold start measured on purpose). A
+ * rehearsal is slow when its warm-up exceeds what the lead allowed for the
+ * warm-up before it: the lead's warm-up term + lead_extra_s + the measured
+ * lateness + one tick. */
+typedef struct tide_rehearsal_info {
+    int done, slow, failed;      /* rehearsals completed, of them slow; failed */
+    int running;                 /* 1 while one warms up; 2 asked, waiting for GPUs */
+    double last_warmup_s;        /* the latest completed one's warm-up (0: none) */
+    double allowed_s;            /* what the lead allowed it (0: none) */
+    tide_time_t last_at;         /* when it completed (-1: never) */
+    double gpu_s;                /* GPU-seconds rehearsals held (state REHEARSING) */
+} tide_rehearsal_info_t;
+int tide_engine_rehearsal(const tide_engine_t *e, int service, tide_rehearsal_info_t *out);
+
 /* Preload past demand of a service so the forecast works from the first
  * step: `rps` was the demand from time t until the next point. Points of a
  * service must come in non-decreasing t; before the first step any t is
@@ -378,6 +401,7 @@ typedef enum tide_state {
     TIDE_S_LOST,
     TIDE_S_IDLE,
     TIDE_S_FOREIGN,  /* held by jobs tide does not manage (class none) */
+    TIDE_S_REHEARSING, /* a warm-up rehearsal's replica (class inference) */
     TIDE_S_COUNT
 } tide_state_t;
 const char *tide_state_name(int s);

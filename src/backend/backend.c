@@ -11,9 +11,8 @@
 static tide_backend_t *sim_create(const tide_engine_t *e, const tide_backend_opts_t *o,
                                   tide_error_t *err)
 {
-    (void)o;
     (void)err;
-    return tide_backend_sim_create(e);
+    return tide_backend_sim_create_opts(e, o);
 }
 
 static const struct builtin {

@@ -42,6 +42,12 @@ typedef struct tide_backend_opts {
                                       never waits on Slurm's timeouts. 0: retry inline at
                                       each poll (deterministic: the unit tests) */
     const tide_slurm_ops_t *slurm; /* NULL: libslurm (tests plug a fake) */
+    int read_only;                 /* shadow mode: the cluster engine is only read. Slurm:
+                                      every write (submit, release, update, signal,
+                                      requeue, cancel) is refused before libslurm and
+                                      counted in status.refused */
+    double sim_warmup_factor;      /* sim: replica warm-ups take this x the declared
+                                      warmup_s (0 = 1; tide_world_set_warmup_factor) */
     FILE *log;                     /* NULL: stderr */
     double (*unix_clock)(void *); /* NULL: time(); tests use a manual clock */
     void *unix_clock_ctx;
@@ -63,6 +69,7 @@ typedef struct tide_backend_status {
     long submits, requeues, signals, cancels;
     long exits_ok, exits_failed, timeouts; /* jobs the backend saw end */
     long pending_ops;   /* changes waiting because the cluster engine did not answer */
+    long refused;       /* writes a read-only backend refused (shadow mode) */
 } tide_backend_status_t;
 
 /* The work of a training job as submitted: what a backend that runs real
@@ -163,8 +170,30 @@ const char *tide_backend_node_name(const tide_backend_t *b, int node);
 /* Zeros (reachable = 1) for backends without counters. */
 void tide_backend_status(const tide_backend_t *b, tide_backend_status_t *out);
 
-/* The sim backend's constructor (also reachable by name). */
+/* The sim backend's constructor (also reachable by name). Its status counts
+ * what it enacted: submits (job and replica starts), signals (checkpoint
+ * notices and resizes), cancels (stops). */
 tide_backend_t *tide_backend_sim_create(const tide_engine_t *e);
+/* ... with options (NULL = defaults: sim_warmup_factor). */
+tide_backend_t *tide_backend_sim_create_opts(const tide_engine_t *e, const tide_backend_opts_t *o);
+
+/* Shadow mode: a backend that enacts nothing on `real` (taken over: the
+ * shadow owns it). Every action goes to a simulated twin (a sim backend on
+ * the same engine, with o's sim options): the engine's decisions play out
+ * there (replicas warm, jobs run) so it can keep deciding. poll() returns
+ * the twin's events, then real's observations of the cluster itself (events
+ * naming no job and no replica: nodes failing and recovering, foreign jobs);
+ * real's events about tide's own work are dropped (it runs none). Node
+ * names and status are real's (its counters show what it really did);
+ * job_alive, replica_alive and job_info answer for the twin. Caller owns
+ * the result; NULL real is refused (NULL). */
+tide_backend_t *tide_backend_shadow_create(tide_backend_t *real, const tide_engine_t *e,
+                                           const tide_backend_opts_t *o);
+/* Is b a shadow backend? */
+int tide_backend_is_shadow(const tide_backend_t *b);
+/* Leave shadow mode: the real backend taken out of shadow b (b and its twin
+ * are freed), or b itself when it is no shadow. */
+tide_backend_t *tide_backend_shadow_release(tide_backend_t *b);
 
 /* The Slurm backend's constructor (also reachable by name "slurm"). Checks
  * that Slurm's GPU nodes match the engine's cluster. Errors: EIO Slurm

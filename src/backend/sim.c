@@ -11,7 +11,26 @@ typedef struct simbe {
     tide_world_t *w;
     uint8_t *rep_live; /* replicas started and not stopped, by handle */
     size_t nrep;
+    tide_backend_status_t st;
 } simbe_t;
+
+/* What an action counts as in the status (a table by kind). */
+static long *act_counter(simbe_t *s, int kind)
+{
+    switch (kind) {
+    case TIDE_ACT_JOB_START:
+    case TIDE_ACT_REPLICA_START:
+        return &s->st.submits;
+    case TIDE_ACT_JOB_CKPT:
+    case TIDE_ACT_JOB_RESIZE:
+        return &s->st.signals;
+    case TIDE_ACT_JOB_STOP:
+    case TIDE_ACT_REPLICA_STOP:
+        return &s->st.cancels;
+    default:
+        return NULL;
+    }
+}
 
 static void apply_one(simbe_t *s, tide_time_t now, const tide_action_t *a)
 {
@@ -32,6 +51,11 @@ static void rep_mark(simbe_t *s, int32_t r, uint8_t live)
 static int sim_act(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
     (void)err;
+    simbe_t *s = ctx;
+    long *c = act_counter(s, x->a->kind);
+    s->st.calls++;
+    if (c)
+        (*c)++;
     if (x->a->kind == TIDE_ACT_REPLICA_START || x->a->kind == TIDE_ACT_REPLICA_STOP)
         rep_mark(ctx, x->a->replica, x->a->kind == TIDE_ACT_REPLICA_START);
     apply_one(ctx, x->now, x->a);
@@ -62,6 +86,12 @@ static int sim_rep_alive(void *ctx, int32_t r)
     return r >= 0 && (size_t)r < s->nrep && s->rep_live[r];
 }
 
+static void sim_status(void *ctx, tide_backend_status_t *out)
+{
+    *out = ((simbe_t *)ctx)->st;
+    out->reachable = 1;
+}
+
 static void sim_destroy(void *ctx)
 {
     simbe_t *s = ctx;
@@ -82,13 +112,21 @@ const tide_backend_ops_t tide_backend_sim_ops = {
     .next_event = sim_next,
     .job_alive = sim_job_alive,
     .replica_alive = sim_rep_alive,
+    .status = sim_status,
     .destroy = sim_destroy,
 };
 
 tide_backend_t *tide_backend_sim_create(const tide_engine_t *e)
 {
+    return tide_backend_sim_create_opts(e, NULL);
+}
+
+tide_backend_t *tide_backend_sim_create_opts(const tide_engine_t *e, const tide_backend_opts_t *o)
+{
     simbe_t *s = tide_xcalloc(1, sizeof *s);
     s->w = tide_world_create(e);
+    if (o && o->sim_warmup_factor > 0)
+        tide_world_set_warmup_factor(s->w, o->sim_warmup_factor);
     tide_backend_t *b = tide_xcalloc(1, sizeof *b);
     b->ops = &tide_backend_sim_ops;
     b->ctx = s;

@@ -83,6 +83,7 @@ typedef struct srep {
 typedef struct slurmbe {
     const tide_engine_t *e;
     const tide_slurm_ops_t *ops;
+    tide_slurm_ops_t ro;     /* opts.read_only: ops with every write refused */
     void *h;
     tide_backend_opts_t o;
     char *conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
@@ -149,9 +150,65 @@ static void push_ev(slurmbe_t *s, int kind, int32_t job, int32_t replica, int32_
 }
 
 /* A call's outcome: counts it, tracks reachability. Returns rc. */
+/* ------------------------------------------------------- read-only (shadow) */
+
+#define RO_MSG "read-only (shadow mode): "
+static int ro_refuse(tide_error_t *err, const char *what, uint32_t id)
+{
+    return tide_errf(err, TIDE_ESTATE, RO_MSG "%s of job %u refused", what, id);
+}
+static int ro_submit(void *h, const tide_slurm_submit_t *x, uint32_t *id, tide_error_t *err)
+{
+    (void)h, (void)id;
+    return tide_errf(err, TIDE_ESTATE, RO_MSG "submit of %s refused", x->name);
+}
+static int ro_release(void *h, uint32_t id, tide_error_t *err)
+{
+    return (void)h, ro_refuse(err, "release", id);
+}
+static int ro_time_limit(void *h, uint32_t id, uint32_t m, tide_error_t *err)
+{
+    return (void)h, (void)m, ro_refuse(err, "time limit update", id);
+}
+static int ro_set_nodes(void *h, uint32_t id, const char *nl, int n, tide_error_t *err)
+{
+    return (void)h, (void)nl, (void)n, ro_refuse(err, "node list update", id);
+}
+static int ro_signal(void *h, uint32_t id, int sig, tide_error_t *err)
+{
+    return (void)h, (void)sig, ro_refuse(err, "signal", id);
+}
+static int ro_requeue(void *h, uint32_t id, int hold, tide_error_t *err)
+{
+    return (void)h, (void)hold, ro_refuse(err, "requeue", id);
+}
+static int ro_cancel(void *h, uint32_t id, tide_error_t *err)
+{
+    return (void)h, ro_refuse(err, "cancel", id);
+}
+
+/* ops with the reads of `ops` and every write refused. */
+static void ro_ops(tide_slurm_ops_t *ro, const tide_slurm_ops_t *ops)
+{
+    *ro = *ops;
+    ro->submit = ro_submit;
+    ro->release = ro_release;
+    ro->set_time_limit = ro_time_limit;
+    ro->set_nodes = ro_set_nodes;
+    ro->signal = ro_signal;
+    ro->requeue = ro_requeue;
+    ro->cancel = ro_cancel;
+}
+
 static int called(slurmbe_t *s, int rc, const tide_error_t *err)
 {
     s->st.calls++;
+    if (rc < 0 && s->o.read_only && err && !strncmp(err->msg, RO_MSG, sizeof RO_MSG - 1)) {
+        s->st.refused++;
+        s->st.calls--; /* never reached Slurm */
+        blog(s, "%s", err->msg);
+        return -1;
+    }
     if (rc == 0) {
         if (!s->st.reachable)
             blog(s, "Slurm answers again; catching up");
@@ -1684,6 +1741,10 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     slurmbe_t *s = tide_xcalloc(1, sizeof *s);
     s->e = e;
     s->ops = ops;
+    if (o->read_only) {
+        ro_ops(&s->ro, ops);
+        s->ops = ops = &s->ro;
+    }
     s->h = h;
     s->o = *o;
     s->st.reachable = 1;

@@ -78,6 +78,8 @@ int tide_cmd_ui(int argc, char **argv);  /* the dashboard over a sim folder (doc
 int tide_cmd_nodes(int argc, char **argv);  /* GET /v1/nodes, like sinfo */
 int tide_cmd_drain(int argc, char **argv);  /* drain NODE --reason R */
 int tide_cmd_resume(int argc, char **argv); /* resume NODE */
+int tide_cmd_rehearse(int argc, char **argv); /* rehearse SERVICE */
+int tide_cmd_shadow(int argc, char **argv);   /* shadow [--enact] */
 int tide_cmd_demand(int argc, char **argv); /* demand SERVICE RPS */
 int tide_cmd_sbatch(int argc, char **argv); /* sbatch SCRIPT: #SBATCH lines -> POST /v1/jobs */
 

@@ -81,6 +81,16 @@ static void serve_usage(FILE *f)
             "                          (default 90d; 0 = for ever)\n"
             "      --audit-max-rows N  keep at most N audit rows, the newest (default 1000000;\n"
             "                          0 = no cap)\n"
+            "      --mode M            enact (default): act on the cluster; shadow: observe the\n"
+            "                          real cluster, demand and jobs, run the engine and record\n"
+            "                          what it would do, enacting nothing (GET /v1/shadow;\n"
+            "                          POST /v1/mode {\"mode\":\"enact\"} switches, keeping the\n"
+            "                          learned forecast)\n"
+            "      --rehearse-every D  warm-up rehearsal of every service every D of engine\n"
+            "                          time (24h, 6h; default off; `tide rehearse SVC` any time)\n"
+            "      --sim-warmup-factor F\n"
+            "                          sim backend: warm-ups take F x the declared warmup_s\n"
+            "                          (default 1)\n"
             "engine timings (fixed when the database is created):\n"
             "      --lease-max D       longest lease granted at once (default 6h)\n"
             "      --lead-extra D      margin added to checkpoint P99 + warm-up P99 (default 5m)\n"
@@ -152,6 +162,9 @@ typedef struct cmdline {
     double speed, tick;
     int64_t usage_interval;
     int check, insecure;
+    int shadow;                  /* --mode shadow */
+    int64_t rehearse_every;      /* --rehearse-every */
+    double warm_factor;          /* --sim-warmup-factor */
     const char *demand_history;
     long long history_days;
     const char *tls_cert, *tls_key;
@@ -175,8 +188,26 @@ enum {
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
     O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD,
-    O_AUDIT_KEEP, O_AUDIT_MAX
+    O_AUDIT_KEEP, O_AUDIT_MAX, O_MODE, O_REHEARSE, O_WARM_FACTOR
 };
+
+/* --mode, --rehearse-every, --sim-warmup-factor. */
+static int mode_opt(cmdline_t *c, int o)
+{
+    if (o == O_MODE) {
+        if (strcmp(optarg, "enact") && strcmp(optarg, "shadow"))
+            return bad("--mode: '%s' is not enact or shadow", optarg);
+        c->shadow = !strcmp(optarg, "shadow");
+    } else if (o == O_REHEARSE) {
+        if (tide_parse_duration(optarg, &c->rehearse_every) < 0 || c->rehearse_every < 60 ||
+            c->rehearse_every > 366LL * 86400)
+            return bad("--rehearse-every: '%s' is not a duration in [1m, 366d] (24h, 6h)", optarg);
+    } else if (tide_parse_double(optarg, &c->warm_factor) < 0 || !(c->warm_factor > 0) ||
+               c->warm_factor > 1000) {
+        return bad("--sim-warmup-factor: '%s' is not a number in (0, 1000]", optarg);
+    }
+    return -1;
+}
 
 /* One option: -1 to go on, or the exit status (0 after --help). */
 /* --audit-keep D (0 = keep for ever), --audit-max-rows N (0 = no cap). */
@@ -311,6 +342,9 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_CHECK_CONFIG: c->check_config = 1; break;
     case O_AUDIT_KEEP:
     case O_AUDIT_MAX: return audit_opt(c, o);
+    case O_MODE:
+    case O_REHEARSE:
+    case O_WARM_FACTOR: return mode_opt(c, o);
     case 'h': serve_usage(stdout); return 0;
     default: return tide_cli_getopt_error("serve", o, argv);
     }
@@ -356,6 +390,9 @@ static const struct option longopts[] = {
     {"audit-max-rows", required_argument, NULL, O_AUDIT_MAX},
     {"config", required_argument, NULL, O_CONFIG},
     {"check-config", no_argument, NULL, O_CHECK_CONFIG},
+    {"mode", required_argument, NULL, O_MODE},
+    {"rehearse-every", required_argument, NULL, O_REHEARSE},
+    {"sim-warmup-factor", required_argument, NULL, O_WARM_FACTOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -650,6 +687,9 @@ static int check_config_report(serve_t *v)
            c->policy ? c->policy : "elastic (default; or the database's)",
            c->backend ? c->backend : "sim", c->listen, c->tls_cert ? " (TLS)" : "",
            c->tokens ? c->tokens : "(none: open API on loopback)");
+    printf("  mode       %s\n", c->shadow ? "shadow (enacts nothing)" : "enact");
+    if (c->rehearse_every > 0)
+        printf("  rehearsals every %llds of engine time\n", (long long)c->rehearse_every);
     return 0;
 }
 
@@ -688,7 +728,10 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
         .workdir = c->workdir,
         .api_url = c->api_url,
         .deadline_slack_s = c->deadline_slack,
+        .sim_warmup_factor = c->warm_factor,
     };
+    o->shadow = c->shadow;
+    o->rehearse_every_s = c->rehearse_every;
     o->backend_opts = bo;
     o->speed = c->speed;
     o->tick_s = c->tick;
@@ -724,10 +767,11 @@ static int run(serve_t *v, sigctx_t *sc)
     if (!c->tokens)
         fprintf(stderr, "tide serve: no --tokens: the API is open on loopback (every caller is "
                         "admin of team default)\n");
-    fprintf(stderr, "tide serve: %s on %s, database %s, backend %s, speed %gx\n",
+    fprintf(stderr, "tide serve: %s on %s, database %s, backend %s, speed %gx%s\n",
             tide_http_server_url(v->srv),
             c->cluster ? c->cluster : c->cluster_file ? c->cluster_file : "(from the database)",
-            c->db, c->backend ? c->backend : "sim", c->speed > 0 ? c->speed : 1.0);
+            c->db, c->backend ? c->backend : "sim", c->speed > 0 ? c->speed : 1.0,
+            c->shadow ? ", SHADOW mode (enacts nothing)" : "");
     sc->d = v->d;
     pthread_t st;
     int have_st = pthread_create(&st, NULL, signal_thread, sc) == 0;

@@ -21,6 +21,8 @@ static const tide_cli_cmd_t commands[] = {
     {"nodes", tide_cmd_nodes, "list a daemon's nodes: state, GPUs by owner, foreign, drain reason"},
     {"drain", tide_cmd_drain, "take a node out of placement (--reason)"},
     {"resume", tide_cmd_resume, "give a drained node back"},
+    {"rehearse", tide_cmd_rehearse, "warm-up rehearsal of a service now (one replica, measured)"},
+    {"shadow", tide_cmd_shadow, "what shadow mode would have done (--enact: switch to enact)"},
     {"demand", tide_cmd_demand, "push a service's observed demand (requests/s)"},
     {"events", tide_cmd_events, "print (or follow) the daemon's event log"},
     {"audit", tide_cmd_audit, "the audit trail of API writes: who, from where, what, outcome (admins)"},

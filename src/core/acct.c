@@ -264,7 +264,8 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on)
 {
     int sign = on ? 1 : -1;
-    int st = r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
+    int st = r->rehearsal ? TIDE_S_REHEARSING
+             : r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
     e->cnt[TIDE_C_INFERENCE][st][r->tier] += sign * r->alloc.n;
     if (r->alloc.n) {
         int type = e->doms[dom_of_gpu(e, r->alloc.gpus[0])].type;

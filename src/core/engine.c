@@ -223,6 +223,8 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->down_since = -1;
     sv->short_since = -1;
     sv->react_at = -1;
+    sv->rh_rep = -1;
+    sv->rh_at = -1;
     sv->slo_target = s->slo_target > 0 ? s->slo_target : e->cfg.slo_target;
     sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
     tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.tick_s,
@@ -435,6 +437,10 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     if (ev->replica < 0 || (size_t)ev->replica >= e->n_reps)
         return tide_errf(err, TIDE_ENOENT, "unknown replica %d", ev->replica);
     replica_t *r = &e->reps[ev->replica];
+    if (r->rehearsal) {
+        tide__rehearse_report(e, ev->replica, ev->kind == TIDE_EV_REPLICA_READY);
+        return 0;
+    }
     if (ev->kind == TIDE_EV_REPLICA_FAILED) {
         if (r->state != REP_STOPPED)
             tide__replica_stop(e, ev->replica, TIDE_R_FAILURE);
@@ -574,6 +580,13 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
         return 0;
     case TIDE_EV_FOREIGN:
         return ev_foreign(e, ev, err);
+    case TIDE_EV_REHEARSE:
+        if (ev->service < 0 || ev->service >= e->n_svcs)
+            return tide_errf(err, TIDE_ENOENT, "unknown service %d", ev->service);
+        if (e->svcs[ev->service].rh_rep < 0)
+            e->svcs[ev->service].rh_want = 1;
+        e->infer_dirty = 1;
+        return 0;
     default:
         return tide_errf(err, TIDE_EINVAL, "unknown event kind %d", ev->kind);
     }
@@ -650,6 +663,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     if (e->infer_dirty) {
         e->infer_dirty = 0;
         tide__infer_pass(e, now);
+        tide__rehearse_pass(e, now);
     }
     for (int k = 0; k < 4 && e->sched_dirty; k++) {
         e->sched_dirty = 0;
@@ -969,6 +983,25 @@ int tide_engine_forecast(const tide_engine_t *e, int s, tide_time_t horizon, tid
     /* the lead caches quantiles of measured samples: not a visible change */
     out->lead_s = tide__decision_window((tide_engine_t *)e, s);
     out->late_s = sv->late_extra;
+    return 0;
+}
+
+int tide_engine_rehearsal(const tide_engine_t *e, int s, tide_rehearsal_info_t *out)
+{
+    if (s < 0 || s >= e->n_svcs)
+        return -1;
+    const service_t *sv = &e->svcs[s];
+    memset(out, 0, sizeof *out);
+    out->done = sv->rh_done;
+    out->slow = sv->rh_slow;
+    out->failed = sv->rh_failed;
+    out->running = sv->rh_rep >= 0 ? 1 : sv->rh_want ? 2 : 0;
+    out->last_warmup_s = sv->rh_last;
+    out->allowed_s = sv->rh_allowed;
+    out->last_at = sv->rh_at;
+    for (int t = 0; t < TIDE_T_COUNT; t++)
+        for (int k = 0; k < e->n_types; k++)
+            out->gpu_s += tide_engine_service_gpu_s(e, s, TIDE_S_REHEARSING, t, k);
     return 0;
 }
 

@@ -39,7 +39,12 @@ static tide_time_t warmup_p99(service_t *s)
     double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
     if (w < (double)s->spec.warmup_s)
         w = (double)s->spec.warmup_s;
-    return (tide_time_t)ceil(w);
+    return (tide_time_t)ceil(tide__warmup_floor(s, w));
+}
+
+double tide__warmup_floor(const service_t *s, double w)
+{
+    return s->rh_done > 0 && s->rh_last > w ? s->rh_last : w;
 }
 
 tide_time_t tide__decision_window(tide_engine_t *e, int si)
@@ -62,7 +67,8 @@ double tide__capacity_due(tide_engine_t *e, int si, tide_time_t now)
         tide_time_t w = warmup_p99(s);
         for (size_t i = 0; i < e->n_reps; i++) {
             const replica_t *r = &e->reps[i];
-            if (r->service == si && r->state == REP_WARMING && now - r->started >= w)
+            if (r->service == si && r->state == REP_WARMING && !r->rehearsal &&
+                now - r->started >= w)
                 n++;
         }
     }
@@ -158,21 +164,25 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
 }
 
 
-static int start_replica(tide_engine_t *e, int si, tide_time_t now)
+/* A replica on free GPUs: one that serves (placed as inference is, claimed
+ * GPUs first), or a rehearsal (free GPUs only, training's zone order: lent
+ * and idle GPUs before the reserve). Returns its handle, or -1. */
+static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehearsal)
 {
     service_t *s = &e->svcs[si];
     alloc_t a = {0};
     if (!tide__place_gangs(e, s->spec.gpus_per_replica, 1, 1, s->spec.gpu_types, e->pol->inf_zones,
-                     OWN_REPLICA, si, &a, 1)) {
+                     OWN_REPLICA, rehearsal ? -1 : si, &a, !rehearsal)) {
         tide__alloc_free(&a);
-        return 0;
+        return -1;
     }
     tide_grow((void **)&e->reps, &e->cap_reps, e->n_reps + 1, sizeof *e->reps);
     int32_t id = (int32_t)e->n_reps++;
     replica_t *r = &e->reps[id];
     memset(r, 0, sizeof *r);
     r->service = si;
-    r->state = e->cfg.warm_start && now == e->start ? REP_READY : REP_WARMING;
+    r->rehearsal = rehearsal;
+    r->state = e->cfg.warm_start && now == e->start && !rehearsal ? REP_READY : REP_WARMING;
     r->started = now;
     r->notice_at = -1;
     r->alloc = a;
@@ -181,21 +191,63 @@ static int start_replica(tide_engine_t *e, int si, tide_time_t now)
         e->own_id[a.gpus[k]] = id;
     domain_t *d = &e->doms[dom_of_gpu(e, a.gpus[0])];
     r->tier = d->zone == Z_RESERVE ? TIDE_T_A : TIDE_T_B;
-    if (d->claim_kind == CLAIM_SERVICE && d->claim_id == si) {
+    if (!rehearsal && d->claim_kind == CLAIM_SERVICE && d->claim_id == si) {
         r->notice_at = d->claim_since;
         if (--d->claim_n <= 0)
             d->claim_kind = CLAIM_NONE;
     }
     tide__acct_rep_set(e, r, 1);
-    if (r->state == REP_READY)
+    if (rehearsal)
+        s->rh_rep = id;
+    else if (r->state == REP_READY)
         s->ready++;
     else
         s->warming++;
-    tide_action_t *act = tide__act_push(e, TIDE_ACT_REPLICA_START, TIDE_R_SCALE);
+    tide_action_t *act =
+        tide__act_push(e, TIDE_ACT_REPLICA_START, rehearsal ? TIDE_R_REHEARSAL : TIDE_R_SCALE);
     act->service = si;
     act->replica = id;
     tide__act_gpus(e, act, &r->alloc);
-    return 1;
+    return id;
+}
+
+static int start_replica(tide_engine_t *e, int si, tide_time_t now)
+{
+    return replica_new(e, si, now, 0) >= 0;
+}
+
+void tide__rehearse_pass(tide_engine_t *e, tide_time_t now)
+{
+    for (int si = 0; si < e->n_svcs; si++) {
+        service_t *s = &e->svcs[si];
+        if (s->rh_want && s->rh_rep < 0 && replica_new(e, si, now, 1) >= 0)
+            s->rh_want = 0;
+    }
+}
+
+void tide__rehearse_report(tide_engine_t *e, int32_t id, int ready)
+{
+    replica_t *r = &e->reps[id];
+    if (r->state != REP_WARMING)
+        return; /* stopped meanwhile */
+    service_t *s = &e->svcs[r->service];
+    if (!ready) {
+        tide__replica_stop(e, id, TIDE_R_FAILURE);
+        return;
+    }
+    double w = (double)(e->now - r->started);
+    /* what the lead allowed the warm-up before this sample */
+    double allowed = (double)warmup_p99(s) + (double)e->cfg.lead_extra_s +
+                     (double)s->late_extra + (double)e->cfg.tick_s;
+    tide__samples_add(&s->warm, w);
+    tide__samples_add(&e->smp[TIDE_SAMPLE_WARMUP], w);
+    s->rh_done++;
+    s->rh_slow += w > allowed;
+    s->rh_last = w;
+    s->rh_allowed = allowed;
+    s->rh_at = e->now;
+    tide__replica_stop(e, id, TIDE_R_REHEARSAL);
+    e->infer_dirty = e->sched_dirty = 1;
 }
 
 void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
@@ -205,10 +257,17 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
         return;
     service_t *s = &e->svcs[r->service];
     tide__acct_rep_set(e, r, 0);
-    if (r->state == REP_READY)
+    if (r->rehearsal) {
+        if (s->rh_rep == id) {
+            s->rh_rep = -1;
+            if (reason != TIDE_R_REHEARSAL)
+                s->rh_failed++; /* its node failed, or it did */
+        }
+    } else if (r->state == REP_READY) {
         s->ready--;
-    else
+    } else {
         s->warming--;
+    }
     for (int k = 0; k < r->alloc.n; k++)
         tide__dom_release(e, r->alloc.gpus[k]);
     r->state = REP_STOPPED;
@@ -229,7 +288,7 @@ static void scale_down(tide_engine_t *e, int si, int n)
         int want_reserve = pass % 2;
         for (size_t i = e->n_reps; i-- > 0 && n > 0;) {
             replica_t *r = &e->reps[i];
-            if (r->service != si || r->state != want_state)
+            if (r->service != si || r->state != want_state || r->rehearsal)
                 continue;
             if ((r->tier == TIDE_T_A) != want_reserve)
                 continue;

@@ -91,6 +91,7 @@ typedef struct replica {
     int tier;                /* A if on the reserve, else B */
     tide_time_t started, ready_at;
     tide_time_t notice_at;   /* reclaim notice that freed its GPUs, or -1 */
+    int rehearsal;           /* a warm-up rehearsal: not capacity, stops when ready */
 } replica_t;
 
 typedef struct lease {
@@ -210,6 +211,12 @@ typedef struct service {
     int late_n, late_pos;
     tide_time_t late_extra;    /* their P95 (0 with fewer than LATE_MIN samples) */
     lc_t *cells;               /* [state][tier][type] */
+    /* warm-up rehearsals (infer.c) */
+    int rh_want;               /* asked, not yet placed */
+    int32_t rh_rep;            /* the running one, -1 none */
+    int rh_done, rh_slow, rh_failed;
+    double rh_last, rh_allowed;
+    tide_time_t rh_at;
 } service_t;
 
 typedef struct team {
@@ -506,6 +513,14 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now);
 /* Capacity (rps) that should be ready by now: ready replicas and those warming
  * for longer than the P99 warm-up (infer.c). */
 double tide__capacity_due(tide_engine_t *e, int si, tide_time_t now);
+/* Warm-up rehearsals (infer.c): place asked ones (infer pass), and a
+ * rehearsal replica's report (ready: sample, then stop; failed: counted). */
+void tide__rehearse_pass(tide_engine_t *e, tide_time_t now);
+void tide__rehearse_report(tide_engine_t *e, int32_t id, int ready);
+/* The warm-up term of the lead: w (P99 or declared) raised to the latest
+ * rehearsal's warm-up. */
+double tide__warmup_floor(const service_t *s, double w);
+
 /* Window a sizing decision taken now must cover (reclaim lead or warm-up lead). */
 tide_time_t tide__decision_window(tide_engine_t *e, int si);
 /* Per tick: measure how late capacity came after demand rose above it. */

@@ -85,6 +85,7 @@ tide_time_t tide__reclaim_lead(tide_engine_t *e, int service)
     double w = s->warm.n >= 5 ? tide__samples_q99(&s->warm) : (double)s->spec.warmup_s;
     if (w < (double)s->spec.warmup_s && s->warm.n < 5)
         w = (double)s->spec.warmup_s;
+    w = tide__warmup_floor(s, w);
     return (tide_time_t)ceil(c + w) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
 }
 

@@ -119,14 +119,14 @@ static const char *const action_names[TIDE_ACT_KIND_COUNT] = {
 static const char *const event_names[TIDE_EV_KIND_COUNT] = {
     "tick", "submit", "cancel", "demand", "replica_ready", "replica_failed", "job_phase",
     "ckpt_committed", "job_finished", "rank_failed", "node_failed", "node_recovered", "job_expired",
-    "foreign"};
+    "foreign", "rehearse"};
 static const char *const reason_names[TIDE_R_COUNT] = {
     "", "reclaim", "preempt", "priority", "deadline", "cancel", "failure", "complete", "scale",
-    "window", "quota"};
+    "window", "quota", "rehearsal"};
 static const char *const phase_names[TIDE_PHASE_COUNT] = {"restoring", "training",
                                                            "checkpointing"};
 static const char *const state_names[TIDE_S_COUNT] = {
-    "serving", "warming", "training", "checkpointing", "restoring", "lost", "idle", "foreign"};
+    "serving", "warming", "training", "checkpointing", "restoring", "lost", "idle", "foreign", "rehearsing"};
 static const char *const class_names[TIDE_C_COUNT] = {"inference", "p1", "p2", "p3", "none"};
 static const char *const tier_names[TIDE_T_COUNT] = {"A", "B", "C", "D"};
 static const char *const job_state_names[TIDE_JOB_STATE_COUNT] = {

@@ -61,6 +61,7 @@ API_HANDLER(api_cluster)
     }
     api_set(o, "types", types);
     api_set(o, "backend", json_string(d->backend_name));
+    api_set(o, "mode", json_string(d->shadow ? "shadow" : "enact"));
     api_set(o, "speed", api_num(d->speed));
     api_set(o, "epoch", json_integer(d->epoch));
     /* the wall clock of engine time 0 (Unix seconds): engine time t happened

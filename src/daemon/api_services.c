@@ -12,7 +12,7 @@ static int count_reps(const tide_daemon_t *d, int svc, int state)
 {
     int n = 0;
     for (size_t r = 0; r < d->n_reps; r++)
-        n += d->reps[r].service == svc && d->reps[r].state == state;
+        n += d->reps[r].service == svc && d->reps[r].state == state && !d->reps[r].rehearsal;
     return n;
 }
 
@@ -39,6 +39,7 @@ static json_t *service_json(tide_daemon_t *d, int s)
     api_set(o, "forecast_peak_rps", api_num(fc.peak));
     api_set(o, "forecast_peak_margin_rps", api_num(fc.peak_with_margin));
     api_set(o, "lead_s", json_integer(fc.lead_s));
+    api_set(o, "rehearsal", dmn_rehearsal_json(d, s));
     for (size_t i = 0; i < d->n_src; i++)
         if (d->src[i].svc == s) {
             json_t *src = json_object();

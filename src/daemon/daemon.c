@@ -157,6 +157,8 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     d->audit_keep_s = o->audit_keep_s ? o->audit_keep_s : TIDE_DAEMON_AUDIT_KEEP_S;
     d->audit_max_rows = o->audit_max_rows ? o->audit_max_rows : TIDE_DAEMON_AUDIT_MAX_ROWS;
     d->check = o->check;
+    d->shadow = o->shadow;
+    d->rehearse_every_s = o->rehearse_every_s > 0 ? o->rehearse_every_s : 0;
     d->clock = o->clock ? o->clock : mono_now;
     d->clock_ctx = o->clock_ctx;
     d->log = o->log;
@@ -414,6 +416,7 @@ static void daemon_free(tide_daemon_t *d)
         return;
     dmn_stream_free(d);
     tide_backend_destroy(d->be);
+    dmn_shadow_free(d);
     tide_engine_destroy(d->e);
     tide_store_close(d->st);
     tide_store_close(d->rd);

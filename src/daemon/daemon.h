@@ -67,6 +67,9 @@ typedef struct tide_daemon_opts {
                                           days of engine time (0 = none; default 7) */
     tide_time_t usage_interval_s;      /* engine seconds between usage snapshots (0 = 3600) */
     int check;                         /* tide_engine_check after every step */
+    int shadow;                        /* shadow mode: enact nothing (docs/serve.md) */
+    tide_time_t rehearse_every_s;      /* engine seconds between scheduled warm-up
+                                          rehearsals of every service (0 = off) */
     tide_clock_fn clock;               /* NULL: CLOCK_MONOTONIC */
     void *clock_ctx;
     FILE *log;                         /* NULL: stderr */

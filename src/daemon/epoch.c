@@ -175,6 +175,7 @@ int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, t
         return -1;
     }
     /* stop what runs, then start over with the new set */
+    dmn_shadow_epoch(d, 0);
     backend_retire(d);
     /* v may point into d->svcs: copy before freeing */
     tide_service_spec_t *nv = dmn_svcs_copy(v, n);
@@ -185,12 +186,13 @@ int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, t
     /* the pending events stay; the carried ones join them */
     tide_error_t e2 = {0};
     if (dmn_engine_build(d, &e2) < 0 ||
-        !(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, &e2))) {
+        !(d->be = dmn_backend_create(d, &e2))) {
         dmn_log(d, "new epoch: %s", e2.msg);
         d->failed = 1;
         carries_free(&c);
         return tide_errf(err, TIDE_EIO, "%s", e2.msg);
     }
+    dmn_shadow_epoch(d, 1);
     for (size_t i = 0; i < c.n; i++) {
         dmn_evx_t x = carry_x(&c.v[i]);
         dmn_queue(d, &c.v[i].ev, &x, c.v[i].seq, c.v[i].t);

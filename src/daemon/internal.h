@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "daemon/daemon.h"
 #include "http/codec.h"
+#include "http/prom.h"
 
 /* An accepted event not yet fed to the engine. API events are committed as
  * pending rows first (seq > 0); loop events (backend polls, pulled demand,
@@ -84,7 +85,10 @@ enum { REP_NONE = 0, REP_WARM, REP_UP };
 typedef struct drep {
     int32_t service;
     uint8_t state;
+    uint8_t rehearsal;   /* a warm-up rehearsal (REPLICA_START reason rehearsal) */
 } drep_t;
+
+typedef struct dshadow dshadow_t; /* shadow.c */
 
 /* A job's reclaim notice (JOB_CKPT or JOB_RESIZE action). */
 typedef struct notice {
@@ -252,6 +256,11 @@ struct tide_daemon {
     size_t n_src;
 
     struct dstream *stream;    /* GET /v1/stream's hub (stream.c), NULL before a client */
+    /* shadow mode and rehearsals (shadow.c) */
+    int shadow;                /* enact nothing: the backend is a shadow */
+    dshadow_t *sh;             /* what the shadow measured, NULL before any */
+    tide_time_t rehearse_every_s; /* scheduled rehearsals (0 = off) */
+    tide_time_t next_rehearse; /* engine time of the next one (0 = not set) */
     void *hist;                /* history.c: the stored demand history (NULL = none) */
 };
 
@@ -445,6 +454,33 @@ int dmn_service_bounds(tide_daemon_t *d, int s, int min_r, int has_min, int max_
  * an audited route, committed before the reply is sent (no lock held). */
 void dmn_audit_hook(void *app, const tide_http_req_t *req, const tide_http_reply_t *rep);
 
+/* ---- shadow.c: shadow mode and warm-up rehearsals */
+/* The backend to enact through: the real one, or its shadow (d->shadow). */
+tide_backend_t *dmn_backend_create(tide_daemon_t *d, tide_error_t *err);
+/* After each step (live): what the shadow would have done. */
+void dmn_shadow_step(tide_daemon_t *d, tide_time_t t, const tide_actions_t *acts);
+json_t *dmn_shadow_json(tide_daemon_t *d);             /* GET /v1/shadow (lock held) */
+void dmn_shadow_metrics(tide_daemon_t *d, tide_prom_t *p);
+void dmn_shadow_free(tide_daemon_t *d);
+/* A new epoch (epoch.c): before the engine is replaced (built 0) and after
+ * (built 1): the report's totals carry over to the fresh engine. */
+void dmn_shadow_epoch(tide_daemon_t *d, int built);
+/* Leave shadow mode (lock held): a real backend, reconciled (what the twin
+ * ran starts for real); the engine, and so its forecast, is kept. ESTATE
+ * when not in shadow mode. */
+int dmn_mode_enact(tide_daemon_t *d, tide_error_t *err);
+/* Ask for a rehearsal of service svc (lock held). ENOENT unknown. */
+int dmn_rehearse(tide_daemon_t *d, const char *svc, tide_error_t *err);
+/* Queue the scheduled rehearsals due by now (lock held). */
+void dmn_rehearse_due(tide_daemon_t *d, tide_time_t now);
+json_t *dmn_rehearsal_json(const tide_daemon_t *d, int s);
+void dmn_rehearsal_metrics(tide_daemon_t *d, tide_prom_t *p);
+
+/* ---- recover.c (also) */
+/* Loop events for what the engine believes runs and the backend does not
+ * know: jobs expire, replicas fail. */
+void dmn_reconcile(tide_daemon_t *d, int *lost_jobs, int *lost_reps);
+
 /* ---- metrics.c */
 char *dmn_metrics(tide_daemon_t *d, size_t *len); /* lock held; caller frees */
 
@@ -553,5 +589,8 @@ API_HANDLER(api_usage);
 API_HANDLER(api_stream);
 API_HANDLER(api_ui_page);
 API_HANDLER(api_ui_asset);
+API_HANDLER(api_shadow);   /* api_shadow.c */
+API_HANDLER(api_mode);
+API_HANDLER(api_rehearse);
 
 #endif

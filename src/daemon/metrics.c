@@ -16,8 +16,9 @@ void dmn_gpu_class(tide_daemon_t *d, int g, int *cls, int *state, int *tier)
     char zone = tide_engine_gpu_zone(d->e, g);
     if (kind == 2) {
         *cls = TIDE_C_INFERENCE;
-        *state = (size_t)who < d->n_reps && d->reps[who].state == REP_UP ? TIDE_S_SERVING
-                                                                         : TIDE_S_WARMING;
+        *state = (size_t)who < d->n_reps && d->reps[who].rehearsal ? TIDE_S_REHEARSING
+                 : (size_t)who < d->n_reps && d->reps[who].state == REP_UP ? TIDE_S_SERVING
+                                                                           : TIDE_S_WARMING;
         *tier = zone == 'A' ? TIDE_T_A : TIDE_T_B;
         return;
     }
@@ -45,6 +46,7 @@ typedef struct combo {
 static const combo_t combos[] = {
     {TIDE_C_INFERENCE, TIDE_S_SERVING, TIDE_T_A}, {TIDE_C_INFERENCE, TIDE_S_SERVING, TIDE_T_B},
     {TIDE_C_INFERENCE, TIDE_S_WARMING, TIDE_T_A}, {TIDE_C_INFERENCE, TIDE_S_WARMING, TIDE_T_B},
+    {TIDE_C_INFERENCE, TIDE_S_REHEARSING, TIDE_T_A}, {TIDE_C_INFERENCE, TIDE_S_REHEARSING, TIDE_T_B},
     {TIDE_C_P1, TIDE_S_TRAINING, TIDE_T_C},       {TIDE_C_P1, TIDE_S_TRAINING, TIDE_T_D},
     {TIDE_C_P1, TIDE_S_CHECKPOINTING, TIDE_T_C},  {TIDE_C_P1, TIDE_S_CHECKPOINTING, TIDE_T_D},
     {TIDE_C_P1, TIDE_S_RESTORING, TIDE_T_C},      {TIDE_C_P1, TIDE_S_RESTORING, TIDE_T_D},
@@ -393,6 +395,8 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_forecast(d, &p);
     m_slo_counters(&p, &st);
     m_queue_wait(d, &p);
+    dmn_shadow_metrics(d, &p);
+    dmn_rehearsal_metrics(d, &p);
     *len = p.n;
     char *out = p.buf ? p.buf : tide_xstrdup("");
     return out;

@@ -209,7 +209,7 @@ static int replay_all(tide_daemon_t *d, int pending, tide_error_t *err)
 
 /* What the engine believes runs but the backend does not know: jobs expire,
  * replicas fail (loop events of the first step). */
-static void reconcile(tide_daemon_t *d, int *lost_jobs, int *lost_reps)
+void dmn_reconcile(tide_daemon_t *d, int *lost_jobs, int *lost_reps)
 {
     *lost_jobs = *lost_reps = 0;
     for (int h = 0; d->started && h < tide_engine_jobs(d->e); h++) {
@@ -245,10 +245,10 @@ int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
     dmn_devq_clear(&d->extra);
     if (dmn_engine_build(d, err) < 0 || replay_all(d, 1, err) < 0)
         return -1;
-    if (!(d->be = tide_backend_create(d->backend_name, d->e, &d->bopts, err)))
+    if (!(d->be = dmn_backend_create(d, err)))
         return -1;
     int lost_jobs, lost_reps;
-    reconcile(d, &lost_jobs, &lost_reps);
+    dmn_reconcile(d, &lost_jobs, &lost_reps);
     if (d->started)
         dmn_log(d, "recovered %lld steps of epoch %lld from %s: %d jobs, %zu pending events; "
                    "%d running jobs requeued (backend lost them), %d replicas restarted%s",

@@ -95,6 +95,7 @@ static int derive_action(tide_daemon_t *d, tide_time_t t, const tide_action_t *a
         drep_t *r = dmn_rep(d, a->replica);
         r->service = a->service;
         r->state = REP_WARM;
+        r->rehearsal = a->reason == TIDE_R_REHEARSAL;
         return 0;
     }
     case TIDE_ACT_REPLICA_STOP:
@@ -359,6 +360,7 @@ static int step_done(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto
     if (tide_backend_enact(d->be, t, &d->acts, dmn_work(d, &d->acts), &berr) > 0)
         dmn_log(d, "backend refused an action: %s", berr.msg);
     dmn_work_release(d, &d->acts);
+    dmn_shadow_step(d, t, &d->acts);
     pthread_cond_broadcast(&d->step_cv);
     if (d->check) {
         tide_error_t ce = {0};
@@ -442,6 +444,7 @@ int dmn_pump(tide_daemon_t *d, tide_error_t *err)
     long same_t = 0;
     if (pump_ready(d, err) < 0)
         return -1;
+    dmn_rehearse_due(d, target);
     for (;;) {
         if (d->failed)
             return tide_errf(err, TIDE_EIO, "the daemon stopped after a fatal error");

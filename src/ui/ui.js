@@ -145,7 +145,8 @@
     if (S.job) renderJob();
     var c = S.cluster;
     $('now').textContent = clock(c.now_s) + ' \u00b7 ' + c.policy + ' \u00b7 ' + c.backend +
-      (S.replay ? '' : ' \u00b7 ' + num(c.speed, 0) + '\u00d7');
+      (S.replay ? '' : ' \u00b7 ' + num(c.speed, 0) + '\u00d7') +
+      (c.mode === 'shadow' ? ' \u00b7 SHADOW: enacts nothing (tide shadow)' : '');
   }
 
   function legend() {

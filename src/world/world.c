@@ -93,6 +93,7 @@ struct tide_world {
     uint32_t *rgen; /* per replica handle */
     size_t nrep;
     int ctl_down;
+    double warm_factor;  /* replica warm-ups take this x warmup_s (0 = 1) */
     /* storage */
     double gbps;
     double *svc_gb;
@@ -524,11 +525,14 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
                     : 0;
     if (w->gbps > 0)
         xfer_cancel_replica(w, now, a->replica);
+    tide_time_t warm = TIDE_MAX(s->warmup_s, 0);
+    if (w->warm_factor > 0)
+        warm = (tide_time_t)ceil((double)warm * w->warm_factor);
     if (gb > 0) { /* ready when the weights are loaded and warmup_s has passed */
-        xfer_start(w, now, XF_LOAD, a->replica, a->service, *g, gb, TIDE_MAX(s->warmup_s, 0));
+        xfer_start(w, now, XF_LOAD, a->replica, a->service, *g, gb, warm);
         return;
     }
-    heap_push(w, (wentry_t){.t = now + TIDE_MAX(s->warmup_s, 0), .kind = W_REPLICA_READY,
+    heap_push(w, (wentry_t){.t = now + warm, .kind = W_REPLICA_READY,
                             .id = a->replica, .gen = *g, .aux = a->service});
 }
 
@@ -799,6 +803,11 @@ int tide_world_job(const tide_world_t *w, int32_t job, tide_world_job_t *out)
 }
 
 /* ------------------------------------------------------------- faults */
+
+void tide_world_set_warmup_factor(tide_world_t *w, double f)
+{
+    w->warm_factor = f > 0 && isfinite(f) ? f : 0;
+}
 
 void tide_world_set_storage(tide_world_t *w, double gbps)
 {

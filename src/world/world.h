@@ -78,6 +78,10 @@ int tide_world_job(const tide_world_t *w, int32_t job, tide_world_job_t *out);
  * exactly ckpt_s / warmup_s, with a share s below its cap bytes / s. Set
  * before the first action. */
 void tide_world_set_storage(tide_world_t *w, double gbps);
+/* Every replica warm-up takes f x its service's declared warmup_s (f > 0;
+ * 1, the default: exactly). Models declared warm-ups that are optimistic
+ * (what warm-up rehearsals find out). */
+void tide_world_set_warmup_factor(tide_world_t *w, double f);
 void tide_world_set_job_gb(tide_world_t *w, int32_t job, double ckpt_gb);
 void tide_world_set_service_gb(tide_world_t *w, int service, double weights_gb);
 

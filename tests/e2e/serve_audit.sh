@@ -47,6 +47,8 @@ api POST /v1/jobs/j1/cancel '' $SUB;                       expect "cancel" 200
 "$TIDE_BIN" drain 0 --reason audit-test --token $ADM >/dev/null || fail "tide drain"
 "$TIDE_BIN" resume 0 --token $ADM >/dev/null || fail "tide resume"
 api POST /v1/admin/reload '' $ADM;                         expect "reload" 200
+api POST /v1/services/chat/rehearse '' $ADM;               expect "rehearse" 202
+api POST /v1/mode '{"mode":"enact"}' $ADM                  # already enacting: refused, audited
 # --- refused before the handler
 api POST /v1/jobs '{"job_id":"v1","priority":2,"gpus":8,"duration_s":60}' $VIEW
 expect "viewer submit" 403
@@ -96,6 +98,7 @@ one("service.create", 201, "ops", "admin")
 one("service.demand", 200, "a", "router")
 one("node.state", 200, "ops", "admin")
 one("admin.reload", 200, "ops", "admin")
+one("service.rehearse", 202, "ops", "admin")
 sub = [r for r in rows if r["kind"] == "job.submit" and r["status"] == 201]
 if sub and '"job_id":"j1"' not in sub[0]["request"]:
     bad.append("the submit's request is not recorded: %r" % sub[0]["request"])

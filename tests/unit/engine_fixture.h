@@ -421,6 +421,7 @@ EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
             *nr = 0;
         }
         if (x->kind == TIDE_ACT_REPLICA_STOP && x->reason != TIDE_R_SCALE &&
+            !(x->reason == TIDE_R_REHEARSAL && ef_has_event(ev, nev, TIDE_EV_REPLICA_READY, -1)) &&
             !(x->reason == TIDE_R_FAILURE && (ef_has_event(ev, nev, TIDE_EV_NODE_FAILED, -1) ||
                                               ef_has_event(ev, nev, TIDE_EV_REPLICA_FAILED, -1))))
             ef_violate(f, "t=%lld: replica %d stopped with reason %s", (long long)t, x->replica,

@@ -1251,6 +1251,55 @@ static void regression_adopted_replica_keeps_service(void **state)
 
 /* ------------------------------------------------------------ 8. job_info */
 
+/* Shadow mode: the backend is read-only (every write refused before Slurm and
+ * counted) and wrapped in a shadow (src/backend/shadow.c): the engine's
+ * actions play out on the twin (a replica becomes ready there), Slurm's
+ * observations of the cluster itself (foreign jobs, nodes) still come
+ * through, and Slurm sees no submit, signal, update or cancel. */
+static void shadow_reads_only(void **state)
+{
+    (void)state;
+    fx_t *f = fx_new();
+    tide_backend_destroy(f->b);
+    uint32_t ghost = fk_add("tide.job.ghost.g0", TIDE_SJOB_RUNNING); /* another database's */
+    f->o.read_only = 1;
+    tide_error_t err = {0};
+    tide_backend_t *real = fx_backend(f, &err);
+    assert_non_null(real);
+    assert_int_equal(fk_count(C_CANCEL, ghost, -1), 0); /* adopt's cancel was refused */
+    f->b = tide_backend_shadow_create(real, f->e, &f->o);
+    assert_true(tide_backend_is_shadow(f->b));
+    assert_int_equal(status(f).refused, 1);
+    assert_non_null(strstr(f->logbuf, "read-only (shadow mode): cancel of job"));
+    fk_user("user-train", TIDE_SJOB_RUNNING, "gpu4", 8);
+    fx_ev1(f, 0, ev_of(TIDE_EV_DEMAND, -1, 50));
+    assert_non_null(fx_act(f, TIDE_ACT_REPLICA_START, -1));
+    assert_int_equal(f->refused, 0); /* the twin took it */
+    fx_ev1(f, 2, ev_submit(&f->spec));
+    for (tide_time_t t = 4; t <= 30; t += 2)
+        fx_tick(f, t);
+    tide_replica_info_t ri;
+    assert_int_equal(tide_engine_replica(f->e, 0, &ri), 0);
+    assert_true(ri.ready); /* the twin's REPLICA_READY after warmup_s */
+    int w = -1;
+    assert_int_equal(tide_engine_node_foreign(f->e, 3, &w), 8); /* Slurm's observation */
+    f->job = tide_engine_job_find(f->e, "j1");
+    assert_int_equal(engine_state(f, f->job), TIDE_JOB_RUNNING);
+    assert_true(tide_backend_job_alive(f->b, f->job)); /* on the twin */
+    /* Slurm saw reads only */
+    for (int op = 0; op < C_NOPS; op++)
+        assert_int_equal(fk_count(op, 0, -1), 0);
+    tide_backend_status_t st = status(f);
+    assert_int_equal(st.submits + st.signals + st.cancels + st.requeues, 0);
+    assert_true(st.calls > 0);
+    /* leaving shadow mode gives the real backend back */
+    f->b = tide_backend_shadow_release(f->b);
+    assert_true(f->b == real);
+    assert_false(tide_backend_is_shadow(f->b));
+    assert_true(tide_backend_shadow_release(f->b) == real);
+    fx_free(f);
+}
+
 static void job_info_fields(void **state)
 {
     (void)state;
@@ -1966,6 +2015,7 @@ int main(void)
         cmocka_unit_test_teardown(elastic_shrink_through_engine, fx_cleanup),
         cmocka_unit_test_teardown(regression_adopted_gangs_resize_right_gang, fx_cleanup),
         cmocka_unit_test_teardown(regression_grown_gang_indices_in_range, fx_cleanup),
+        cmocka_unit_test_teardown(shadow_reads_only, fx_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
