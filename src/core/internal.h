@@ -205,6 +205,8 @@ typedef struct service {
     int late_n, late_pos;
     tide_time_t late_extra;    /* their P95 (0 with fewer than LATE_MIN samples) */
     lc_t *cells;               /* [state][tier][type] */
+    int surge;                 /* replicas held above the sizing (TIDE_EV_SURGE) */
+    int target;                /* the sizing's `up` at the last pass (its need) */
 } service_t;
 
 typedef struct team {
