@@ -71,6 +71,12 @@ typedef struct tide_metric {
     double value;
 } tide_metric_t;
 
+/* Parse "metric>=0.7", "loss<=2", "accuracy>=serving-0.01" (vs_serving,
+ * threshold -0.01) into out. Errors: EINVAL. */
+int tide_gate_rule_parse(const char *s, tide_gate_rule_t *out, tide_error_t *err);
+/* The inverse, into buf (n bytes). */
+const char *tide_gate_rule_format(const tide_gate_rule_t *r, char *buf, size_t n);
+
 /* Outcome of rules over the candidate's metrics and the serving version's
  * (serving may be NULL/0): fail if any rule fails, else inconclusive if any
  * is, else pass (no rules: pass). */

@@ -109,6 +109,42 @@ int tide_gate_eval(const tide_gate_rule_t *rules, size_t n_rules, const tide_met
     return worst;
 }
 
+int tide_gate_rule_parse(const char *s, tide_gate_rule_t *out, tide_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *op = s ? strpbrk(s, "<>") : NULL;
+    if (!op || op == s || op[1] != '=' || (size_t)(op - s) >= sizeof out->metric)
+        return tide_errf(err, TIDE_EINVAL,
+                         "gate '%s': expected METRIC>=VALUE or METRIC<=VALUE (VALUE may be "
+                         "serving+D or serving-D)",
+                         s ? s : "");
+    memcpy(out->metric, s, (size_t)(op - s));
+    out->op = *op == '>' ? TIDE_GATE_GE : TIDE_GATE_LE;
+    const char *v = op + 2;
+    if (!strncmp(v, "serving", 7)) {
+        out->vs_serving = 1;
+        v += 7;
+        if (!*v)
+            return 0;
+    }
+    double x;
+    if (tide_parse_double(v, &x) < 0 || !isfinite(x) ||
+        (out->vs_serving && *v != '+' && *v != '-'))
+        return tide_errf(err, TIDE_EINVAL, "gate '%s': '%s' is not a number", s, v);
+    out->threshold = x;
+    return 0;
+}
+
+const char *tide_gate_rule_format(const tide_gate_rule_t *r, char *buf, size_t n)
+{
+    const char *op = r->op == TIDE_GATE_LE ? "<=" : ">=";
+    if (r->vs_serving)
+        snprintf(buf, n, "%s%sserving%+g", r->metric, op, r->threshold);
+    else
+        snprintf(buf, n, "%s%s%g", r->metric, op, r->threshold);
+    return buf;
+}
+
 /* ------------------------------------------------------------------ plan */
 
 void tide_rollout_plan_default(tide_rollout_plan_t *p)

@@ -249,6 +249,7 @@ struct tide_daemon {
     size_t n_src;
 
     struct dstream *stream;    /* GET /v1/stream's hub (stream.c), NULL before a client */
+    struct dpipe *pipe;        /* the model pipeline (pipe.c) */
     void *hist;                /* history.c: the stored demand history (NULL = none) */
 };
 
@@ -488,6 +489,33 @@ void dmn_stream_free(tide_daemon_t *d);  /* join the hub's thread, free (no lock
 void dmn_stream_counts(tide_daemon_t *d, int *clients, unsigned long *served,
                        unsigned long *dropped);
 
+/* ---- pipe.c: the model pipeline (lock held everywhere) */
+int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err); /* after the rebuild */
+void dmn_pipe_free(tide_daemon_t *d);
+/* After every live step: labels, evaluations, the pipeline's step, enacted. */
+void dmn_pipe_step(tide_daemon_t *d, tide_time_t t);
+int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, tide_error_t *err);
+int dmn_pipe_register(tide_daemon_t *d, int model, const tide_version_spec_t *v,
+                      tide_error_t *err);
+int dmn_pipe_metric(tide_daemon_t *d, int model, int ver, const char *name, double value,
+                    tide_error_t *err);
+int dmn_pipe_canary(tide_daemon_t *d, int model, double slo, double error_rate,
+                    double latency_ms, tide_error_t *err);
+int dmn_pipe_control(tide_daemon_t *d, int model, int cmd, int ver, tide_error_t *err);
+/* A job request's "model" and "publish" (no lock): *model owned (NULL: none),
+ * *every: N >= 1 every Nth commit, 0 final only, -1 none. */
+int dmn_pipe_publish_parse(const char *body, size_t len, char **model, int *every,
+                           tide_error_t *err);
+void dmn_pipe_publish_set(tide_daemon_t *d, const char *job, const char *model, int every);
+/* A committed checkpoint of job (a publish rule may register it). */
+void dmn_pipe_ckpt(tide_daemon_t *d, const char *job, int64_t step, int64_t bytes,
+                   const char *manifest, const char *digest);
+tide_pipeline_t *dmn_pipe_pl(tide_daemon_t *d);
+uint64_t dmn_pipe_gen(tide_daemon_t *d);  /* routes generation (changes with them) */
+int dmn_pipe_label(tide_daemon_t *d, int32_t r, int *model, int *version);
+void dmn_pipe_route(tide_daemon_t *d, int model, double *weight, int *version, int *old);
+json_t *dmn_pipe_version_json(const tide_version_info_t *v);
+
 /* ---- api.c: helpers the handlers share */
 #define API_D(app) ((tide_daemon_t *)(app))
 json_t *api_num(double v);            /* finite or 0 */
@@ -543,6 +571,16 @@ API_HANDLER(api_notice_ack);
 API_HANDLER(api_usage);
 API_HANDLER(api_stream);
 API_HANDLER(api_ui_page);
+/* api_models.c: the model pipeline */
+API_HANDLER(api_models);
+API_HANDLER(api_model_create);
+API_HANDLER(api_model_get);
+API_HANDLER(api_model_version_add);
+API_HANDLER(api_model_version_get);
+API_HANDLER(api_model_metrics);
+API_HANDLER(api_model_canary);
+API_HANDLER(api_model_rollout);
+API_HANDLER(api_service_routes);
 API_HANDLER(api_ui_asset);
 
 #endif

@@ -359,6 +359,7 @@ static int step_done(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto
     if (tide_backend_enact(d->be, t, &d->acts, dmn_work(d, &d->acts), &berr) > 0)
         dmn_log(d, "backend refused an action: %s", berr.msg);
     dmn_work_release(d, &d->acts);
+    dmn_pipe_step(d, t);
     pthread_cond_broadcast(&d->step_cv);
     if (d->check) {
         tide_error_t ce = {0};

@@ -123,3 +123,27 @@ CREATE TABLE usage (
   gpu_s      REAL NOT NULL,
   PRIMARY KEY (time_s, owner_kind, owner, class, state, tier)
 ) WITHOUT ROWID;
+
+-- migration 2: model pipeline
+-- The model pipeline's registry (src/daemon/pipe.c): JSON documents by kind
+-- (model: spec and aliases, key = name; version: key = "model/number";
+-- publish: a job's publish rule, key = job id; replica: the version a
+-- replica runs, key = "epoch/replica").
+CREATE TABLE pipeline (
+  kind  TEXT NOT NULL,
+  key   TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+
+-- What happened in the pipeline (registered, evaluated, rollout steps,
+-- promotions, rollbacks), in order.
+CREATE TABLE pipeline_events (
+  id      INTEGER PRIMARY KEY,
+  time_s  INTEGER NOT NULL,
+  model   TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  kind    TEXT NOT NULL,
+  detail  TEXT
+);
+CREATE INDEX pipeline_events_model ON pipeline_events(model, id);

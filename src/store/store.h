@@ -303,4 +303,22 @@ int tide_store_usage_at(tide_store_t *s, tide_time_t t, tide_time_t *at, tide_st
 /* Time of the latest snapshot (-1 when none). */
 int tide_store_usage_last(tide_store_t *s, tide_time_t *at, tide_error_t *err);
 
+/* ---- the model pipeline (src/store/pipeline.c) */
+/* Put (insert or replace) the JSON document value of kind and key. */
+int tide_store_pipe_put(tide_store_t *s, const char *kind, const char *key, const char *value,
+                        tide_error_t *err);
+/* Call fn for every document of kind, in key order; fn returning -1 stops
+ * the listing with EINVAL. */
+typedef int (*tide_store_pipe_fn)(void *ctx, const char *key, const char *value);
+int tide_store_pipe_list(tide_store_t *s, const char *kind, tide_store_pipe_fn fn, void *ctx,
+                         tide_error_t *err);
+/* Append to the pipeline's event log; list the latest `limit` of a model,
+ * oldest first. */
+int tide_store_pipe_event_add(tide_store_t *s, tide_time_t t, const char *model, int version,
+                              const char *kind, const char *detail, tide_error_t *err);
+typedef void (*tide_store_pipe_event_fn)(void *ctx, tide_time_t t, int version, const char *kind,
+                                         const char *detail);
+int tide_store_pipe_events(tide_store_t *s, const char *model, int limit,
+                           tide_store_pipe_event_fn fn, void *ctx, tide_error_t *err);
+
 #endif

@@ -175,6 +175,22 @@ static void test_gates(void **state)
     cand[1].value = 3;
     assert_int_equal(tide_gate_eval(r, 2, cand, 2, NULL, 0), TIDE_GATE_FAIL);
     assert_int_equal(tide_gate_eval(NULL, 0, NULL, 0, NULL, 0), TIDE_GATE_PASS);
+    /* the text form round-trips */
+    tide_gate_rule_t g;
+    char buf[96];
+    assert_int_equal(tide_gate_rule_parse("accuracy>=serving-0.01", &g, NULL), 0);
+    assert_string_equal(g.metric, "accuracy");
+    assert_int_equal(g.vs_serving, 1);
+    assert_true(g.threshold == -0.01);
+    assert_string_equal(tide_gate_rule_format(&g, buf, sizeof buf), "accuracy>=serving-0.01");
+    assert_int_equal(tide_gate_rule_parse("loss<=2.5", &g, NULL), 0);
+    assert_int_equal(g.op, TIDE_GATE_LE);
+    assert_string_equal(tide_gate_rule_format(&g, buf, sizeof buf), "loss<=2.5");
+    tide_error_t err;
+    assert_int_equal(tide_gate_rule_parse("loss=2", &g, &err), -1);
+    assert_int_equal(tide_gate_rule_parse(">=2", &g, &err), -1);
+    assert_int_equal(tide_gate_rule_parse("a>=servingx", &g, &err), -1);
+    assert_int_equal(tide_gate_rule_parse("a>=", &g, &err), -1);
 }
 
 static void test_plan(void **state)
