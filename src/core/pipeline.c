@@ -425,6 +425,8 @@ int tide_pipeline_metric(tide_pipeline_t *p, int mi, int ver, const char *name, 
         snprintf(x->name, sizeof x->name, "%s", name);
     }
     x->value = value;
+    if (v->held && !v->released && v->state == TIDE_VER_EVALUATING)
+        v->held = 0; /* held for want of a metric: the gates look again */
     return 0;
 }
 

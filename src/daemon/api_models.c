@@ -213,7 +213,9 @@ API_HANDLER(api_model_canary)
     tide_daemon_lock(d);
     int mi = model_of(d, req, rep);
     if (mi >= 0 && dmn_pipe_canary(d, mi, slo, er, lat, &err) == 0)
-        tide_http_reply_json(rep, 200, json_pack("{s:o}", "rollout", rollout_json(d, mi)));
+        tide_http_reply_json(rep, 200, json_pack("{s:I,s:o}", "reported_s",
+                                                 (json_int_t)dmn_clock_now(d), "rollout",
+                                                 rollout_json(d, mi)));
     else if (mi >= 0)
         api_fail(rep, &err);
     tide_daemon_unlock(d);

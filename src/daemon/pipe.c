@@ -207,6 +207,8 @@ int dmn_pipe_canary(tide_daemon_t *d, int mi, double slo, double error_rate, dou
     x->slo = slo;
     x->err = error_rate;
     x->lat = latency_ms;
+    dmn_log(d, "model %s: canary reports slo %g, errors %g, latency %g ms at t=%lld",
+            model_name(d, mi), slo, error_rate, latency_ms, (long long)dmn_clock_now(d));
     dmn_kick(d);
     return 0;
 }
