@@ -23,7 +23,8 @@ cat >"$tmp/services.csv" <<'CSV'
 service,gpus_per_replica,replica_rps,min_replicas,warmup_s
 chat,2,100,4,60
 CSV
-serve_start pipe --db "$tmp/tide.db" --cluster 4x8 --services "$tmp/services.csv" --speed 300 ||
+# --check: the engine's invariants and the rollout bound after every step
+serve_start pipe --db "$tmp/tide.db" --cluster 4x8 --services "$tmp/services.csv" --speed 300 --check ||
     { fail "daemon did not start"; finish serve_pipeline; }
 
 model() { api GET "/v1/models/llama?history=200"; }
@@ -75,7 +76,7 @@ poll_until 20 all_v 1 || fail "old replicas not all retired: $API_BODY"
 routes
 [ "$(jq_ 'round(sum(r["weight"] for r in d["replicas"]), 6)')" = 1.0 ] || fail "route weights do not add up to 1: $API_BODY"
 [ "$(jq_ 'd["replicas"][0]["manifest_uri"]')" = s3://ckpt/train/100/manifest.json ] || fail "routes name no manifest: $API_BODY"
-grep -q "invariant" "$SERVE_LOG" && fail "an invariant broke: $(grep invariant "$SERVE_LOG" | head -3)"
+grep -Eq "invariant|above its need" "$SERVE_LOG" && fail "an invariant broke: $(grep -E 'invariant|above its need' "$SERVE_LOG" | head -3)"
 
 # --- version 2 misses its SLO at the canary: rolled back within one gate interval
 api POST /v1/models/llama/versions '{"manifest_uri":"s3://ckpt/train/200/manifest.json","source_job":"train","step":200,"size_bytes":5000}'
@@ -98,6 +99,8 @@ no_v2() { routes; [ "$(jq_ 'not any(r["version"] == 2 for r in d["replicas"]) an
 poll_until 20 no_v2 || fail "replicas of version 2 remain after the rollback: $API_BODY"
 routes
 [ "$(jq_ 'round(sum(r["weight"] for r in d["replicas"] if r["version"] == 1), 6)')" = 1.0 ] || fail "version 1 does not take all requests: $API_BODY"
+
+grep -Eq "invariant|above its need" "$SERVE_LOG" && fail "an invariant broke: $(grep -E 'invariant|above its need' "$SERVE_LOG" | head -3)"
 
 # --- controls and bad input
 api POST /v1/models/llama/rollout/pause
