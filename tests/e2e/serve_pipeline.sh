@@ -84,7 +84,7 @@ api POST /v1/models/llama/versions '{"manifest_uri":"s3://ckpt/train/200/manifes
 api POST /v1/models/llama/versions '{"manifest_uri":"s3://x","source_job":"train","step":200}'
 [ "$API_STATUS" = 409 ] || fail "the same job step twice: $API_STATUS $API_BODY"
 poll_until 20 state_is 2 evaluating || fail "version 2 not evaluating: $API_BODY"
-api POST /v1/models/llama/versions/2/metrics '{"metrics":{"accuracy":0.81}}'
+"$T" model metrics llama:2 accuracy=0.81 >"$tmp/m.out" 2>&1 || fail "tide model metrics: $(cat "$tmp/m.out")"
 canary_routed() { routes; [ "$(jq_ 'd["rollout"] is not None and d["rollout"]["weight"] > 0 and any(r["version"] == 2 and r["weight"] > 0 for r in d["replicas"])')" = True ]; }
 poll_until 60 canary_routed || fail "version 2 never received requests: $API_BODY"
 api POST /v1/models/llama/canary '{"slo":0.42,"error_rate":0.2}'
@@ -101,6 +101,22 @@ routes
 [ "$(jq_ 'round(sum(r["weight"] for r in d["replicas"] if r["version"] == 1), 6)')" = 1.0 ] || fail "version 1 does not take all requests: $API_BODY"
 
 grep -Eq "invariant|above its need" "$SERVE_LOG" && fail "an invariant broke: $(grep -E 'invariant|above its need' "$SERVE_LOG" | head -3)"
+
+# --- the CLI
+"$T" models >"$tmp/models.out" 2>&1 || fail "tide models: $(cat "$tmp/models.out")"
+grep -Eq '^llama +chat +1 +0 +1 +2 ' "$tmp/models.out" || fail "tide models: $(cat "$tmp/models.out")"
+"$T" model show llama:2 >"$tmp/show.out" 2>&1 && grep -q 'rolled-back' "$tmp/show.out" ||
+    fail "tide model show llama:2: $(cat "$tmp/show.out")"
+"$T" model show llama >"$tmp/show.out" 2>&1 && grep -q 'no rollout\|rollout: -' "$tmp/show.out" ||
+    fail "tide model show llama: $(cat "$tmp/show.out")"
+"$T" rollout status llama >"$tmp/ro.out" 2>&1 && grep -q 'no rollout in progress' "$tmp/ro.out" ||
+    fail "tide rollout status: $(cat "$tmp/ro.out")"
+"$T" rollout pause llama >/dev/null 2>&1
+[ $? = 7 ] || fail "tide rollout pause without a rollout does not exit 7 (ESTATE)"
+"$T" model show nope >/dev/null 2>&1
+[ $? = 3 ] || fail "tide model show of an unknown model does not exit 3"
+"$T" model metrics llama:x a=1 >/dev/null 2>&1
+[ $? = 2 ] || fail "a bad MODEL:VERSION is not a usage error"
 
 # --- controls and bad input
 api POST /v1/models/llama/rollout/pause
