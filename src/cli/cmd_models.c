@@ -138,6 +138,19 @@ static void model_usage(FILE *f)
             "options:\n" TIDE_REMOTE_HELP TIDE_REMOTE_EXIT_HELP);
 }
 
+/* {"acc": 0.81, "loss": 1.2} as "acc=0.81 loss=1.2" ("-" none). */
+static const char *metrics_text(const json_t *mx, char *buf, size_t n)
+{
+    const char *k;
+    const json_t *x;
+    buf[0] = 0;
+    json_object_foreach((json_t *)mx, k, x) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%s=%g", l ? " " : "", k, json_number_value(x));
+    }
+    return buf[0] ? buf : "-";
+}
+
 static void version_row(tide_table_t *t, const json_t *v)
 {
     char b[7][256];
@@ -146,7 +159,7 @@ static void version_row(tide_table_t *t, const json_t *v)
                           tide_remote_val(v, "source_job", 0, b[2], sizeof b[2]),
                           tide_remote_val(v, "step", 0, b[3], sizeof b[3]),
                           tide_remote_val(v, "gate", 0, b[4], sizeof b[4]),
-                          tide_remote_val(v, "metrics", 4, b[5], sizeof b[5]),
+                          metrics_text(json_object_get(v, "metrics"), b[5], sizeof b[5]),
                           tide_remote_val(v, "manifest_uri", 0, b[6], sizeof b[6])};
     tide_table_row(t, row);
 }
@@ -278,7 +291,7 @@ int tide_cmd_model(int argc, char **argv)
     json_t *body = json_object();
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", model_opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", model_opts, NULL)) != -1) {
         if (opt == 'h') {
             model_usage(stdout);
             json_decref(body);
@@ -365,7 +378,7 @@ int tide_cmd_rollout(int argc, char **argv)
     long long ver = 0;
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt == 'h') {
             rollout_usage(stdout);
             return 0;

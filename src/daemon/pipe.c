@@ -160,7 +160,7 @@ static void note(tide_daemon_t *d, int mi, int ver, const char *kind, const char
     tide_error_t err = {0};
     if (tide_store_pipe_event_add(d->st, d->now, model_name(d, mi), ver, kind, detail, &err) < 0)
         dmn_log(d, "pipeline: %s", err.msg);
-    dmn_log(d, "model %s v%d: %s %s", model_name(d, mi), ver, kind, detail);
+    dmn_log(d, "model %s v%d %s: %s", model_name(d, mi), ver, kind, detail);
 }
 
 /* -------------------------------------------------------------- registry */
@@ -563,6 +563,12 @@ static void observe(tide_daemon_t *d, int mi)
     x->have_slo = 0;
 }
 
+static int steps_of(tide_daemon_t *d, int mi)
+{
+    tide_model_info_t m;
+    return tide_pipeline_model(d->pipe->pl, mi, &m) == 0 ? m.plan->n_steps : 0;
+}
+
 static void enact_one(tide_daemon_t *d, const tide_pipe_act_t *a)
 {
     dpm_t *x = pm(d, a->model);
@@ -585,7 +591,8 @@ static void enact_one(tide_daemon_t *d, const tide_pipe_act_t *a)
         d->pipe->gen++;
         return;
     case TIDE_PA_STEP:
-        note(d, a->model, a->version, "step", "step %d: %g%% of requests", a->step + 1, a->weight);
+        note(d, a->model, a->version, "step", "%d of %d: %g%% of requests", a->step + 1,
+             steps_of(d, a->model), a->weight);
         return;
     case TIDE_PA_ROLLBACK:
         note(d, a->model, a->version, "rollback", "to version %d at step %d (%s)", a->old_version,
