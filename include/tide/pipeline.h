@@ -284,6 +284,55 @@ int tide_pipeline_restore_version(tide_pipeline_t *p, int model, int version, in
 int tide_pipeline_restore_alias(tide_pipeline_t *p, int model, int alias, int version,
                                 tide_error_t *err);
 
+struct tide_engine;
+struct tide_actions;
+struct tide_event;
+
+/* ------------------------------------------------- driving an engine
+ * (src/core/pipeline_engine.c; a driver holding a tide_engine_t) */
+
+/* The version each replica runs, indexed by replica handle (model -1: not
+ * labeled, i.e. what served before the rollout that started it). */
+typedef struct tide_pipe_label {
+    int model, version, retiring;
+} tide_pipe_label_t;
+typedef struct tide_pipe_labels {
+    tide_pipe_label_t *v;
+    size_t cap;
+} tide_pipe_labels_t;
+void tide_pipe_labels_init(tide_pipe_labels_t *l);
+void tide_pipe_labels_free(tide_pipe_labels_t *l);
+void tide_pipe_labels_reset(tide_pipe_labels_t *l); /* a new engine: new handles */
+/* Replica r's label (grown on demand; never NULL). */
+tide_pipe_label_t *tide_pipe_label(tide_pipe_labels_t *l, int32_t r);
+
+/* After an engine step: label the replicas acts started for a model's
+ * service: the rollout's new version while it has fewer replicas than it
+ * asked for, else the serving version. The first cap handles go to labeled
+ * (may be NULL); returns how many were labeled. */
+size_t tide_pipeline_label_starts(const tide_pipeline_t *p, const struct tide_engine *e,
+                                  const struct tide_actions *acts, tide_pipe_labels_t *l,
+                                  int32_t *labeled, size_t cap);
+
+/* A model's service as the engine holds it. need: what its own sizing keeps
+ * (the larger of its target and its replicas less the surge). */
+typedef struct tide_pipe_count {
+    int service, need, surge, gpus_per_replica;
+    int old_version, held_old, held_new, ready_new;
+} tide_pipe_count_t;
+int tide_pipeline_count(const tide_pipeline_t *p, int model, const struct tide_engine *e,
+                        tide_pipe_labels_t *l, tide_pipe_count_t *out); /* -1: no service */
+
+/* Engine events that make the engine hold what model's rollout asks:
+ * REPLICA_RETIRE for replicas beyond a version's target (marked retiring),
+ * outside a rollout for replicas of any version but the serving one, and a
+ * SURGE when the surge wanted changed (*surge_sent: the last one sent, -1
+ * none; the driver keeps it per model). At most cap into out; returns the
+ * count. Feed them to the engine's next step. */
+size_t tide_pipeline_engine_events(const tide_pipeline_t *p, int model, const struct tide_engine *e,
+                                   tide_pipe_labels_t *l, int *surge_sent, struct tide_event *out,
+                                   size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

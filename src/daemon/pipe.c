@@ -26,11 +26,6 @@ typedef struct dpub {
     char *last_uri, *last_digest;
 } dpub_t;
 
-/* The version a replica runs (model -1: none). */
-typedef struct dlab {
-    int model, version, retiring;
-} dlab_t;
-
 /* Per model: the canary's pushed SLO, the surge asked, the route. */
 typedef struct dpm {
     int have_slo;
@@ -45,8 +40,7 @@ struct dpipe {
     tide_pipe_acts_t acts;
     dpub_t *pub;
     size_t n_pub, cap_pub;
-    dlab_t *lab;
-    size_t cap_lab;
+    tide_pipe_labels_t lab;
     int64_t lab_epoch;
     dpm_t *m;
     size_t cap_m;
@@ -61,20 +55,18 @@ static dpm_t *pm(tide_daemon_t *d, int mi)
     return &d->pipe->m[mi];
 }
 
-static dlab_t *lab(tide_daemon_t *d, int32_t r)
+/* The labels of the current engine's replicas (a new epoch: new handles). */
+static tide_pipe_labels_t *labels(tide_daemon_t *d)
 {
     struct dpipe *p = d->pipe;
-    if (p->lab_epoch != d->epoch) { /* a new engine: new handles */
-        for (size_t i = 0; i < p->cap_lab; i++)
-            p->lab[i] = (dlab_t){.model = -1};
+    if (p->lab_epoch != d->epoch) {
+        tide_pipe_labels_reset(&p->lab);
         p->lab_epoch = d->epoch;
     }
-    size_t old = p->cap_lab;
-    tide_grow((void **)&p->lab, &p->cap_lab, (size_t)r + 1, sizeof *p->lab);
-    for (size_t i = old; i < p->cap_lab; i++)
-        p->lab[i] = (dlab_t){.model = -1};
-    return &p->lab[r];
+    return &p->lab;
 }
+
+static tide_pipe_label_t *lab(tide_daemon_t *d, int32_t r) { return tide_pipe_label(labels(d), r); }
 
 static void put_doc(tide_daemon_t *d, const char *kind, const char *key, json_t *o)
 {
@@ -128,7 +120,7 @@ static void save_label(tide_daemon_t *d, int32_t r)
 {
     char key[64];
     snprintf(key, sizeof key, "%lld/%d", (long long)d->epoch, (int)r);
-    const dlab_t *l = lab(d, r);
+    const tide_pipe_label_t *l = lab(d, r);
     put_doc(d, "replica", key, json_pack("{s:i,s:i}", "model", l->model, "version", l->version));
 }
 
@@ -228,7 +220,7 @@ uint64_t dmn_pipe_gen(tide_daemon_t *d) { return d->pipe->gen; }
 
 int dmn_pipe_label(tide_daemon_t *d, int32_t r, int *model, int *version)
 {
-    const dlab_t *l = lab(d, r);
+    const tide_pipe_label_t *l = lab(d, r);
     *model = l->model;
     *version = l->version;
     return l->model;
@@ -414,146 +406,36 @@ static void eval_poll(tide_daemon_t *d, int mi)
 
 /* ---------------------------------------------------------------- rollout */
 
-/* Label the replicas the step started: the rollout's new version while it
- * has fewer than asked, else the serving version. */
+/* Label the replicas the step started (and store the labels). */
 static void label_starts(tide_daemon_t *d)
 {
-    for (size_t i = 0; i < d->acts.n; i++) {
-        const tide_action_t *a = &d->acts.v[i];
-        if (a->kind != TIDE_ACT_REPLICA_START && a->kind != TIDE_ACT_REPLICA_STOP)
-            continue;
-        d->pipe->gen++;
-        if (a->kind == TIDE_ACT_REPLICA_STOP)
-            continue;
-        const char *svc = dmn_service_name(d->e, a->service);
-        for (int mi = 0; mi < tide_pipeline_models(d->pipe->pl); mi++) {
-            tide_model_info_t m;
-            tide_rollout_info_t ro;
-            tide_pipeline_model(d->pipe->pl, mi, &m);
-            if (!svc || strcmp(m.service, svc))
-                continue;
-            tide_pipeline_rollout(d->pipe->pl, mi, &ro);
-            int held_new = 0;
-            for (int r = 0; ro.active && r < tide_engine_replicas(d->e); r++) {
-                tide_replica_info_t ri;
-                tide_engine_replica(d->e, r, &ri);
-                held_new += !ri.stopped && r != a->replica && lab(d, r)->model == mi &&
-                            lab(d, r)->version == ro.version;
-            }
-            int v = ro.active && held_new < ro.target_new ? ro.version : m.alias[TIDE_ALIAS_SERVING];
-            *lab(d, a->replica) = (dlab_t){.model = mi, .version = v};
-            save_label(d, a->replica);
-            break;
-        }
-    }
+    for (size_t i = 0; i < d->acts.n; i++)
+        if (d->acts.v[i].kind == TIDE_ACT_REPLICA_START || d->acts.v[i].kind == TIDE_ACT_REPLICA_STOP)
+            d->pipe->gen++;
+    int32_t got[256];
+    size_t n = tide_pipeline_label_starts(d->pipe->pl, d->e, &d->acts, labels(d), got, 256);
+    for (size_t i = 0; i < n && i < 256; i++)
+        save_label(d, got[i]);
 }
 
-typedef struct counts {
-    int svc, need, surge, held_old, held_new, ready_new;
-} counts_t;
-
-static int count(tide_daemon_t *d, int mi, const tide_rollout_info_t *ro, counts_t *c)
-{
-    tide_model_info_t m;
-    tide_pipeline_model(d->pipe->pl, mi, &m);
-    memset(c, 0, sizeof *c);
-    c->svc = tide_engine_service_find(d->e, m.service);
-    if (c->svc < 0)
-        return -1;
-    int target = tide_engine_service_target(d->e, c->svc, &c->surge), active = 0;
-    int oldv = ro->active ? ro->old_version : m.alias[TIDE_ALIAS_SERVING];
-    for (int r = 0; r < tide_engine_replicas(d->e); r++) {
-        tide_replica_info_t ri;
-        tide_engine_replica(d->e, r, &ri);
-        if (ri.stopped || ri.service != c->svc)
-            continue;
-        active++;
-        const dlab_t *l = lab(d, r);
-        int v = l->model == mi ? l->version : oldv; /* unlabeled: what served before */
-        if (ro->active && v == ro->version) {
-            c->held_new++;
-            c->ready_new += ri.ready;
-        } else {
-            c->held_old++;
-        }
-    }
-    /* the need: what the sizing keeps (its target, or more in its hold window) */
-    c->need = active - c->surge > target ? active - c->surge : target;
-    return 0;
-}
-
-static void push_event(tide_daemon_t *d, const tide_event_t *ev)
-{
-    dmn_devq_push(&d->extra, ev, d->now, 0, NULL, "pipeline");
-}
-
-/* Retire `n` replicas of version v (warming ones first). */
-static void retire(tide_daemon_t *d, int mi, int svc, int v, int oldv, int n)
-{
-    for (int pass = 0; pass < 2 && n > 0; pass++)
-        for (int r = tide_engine_replicas(d->e); r-- > 0 && n > 0;) {
-            tide_replica_info_t ri;
-            tide_engine_replica(d->e, r, &ri);
-            dlab_t *l = lab(d, r);
-            int rv = l->model == mi ? l->version : oldv;
-            if (ri.stopped || ri.service != svc || rv != v || l->retiring || ri.ready != pass)
-                continue;
-            tide_event_t ev = dmn_blank_event(TIDE_EV_REPLICA_RETIRE);
-            ev.replica = r;
-            push_event(d, &ev);
-            l->retiring = 1;
-            n--;
-        }
-}
-
-/* Make the engine hold what the rollout asks: the surge, retirements. */
+/* Make the engine hold what the rollout asks: the surge, retirements (fed
+ * at the next step, persisted with it like any loop event). */
 static void sync_engine(tide_daemon_t *d, int mi)
 {
-    tide_rollout_info_t ro;
-    tide_model_info_t m;
-    counts_t c;
-    tide_pipeline_rollout(d->pipe->pl, mi, &ro);
-    tide_pipeline_model(d->pipe->pl, mi, &m);
-    if (count(d, mi, &ro, &c) < 0)
-        return;
-    int oldv = ro.active ? ro.old_version : m.alias[TIDE_ALIAS_SERVING];
-    int tn = ro.active && ro.target_new > 0 ? ro.target_new : 0;
-    int to = ro.active && ro.target_old >= 0 ? ro.target_old : c.need;
-    int surge = ro.active && tn + to > c.need ? tn + to - c.need : 0;
-    if (ro.active && c.held_new > tn)
-        retire(d, mi, c.svc, ro.version, oldv, c.held_new - tn);
-    if (ro.active && c.held_old > to)
-        retire(d, mi, c.svc, oldv, oldv, c.held_old - to);
-    /* outside a rollout: replicas of any other version go */
-    for (int r = 0; !ro.active && r < tide_engine_replicas(d->e); r++) {
-        tide_replica_info_t ri;
-        tide_engine_replica(d->e, r, &ri);
-        const dlab_t *l = lab(d, r);
-        if (!ri.stopped && ri.service == c.svc && l->model == mi && l->version != oldv)
-            retire(d, mi, c.svc, l->version, oldv, 1);
-    }
-    dpm_t *x = pm(d, mi);
-    if (x->surge_sent == c.surge)
-        x->surge_sent = -1; /* the engine has it */
-    if (surge != c.surge && surge != x->surge_sent) {
-        tide_event_t ev = dmn_blank_event(TIDE_EV_SURGE);
-        ev.service = c.svc;
-        ev.value = surge;
-        push_event(d, &ev);
-        x->surge_sent = surge;
-    }
+    tide_event_t ev[64];
+    size_t n = tide_pipeline_engine_events(d->pipe->pl, mi, d->e, labels(d), &pm(d, mi)->surge_sent,
+                                           ev, 64);
+    for (size_t i = 0; i < n; i++)
+        dmn_devq_push(&d->extra, &ev[i], d->now, 0, NULL, "pipeline");
 }
 
 static void observe(tide_daemon_t *d, int mi)
 {
-    tide_rollout_info_t ro;
-    counts_t c;
-    tide_pipeline_rollout(d->pipe->pl, mi, &ro);
-    if (count(d, mi, &ro, &c) < 0)
+    tide_pipe_count_t c;
+    if (tide_pipeline_count(d->pipe->pl, mi, d->e, labels(d), &c) < 0)
         return;
     dpm_t *x = pm(d, mi);
-    const tide_service_spec_t *sp = tide_engine_service(d->e, c.svc);
-    tide_pipe_obs_t o = {.need = c.need, .gpus_per_replica = sp->gpus_per_replica,
+    tide_pipe_obs_t o = {.need = c.need, .gpus_per_replica = c.gpus_per_replica,
                          .held_old = c.held_old, .held_new = c.held_new,
                          .ready_new = c.ready_new, .have_slo = x->have_slo, .slo = x->slo,
                          .error_rate = x->err, .latency_ms = x->lat};
@@ -735,7 +617,7 @@ static int load_label(void *ctx, const char *key, const char *value)
     if (epoch != d->epoch)
         return 0;
     json_t *o = json_loads(value, 0, NULL);
-    *lab(d, r) = (dlab_t){.model = (int)json_integer_value(json_object_get(o, "model")),
+    *lab(d, r) = (tide_pipe_label_t){.model = (int)json_integer_value(json_object_get(o, "model")),
                           .version = (int)json_integer_value(json_object_get(o, "version"))};
     json_decref(o);
     return 0;
@@ -761,6 +643,7 @@ int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err)
     d->pipe = tide_xcalloc(1, sizeof *d->pipe);
     d->pipe->pl = tide_pipeline_create(d->check);
     d->pipe->lab_epoch = d->epoch;
+    tide_pipe_labels_init(&d->pipe->lab);
     tide_pipe_acts_init(&d->pipe->acts);
     if (tide_store_pipe_list(d->st, "model", load_model, d, err) < 0 ||
         tide_store_pipe_list(d->st, "version", load_version, d, err) < 0 ||
@@ -785,7 +668,7 @@ void dmn_pipe_free(tide_daemon_t *d)
         free(p->pub[i].last_digest);
     }
     free(p->pub);
-    free(p->lab);
+    tide_pipe_labels_free(&p->lab);
     free(p->m);
     free(p);
     d->pipe = NULL;
