@@ -210,6 +210,16 @@ static int new_target(const tide_rollout_plan_t *p, int i, int n)
     return k < 1 ? 1 : k > n ? n : k;
 }
 
+/* Replicas of the old version at step i: the rest of the need, but one at
+ * least while the step routes less than everything to the new version (a
+ * weight needs somewhere to go). nt + old_target <= n + S(n) still: nt <= n
+ * and S(n) >= 1. */
+static int old_target(const tide_rollout_plan_t *p, int i, int n)
+{
+    int k = n - new_target(p, i, n);
+    return k < 1 && n > 0 && (i < 0 || p->weights[i] < 100) ? 1 : k;
+}
+
 int tide_rollout_step_replicas(const tide_rollout_plan_t *p, int n)
 {
     int s = 0;
@@ -659,15 +669,15 @@ static void rollout_advance(tide_pipeline_t *p, int mi)
     if (gates_due(p, mi))
         return;
     if (r->phase == TIDE_RO_ADDING) {
-        send_targets(p, mi, nt, n - new_target(&m->plan, r->step - 1, n));
+        send_targets(p, mi, nt, old_target(&m->plan, r->step - 1, n));
         if (m->obs.ready_new < nt)
             return; /* warming; the driver's next observation wakes us */
-        step_begin(p, mi, nt, n - nt);
+        step_begin(p, mi, nt, old_target(&m->plan, r->step, n));
         wake_at(p, r->hold_until);
         wake_at(p, r->next_gate);
         return;
     }
-    send_targets(p, mi, nt, n - nt);
+    send_targets(p, mi, nt, old_target(&m->plan, r->step, n));
     if ((p->now < r->hold_until || r->paused) && !r->skip) {
         wake_at(p, r->hold_until);
         return;

@@ -284,6 +284,8 @@ static json_t *routes_json(tide_daemon_t *d, int s)
         if (!ri.stopped && ri.ready && ri.service == s)
             *(ver[r] == newv ? &n_new : &n_old) += 1;
     }
+    if (!n_new || !n_old) /* a side without a ready replica takes nothing */
+        share_new = n_new ? 1 : 0;
     json_t *arr = json_array();
     for (int r = 0; r < nr; r++) {
         tide_replica_info_t ri;

@@ -203,6 +203,7 @@ static void test_plan(void **state)
     /* 5,25,50,100 of 10: 1,3,5,10 -> the largest step adds 5 */
     assert_int_equal(tide_rollout_step_replicas(&p, 10), 5);
     assert_int_equal(tide_rollout_step_replicas(&p, 1), 1);
+    assert_int_equal(tide_rollout_step_replicas(&p, 0), 0);
     assert_int_equal(tide_rollout_weights_parse("10,100", &p, &err), 0);
     assert_int_equal(p.n_steps, 2);
     assert_int_equal(tide_rollout_step_replicas(&p, 20), 18);
@@ -381,6 +382,29 @@ static void test_reject_and_hold(void **state)
     drv_free(&d);
 }
 
+/* One replica: a 50% step keeps the old one (the weight needs somewhere to
+ * go), within need plus one step; 100% retires it. */
+static void test_single_replica(void **state)
+{
+    (void)state;
+    tide_model_spec_t m;
+    model_default(&m, NULL, 0);
+    m.eval_command = NULL;
+    assert_int_equal(tide_rollout_weights_parse("50,100", &m.plan, NULL), 0);
+    drv_t d;
+    drv_init(&d, &m, 1);
+    reg(&d, "a", 1);
+    run(&d, 0, 200, 10);
+    assert_true(d.weight == 50);
+    assert_int_equal(d.held[0], 1);
+    assert_int_equal(d.held[1], 1);
+    run(&d, 210, 1500, 10);
+    assert_int_equal(state_of(&d, 1), TIDE_VER_SERVING);
+    assert_int_equal(d.held[0], 1); /* version 1 now */
+    assert_true(d.weight == 100);
+    drv_free(&d);
+}
+
 /* Property: whatever the need does, however long replicas warm and
  * whatever the canary reports, the service never holds more than its need
  * plus one step, no request reaches a rolled-back version, and every
@@ -435,7 +459,7 @@ int main(void)
         cmocka_unit_test(test_gates),          cmocka_unit_test(test_plan),
         cmocka_unit_test(test_registry),       cmocka_unit_test(test_full_rollout),
         cmocka_unit_test(test_rollback_on_slo), cmocka_unit_test(test_reject_and_hold),
-        cmocka_unit_test(test_property_bound),
+        cmocka_unit_test(test_single_replica), cmocka_unit_test(test_property_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
