@@ -22,6 +22,7 @@
 typedef struct dpub {
     char *job, *model;
     int every, commits;
+    int final_done;          /* every = 0: the final checkpoint was published */
     int64_t last_step, last_bytes;
     char *last_uri, *last_digest;
 } dpub_t;
@@ -127,8 +128,8 @@ static void save_label(tide_daemon_t *d, int32_t r)
 static void save_pub(tide_daemon_t *d, const dpub_t *p)
 {
     put_doc(d, "publish", p->job,
-            json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o}", "model", p->model, "every", p->every,
-                      "commits", p->commits, "last_step", (json_int_t)p->last_step, "last_bytes",
+            json_pack("{s:s,s:i,s:i,s:b,s:I,s:I,s:o,s:o}", "model", p->model, "every", p->every,
+                      "commits", p->commits, "final_done", p->final_done, "last_step", (json_int_t)p->last_step, "last_bytes",
                       (json_int_t)p->last_bytes, "last_uri", api_str(p->last_uri), "last_digest",
                       api_str(p->last_digest)));
 }
@@ -489,16 +490,18 @@ static void enact_one(tide_daemon_t *d, const tide_pipe_act_t *a)
     }
 }
 
-/* Jobs publishing their final checkpoint that completed in this step. */
+/* Jobs publishing their final checkpoint that completed. */
 static void publish_finals(tide_daemon_t *d)
 {
-    for (size_t i = 0; i < d->acts.n; i++) {
-        const tide_action_t *a = &d->acts.v[i];
-        const char *id = a->kind == TIDE_ACT_JOB_STOP && a->reason == TIDE_R_COMPLETE
-                             ? dmn_job_id(d->e, a->job)
-                             : NULL;
-        dpub_t *p = id ? pub_find(d, id) : NULL;
-        if (p && p->every == 0 && p->commits > 0)
+    for (size_t i = 0; i < d->pipe->n_pub; i++) {
+        dpub_t *p = &d->pipe->pub[i];
+        tide_job_info_t ji;
+        int32_t h = p->every == 0 && !p->final_done ? tide_engine_job_find(d->e, p->job) : -1;
+        if (h < 0 || tide_engine_job(d->e, h, &ji) < 0 || ji.state != TIDE_JOB_DONE)
+            continue;
+        p->final_done = 1;
+        save_pub(d, p);
+        if (p->commits > 0)
             publish(d, p);
     }
 }
@@ -596,6 +599,7 @@ static int load_pub(void *ctx, const char *key, const char *value)
     if (model) {
         dpub_t *p = pub_add(d, key, model, (int)json_integer_value(json_object_get(o, "every")));
         p->commits = (int)json_integer_value(json_object_get(o, "commits"));
+        p->final_done = json_is_true(json_object_get(o, "final_done"));
         p->last_step = json_integer_value(json_object_get(o, "last_step"));
         p->last_bytes = json_integer_value(json_object_get(o, "last_bytes"));
         const char *u = json_string_value(json_object_get(o, "last_uri"));
