@@ -118,7 +118,7 @@ static void model_usage(FILE *f)
             "       tide model create MODEL --service S [--eval CMD] [--eval-gpus N]\n"
             "             [--eval-limit D] [--gate RULE]... [--steps 5,25,50,100] [--hold D]\n"
             "             [--gate-interval D] [--slo-min X] [--error-max X]\n"
-            "             [--latency-max MS] [--failure-limit N]\n"
+            "             [--latency-max MS] [--failure-limit N] [--webhook URL]\n"
             "       tide model register MODEL --manifest URI [--job ID] [--step N]\n"
             "             [--digest D] [--size BYTES]\n"
             "       tide model metrics MODEL:VERSION NAME=VALUE...\n"
@@ -131,7 +131,9 @@ static void model_usage(FILE *f)
             "METRIC<=VALUE, or against the serving version: accuracy>=serving-0.01),\n"
             "the canary's traffic steps in percent, each held D and gated every D on\n"
             "the canary's SLO attainment, error rate and latency (--failure-limit failed\n"
-            "checks are tolerated; the next rolls back). register: a version by hand\n"
+            "checks are tolerated; the next rolls back), the http:// URL told of every\n"
+            "pipeline event (signed with the daemon's TIDE_WEBHOOK_SECRET). register: a\n"
+            "version by hand\n"
             "(jobs submitted with \"model\" and \"publish\" register their checkpoints).\n"
             "metrics: report evaluation metrics of a version.\n"
             "\n"
@@ -186,7 +188,7 @@ static void versions_show(const json_t *j)
 }
 
 enum { M_SERVICE = 1, M_EVAL, M_EVAL_GPUS, M_EVAL_LIMIT, M_GATE, M_STEPS, M_HOLD, M_GATE_INT,
-       M_SLO, M_ERR, M_LAT, M_FAIL, M_MANIFEST, M_JOB, M_STEP, M_DIGEST, M_SIZE };
+       M_SLO, M_ERR, M_LAT, M_FAIL, M_MANIFEST, M_JOB, M_STEP, M_DIGEST, M_SIZE, M_HOOK };
 
 static const struct option model_opts[] = {
     {"service", required_argument, NULL, M_SERVICE},
@@ -206,6 +208,7 @@ static const struct option model_opts[] = {
     {"step", required_argument, NULL, M_STEP},
     {"digest", required_argument, NULL, M_DIGEST},
     {"size", required_argument, NULL, M_SIZE},
+    {"webhook", required_argument, NULL, M_HOOK},
     {"help", no_argument, NULL, 'h'},
     TIDE_REMOTE_LONGOPTS,
     {NULL, 0, NULL, 0},
@@ -222,7 +225,7 @@ static const struct mopt {
     {M_HOLD, "hold_s", 'd'}, {M_GATE_INT, "gate_interval_s", 'd'}, {M_SLO, "slo_min", 'n'},
     {M_ERR, "error_max", 'n'}, {M_LAT, "latency_max_ms", 'n'}, {M_FAIL, "failure_limit", 'i'},
     {M_MANIFEST, "manifest_uri", 's'}, {M_JOB, "source_job", 's'}, {M_STEP, "step", 'i'},
-    {M_DIGEST, "digest", 's'}, {M_SIZE, "size_bytes", 'i'},
+    {M_DIGEST, "digest", 's'}, {M_SIZE, "size_bytes", 'i'}, {M_HOOK, "webhook", 's'},
 };
 
 static int mopt_set(json_t *body, int id, const char *arg)

@@ -494,7 +494,11 @@ int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err); /* after the rebuild */
 void dmn_pipe_free(tide_daemon_t *d);
 /* After every live step: labels, evaluations, the pipeline's step, enacted. */
 void dmn_pipe_step(tide_daemon_t *d, tide_time_t t);
-int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, tide_error_t *err);
+/* Define a model; webhook: http:// URL notified (signed with
+ * $TIDE_WEBHOOK_SECRET) of every pipeline event of the model, NULL none. */
+int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, const char *webhook,
+                          tide_error_t *err);
+const char *dmn_pipe_webhook_url(tide_daemon_t *d, int model); /* NULL none */
 int dmn_pipe_register(tide_daemon_t *d, int model, const tide_version_spec_t *v,
                       tide_error_t *err);
 int dmn_pipe_metric(tide_daemon_t *d, int model, int ver, const char *name, double value,

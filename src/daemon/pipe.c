@@ -15,6 +15,8 @@
 
 #include "daemon/internal.h"
 #include "formats/json.h"
+#include "http/client.h"
+#include "http/get.h"
 #include "util/util.h"
 
 /* A job's publish rule: every = N (every Nth committed checkpoint), 0 =
@@ -29,6 +31,7 @@ typedef struct dpub {
 
 /* Per model: the canary's pushed SLO, the surge asked, the route. */
 typedef struct dpm {
+    char *webhook;           /* http:// URL of the model's webhook, NULL none */
     int have_slo;
     double slo, err, lat;
     int surge_sent;
@@ -43,6 +46,7 @@ struct dpipe {
     size_t n_pub, cap_pub;
     tide_pipe_labels_t lab;
     int64_t lab_epoch;
+    char *secret;            /* $TIDE_WEBHOOK_SECRET at open: the webhooks' HMAC key */
     dpm_t *m;
     size_t cap_m;
     uint64_t gen;
@@ -82,8 +86,12 @@ static void put_doc(tide_daemon_t *d, const char *kind, const char *key, json_t 
 static void save_model(tide_daemon_t *d, int mi)
 {
     tide_model_info_t m;
-    if (tide_pipeline_model(d->pipe->pl, mi, &m) == 0)
-        put_doc(d, "model", m.name, tide_json_model(&m));
+    if (tide_pipeline_model(d->pipe->pl, mi, &m) < 0)
+        return;
+    json_t *o = tide_json_model(&m);
+    if (pm(d, mi)->webhook)
+        json_object_set_new(o, "webhook", json_string(pm(d, mi)->webhook));
+    put_doc(d, "model", m.name, o);
 }
 
 json_t *dmn_pipe_version_json(const tide_version_info_t *v)
@@ -140,6 +148,66 @@ static const char *model_name(tide_daemon_t *d, int mi)
     return tide_pipeline_model(d->pipe->pl, mi, &m) == 0 ? m.name : "?";
 }
 
+/* ---------------------------------------------------------------- webhooks */
+
+typedef struct hook {
+    char host[256], port[16], path[1024], url[1024];
+    char headers[256];
+    char *body;
+} hook_t;
+
+/* One delivery, on its own detached thread: best effort (2 s, no retry). */
+static void *hook_send(void *arg)
+{
+    hook_t *h = arg;
+    tide_http_call_t rq = {.method = "POST", .host = h->host, .port = h->port, .path = h->path,
+                           .headers = h->headers, .body = h->body, .body_len = strlen(h->body),
+                           .what = h->url, .timeout_ms = 2000, .max = 65536};
+    tide_http_resp_t resp = {0};
+    if (tide_http_request(&rq, &resp, NULL) == 0)
+        tide_http_resp_free(&resp);
+    free(h->body);
+    free(h);
+    return NULL;
+}
+
+/* POST {"model", "version", "event", "detail", "time_s"} to the model's
+ * webhook, signed: X-Tide-Signature: sha256=HMAC-SHA256(secret, body). */
+static void webhook(tide_daemon_t *d, int mi, int ver, const char *kind, const char *detail)
+{
+    const char *url = pm(d, mi)->webhook;
+    if (!url)
+        return;
+    hook_t *h = tide_xcalloc(1, sizeof *h);
+    if (tide_http_url_parse(url, h->host, sizeof h->host, h->port, sizeof h->port, h->path,
+                            sizeof h->path, NULL) < 0) {
+        free(h);
+        return;
+    }
+    snprintf(h->url, sizeof h->url, "%s", url);
+    json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:I}", "model", model_name(d, mi), "version", ver,
+                          "event", kind, "detail", detail, "time_s", (json_int_t)d->now);
+    h->body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    unsigned char mac[32];
+    char hex[65] = "";
+    const char *key = d->pipe->secret ? d->pipe->secret : "";
+    tide_hmac_sha256(key, strlen(key), h->body, strlen(h->body), mac);
+    snprintf(h->headers, sizeof h->headers,
+             "Content-Type: application/json\r\nX-Tide-Event: %s\r\n%s%s%s", kind,
+             d->pipe->secret ? "X-Tide-Signature: sha256=" : "",
+             d->pipe->secret ? tide_hex(mac, 32, hex) : "", d->pipe->secret ? "\r\n" : "");
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &at, hook_send, h) != 0) {
+        free(h->body);
+        free(h);
+    }
+    pthread_attr_destroy(&at);
+}
+
 /* Record what happened (the pipeline's event log) and say it. */
 static void note(tide_daemon_t *d, int mi, int ver, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -154,16 +222,27 @@ static void note(tide_daemon_t *d, int mi, int ver, const char *kind, const char
     if (tide_store_pipe_event_add(d->st, d->now, model_name(d, mi), ver, kind, detail, &err) < 0)
         dmn_log(d, "pipeline: %s", err.msg);
     dmn_log(d, "model %s v%d %s: %s", model_name(d, mi), ver, kind, detail);
+    webhook(d, mi, ver, kind, detail);
 }
 
 /* -------------------------------------------------------------- registry */
 
-int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, tide_error_t *err)
+static void set_webhook(tide_daemon_t *d, int mi, const char *url)
+{
+    free(pm(d, mi)->webhook);
+    pm(d, mi)->webhook = url && *url ? tide_xstrdup(url) : NULL;
+}
+
+const char *dmn_pipe_webhook_url(tide_daemon_t *d, int mi) { return pm(d, mi)->webhook; }
+
+int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, const char *webhook,
+                          tide_error_t *err)
 {
     int mi = tide_pipeline_add_model(d->pipe->pl, m, err);
     if (mi < 0)
         return -1;
     pm(d, mi)->surge_sent = -1;
+    set_webhook(d, mi, webhook);
     save_model(d, mi);
     note(d, mi, 0, "defined", "service %s", m->service);
     return mi;
@@ -551,8 +630,10 @@ static int load_model(void *ctx, const char *key, const char *value)
         return -1;
     }
     int mi = tide_pipeline_add_model(d->pipe->pl, &mr.spec, &err);
-    if (mi >= 0)
+    if (mi >= 0) {
         pm(d, mi)->surge_sent = -1;
+        set_webhook(d, mi, mr.webhook);
+    }
     tide_model_request_free(&mr);
     return mi < 0 ? -1 : 0;
 }
@@ -647,6 +728,8 @@ int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err)
     d->pipe = tide_xcalloc(1, sizeof *d->pipe);
     d->pipe->pl = tide_pipeline_create(d->check);
     d->pipe->lab_epoch = d->epoch;
+    const char *secret = getenv("TIDE_WEBHOOK_SECRET");
+    d->pipe->secret = secret && *secret ? tide_xstrdup(secret) : NULL;
     tide_pipe_labels_init(&d->pipe->lab);
     tide_pipe_acts_init(&d->pipe->acts);
     if (tide_store_pipe_list(d->st, "model", load_model, d, err) < 0 ||
@@ -673,7 +756,10 @@ void dmn_pipe_free(tide_daemon_t *d)
     }
     free(p->pub);
     tide_pipe_labels_free(&p->lab);
+    for (size_t i = 0; i < p->cap_m; i++)
+        free(p->m[i].webhook);
     free(p->m);
+    free(p->secret);
     free(p);
     d->pipe = NULL;
 }

@@ -94,13 +94,14 @@ int tide_json_team_from_string(const char *s, tide_team_spec_t *t, char **name_o
 /* POST /v1/models: {"name", "service", "eval_command", "eval_gpus",
  * "eval_limit_s", "gates": ["accuracy>=0.7", ...], "steps": [5,25,50,100]
  * or "5,25,50,100", "hold_s", "gate_interval_s", "slo_min", "error_max",
- * "latency_max_ms", "failure_limit"} (the stored form adds "aliases").
+ * "latency_max_ms", "failure_limit", "webhook"} (the stored form adds "aliases").
  * Defaults: tide_rollout_plan_default, one GPU, one hour. spec points into
  * out; free with tide_model_request_free. */
 typedef struct tide_model_request {
     tide_model_spec_t spec;
     tide_gate_rule_t rules[TIDE_PIPE_MAX_RULES];
     char *name, *service, *eval_command;
+    char *webhook;  /* "webhook": http:// URL of the model's signed webhook, NULL none */
     int alias[TIDE_ALIAS_COUNT];
 } tide_model_request_t;
 int tide_json_model_request(const char *body, size_t len, tide_model_request_t *out,

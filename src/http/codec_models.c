@@ -12,7 +12,7 @@
 static const char *const model_fields[] = {
     "name", "service", "eval_command", "eval_gpus", "eval_limit_s", "gates", "steps", "hold_s",
     "gate_interval_s", "slo_min", "error_max", "latency_max_ms", "failure_limit", "aliases",
-    NULL};
+    "webhook", NULL};
 
 /* A number field: absent leaves *out; lo <= value <= hi. */
 static int num_in(const json_t *o, const char *k, double lo, double hi, double *out,
@@ -122,6 +122,9 @@ int tide_json_model_request(const char *body, size_t len, tide_model_request_t *
     const char *name = rc ? NULL : str_of(o, "name", err, &bad);
     const char *svc = rc || bad ? NULL : str_of(o, "service", err, &bad);
     const char *cmd = rc || bad ? NULL : str_of(o, "eval_command", err, &bad);
+    const char *hook = rc || bad ? NULL : str_of(o, "webhook", err, &bad);
+    if (rc == 0 && !bad && hook && *hook && strncmp(hook, "http://", 7))
+        rc = tide_errf(err, TIDE_EINVAL, "webhook: expected an http:// URL");
     double gpus = 1, limit = 3600;
     if (rc == 0 && !bad &&
         (num_in(o, "eval_gpus", 1, 4096, &gpus, err) < 0 ||
@@ -134,6 +137,7 @@ int tide_json_model_request(const char *body, size_t len, tide_model_request_t *
         out->name = tide_xstrdup(name ? name : "");
         out->service = tide_xstrdup(svc ? svc : "");
         out->eval_command = cmd ? tide_xstrdup(cmd) : NULL;
+        out->webhook = hook && *hook ? tide_xstrdup(hook) : NULL;
         out->spec.name = out->name;
         out->spec.service = out->service;
         out->spec.eval_command = out->eval_command;
@@ -151,7 +155,8 @@ void tide_model_request_free(tide_model_request_t *r)
     free(r->name);
     free(r->service);
     free(r->eval_command);
-    r->name = r->service = r->eval_command = NULL;
+    free(r->webhook);
+    r->name = r->service = r->eval_command = r->webhook = NULL;
 }
 
 json_t *tide_json_model(const tide_model_info_t *m)

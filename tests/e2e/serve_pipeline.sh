@@ -12,7 +12,8 @@
 #  - version 2's canary misses its SLO: it is rolled back automatically
 #    within one gate interval, no route points to it afterwards, and version
 #    1 still serves everything;
-#  - the registry survives a restart; bad requests are refused clearly.
+#  - the registry survives a restart; bad requests are refused clearly;
+#  - every pipeline event reaches the model's webhook, signed with HMAC-SHA256.
 # Environment: TIDE_BIN. Exit 77 = skip (daemon not built).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
@@ -23,6 +24,30 @@ cat >"$tmp/services.csv" <<'CSV'
 service,gpus_per_replica,replica_rps,min_replicas,warmup_s
 chat,2,100,4,60
 CSV
+# a webhook receiver: one JSON line per POST (its headers and body)
+cat >"$tmp/hook.py" <<'PY'
+import http.server, json, sys
+out = open(sys.argv[1], "a")
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+        out.write(json.dumps({"sig": self.headers.get("X-Tide-Signature"),
+                              "event": self.headers.get("X-Tide-Event"), "body": body}) + "\n")
+        out.flush()
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$tmp/hook.py" "$tmp/hooks.jsonl" >"$tmp/hook.port" &
+EXTRA_PIDS+=($!)
+poll_until 10 test -s "$tmp/hook.port" || fail "the webhook receiver did not start"
+HOOK="http://127.0.0.1:$(head -1 "$tmp/hook.port")/tide"
+export TIDE_WEBHOOK_SECRET=s3cret
+
 # --check: the engine's invariants and the rollout bound after every step
 serve_start pipe --db "$tmp/tide.db" --cluster 4x8 --services "$tmp/services.csv" --speed 300 --check ||
     { fail "daemon did not start"; finish serve_pipeline; }
@@ -37,7 +62,7 @@ api POST /v1/models '{"name":"llama","service":"chat","steps":[5,50,40]}'
 [ "$API_STATUS" = 400 ] || fail "decreasing steps accepted: $API_STATUS $API_BODY"
 api POST /v1/models '{"name":"llama","service":"chat","gates":["accuracy=0.7"]}'
 [ "$API_STATUS" = 400 ] || fail "a bad gate accepted: $API_STATUS $API_BODY"
-api POST /v1/models '{"name":"llama","service":"chat","eval_command":"python3 eval.py","eval_gpus":2,"eval_limit_s":600,"gates":["accuracy>=0.7"],"steps":[5,25,50,100],"hold_s":300,"gate_interval_s":60,"slo_min":0.99}'
+api POST /v1/models '{"name":"llama","service":"chat","eval_command":"python3 eval.py","eval_gpus":2,"eval_limit_s":600,"gates":["accuracy>=0.7"],"steps":[5,25,50,100],"hold_s":300,"gate_interval_s":60,"slo_min":0.99,"webhook":"'"$HOOK"'"}'
 [ "$API_STATUS" = 201 ] || fail "define model: $API_STATUS $API_BODY"
 api GET /v1/models
 [ "$(jq_ 'd["models"][0]["name"]')" = llama ] || fail "GET /v1/models: $API_BODY"
@@ -127,6 +152,23 @@ api GET /v1/models/nope
 [ "$API_STATUS" = 404 ] || fail "an unknown model: $API_STATUS"
 api POST /v1/models/llama/versions/9/metrics '{"metrics":{"accuracy":1}}'
 [ "$API_STATUS" = 404 ] || fail "metrics of an unknown version: $API_STATUS $API_BODY"
+
+# --- the webhook saw every event, signed
+hooks_ok() {
+    python3 - "$tmp/hooks.jsonl" <<'PY'
+import hashlib, hmac, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for r in rows:
+    want = "sha256=" + hmac.new(b"s3cret", r["body"].encode(), hashlib.sha256).hexdigest()
+    if r["sig"] != want:
+        sys.exit("bad signature on %s" % r["body"])
+seen = {(json.loads(r["body"])["event"], json.loads(r["body"])["version"]) for r in rows}
+need = {("registered", 1), ("evaluated", 1), ("step", 1), ("promoted", 1), ("registered", 2),
+        ("rollback", 2)}
+sys.exit(0 if need <= seen else "missing %s" % sorted(need - seen))
+PY
+}
+poll_until 10 hooks_ok || fail "webhooks: $(hooks_ok 2>&1)"
 
 # --- the registry survives a restart
 serve_stop
