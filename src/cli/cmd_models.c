@@ -133,8 +133,8 @@ static void model_usage(FILE *f)
             "the canary's SLO attainment, error rate and latency (--failure-limit failed\n"
             "checks are tolerated; the next rolls back), the http:// URL told of every\n"
             "pipeline event (signed with the daemon's TIDE_WEBHOOK_SECRET). register: a\n"
-            "version by hand\n"
-            "(jobs submitted with \"model\" and \"publish\" register their checkpoints).\n"
+            "version by hand (jobs submitted with \"model\" and \"publish\" register their\n"
+            "checkpoints).\n"
             "metrics: report evaluation metrics of a version.\n"
             "\n"
             "options:\n" TIDE_REMOTE_HELP TIDE_REMOTE_EXIT_HELP);
