@@ -492,7 +492,14 @@ void dmn_stream_counts(tide_daemon_t *d, int *clients, unsigned long *served,
 /* ---- pipe.c: the model pipeline (lock held everywhere) */
 int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err); /* after the rebuild */
 void dmn_pipe_free(tide_daemon_t *d);
-/* After every live step: labels, evaluations, the pipeline's step, enacted. */
+/* After every live step, before its actions are enacted: the model version
+ * of each replica the step started. */
+void dmn_pipe_label_starts(tide_daemon_t *d);
+/* The work of a replica the step starts: its model version's environment
+ * (TIDE_MODEL, TIDE_MODEL_VERSION, TIDE_MODEL_MANIFEST), NULL without one;
+ * valid until the next step. */
+const tide_backend_work_t *dmn_pipe_replica_work(tide_daemon_t *d, int32_t r);
+/* After every live step: evaluations, the pipeline's step, enacted. */
 void dmn_pipe_step(tide_daemon_t *d, tide_time_t t);
 /* Define a model; webhook: http:// URL notified (signed with
  * $TIDE_WEBHOOK_SECRET) of every pipeline event of the model, NULL none. */

@@ -47,6 +47,9 @@ struct dpipe {
     tide_pipe_labels_t lab;
     int64_t lab_epoch;
     char *secret;            /* $TIDE_WEBHOOK_SECRET at open: the webhooks' HMAC key */
+    char rw_env[3][1200];    /* dmn_pipe_replica_work's last answer */
+    const char *rw_list[4];
+    tide_backend_work_t rw;
     dpm_t *m;
     size_t cap_m;
     uint64_t gen;
@@ -295,6 +298,24 @@ int dmn_pipe_control(tide_daemon_t *d, int mi, int cmd, int ver, tide_error_t *e
     return 0;
 }
 
+const tide_backend_work_t *dmn_pipe_replica_work(tide_daemon_t *d, int32_t r)
+{
+    struct dpipe *p = d->pipe;
+    int mi, ver;
+    tide_version_info_t v;
+    if (!p || dmn_pipe_label(d, r, &mi, &ver) < 0 || ver < 1 ||
+        tide_pipeline_version(p->pl, mi, ver, &v) < 0)
+        return NULL;
+    snprintf(p->rw_env[0], sizeof p->rw_env[0], "TIDE_MODEL=%s", model_name(d, mi));
+    snprintf(p->rw_env[1], sizeof p->rw_env[1], "TIDE_MODEL_VERSION=%d", ver);
+    snprintf(p->rw_env[2], sizeof p->rw_env[2], "TIDE_MODEL_MANIFEST=%s", v.manifest_uri);
+    for (int k = 0; k < 3; k++)
+        p->rw_list[k] = p->rw_env[k];
+    p->rw_list[3] = NULL;
+    p->rw = (tide_backend_work_t){.env = p->rw_list};
+    return &p->rw;
+}
+
 tide_pipeline_t *dmn_pipe_pl(tide_daemon_t *d) { return d->pipe->pl; }
 uint64_t dmn_pipe_gen(tide_daemon_t *d) { return d->pipe->gen; }
 
@@ -487,8 +508,10 @@ static void eval_poll(tide_daemon_t *d, int mi)
 /* ---------------------------------------------------------------- rollout */
 
 /* Label the replicas the step started (and store the labels). */
-static void label_starts(tide_daemon_t *d)
+void dmn_pipe_label_starts(tide_daemon_t *d)
 {
+    if (!d->pipe || !tide_pipeline_models(d->pipe->pl))
+        return;
     for (size_t i = 0; i < d->acts.n; i++)
         if (d->acts.v[i].kind == TIDE_ACT_REPLICA_START || d->acts.v[i].kind == TIDE_ACT_REPLICA_STOP)
             d->pipe->gen++;
@@ -591,7 +614,6 @@ void dmn_pipe_step(tide_daemon_t *d, tide_time_t t)
     if (!p || !tide_pipeline_models(p->pl))
         return;
     publish_finals(d);
-    label_starts(d);
     int n = tide_pipeline_models(p->pl);
     for (int mi = 0; mi < n; mi++) {
         eval_poll(d, mi);

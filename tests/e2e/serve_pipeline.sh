@@ -43,7 +43,8 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 PY
 python3 "$tmp/hook.py" "$tmp/hooks.jsonl" >"$tmp/hook.port" &
-EXTRA_PIDS+=($!)
+HOOK_PID=$!
+EXTRA_PIDS+=($HOOK_PID)
 poll_until 10 test -s "$tmp/hook.port" || fail "the webhook receiver did not start"
 HOOK="http://127.0.0.1:$(head -1 "$tmp/hook.port")/tide"
 export TIDE_WEBHOOK_SECRET=s3cret
@@ -179,4 +180,6 @@ model
 [ "$(jq_ 'd["aliases"]["serving"]')" = 1 ] || fail "aliases after a restart: $API_BODY"
 [ "$(jq_ 'd["versions"][0]["metrics"]["accuracy"]')" = 0.8 ] || fail "metrics after a restart: $API_BODY"
 serve_stop
+kill "$HOOK_PID" 2>/dev/null
+wait "$HOOK_PID" 2>/dev/null
 finish serve_pipeline

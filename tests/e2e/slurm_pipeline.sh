@@ -7,7 +7,8 @@
 #    reads TIDE_MODEL, TIDE_MODEL_VERSION, TIDE_MODEL_MANIFEST and reports its metric
 #    through the API) and passes;
 #  - the canary replica starts as a Slurm job (examples/slurm/replica.sh reports it
-#    ready), takes 50% then 100% of the routes; the old replica is retired (its Slurm
+#    ready) with TIDE_MODEL_VERSION and TIDE_MODEL_MANIFEST of version 1, takes 50%
+#    then 100% of the routes; the old replica is retired (its Slurm
 #    job ends): every replica runs version 1;
 #  - version 2's canary misses its SLO: rolled back within one gate interval, its
 #    replica gone, version 1 takes every request.
@@ -51,9 +52,12 @@ curl -s -m 5 -XPOST -H 'Content-Type: application/json' \
      "$TIDE_API/v1/models/$TIDE_MODEL/versions/$TIDE_MODEL_VERSION/metrics" \
      -d '{"metrics": {"accuracy": 0.8}}' >>"$EVAL_LOG"
 SH
+# the replica command: note the version it was told to load, then serve
+{ echo '#!/usr/bin/env bash'; echo "echo \"\$TIDE_REPLICA \${TIDE_MODEL_VERSION:-none} \${TIDE_MODEL_MANIFEST:-none}\" >>$tmp/rep.log"
+  echo "exec bash $SRC/examples/slurm/replica.sh"; } >"$tmp/rep.sh"
 PORT=$(free_port)
 serve_start pipe --backend slurm --db "$tmp/tide.db" --listen "127.0.0.1:$PORT" \
-    --services "$tmp/services.csv" --replica-command "bash $SRC/examples/slurm/replica.sh" \
+    --services "$tmp/services.csv" --replica-command "bash $tmp/rep.sh" \
     --workdir "$work" --slurm-partition tide --control-period 2s --check ||
     { fail "daemon did not start"; finish slurm_pipeline; }
 
@@ -84,6 +88,8 @@ all_v1() { routes; [ "$(jq_ "len(d['replicas']) == 1 and d['replicas'][0]['versi
 poll_until 60 all_v1 || fail "the old replica was not replaced: $API_BODY"
 poll_until 30 sh -c "[ \"\$(squeue -h -t running -o '%j' | grep -c '^tide\.rep\.')\" = 1 ]" ||
     fail "Slurm runs $(rep_jobs) replica jobs, expected 1: $(squeue -h -o '%i %j %T %N')"
+grep -q " 1 tide://jobs/train/checkpoints/40$" "$tmp/rep.log" ||
+    fail "no replica was started with TIDE_MODEL_VERSION=1 and its manifest: $(cat "$tmp/rep.log")"
 grep -Eq "invariant|above its need" "$SERVE_LOG" && fail "an invariant broke: $(grep -E 'invariant|above its need' "$SERVE_LOG" | head -3)"
 checkpoint_stage() { [ "$fails" = 0 ] || finish slurm_pipeline; }
 checkpoint_stage
@@ -93,6 +99,7 @@ api POST /v1/models/llama/versions '{"manifest_uri":"s3://ckpt/v2","source_job":
 [ "$API_STATUS" = 201 ] || fail "register version 2: $API_STATUS $API_BODY"
 canary_routed() { routes; [ "$(jq_ "any(r['version'] == 2 and r['weight'] > 0 for r in d['replicas'])")" = True ]; }
 poll_until 120 canary_routed || fail "version 2 never took requests: $API_BODY"
+grep -q " 2 s3://ckpt/v2$" "$tmp/rep.log" || fail "the canary replica of version 2 was not told its version: $(cat "$tmp/rep.log")"
 api POST /v1/models/llama/canary '{"slo":0.5,"error_rate":0.3}'
 t_bad=$(jq_ "d['reported_s']")
 poll_until 30 state_is 2 rolled-back || fail "version 2 not rolled back: $API_BODY"
