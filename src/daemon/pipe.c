@@ -748,7 +748,7 @@ static int load_aliases(void *ctx, const char *key, const char *value)
 int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err)
 {
     d->pipe = tide_xcalloc(1, sizeof *d->pipe);
-    d->pipe->pl = tide_pipeline_create(d->check);
+    d->pipe->pl = tide_pipeline_create(d->check || d->cfg.check_invariants);
     d->pipe->lab_epoch = d->epoch;
     const char *secret = getenv("TIDE_WEBHOOK_SECRET");
     d->pipe->secret = secret && *secret ? tide_xstrdup(secret) : NULL;
