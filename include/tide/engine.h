@@ -149,6 +149,11 @@ typedef enum tide_event_kind {
     TIDE_EV_REHEARSE,        /* service: start one rehearsal replica (a warm-up
                                 measured on free GPUs, then stopped; see
                                 tide_engine_rehearsal). Ignored while one runs */
+    TIDE_EV_SURGE,           /* service, value = replicas held above the service's own
+                                sizing (a rollout's new-version replicas; 0 ends it).
+                                Placed like any replica: free GPUs, else reclaimed */
+    TIDE_EV_REPLICA_RETIRE,  /* replica: stop it now (a rollout retires an old-version
+                                replica); the sizing may start another */
     TIDE_EV_KIND_COUNT
 } tide_event_kind_t;
 
@@ -274,6 +279,11 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err);
 
 /* ------------------------------------------------------------ inspection */
+
+/* Replicas service s's own sizing wanted at the last step (its need, without
+ * a surge), and the surge (TIDE_EV_SURGE) into *surge when not NULL.
+ * -1 for an unknown service. */
+int tide_engine_service_target(const tide_engine_t *e, int s, int *surge);
 
 typedef enum tide_job_state {
     TIDE_JOB_QUEUED = 0,

@@ -72,7 +72,8 @@ typedef struct tide_backend_status {
     long refused;       /* writes a read-only backend refused (shadow mode) */
 } tide_backend_status_t;
 
-/* The work of a training job as submitted: what a backend that runs real
+/* The work of a training job as submitted (or of a replica: the model version
+ * it must load, TIDE_MODEL_VERSION and TIDE_MODEL_MANIFEST): what a backend that runs real
  * processes starts for it. Borrowed for the call; the backend copies what it
  * keeps. */
 typedef struct tide_backend_work {
@@ -81,7 +82,8 @@ typedef struct tide_backend_work {
 } tide_backend_work_t;
 
 /* One action to enact: the engine time, the action, its GPU ids (NULL when
- * it has none) and, for JOB_START and JOB_RESIZE, the job's work (NULL when
+ * it has none) and, for JOB_START and JOB_RESIZE, the job's work, for
+ * REPLICA_START the environment of the model version it runs (NULL when
  * the driver has none). */
 typedef struct tide_backend_act {
     tide_time_t now;

@@ -77,6 +77,8 @@ typedef struct srep {
     int active;
     int adopted;
     int end_sent;
+    char **env;       /* the work's environment handed with its start (the model
+                         version it must load: TIDE_MODEL_VERSION...), NULL none */
     gang_t g;
 } srep_t;
 
@@ -648,6 +650,8 @@ static int submit_replica(slurmbe_t *s, int32_t r, srep_t *p, tide_error_t *err)
     env_add(&b, "TIDE_SERVICE", "%s", sv->name);
     env_add(&b, "TIDE_WARMUP_S", "%lld", (long long)sv->warmup_s);
     env_add(&b, "TIDE_GANG_GPUS", "%d", p->g.ngpus);
+    for (char **e = p->env; e && *e; e++)
+        env_raw(&b, *e);
     char name[TIDE_SLURM_NAME_MAX];
     int w = snprintf(name, sizeof name, "tide.rep.%d.%s", r, sv->name);
     if (w < 0 || (size_t)w >= sizeof name)
@@ -995,6 +999,22 @@ static int be_lease(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
     return 0;
 }
 
+static void rep_env_set(srep_t *p, const tide_backend_work_t *w)
+{
+    for (char **e = p->env; e && *e; e++)
+        free(*e);
+    free(p->env);
+    p->env = NULL;
+    size_t n = 0;
+    while (w && w->env && w->env[n])
+        n++;
+    if (!n)
+        return;
+    p->env = tide_xcalloc(n + 1, sizeof *p->env);
+    for (size_t i = 0; i < n; i++)
+        p->env[i] = tide_xstrdup(w->env[i]);
+}
+
 static int be_rstart(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
     tide_time_t now = x->now;
@@ -1012,6 +1032,7 @@ static int be_rstart(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
             s->st.cancels++;
     }
     gang_free(&p->g);
+    rep_env_set(p, x->work);
     p->service = a->service;
     p->active = 1;
     p->adopted = 0;
@@ -1620,8 +1641,10 @@ static void be_destroy(void *ctx)
         free(j);
     }
     free(s->jobs);
-    for (size_t r = 0; r < s->nreps; r++)
+    for (size_t r = 0; r < s->nreps; r++) {
         gang_free(&s->reps[r].g);
+        rep_env_set(&s->reps[r], NULL);
+    }
     free(s->reps);
     free(s->ev);
     free(s->node_name);

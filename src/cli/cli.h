@@ -66,6 +66,9 @@ int tide_cmd_jobs(int argc, char **argv);
 int tide_cmd_job(int argc, char **argv);
 int tide_cmd_cancel(int argc, char **argv);
 int tide_cmd_services(int argc, char **argv);
+int tide_cmd_models(int argc, char **argv);  /* cmd_models.c */
+int tide_cmd_model(int argc, char **argv);
+int tide_cmd_rollout(int argc, char **argv);
 int tide_cmd_leases(int argc, char **argv);
 int tide_cmd_events(int argc, char **argv);
 int tide_cmd_audit(int argc, char **argv);

@@ -528,6 +528,27 @@ static int ev_foreign(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     return 0;
 }
 
+/* A rollout's surge (service) or retirement (replica). */
+static int ev_rollout(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
+{
+    if (ev->kind == TIDE_EV_SURGE) {
+        if (ev->service < 0 || ev->service >= e->n_svcs)
+            return tide_errf(err, TIDE_ENOENT, "unknown service %d", ev->service);
+        if (!isfinite(ev->value) || ev->value < 0 || ev->value > 4096 ||
+            ev->value != floor(ev->value))
+            return tide_errf(err, TIDE_EINVAL, "service %s: surge must be a whole number 0..4096",
+                             e->svcs[ev->service].spec.name);
+        e->svcs[ev->service].surge = (int)ev->value;
+        e->infer_dirty = 1;
+        return 0;
+    }
+    if (ev->replica < 0 || (size_t)ev->replica >= e->n_reps)
+        return tide_errf(err, TIDE_ENOENT, "unknown replica %d", ev->replica);
+    tide__replica_stop(e, ev->replica, TIDE_R_SCALE); /* a stopped one: no-op */
+    e->infer_dirty = 1;
+    return 0;
+}
+
 static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
 {
     job_t *j = NULL;
@@ -587,6 +608,9 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
             e->svcs[ev->service].rh_want = 1;
         e->infer_dirty = 1;
         return 0;
+    case TIDE_EV_SURGE:
+    case TIDE_EV_REPLICA_RETIRE:
+        return ev_rollout(e, ev, err);
     default:
         return tide_errf(err, TIDE_EINVAL, "unknown event kind %d", ev->kind);
     }
@@ -897,6 +921,15 @@ int tide_engine_services(const tide_engine_t *e) { return e->n_svcs; }
 const tide_service_spec_t *tide_engine_service(const tide_engine_t *e, int s)
 {
     return s >= 0 && s < e->n_svcs ? &e->svcs[s].spec : NULL;
+}
+
+int tide_engine_service_target(const tide_engine_t *e, int s, int *surge)
+{
+    if (s < 0 || s >= e->n_svcs)
+        return -1;
+    if (surge)
+        *surge = e->svcs[s].surge;
+    return e->svcs[s].target;
 }
 
 int tide_engine_service_find(const tide_engine_t *e, const char *name)

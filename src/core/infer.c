@@ -448,18 +448,21 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
         service_t *s = &e->svcs[si];
         int up, down;
         targets(e, si, now, &up, &down);
+        s->target = up;
         int active = s->ready + s->warming;
         int deficit = 0;
-        if (active < up) {
-            int n = up - active;
+        if (active < up + s->surge) {
+            int n = up + s->surge - active;
             while (n > 0 && start_replica(e, si, now))
                 n--;
             deficit = n;
         }
+        /* the surge's replicas are not the sizing's to scale down */
+        int own = active > s->surge ? active - s->surge : 0;
         if (e->pol->scale_mode == SCALE_FORECAST)
-            hold_forecast(e, si, now, active, up, down);
+            hold_forecast(e, si, now, own, up, down);
         else
-            hold_reactive(e, si, now, active, up, down);
+            hold_reactive(e, si, now, own, up, down);
         int incoming = claims_of(e, si);
         if (incoming > deficit)
             drop_claims(e, si, incoming - deficit);

@@ -217,6 +217,8 @@ typedef struct service {
     int rh_done, rh_slow, rh_failed;
     double rh_last, rh_allowed;
     tide_time_t rh_at;
+    int surge;                 /* replicas held above the sizing (TIDE_EV_SURGE) */
+    int target;                /* the sizing's `up` at the last pass (its need) */
 } service_t;
 
 typedef struct team {

@@ -119,7 +119,7 @@ static const char *const action_names[TIDE_ACT_KIND_COUNT] = {
 static const char *const event_names[TIDE_EV_KIND_COUNT] = {
     "tick", "submit", "cancel", "demand", "replica_ready", "replica_failed", "job_phase",
     "ckpt_committed", "job_finished", "rank_failed", "node_failed", "node_recovered", "job_expired",
-    "foreign", "rehearse"};
+    "foreign", "rehearse", "surge", "replica_retire"};
 static const char *const reason_names[TIDE_R_COUNT] = {
     "", "reclaim", "preempt", "priority", "deadline", "cancel", "failure", "complete", "scale",
     "window", "quota", "rehearsal"};

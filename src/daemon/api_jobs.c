@@ -184,8 +184,16 @@ API_HANDLER(api_job_submit)
         api_fail(rep, &err);
         return;
     }
+    char *model = NULL;
+    int every = -1;
+    if (dmn_pipe_publish_parse(req->body, req->body_len, &model, &every, &err) < 0) {
+        api_fail(rep, &err);
+        tide_job_request_free(&jr);
+        return;
+    }
     if (submit_check(d, req, &jr, rep) < 0) {
         tide_job_request_free(&jr);
+        free(model);
         return;
     }
     /* refused while stopping or degraded; else answered after the group
@@ -195,10 +203,13 @@ API_HANDLER(api_job_submit)
     dmn_unlock_read(d);
     if (!refused) {
         char old[32];
-        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0)
+        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0) {
+            tide_daemon_lock(d);
+            dmn_pipe_publish_set(d, jr.id, model, every);
+            tide_daemon_unlock(d);
             tide_http_reply_json(rep, 201,
                                  json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
-        else if (err.code == TIDE_EEXIST)
+        } else if (err.code == TIDE_EEXIST)
             reply_taken(d, req, rep, jr.id, old);
         else if (err.code == TIDE_ESTATE)
             tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
@@ -206,6 +217,7 @@ API_HANDLER(api_job_submit)
             api_fail(rep, &err);
     }
     tide_job_request_free(&jr);
+    free(model);
 }
 
 typedef struct list_ctx {
@@ -369,6 +381,19 @@ API_HANDLER(api_job_cancel)
     free(id);
 }
 
+/* A committed checkpoint may publish a model version (src/daemon/pipe.c):
+ * "manifest" (a URI string) and "digest" come from the request. */
+static void ckpt_publish(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
+                         const tide_http_req_t *req)
+{
+    json_t *o = json_loadb(req->body, req->body_len, 0, NULL);
+    tide_daemon_lock(d);
+    dmn_pipe_ckpt(d, id, ck->step, ck->bytes, json_string_value(json_object_get(o, "manifest")),
+                  json_string_value(json_object_get(o, "digest")));
+    tide_daemon_unlock(d);
+    json_decref(o);
+}
+
 API_HANDLER(api_job_ckpt)
 {
     tide_daemon_t *d = API_D(app);
@@ -386,6 +411,8 @@ API_HANDLER(api_job_ckpt)
     if (dmn_job_checkpoint(d, id, &ck, &value, &dup, &err) < 0) {
         write_failed(d, rep, &err);
     } else {
+        if (ck.committed && !dup)
+            ckpt_publish(d, id, &ck, req);
         json_t *o = json_object();
         api_set(o, "id", api_str(id));
         api_set(o, "committed", json_boolean(ck.committed));

@@ -213,7 +213,7 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
         dmn_services_open(d, o, err) < 0 || dmn_history_open(d, o, err) < 0)
         return -1;
     d->wall0 = wall(d);
-    if (dmn_rebuild(d, err) < 0)
+    if (dmn_rebuild(d, err) < 0 || dmn_pipe_open(d, err) < 0)
         return -1;
     d->t0 = d->now;
     d->last_clock = d->now;
@@ -415,6 +415,7 @@ static void daemon_free(tide_daemon_t *d)
     if (!d)
         return;
     dmn_stream_free(d);
+    dmn_pipe_free(d);
     tide_backend_destroy(d->be);
     dmn_shadow_free(d);
     tide_engine_destroy(d->e);

@@ -261,6 +261,7 @@ struct tide_daemon {
     dshadow_t *sh;             /* what the shadow measured, NULL before any */
     tide_time_t rehearse_every_s; /* scheduled rehearsals (0 = off) */
     tide_time_t next_rehearse; /* engine time of the next one (0 = not set) */
+    struct dpipe *pipe;        /* the model pipeline (pipe.c) */
     void *hist;                /* history.c: the stored demand history (NULL = none) */
 };
 
@@ -532,6 +533,44 @@ void dmn_stream_free(tide_daemon_t *d);  /* join the hub's thread, free (no lock
 void dmn_stream_counts(tide_daemon_t *d, int *clients, unsigned long *served,
                        unsigned long *dropped);
 
+/* ---- pipe.c: the model pipeline (lock held everywhere) */
+int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err); /* after the rebuild */
+void dmn_pipe_free(tide_daemon_t *d);
+/* After every live step, before its actions are enacted: the model version
+ * of each replica the step started. */
+void dmn_pipe_label_starts(tide_daemon_t *d);
+/* The work of a replica the step starts: its model version's environment
+ * (TIDE_MODEL, TIDE_MODEL_VERSION, TIDE_MODEL_MANIFEST), NULL without one;
+ * valid until the next step. */
+const tide_backend_work_t *dmn_pipe_replica_work(tide_daemon_t *d, int32_t r);
+/* After every live step: evaluations, the pipeline's step, enacted. */
+void dmn_pipe_step(tide_daemon_t *d, tide_time_t t);
+/* Define a model; webhook: http:// URL notified (signed with
+ * $TIDE_WEBHOOK_SECRET) of every pipeline event of the model, NULL none. */
+int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, const char *webhook,
+                          tide_error_t *err);
+const char *dmn_pipe_webhook_url(tide_daemon_t *d, int model); /* NULL none */
+int dmn_pipe_register(tide_daemon_t *d, int model, const tide_version_spec_t *v,
+                      tide_error_t *err);
+int dmn_pipe_metric(tide_daemon_t *d, int model, int ver, const char *name, double value,
+                    tide_error_t *err);
+int dmn_pipe_canary(tide_daemon_t *d, int model, double slo, double error_rate,
+                    double latency_ms, tide_error_t *err);
+int dmn_pipe_control(tide_daemon_t *d, int model, int cmd, int ver, tide_error_t *err);
+/* A job request's "model" and "publish" (no lock): *model owned (NULL: none),
+ * *every: N >= 1 every Nth commit, 0 final only, -1 none. */
+int dmn_pipe_publish_parse(const char *body, size_t len, char **model, int *every,
+                           tide_error_t *err);
+void dmn_pipe_publish_set(tide_daemon_t *d, const char *job, const char *model, int every);
+/* A committed checkpoint of job (a publish rule may register it). */
+void dmn_pipe_ckpt(tide_daemon_t *d, const char *job, int64_t step, int64_t bytes,
+                   const char *manifest, const char *digest);
+tide_pipeline_t *dmn_pipe_pl(tide_daemon_t *d);
+uint64_t dmn_pipe_gen(tide_daemon_t *d);  /* routes generation (changes with them) */
+int dmn_pipe_label(tide_daemon_t *d, int32_t r, int *model, int *version);
+void dmn_pipe_route(tide_daemon_t *d, int model, double *weight, int *version, int *old);
+json_t *dmn_pipe_version_json(const tide_version_info_t *v);
+
 /* ---- api.c: helpers the handlers share */
 #define API_D(app) ((tide_daemon_t *)(app))
 json_t *api_num(double v);            /* finite or 0 */
@@ -588,6 +627,16 @@ API_HANDLER(api_notice_ack);
 API_HANDLER(api_usage);
 API_HANDLER(api_stream);
 API_HANDLER(api_ui_page);
+/* api_models.c: the model pipeline */
+API_HANDLER(api_models);
+API_HANDLER(api_model_create);
+API_HANDLER(api_model_get);
+API_HANDLER(api_model_version_add);
+API_HANDLER(api_model_version_get);
+API_HANDLER(api_model_metrics);
+API_HANDLER(api_model_canary);
+API_HANDLER(api_model_rollout);
+API_HANDLER(api_service_routes);
 API_HANDLER(api_ui_asset);
 API_HANDLER(api_shadow);   /* api_shadow.c */
 API_HANDLER(api_mode);

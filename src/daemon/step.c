@@ -356,11 +356,13 @@ static int step_done(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t upto
     extra_drop(d, xi, nx);
     dmn_derive(d, t, d->evbuf, d->n_evbuf, &d->acts);
     dmn_devq_drop_front(&d->pending, np);
+    dmn_pipe_label_starts(d); /* replicas started now learn their model version */
     tide_error_t berr = {0};
     if (tide_backend_enact(d->be, t, &d->acts, dmn_work(d, &d->acts), &berr) > 0)
         dmn_log(d, "backend refused an action: %s", berr.msg);
     dmn_work_release(d, &d->acts);
     dmn_shadow_step(d, t, &d->acts);
+    dmn_pipe_step(d, t);
     pthread_cond_broadcast(&d->step_cv);
     if (d->check) {
         tide_error_t ce = {0};

@@ -81,6 +81,8 @@ const tide_backend_work_t *const *dmn_work(tide_daemon_t *d, const tide_actions_
         const tide_action_t *a = &acts->v[i];
         int starts = a->kind == TIDE_ACT_JOB_START || a->kind == TIDE_ACT_JOB_RESIZE;
         d->workv[i] = starts && a->job >= 0 ? job_work(d, a->job) : NULL;
+        if (a->kind == TIDE_ACT_REPLICA_START && a->replica >= 0)
+            d->workv[i] = dmn_pipe_replica_work(d, a->replica);
     }
     return d->workv;
 }

@@ -223,7 +223,8 @@ static int domains(const tide_cluster_t *c, int *nd, int **dgpus, int **dtype)
 
 static const char *const job_fields[] = {
     "job_id", "team", "priority", "gpus", "duration_s", "gang_gpus", "dp_min", "ckpt_interval_s",
-    "ckpt_s", "restore_s", "gpu_types", "submit_s", "command", "env", NULL};
+    "ckpt_s", "restore_s", "gpu_types", "submit_s", "command", "env",
+    "model", "publish", NULL}; /* model, publish: the model pipeline's (src/daemon/pipe.c) */
 
 void tide_job_request_free(tide_job_request_t *r)
 {
@@ -509,7 +510,7 @@ int tide_json_demand(const char *body, size_t len, double *rps, tide_error_t *er
 int tide_json_ckpt(const char *body, size_t len, tide_ckpt_request_t *out, tide_error_t *err)
 {
     static const char *const fields[] = {"step", "bytes", "shards", "committed", "progress_s",
-                                         "manifest", NULL};
+                                         "manifest", "digest", NULL};
     memset(out, 0, sizeof *out);
     out->step = out->bytes = out->shards = -1;
     out->progress_s = -1;

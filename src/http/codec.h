@@ -12,6 +12,7 @@
 
 #include "tide/cluster.h"
 #include "tide/engine.h"
+#include "tide/pipeline.h"
 #include "tide/types.h"
 
 #define TIDE_JSON_MAX_ID 200     /* job ids and service names, bytes */
@@ -88,5 +89,40 @@ const char *tide_json_types_str(const tide_cluster_t *c, uint32_t mask, char *bu
 char *tide_json_team_to_string(const tide_team_spec_t *t, int n_types);
 int tide_json_team_from_string(const char *s, tide_team_spec_t *t, char **name_out,
                                tide_error_t *err);
+
+/* ---- the model pipeline (codec_models.c) */
+/* POST /v1/models: {"name", "service", "eval_command", "eval_gpus",
+ * "eval_limit_s", "gates": ["accuracy>=0.7", ...], "steps": [5,25,50,100]
+ * or "5,25,50,100", "hold_s", "gate_interval_s", "slo_min", "error_max",
+ * "latency_max_ms", "failure_limit", "webhook"} (the stored form adds "aliases").
+ * Defaults: tide_rollout_plan_default, one GPU, one hour. spec points into
+ * out; free with tide_model_request_free. */
+typedef struct tide_model_request {
+    tide_model_spec_t spec;
+    tide_gate_rule_t rules[TIDE_PIPE_MAX_RULES];
+    char *name, *service, *eval_command;
+    char *webhook;  /* "webhook": http:// URL of the model's signed webhook, NULL none */
+    int alias[TIDE_ALIAS_COUNT];
+} tide_model_request_t;
+int tide_json_model_request(const char *body, size_t len, tide_model_request_t *out,
+                            tide_error_t *err);
+void tide_model_request_free(tide_model_request_t *r);
+/* A model as JSON (the request's fields plus "aliases"); caller decrefs. */
+json_t *tide_json_model(const tide_model_info_t *m);
+
+/* POST /v1/models/{m}/versions: {"manifest_uri" (required), "source_job",
+ * "step", "digest", "size_bytes"}. */
+typedef struct tide_version_request {
+    tide_version_spec_t spec;
+    char *source_job, *manifest_uri, *digest;
+} tide_version_request_t;
+int tide_json_version_request(const char *body, size_t len, tide_version_request_t *out,
+                              tide_error_t *err);
+void tide_version_request_free(tide_version_request_t *r);
+
+/* POST /v1/models/{m}/canary: {"slo", "error_rate", "latency_ms"} (at least
+ * one; absent: 1, 0, 0). */
+int tide_json_canary(const char *body, size_t len, double *slo, double *error_rate,
+                     double *latency_ms, tide_error_t *err);
 
 #endif

@@ -151,3 +151,27 @@ CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit
 BEGIN
   SELECT RAISE(ABORT, 'the audit trail is append-only');
 END;
+
+-- migration 3: model pipeline
+-- The model pipeline's registry (src/daemon/pipe.c): JSON documents by kind
+-- (model: spec and aliases, key = name; version: key = "model/number";
+-- publish: a job's publish rule, key = job id; replica: the version a
+-- replica runs, key = "epoch/replica").
+CREATE TABLE pipeline (
+  kind  TEXT NOT NULL,
+  key   TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+
+-- What happened in the pipeline (registered, evaluated, rollout steps,
+-- promotions, rollbacks), in order.
+CREATE TABLE pipeline_events (
+  id      INTEGER PRIMARY KEY,
+  time_s  INTEGER NOT NULL,
+  model   TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  kind    TEXT NOT NULL,
+  detail  TEXT
+);
+CREATE INDEX pipeline_events_model ON pipeline_events(model, id);

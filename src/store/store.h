@@ -345,5 +345,22 @@ int tide_store_audit_list(tide_store_t *s, const tide_store_audit_query_t *q,
  * the oldest beyond `keep_rows` (<= 0 no cap). Returns rows deleted or -1. */
 int64_t tide_store_audit_prune(tide_store_t *s, double before, int64_t keep_rows,
                                tide_error_t *err);
+/* ---- the model pipeline (src/store/pipeline.c) */
+/* Put (insert or replace) the JSON document value of kind and key. */
+int tide_store_pipe_put(tide_store_t *s, const char *kind, const char *key, const char *value,
+                        tide_error_t *err);
+/* Call fn for every document of kind, in key order; fn returning -1 stops
+ * the listing with EINVAL. */
+typedef int (*tide_store_pipe_fn)(void *ctx, const char *key, const char *value);
+int tide_store_pipe_list(tide_store_t *s, const char *kind, tide_store_pipe_fn fn, void *ctx,
+                         tide_error_t *err);
+/* Append to the pipeline's event log; list the latest `limit` of a model,
+ * oldest first. */
+int tide_store_pipe_event_add(tide_store_t *s, tide_time_t t, const char *model, int version,
+                              const char *kind, const char *detail, tide_error_t *err);
+typedef void (*tide_store_pipe_event_fn)(void *ctx, tide_time_t t, int version, const char *kind,
+                                         const char *detail);
+int tide_store_pipe_events(tide_store_t *s, const char *model, int limit,
+                           tide_store_pipe_event_fn fn, void *ctx, tide_error_t *err);
 
 #endif

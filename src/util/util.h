@@ -49,5 +49,11 @@ uint64_t tide_hash_str(const char *s);
 
 /* SHA-256 of data[0..n) as 64 lowercase hex digits and a NUL into out. */
 void tide_sha256_hex(const void *data, size_t n, char out[65]);
+/* SHA-256 of data (sha256.c), HMAC-SHA256 of msg under key (RFC 2104), and
+ * n bytes as lowercase hex into out (2n + 1 bytes; returns out). */
+void tide_sha256(const void *data, size_t n, unsigned char out[32]);
+void tide_hmac_sha256(const void *key, size_t nk, const void *msg, size_t nm,
+                      unsigned char out[32]);
+char *tide_hex(const unsigned char *v, size_t n, char *out);
 
 #endif

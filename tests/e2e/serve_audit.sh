@@ -49,6 +49,12 @@ api POST /v1/jobs/j1/cancel '' $SUB;                       expect "cancel" 200
 api POST /v1/admin/reload '' $ADM;                         expect "reload" 200
 api POST /v1/services/chat/rehearse '' $ADM;               expect "rehearse" 202
 api POST /v1/mode '{"mode":"enact"}' $ADM                  # already enacting: refused, audited
+api POST /v1/models '{"name":"m1","service":"chat","gates":["acc>=0.5"]}' $ADM
+expect "create model" 201
+api POST /v1/models/m1/versions '{"job_id":"j1","step":1}' $SUB      # audited, answered or refused
+api POST /v1/models/m1/versions/1/metrics '{"acc":0.9}' $SUB
+api POST /v1/models/m1/canary '{"slo":0.999}' $RT
+api POST /v1/models/m1/rollout/pause '' $ADM
 # --- refused before the handler
 api POST /v1/jobs '{"job_id":"v1","priority":2,"gpus":8,"duration_s":60}' $VIEW
 expect "viewer submit" 403
@@ -99,6 +105,7 @@ one("service.demand", 200, "a", "router")
 one("node.state", 200, "ops", "admin")
 one("admin.reload", 200, "ops", "admin")
 one("service.rehearse", 202, "ops", "admin")
+one("model.create", 201, "ops", "admin")
 sub = [r for r in rows if r["kind"] == "job.submit" and r["status"] == 201]
 if sub and '"job_id":"j1"' not in sub[0]["request"]:
     bad.append("the submit's request is not recorded: %r" % sub[0]["request"])

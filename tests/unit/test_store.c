@@ -563,6 +563,59 @@ static void test_sha256(void **state)
     assert_string_equal(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+/* The model pipeline's documents and event log (src/store/pipeline.c). */
+typedef struct pipe_rows {
+    char keys[8][64], vals[8][64];
+    int n;
+} pipe_rows_t;
+
+static int pipe_row(void *ctx, const char *key, const char *value)
+{
+    pipe_rows_t *r = ctx;
+    if (r->n >= 8)
+        return -1;
+    snprintf(r->keys[r->n], sizeof r->keys[r->n], "%s", key);
+    snprintf(r->vals[r->n++], sizeof r->vals[0], "%s", value);
+    return 0;
+}
+
+static void pipe_event(void *ctx, tide_time_t t, int version, const char *kind, const char *detail)
+{
+    pipe_rows_t *r = ctx;
+    snprintf(r->keys[r->n], sizeof r->keys[0], "%lld/%d/%s", (long long)t, version, kind);
+    snprintf(r->vals[r->n++], sizeof r->vals[0], "%s", detail ? detail : "(null)");
+}
+
+static void test_pipeline_rows(void **state)
+{
+    fx_t *f = *state;
+    tide_store_t *s = open_ok(f->path);
+    tide_error_t err = {0};
+    assert_int_equal(tide_store_pipe_put(s, "version", "m/000002", "{\"v\":2}", &err), 0);
+    assert_int_equal(tide_store_pipe_put(s, "version", "m/000001", "{\"v\":1}", &err), 0);
+    assert_int_equal(tide_store_pipe_put(s, "version", "m/000001", "{\"v\":11}", &err), 0);
+    assert_int_equal(tide_store_pipe_put(s, "model", "m", "{}", &err), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(tide_store_pipe_event_add(s, 10 * i, "m", i, "step", i ? "x" : NULL, &err), 0);
+    tide_store_close(s);
+    s = open_ok(f->path); /* it survives a reopen */
+    pipe_rows_t r = {0};
+    assert_int_equal(tide_store_pipe_list(s, "version", pipe_row, &r, &err), 0);
+    assert_int_equal(r.n, 2); /* in key order, the replaced one once */
+    assert_string_equal(r.keys[0], "m/000001");
+    assert_string_equal(r.vals[0], "{\"v\":11}");
+    assert_string_equal(r.vals[1], "{\"v\":2}");
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_store_pipe_events(s, "m", 3, pipe_event, &r, &err), 0);
+    assert_int_equal(r.n, 3); /* the latest 3, oldest first */
+    assert_string_equal(r.keys[0], "20/2/step");
+    assert_string_equal(r.keys[2], "40/4/step");
+    memset(&r, 0, sizeof r);
+    assert_int_equal(tide_store_pipe_events(s, "other", 10, pipe_event, &r, &err), 0);
+    assert_int_equal(r.n, 0);
+    tide_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,6 +629,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
         cmocka_unit_test(test_sha256),
+        cmocka_unit_test_setup_teardown(test_pipeline_rows, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
