@@ -133,7 +133,7 @@ typedef struct forecast {
     double bw[FC_BINS];
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
-    struct { tide_time_t t; double base, q; } pred[FC_PRED_RING];
+    struct fc_pred { tide_time_t t; double base, q; } pred[FC_PRED_RING];
     size_t pred_n, pred_pos;
     double q;                /* burst multiplier in use (1 + margin) */
     double margin;           /* q - 1 */
