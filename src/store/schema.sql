@@ -123,3 +123,17 @@ CREATE TABLE usage (
   gpu_s      REAL NOT NULL,
   PRIMARY KEY (time_s, owner_kind, owner, class, state, tier)
 ) WITHOUT ROWID;
+
+-- migration 2: engine snapshots
+-- The state after a step (engine and what the daemon derives), written in
+-- that step's transaction every so many steps; recovery restores the newest
+-- intact one of the epoch and replays only the steps after it. The last two
+-- are kept. checksum: FNV-1a 64 of state, hex.
+CREATE TABLE snapshots (
+  step       INTEGER PRIMARY KEY,
+  epoch      INTEGER NOT NULL,
+  time_s     INTEGER NOT NULL,
+  version    INTEGER NOT NULL,                  -- the writer's snapshot format
+  checksum   TEXT NOT NULL,
+  state      BLOB NOT NULL
+);
