@@ -109,6 +109,8 @@ void tide_daemon_opts_default(tide_daemon_opts_t *o)
     o->reserve_gpus = -2;
     o->split_inf = -2;
     o->history_days = 7;
+    o->snapshot_steps = -1;
+    o->snapshot_secs = -1;
 }
 
 static char *dup_opt(const char *s) { return s ? tide_xstrdup(s) : NULL; }
@@ -155,6 +157,8 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     d->tick_s = o->tick_s > 0 ? o->tick_s : 1;
     d->usage_interval_s = o->usage_interval_s > 0 ? o->usage_interval_s : 3600;
     d->check = o->check;
+    d->snap_steps = o->snapshot_steps < 0 ? 1000 : o->snapshot_steps;
+    d->snap_secs = o->snapshot_secs < 0 ? 3600 : o->snapshot_secs;
     d->clock = o->clock ? o->clock : mono_now;
     d->clock_ctx = o->clock_ctx;
     d->log = o->log;
@@ -510,3 +514,5 @@ tide_store_t *tide_daemon_store(const tide_daemon_t *d) { return d->st; }
 tide_time_t tide_daemon_now(const tide_daemon_t *d) { return d->now; }
 int64_t tide_daemon_steps(const tide_daemon_t *d) { return d->step; }
 long tide_daemon_replay_mismatches(const tide_daemon_t *d) { return d->replay_mismatch; }
+long tide_daemon_replayed_steps(const tide_daemon_t *d) { return d->replayed; }
+int64_t tide_daemon_snapshot_step(const tide_daemon_t *d) { return d->snap_restored; }
