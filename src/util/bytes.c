@@ -73,9 +73,13 @@ size_t tide_r_count(tide_rbuf_t *r, size_t size, size_t max)
 
 char *tide_r_str(tide_rbuf_t *r)
 {
-    size_t n = tide_r_count(r, 1, SIZE_MAX - 1);
+    size_t n = tide_r_count(r, 0, SIZE_MAX - 1); /* length + 1; the NUL is not written */
     if (n == 0 || r->bad)
         return NULL;
+    if (n - 1 > r->n - r->pos) {
+        r->bad = 1;
+        return NULL;
+    }
     char *s = tide_xmalloc(n);
     tide_r_raw(r, s, n - 1);
     s[n - 1] = 0;
