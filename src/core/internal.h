@@ -522,6 +522,12 @@ double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, v
                            const void *ctx, victim_t *v, int *nv);
 int tide__victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
 
+/* snap.c: does every byte of each snapshotted struct belong to a member that
+ * a field table writes or a list of members deliberately left out names?
+ * 0 yes, -1 no (err names the struct and byte), 1 cannot tell (needs GCC's
+ * __builtin_clear_padding). For tests. */
+int tide__snapshot_layout_check(tide_error_t *err);
+
 /* sched.c */
 void tide__sched_pass(tide_engine_t *e, tide_time_t now);
 unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now);

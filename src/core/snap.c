@@ -131,6 +131,47 @@ static const tide_field_t team_f[] = {
     F(team_t, waiting_submit_sum), F(team_t, weight), F(team_t, has_quota),
     F(team_t, borrow_limit), F(team_t, lend_cap), F(team_t, dusage), F(team_t, dusage_at)};
 
+/* Members deliberately left out of the tables above: pointers and counts
+ * written by hand, the shape, scratch and caches rebuilt on restore. */
+static const tide_field_t cfg_skip[] = {F(tide_config_t, policy),
+                                        F(tide_config_t, check_invariants)};
+static const tide_field_t svc_spec_skip[] = {F(tide_service_spec_t, name)};
+static const tide_field_t job_spec_skip[] = {F(tide_job_spec_t, id), F(tide_job_spec_t, team)};
+static const tide_field_t job_skip[] = {F(job_t, spec), F(job_t, alloc)};
+static const tide_field_t rep_skip[] = {F(replica_t, alloc)};
+static const tide_field_t samples_skip[] = {F(samples_t, v), F(samples_t, n), F(samples_t, cap)};
+static const tide_field_t svc_skip[] = {F(service_t, spec), F(service_t, fc), F(service_t, warm),
+                                        F(service_t, hpa), F(service_t, hpa_n),
+                                        F(service_t, hpa_cap), F(service_t, cells)};
+static const tide_field_t fc_skip[] = {
+    F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
+    F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
+    F(forecast_t, pred)};
+static const tide_field_t team_skip[] = {F(team_t, name), F(team_t, quota), F(team_t, used),
+                                         F(team_t, cells)};
+static const tide_field_t engine_skip[] = {
+    F(tide_engine_t, cluster), F(tide_engine_t, cfg), F(tide_engine_t, pol),
+    F(tide_engine_t, nodes), F(tide_engine_t, n_nodes), F(tide_engine_t, doms),
+    F(tide_engine_t, n_doms), F(tide_engine_t, n_gpus), F(tide_engine_t, max_dom_gpus),
+    F(tide_engine_t, gpu_dom), F(tide_engine_t, own_kind), F(tide_engine_t, own_id),
+    F(tide_engine_t, jobs), F(tide_engine_t, n_jobs), F(tide_engine_t, cap_jobs),
+    F(tide_engine_t, idx_slots), F(tide_engine_t, idx_cap), F(tide_engine_t, svcs),
+    F(tide_engine_t, n_svcs), F(tide_engine_t, cap_svcs), F(tide_engine_t, reps),
+    F(tide_engine_t, n_reps), F(tide_engine_t, cap_reps), F(tide_engine_t, leases),
+    F(tide_engine_t, n_leases), F(tide_engine_t, cap_leases), F(tide_engine_t, teams),
+    F(tide_engine_t, n_teams), F(tide_engine_t, cap_teams), F(tide_engine_t, q),
+    F(tide_engine_t, qn), F(tide_engine_t, qcap), F(tide_engine_t, running),
+    F(tide_engine_t, n_running), F(tide_engine_t, cap_running), F(tide_engine_t, by_end),
+    F(tide_engine_t, n_by_end), F(tide_engine_t, cap_by_end), F(tide_engine_t, st),
+    F(tide_engine_t, orc), F(tide_engine_t, orc_n), F(tide_engine_t, orc_cap),
+    F(tide_engine_t, smp), F(tide_engine_t, n_types), F(tide_engine_t, foreign_cells),
+    F(tide_engine_t, reserve_type), F(tide_engine_t, need_curve), F(tide_engine_t, need_n),
+    F(tide_engine_t, need_vals), F(tide_engine_t, lease_order),
+    F(tide_engine_t, cap_lease_order), F(tide_engine_t, scratch_a), F(tide_engine_t, scratch_b),
+    F(tide_engine_t, scratch_c), F(tide_engine_t, vict_cand), F(tide_engine_t, vict_v),
+    F(tide_engine_t, vict_best), F(tide_engine_t, vict_used), F(tide_engine_t, resv),
+    F(tide_engine_t, n_resv), F(tide_engine_t, out)};
+
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
 static uint64_t layout_fingerprint(void)
@@ -584,3 +625,124 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     }
     return e;
 }
+
+/* ---------------------------------------------------------- layout check */
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define PAD_FN(T, fn)                                                                          \
+    static void fn(void *p) { __builtin_clear_padding((T *)p); }
+PAD_FN(tide_config_t, pad_cfg)
+PAD_FN(tide_service_spec_t, pad_svc_spec)
+PAD_FN(node_t, pad_node)
+PAD_FN(domain_t, pad_dom)
+PAD_FN(tide_engine_t, pad_engine)
+PAD_FN(tide_stats_t, pad_stats)
+PAD_FN(tide_job_spec_t, pad_job_spec)
+PAD_FN(job_t, pad_job)
+PAD_FN(replica_t, pad_rep)
+PAD_FN(lease_t, pad_lease)
+PAD_FN(lc_t, pad_lc)
+PAD_FN(samples_t, pad_samples)
+PAD_FN(service_t, pad_svc)
+PAD_FN(forecast_t, pad_fc)
+PAD_FN(fc_sample_t, pad_fcs)
+PAD_FN(struct fc_pred, pad_pred)
+PAD_FN(struct hpa_rec, pad_hpa)
+PAD_FN(oracle_job_t, pad_orc)
+PAD_FN(team_t, pad_team)
+
+typedef struct layout {
+    const char *name;
+    size_t size;
+    void (*pad)(void *);
+    const tide_field_t *f[3];
+    size_t nf[3];
+    int loose;     /* the builtin misses padding in it (see uncovered) */
+} layout_t;
+
+#define T2(a, b) {a, b, NULL}, {NF(a), NF(b), 0}, 0
+#define T1(a) {a, NULL, NULL}, {NF(a), 0, 0}, 0
+#define T2_LOOSE(a, b) {a, b, NULL}, {NF(a), NF(b), 0}, 1
+
+static const layout_t layouts[] = {
+    {"tide_config_t", sizeof(tide_config_t), pad_cfg, T2(cfg_f, cfg_skip)},
+    {"tide_service_spec_t", sizeof(tide_service_spec_t), pad_svc_spec, T2(svc_spec_f, svc_spec_skip)},
+    {"node_t", sizeof(node_t), pad_node, T2(node_shape_f, node_f)},
+    {"domain_t", sizeof(domain_t), pad_dom, T2(dom_shape_f, dom_f)},
+    {"tide_engine_t", sizeof(tide_engine_t), pad_engine, T2_LOOSE(engine_f, engine_skip)},
+    {"tide_stats_t", sizeof(tide_stats_t), pad_stats, T1(stats_f)},
+    {"tide_job_spec_t", sizeof(tide_job_spec_t), pad_job_spec, T2(job_spec_f, job_spec_skip)},
+    {"job_t", sizeof(job_t), pad_job, T2(job_f, job_skip)},
+    {"replica_t", sizeof(replica_t), pad_rep, T2(rep_f, rep_skip)},
+    {"lease_t", sizeof(lease_t), pad_lease, T1(lease_f)},
+    {"lc_t", sizeof(lc_t), pad_lc, T1(lc_f)},
+    {"samples_t", sizeof(samples_t), pad_samples, T2(samples_f, samples_skip)},
+    {"service_t", sizeof(service_t), pad_svc, T2_LOOSE(svc_f, svc_skip)},
+    {"forecast_t", sizeof(forecast_t), pad_fc, T2(fc_f, fc_skip)},
+    {"fc_sample_t", sizeof(fc_sample_t), pad_fcs, T1(fcs_f)},
+    {"struct fc_pred", sizeof(struct fc_pred), pad_pred, T1(pred_f)},
+    {"struct hpa_rec", sizeof(struct hpa_rec), pad_hpa, T1(hpa_f)},
+    {"oracle_job_t", sizeof(oracle_job_t), pad_orc, T1(orc_f)},
+    {"team_t", sizeof(team_t), pad_team, T2(team_f, team_skip)},
+};
+
+/* Does a member of l's tables start at byte at (or is it the end)? */
+static int member_at(const layout_t *l, size_t at)
+{
+    if (at == l->size)
+        return 1;
+    for (int k = 0; k < 3; k++)
+        for (size_t j = 0; j < l->nf[k]; j++)
+            if (l->f[k][j].off == at)
+                return 1;
+    return 0;
+}
+
+/* The first byte of l that belongs to no table, or l->size. GCC 12's
+ * __builtin_clear_padding leaves padding after a large member set (after smp
+ * in tide_engine_t, fc in service_t), so there (loose) a run it left is also taken for
+ * padding when it is shorter than 8 bytes and ends where an 8-aligned member
+ * starts: a left-out pointer, double or 64-bit member is still found, a
+ * left-out int just before one is not. */
+static size_t uncovered(const layout_t *l, unsigned char *b)
+{
+    l->pad(b); /* padding bytes are 0 now, members' bytes 0xff */
+    for (int k = 0; k < 3; k++)
+        for (size_t j = 0; j < l->nf[k]; j++)
+            memset(b + l->f[k][j].off, 0, l->f[k][j].size);
+    for (size_t at = 0; at < l->size; at++) {
+        if (!b[at])
+            continue;
+        size_t end = at;
+        while (end < l->size && b[end])
+            end++;
+        if (!l->loose || end - at >= 8 || end % 8 || !member_at(l, end))
+            return at;
+        at = end;
+    }
+    return l->size;
+}
+
+int tide__snapshot_layout_check(tide_error_t *err)
+{
+    for (size_t i = 0; i < NF(layouts); i++) {
+        const layout_t *l = &layouts[i];
+        unsigned char *b = tide_xmalloc(l->size);
+        memset(b, 0xff, l->size);
+        size_t at = uncovered(l, b);
+        free(b);
+        if (at < l->size)
+            return tide_errf(err, TIDE_ESTATE,
+                             "snapshot: byte %zu of %s is in no field table of src/core/snap.c "
+                             "(a member added without saying whether snapshots keep it?)",
+                             at, l->name);
+    }
+    return 0;
+}
+#else
+int tide__snapshot_layout_check(tide_error_t *err)
+{
+    (void)err;
+    return 1; /* needs __builtin_clear_padding (GCC 11+) */
+}
+#endif
