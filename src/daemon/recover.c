@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/internal.h"
 #include "util/util.h"
@@ -245,8 +246,16 @@ static void reconcile(tide_daemon_t *d, int *lost_jobs, int *lost_reps)
     }
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
 {
+    double t0 = mono_s();
     tide_backend_destroy(d->be);
     d->be = NULL;
     dmn_devq_clear(&d->pending);
@@ -262,9 +271,11 @@ int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
         snprintf(from, sizeof from, " after the snapshot of step %lld",
                  (long long)d->snap_restored);
     if (d->started)
-        dmn_log(d, "recovered epoch %lld from %s: replayed %ld steps%s; %d jobs, %zu pending "
-                   "events; %d running jobs requeued (backend lost them), %d replicas restarted%s",
-                (long long)d->epoch, d->db_path, d->replayed, from, tide_engine_jobs(d->e),
+        dmn_log(d, "recovered epoch %lld from %s in %.3f s: replayed %ld steps%s; %d jobs, %zu "
+                   "pending events; %d running jobs requeued (backend lost them), %d replicas "
+                   "restarted%s",
+                (long long)d->epoch, d->db_path, mono_s() - t0, d->replayed, from,
+                tide_engine_jobs(d->e),
                 d->pending.n, lost_jobs, lost_reps,
                 d->replay_mismatch ? " (replay mismatches: see above)" : "");
     return 0;
