@@ -2,7 +2,7 @@
 # tide benchmark: restart (recovery) time of `tide serve` with and without
 # engine snapshots, on a long log.
 #
-#   bash bench/recovery_bench.sh [BUILD]      (STEPS=100000 CLUSTER=16x8:H100 JOBS=3000)
+#   bash bench/recovery_bench.sh [BUILD]      (STEPS=100000 CLUSTER=16x8:H100 JOBS=300 MAX_SECS=900)
 #
 # A fresh daemon (sim backend) on CLUSTER with one inference service and JOBS
 # training jobs (1-16 GPUs, 1-24 h) submitted at --speed 1; then restarted at
@@ -20,7 +20,7 @@ TIDE=$(cd "$(dirname "$BUILD/tide")" && pwd)/tide
 HERE=$(cd "$(dirname "$0")" && pwd)
 STEPS=${STEPS:-100000}
 CLUSTER=${CLUSTER:-16x8:H100}
-JOBS=${JOBS:-3000}
+JOBS=${JOBS:-300}
 OUT=${OUT:-$HERE/recovery_results.md}
 dir=$(mktemp -d /tmp/tide-recovery.XXXXXX)
 pid=
