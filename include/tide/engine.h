@@ -257,6 +257,20 @@ void tide_engine_destroy(tide_engine_t *e); /* NULL is a no-op */
  * they were allocated, so spec pointers follow their engine's state. */
 void tide_engine_swap(tide_engine_t *a, tide_engine_t *b);
 
+/* Snapshots. tide_engine_snapshot: the whole state of e as bytes (malloc'd,
+ * *len bytes; the caller frees them). Pure: equal states give equal bytes;
+ * the bytes carry a format version (TIDE_SNAPSHOT_VERSION), a fingerprint of
+ * this build's state layout, and e's shape (cluster, config, services).
+ * tide_engine_restore: a new engine in the state of a snapshot, made with the
+ * cluster, config and services of `like` (which is not changed); stepping it
+ * decides exactly as the snapshotted engine would. Returns NULL with err
+ * (EINVAL: another format version or build layout, another shape, truncated
+ * or malformed bytes). Caller owns the engine. */
+#define TIDE_SNAPSHOT_VERSION 1
+void *tide_engine_snapshot(const tide_engine_t *e, size_t *len);
+tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, size_t len,
+                                   tide_error_t *err);
+
 /* Define or update a team (any time, e.g. on a reload). Returns the team
  * index or -1 with err (EINVAL: weight <= 0, negative limits). Teams that only
  * appear in jobs get the defaults. */

@@ -18,8 +18,9 @@ static void db_usage(FILE *f)
             "The database of `tide serve` (docs/serve.md).\n"
             "\n"
             "  check    PRAGMA quick_check (--full: integrity_check, which also compares\n"
-            "           every index with its table); prints \"ok\" or each problem. Safe\n"
-            "           while tide serve runs. Exit 0 ok, 1 problems found.\n"
+            "           every index with its table); prints \"ok\" or each problem; then\n"
+            "           verifies the checksum of every engine snapshot. Safe while\n"
+            "           tide serve runs. Exit 0 ok, 1 problems found.\n"
             "  backup   a consistent copy of FILE in OUT (SQLite's online backup API:\n"
             "           safe while tide serve runs and writes), written to OUT.tmp,\n"
             "           checked, synced and renamed, so OUT is whole or absent.\n"
@@ -50,7 +51,16 @@ static int do_check(const char *db, int full)
         return tide_cli_fail("db", &err);
     if (n == 0) {
         printf("ok: %s passes %s\n", db, full ? "integrity_check" : "quick_check");
-        return 0;
+        int bad_snaps = tide_store_check_snapshots_file(db, print_line, NULL, &err);
+        if (bad_snaps < 0)
+            return tide_cli_fail("db", &err);
+        if (bad_snaps == 0)
+            return 0;
+        fprintf(stderr, "tide db: %s: %d engine snapshot%s with a wrong checksum; recovery "
+                        "ignores %s and replays the log (the next snapshots replace %s)\n",
+                db, bad_snaps, bad_snaps == 1 ? "" : "s", bad_snaps == 1 ? "it" : "them",
+                bad_snaps == 1 ? "it" : "them");
+        return 1;
     }
     fprintf(stderr, "tide db: %s: %d problem%s found (%s); restore a backup with `tide db "
                     "restore --db %s BACKUP`\n",

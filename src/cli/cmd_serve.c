@@ -92,6 +92,13 @@ static void serve_usage(FILE *f)
             "      --sim-warmup-factor F\n"
             "                          sim backend: warm-ups take F x the declared warmup_s\n"
             "                          (default 1)\n"
+            "      --snapshot-every N  store a snapshot of the engine state every N steps, so\n"
+            "                          a restart replays only the steps since the last one\n"
+            "                          (default 1000; 0 = none written or used: the whole log\n"
+            "                          is replayed)\n"
+            "      --snapshot-interval D\n"
+            "                          ... or every D of engine time, whichever comes first\n"
+            "                          (default 1h; 0 = by steps only)\n"
             "engine timings (fixed when the database is created):\n"
             "      --lease-max D       longest lease granted at once (default 6h)\n"
             "      --lead-extra D      margin added to checkpoint P99 + warm-up P99 (default 5m)\n"
@@ -172,6 +179,8 @@ typedef struct cmdline {
     long long per_ip;
     int64_t audit_keep;          /* --audit-keep (0 = default) */
     long long audit_max_rows;    /* --audit-max-rows (0 = default) */
+    long long snap_every;
+    int64_t snap_interval;
     tide_demand_query_t *dq;
     size_t n_dq, cap_dq;
     char **dq_buf;
@@ -189,7 +198,7 @@ enum {
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
     O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD,
-    O_AUDIT_KEEP, O_AUDIT_MAX, O_MODE, O_REHEARSE, O_WARM_FACTOR
+    O_AUDIT_KEEP, O_AUDIT_MAX, O_MODE, O_REHEARSE, O_WARM_FACTOR, O_SNAP_EVERY, O_SNAP_INTERVAL
 };
 
 /* --mode, --rehearse-every, --sim-warmup-factor. */
@@ -269,6 +278,15 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_TICK:
         if (parse_tick(optarg, &c->tick) < 0)
             return bad("--tick: '%s' is not a positive duration (1s, 500ms, 2s)", optarg);
+        break;
+    case O_SNAP_EVERY:
+        if (tide_parse_int(optarg, &c->snap_every) < 0 || c->snap_every < 0 ||
+            c->snap_every > 1000000000)
+            return bad("--snapshot-every: '%s' is not a step count in 0..1000000000", optarg);
+        break;
+    case O_SNAP_INTERVAL:
+        if (tide_parse_duration(optarg, &c->snap_interval) < 0 || c->snap_interval < 0)
+            return bad("--snapshot-interval: '%s' is not a duration >= 0", optarg);
         break;
     case O_USAGE:
         if (tide_parse_duration(optarg, &c->usage_interval) < 0 || c->usage_interval <= 0)
@@ -370,6 +388,8 @@ static const struct option longopts[] = {
     {"demand-history", required_argument, NULL, O_HISTORY},
     {"demand-history-days", required_argument, NULL, O_HISTORY_DAYS},
     {"usage-interval", required_argument, NULL, O_USAGE},
+    {"snapshot-every", required_argument, NULL, O_SNAP_EVERY},
+    {"snapshot-interval", required_argument, NULL, O_SNAP_INTERVAL},
     {"check", no_argument, NULL, O_CHECK},
     {"lease-max", required_argument, NULL, O_LEASE_MAX},
     {"lead-extra", required_argument, NULL, O_LEAD_EXTRA},
@@ -745,6 +765,8 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
     o->audit_keep_s = c->audit_keep;
     o->audit_max_rows = c->audit_max_rows;
     o->check = c->check;
+    o->snapshot_steps = (long)c->snap_every;
+    o->snapshot_secs = c->snap_interval;
     o->auth = v->auth;
     o->tokens_path = c->tokens;
 }
@@ -807,7 +829,7 @@ static void serve_free(serve_t *v)
 int tide_cmd_serve(int argc, char **argv)
 {
     serve_t v = {.c = {.reserve = -1, .split_i = -1, .split_t = -1, .history_days = -1,
-                       .listen = "127.0.0.1:7070"}};
+                       .snap_every = -1, .snap_interval = -1, .listen = "127.0.0.1:7070"}};
     int rc = parse_args(&v.c, argc, argv);
     if (rc < 0 && v.c.backend && !strcmp(v.c.backend, "slurm"))
         rc = slurm_defaults(&v);

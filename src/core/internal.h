@@ -134,7 +134,7 @@ typedef struct forecast {
     double bw[FC_BINS];
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
-    struct { tide_time_t t; double base, q; } pred[FC_PRED_RING];
+    struct fc_pred { tide_time_t t; double base, q; } pred[FC_PRED_RING];
     size_t pred_n, pred_pos;
     double q;                /* burst multiplier in use (1 + margin) */
     double margin;           /* q - 1 */
@@ -549,6 +549,12 @@ typedef int (*victim_ok_fn)(const tide_engine_t *e, const job_t *j, const void *
 double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
                            const void *ctx, victim_t *v, int *nv);
 int tide__victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
+
+/* snap.c: does every byte of each snapshotted struct belong to a member that
+ * a field table writes or a list of members deliberately left out names?
+ * 0 yes, -1 no (err names the struct and byte), 1 cannot tell (needs GCC's
+ * __builtin_clear_padding). For tests. */
+int tide__snapshot_layout_check(tide_error_t *err);
 
 /* sched.c */
 void tide__sched_pass(tide_engine_t *e, tide_time_t now);

@@ -109,6 +109,8 @@ void tide_daemon_opts_default(tide_daemon_opts_t *o)
     o->reserve_gpus = -2;
     o->split_inf = -2;
     o->history_days = 7;
+    o->snapshot_steps = -1;
+    o->snapshot_secs = -1;
 }
 
 static char *dup_opt(const char *s) { return s ? tide_xstrdup(s) : NULL; }
@@ -159,6 +161,8 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     d->check = o->check;
     d->shadow = o->shadow;
     d->rehearse_every_s = o->rehearse_every_s > 0 ? o->rehearse_every_s : 0;
+    d->snap_steps = o->snapshot_steps < 0 ? 1000 : o->snapshot_steps;
+    d->snap_secs = o->snapshot_secs < 0 ? 3600 : o->snapshot_secs;
     d->clock = o->clock ? o->clock : mono_now;
     d->clock_ctx = o->clock_ctx;
     d->log = o->log;
@@ -521,3 +525,5 @@ tide_store_t *tide_daemon_store(const tide_daemon_t *d) { return d->st; }
 tide_time_t tide_daemon_now(const tide_daemon_t *d) { return d->now; }
 int64_t tide_daemon_steps(const tide_daemon_t *d) { return d->step; }
 long tide_daemon_replay_mismatches(const tide_daemon_t *d) { return d->replay_mismatch; }
+long tide_daemon_replayed_steps(const tide_daemon_t *d) { return d->replayed; }
+int64_t tide_daemon_snapshot_step(const tide_daemon_t *d) { return d->snap_restored; }

@@ -70,6 +70,10 @@ typedef struct tide_daemon_opts {
     int shadow;                        /* shadow mode: enact nothing (docs/serve.md) */
     tide_time_t rehearse_every_s;      /* engine seconds between scheduled warm-up
                                           rehearsals of every service (0 = off) */
+    long snapshot_steps;               /* engine snapshot every N steps (-1 = default 1000,
+                                          0 = none written or used) */
+    tide_time_t snapshot_secs;         /* ... or every T engine seconds (-1 = default
+                                          3600, 0 = by steps only) */
     tide_clock_fn clock;               /* NULL: CLOCK_MONOTONIC */
     void *clock_ctx;
     FILE *log;                         /* NULL: stderr */
@@ -137,6 +141,10 @@ tide_store_t *tide_daemon_store(const tide_daemon_t *d);
 tide_time_t tide_daemon_now(const tide_daemon_t *d);  /* engine time of the last step */
 int64_t tide_daemon_steps(const tide_daemon_t *d);    /* steps recorded (all epochs) */
 long tide_daemon_replay_mismatches(const tide_daemon_t *d);
+/* Steps the last recovery replayed (after the snapshot it restored, if any),
+ * and the step of that snapshot (-1 = none: the whole epoch was replayed). */
+long tide_daemon_replayed_steps(const tide_daemon_t *d);
+int64_t tide_daemon_snapshot_step(const tide_daemon_t *d);
 
 /* The dashboard's files compiled into the binary (src/ui, docs/ui.md): name
  * "" for the page, else "ui.css", "ui.js", "hook.js" or "chart.js"; their

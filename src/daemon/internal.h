@@ -251,6 +251,16 @@ struct tide_daemon {
     uint64_t seen_errors;      /* the store's error count at the last look */
     char degraded_why[sizeof(((tide_error_t *)0)->msg)];
 
+    /* snapshots (snapshot.c) */
+    int64_t snap_steps;        /* steps between snapshots (0 = none written or used) */
+    tide_time_t snap_secs;     /* engine seconds between snapshots (0 = by steps only) */
+    int64_t snap_step;         /* step of the last snapshot written or restored (0 = none) */
+    tide_time_t snap_t;        /* its engine time */
+    size_t snap_bytes;         /* size of the last one written */
+    long snapshots_written;
+    long replayed;             /* steps the last recovery replayed */
+    int64_t snap_restored;     /* step of the snapshot it restored (-1 = none) */
+
     /* demand sources */
     dsrc_t *src;
     size_t n_src;
@@ -264,6 +274,18 @@ struct tide_daemon {
     struct dpipe *pipe;        /* the model pipeline (pipe.c) */
     void *hist;                /* history.c: the stored demand history (NULL = none) */
 };
+
+/* ---- snapshot.c */
+#define DMN_SNAP_VERSION 1     /* the daemon's snapshot format (the engine's has its own) */
+#define DMN_SNAP_KEEP 2        /* snapshots kept in the store */
+/* Is a snapshot of the state after the last step due? */
+int dmn_snapshot_due(const tide_daemon_t *d);
+/* Write it (inside the next step's transaction). 0 or -1 with err. */
+int dmn_snapshot_write(tide_daemon_t *d, tide_error_t *err);
+/* On a freshly built engine (dmn_engine_build): restore the newest usable
+ * snapshot of the epoch. Returns its step (the replay starts after it), -1
+ * when none is usable or snapshots are off, -2 on a store error (err). */
+int64_t dmn_snapshot_restore(tide_daemon_t *d, tide_error_t *err);
 
 /* ---- daemon.c */
 tide_time_t dmn_clock_now(tide_daemon_t *d);          /* engine time now (lock held) */

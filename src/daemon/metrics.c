@@ -194,6 +194,19 @@ static void m_inference(tide_daemon_t *d, tide_prom_t *p, const tide_stats_t *st
     }
 }
 
+/* Snapshots and the last recovery. */
+static void m_snapshots(tide_daemon_t *d, tide_prom_t *p)
+{
+    tide_prom_family(p, "tide_snapshots_total", "counter",
+                     "Engine snapshots written by this process (--snapshot-every).");
+    tide_prom_sample(p, "tide_snapshots_total", NULL, 0, (double)d->snapshots_written);
+    tide_prom_family(p, "tide_snapshot_bytes", "gauge", "Size of the last snapshot written.");
+    tide_prom_sample(p, "tide_snapshot_bytes", NULL, 0, (double)d->snap_bytes);
+    tide_prom_family(p, "tide_recovery_replayed_steps", "gauge",
+                     "Steps the last recovery replayed (after the snapshot it restored, if any).");
+    tide_prom_sample(p, "tide_recovery_replayed_steps", NULL, 0, (double)d->replayed);
+}
+
 /* The engine and the API. */
 static void m_engine(tide_daemon_t *d, tide_prom_t *p)
 {
@@ -389,6 +402,7 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_reclaim(d, &p, &st);
     m_inference(d, &p, &st);
     m_engine(d, &p);
+    m_snapshots(d, &p);
     m_backend(d, &p);
     m_teams(d, &p);
     m_store(d, &p);

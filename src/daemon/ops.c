@@ -97,6 +97,7 @@ static int submit_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     tide_store_job_t row = {.spec = jr->spec, .command = jr->command, .env = jr->env,
                             .state = (char *)"queued", .submitted_s = now, .updated_s = now};
     row.spec.submit_s = now;
+    jr->spec.submit_s = now; /* the engine gets the spec a replay reads back from the row */
     tide_event_t ev = dmn_blank_event(TIDE_EV_JOB_SUBMIT);
     dmn_evx_t x = {.job_id = jr->id, .spec = &jr->spec};
     if (tide_store_job_insert(d->st, &row, err) < 0)

@@ -5,8 +5,10 @@
  * jobs it does not know expire (requeued, loss counted), replicas it does not
  * know fail. A step that could not be persisted is undone the same way
  * without touching the backend (dmn_rewind): it enacted nothing. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/internal.h"
 #include "util/util.h"
@@ -172,7 +174,14 @@ static int replay_all(tide_daemon_t *d, int pending, tide_error_t *err)
 {
     d->replay_mismatch = 0;
     d->notice_seq = 0; /* the replay hands out the same notice ids again */
-    int rc = tide_store_replay(d->st, d->epoch, replay_step, d, err);
+    /* from the newest usable snapshot on, or the whole epoch */
+    int64_t after = dmn_snapshot_restore(d, err);
+    if (after < -1)
+        return tide_err_prefix(err, "recovery: ");
+    d->snap_restored = after;
+    long before = d->steps_total;
+    int rc = tide_store_replay_after(d->st, d->epoch, after, replay_step, d, err);
+    d->replayed = d->steps_total - before;
     if (rc != 0) {
         if (rc > 0)
             tide_errf(err, TIDE_EIO, "replay: time went backwards in the event log");
@@ -237,8 +246,16 @@ void dmn_reconcile(tide_daemon_t *d, int *lost_jobs, int *lost_reps)
     }
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
 {
+    double t0 = mono_s();
     tide_backend_destroy(d->be);
     d->be = NULL;
     dmn_devq_clear(&d->pending);
@@ -249,10 +266,16 @@ int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
         return -1;
     int lost_jobs, lost_reps;
     dmn_reconcile(d, &lost_jobs, &lost_reps);
+    char from[96] = "";
+    if (d->snap_restored >= 0)
+        snprintf(from, sizeof from, " after the snapshot of step %lld",
+                 (long long)d->snap_restored);
     if (d->started)
-        dmn_log(d, "recovered %lld steps of epoch %lld from %s: %d jobs, %zu pending events; "
-                   "%d running jobs requeued (backend lost them), %d replicas restarted%s",
-                (long long)d->steps_total, (long long)d->epoch, d->db_path, tide_engine_jobs(d->e),
+        dmn_log(d, "recovered epoch %lld from %s in %.3f s: replayed %ld steps%s; %d jobs, %zu "
+                   "pending events; %d running jobs requeued (backend lost them), %d replicas "
+                   "restarted%s",
+                (long long)d->epoch, d->db_path, mono_s() - t0, d->replayed, from,
+                tide_engine_jobs(d->e),
                 d->pending.n, lost_jobs, lost_reps,
                 d->replay_mismatch ? " (replay mismatches: see above)" : "");
     return 0;

@@ -403,6 +403,15 @@ static int step_at(tide_daemon_t *d, tide_time_t t, int force, tide_error_t *err
             *err = perr;
         return -1;
     }
+    /* the state after the previous step, in this step's transaction */
+    if (dmn_snapshot_due(d) && dmn_snapshot_write(d, &perr) < 0) {
+        free(xi);
+        tide_store_rollback(d->st);
+        dmn_store_fault(d, &perr);
+        if (err)
+            *err = perr;
+        return -1;
+    }
     int64_t upto = feed_build(d, np, xi, nx);
     tide_error_t serr = {0};
     if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &serr) != 0) {

@@ -175,3 +175,17 @@ CREATE TABLE pipeline_events (
   detail  TEXT
 );
 CREATE INDEX pipeline_events_model ON pipeline_events(model, id);
+
+-- migration 4: engine snapshots
+-- The state after a step (engine and what the daemon derives), written in
+-- that step's transaction every so many steps; recovery restores the newest
+-- intact one of the epoch and replays only the steps after it. The last two
+-- are kept. checksum: FNV-1a 64 of state, hex.
+CREATE TABLE snapshots (
+  step       INTEGER PRIMARY KEY,
+  epoch      INTEGER NOT NULL,
+  time_s     INTEGER NOT NULL,
+  version    INTEGER NOT NULL,                  -- the writer's snapshot format
+  checksum   TEXT NOT NULL,
+  state      BLOB NOT NULL
+);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bytes.h"
 #include "store_schema.h" /* generated from schema.sql: tide_store_schema_sql[] */
 #include "util/util.h"
 
@@ -56,9 +57,10 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_REPLAY_EV] = "SELECT s.step, s.time_s, " EV_COLS " FROM steps s "
                     "LEFT JOIN events_in e ON e.step = s.step "
                     "LEFT JOIN jobs j ON e.kind = 'submit' AND j.id = e.job_id "
-                    "WHERE s.epoch = ?1 ORDER BY s.step, e.seq",
+                    "WHERE s.epoch = ?1 AND s.step > ?2 ORDER BY s.step, e.seq",
     [Q_REPLAY_ACT] = "SELECT a.step, a.kind, a.reason, a.job, a.replica, a.lease, a.width, a.gpus "
                      "FROM actions a JOIN steps s ON s.step = a.step WHERE s.epoch = ?1 "
+                     "AND s.step > ?2 "
                      "ORDER BY a.step, a.seq",
     [Q_PENDING] = "SELECT 0, 0, " EV_COLS " FROM events_in e "
                   "LEFT JOIN jobs j ON e.kind = 'submit' AND j.id = e.job_id "
@@ -80,6 +82,12 @@ static const char *const sql_text[Q_COUNT] = {
                    "WHERE time_s = (SELECT max(time_s) FROM usage WHERE time_s <= ?1)",
     [Q_USAGE_LAST] = "SELECT max(time_s) FROM usage",
     [Q_PING] = "SELECT 1",
+    [Q_SNAP_INS] = "INSERT OR REPLACE INTO snapshots(step, epoch, time_s, version, checksum, state) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [Q_SNAP_PRUNE] = "DELETE FROM snapshots WHERE step NOT IN "
+                     "(SELECT step FROM snapshots ORDER BY step DESC LIMIT ?1)",
+    [Q_SNAP_LIST] = "SELECT step, epoch, time_s, version, checksum, state FROM snapshots "
+                    "WHERE epoch = ?1 ORDER BY step DESC",
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -915,12 +923,19 @@ static void batch_link(batch_t *b)
 int tide_store_replay(tide_store_t *s, int64_t epoch, tide_store_step_fn fn, void *ctx,
                       tide_error_t *err)
 {
+    return tide_store_replay_after(s, epoch, -1, fn, ctx, err);
+}
+
+int tide_store_replay_after(tide_store_t *s, int64_t epoch, int64_t after, tide_store_step_fn fn,
+                            void *ctx, tide_error_t *err)
+{
     if (fault(s, err))
         return -1;
     sqlite3_stmt *se = q(s, Q_REPLAY_EV, err);
     if (!se)
         return -1;
     sqlite3_bind_int64(se, 1, epoch);
+    sqlite3_bind_int64(se, 2, after);
     /* the action cursor needs its own statement: the cache holds one per query */
     sqlite3_stmt *sa = NULL;
     if (sqlite3_prepare_v2(s->db, sql_text[Q_REPLAY_ACT], -1, &sa, NULL) != SQLITE_OK) {
@@ -928,6 +943,7 @@ int tide_store_replay(tide_store_t *s, int64_t epoch, tide_store_step_fn fn, voi
         return db_err(s, err, "replay");
     }
     sqlite3_bind_int64(sa, 1, epoch);
+    sqlite3_bind_int64(sa, 2, after);
     batch_t b = {0};
     int rc = sqlite3_step(se), arc = sqlite3_step(sa), ret = 0;
     while (rc == SQLITE_ROW) {
@@ -1153,4 +1169,62 @@ int tide_store_usage_last(tide_store_t *s, tide_time_t *at, tide_error_t *err)
     if (rc != SQLITE_ROW)
         return db_err(s, err, "usage");
     return 0;
+}
+
+/* -------------------------------------------------------------- snapshots */
+
+void tide_store_snapshot_checksum(const void *p, size_t n, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)tide_hash_bytes(TIDE_FNV_INIT, p, n));
+}
+
+int tide_store_snapshot_put(tide_store_t *s, const tide_store_snapshot_t *snap, int keep,
+                            tide_error_t *err)
+{
+    if (fault(s, err))
+        return -1;
+    char sum[17];
+    tide_store_snapshot_checksum(snap->state, snap->n, sum);
+    sqlite3_stmt *st = q(s, Q_SNAP_INS, err);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, snap->step);
+    sqlite3_bind_int64(st, 2, snap->epoch);
+    sqlite3_bind_int64(st, 3, snap->time_s);
+    sqlite3_bind_int64(st, 4, snap->version);
+    sqlite3_bind_text(st, 5, sum, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob64(st, 6, snap->state, (sqlite3_uint64)snap->n, SQLITE_STATIC);
+    if (run(s, st, err, "snapshot") < 0)
+        return -1;
+    if (!(st = q(s, Q_SNAP_PRUNE, err)))
+        return -1;
+    sqlite3_bind_int64(st, 1, keep > 0 ? keep : 1);
+    return run(s, st, err, "snapshot prune");
+}
+
+int tide_store_snapshots(tide_store_t *s, int64_t epoch, tide_store_snapshot_fn fn, void *ctx,
+                         tide_error_t *err)
+{
+    if (fault(s, err))
+        return -1;
+    sqlite3_stmt *st = q(s, Q_SNAP_LIST, err);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, epoch);
+    int rc, ret = 0;
+    while (!ret && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tide_store_snapshot_t snap = {
+            .step = sqlite3_column_int64(st, 0), .epoch = sqlite3_column_int64(st, 1),
+            .time_s = sqlite3_column_int64(st, 2), .version = sqlite3_column_int64(st, 3),
+            .state = sqlite3_column_blob(st, 5), .n = (size_t)sqlite3_column_bytes(st, 5)};
+        char sum[17];
+        tide_store_snapshot_checksum(snap.state, snap.n, sum);
+        const char *want = col_str(st, 4);
+        snap.intact = want && !strcmp(want, sum);
+        ret = fn(ctx, &snap);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = db_err(s, err, "snapshots");
+    sqlite3_reset(st);
+    return ret;
 }

@@ -110,6 +110,10 @@ int tide_store_backup_file(const char *src, const char *dest, tide_error_t *err)
 typedef void (*tide_store_line_fn)(void *ctx, const char *line);
 int tide_store_check_file(const char *path, int full, tide_store_line_fn fn, void *ctx,
                           tide_error_t *err);
+/* The engine snapshots' checksums in a database file (read-only): the number
+ * of bad snapshots (fn gets a line for each; recovery ignores them), or -1. */
+int tide_store_check_snapshots_file(const char *path, tide_store_line_fn fn, void *ctx,
+                                    tide_error_t *err);
 
 /* Replace the database at path by the backup file: the backup must pass
  * quick_check and be a tide database (EINVAL otherwise); path must not be
@@ -243,6 +247,9 @@ typedef int (*tide_store_step_fn)(void *ctx, int64_t step, tide_time_t t,
                                   const tide_store_action_rec_t *acts, size_t n_acts);
 int tide_store_replay(tide_store_t *s, int64_t epoch, tide_store_step_fn fn, void *ctx,
                       tide_error_t *err);
+/* The same for the steps after step `after` only (after a snapshot). */
+int tide_store_replay_after(tide_store_t *s, int64_t epoch, int64_t after, tide_store_step_fn fn,
+                            void *ctx, tide_error_t *err);
 
 /* Pending events (step NULL) in seq order, as one batch (step = 0, time = 0
  * passed to fn; no actions). Not called when there are none. */
@@ -362,5 +369,32 @@ typedef void (*tide_store_pipe_event_fn)(void *ctx, tide_time_t t, int version, 
                                          const char *detail);
 int tide_store_pipe_events(tide_store_t *s, const char *model, int limit,
                            tide_store_pipe_event_fn fn, void *ctx, tide_error_t *err);
+
+/* ---------------------------------------------------------- snapshots */
+
+/* A snapshot of the state after a step (opaque bytes; the daemon's format,
+ * whose version the row keeps). On reads state is borrowed for the call and
+ * intact says whether its checksum (FNV-1a 64) matches. */
+typedef struct tide_store_snapshot {
+    int64_t step, epoch, version;
+    tide_time_t time_s;
+    const void *state;
+    size_t n;
+    int intact;
+} tide_store_snapshot_t;
+
+/* Write a snapshot (inside the step's transaction: it exists only if the
+ * step does) and delete all but the newest `keep`. */
+int tide_store_snapshot_put(tide_store_t *s, const tide_store_snapshot_t *snap, int keep,
+                            tide_error_t *err);
+
+/* Walk the snapshots of an epoch, newest first; fn returns non-zero to stop
+ * (that value is returned). Returns 0, the stop value, or -1 with err. */
+typedef int (*tide_store_snapshot_fn)(void *ctx, const tide_store_snapshot_t *snap);
+int tide_store_snapshots(tide_store_t *s, int64_t epoch, tide_store_snapshot_fn fn, void *ctx,
+                         tide_error_t *err);
+
+/* The checksum a snapshot row keeps: 16 hex digits. */
+void tide_store_snapshot_checksum(const void *p, size_t n, char out[17]);
 
 #endif

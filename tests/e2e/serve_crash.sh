@@ -9,13 +9,28 @@
 #     after the restart no GPU is owned twice (/v1/nodes, /v1/cluster stats add
 #     up), /healthz is ok, the job is queued or running again, and the work it
 #     lost is counted (lost_gpu_s or preemptions).
+# Both run with engine snapshots every few steps (--snapshot-every): each
+# restart restores the newest snapshot and its log says it replayed only the
+# steps after it (at most N + 1: a snapshot is written in the next step's
+# transaction).
 # Environment: TIDE_BIN, TIDE_SRC. Exit 77 = skip (daemon not built).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
 serve_require
 
 DB=$tmp/tide.db
-ARGS=(--db "$DB" --cluster 4x8:H100 --policy elastic --speed 60)
+ARGS=(--db "$DB" --cluster 4x8:H100 --policy elastic --speed 60 --snapshot-every 25)
+
+# replayed_after_snapshot LOG N: the recovery in LOG restored a snapshot and
+# replayed at most N + 1 steps after it
+replayed_after_snapshot() {
+    local line k
+    line=$(grep -o 'replayed [0-9]* steps after the snapshot of step [0-9]*' "$1" | tail -1)
+    [ -n "$line" ] || { echo "no recovery from a snapshot in $1: $(grep recovered "$1")" >&2; return 1; }
+    k=$(echo "$line" | cut -d' ' -f2)
+    echo "$1: $line" >&2
+    [ "$k" -le $(($2 + 1)) ] || { echo "replayed $k steps, more than $2 + 1" >&2; return 1; }
+}
 svc='{"service":"chat","gpus_per_replica":8,"replica_rps":100,"min_replicas":1,"warmup_s":300}'
 
 # all_jobs: every job, following cursors, as JSON {"jobs": [...]} on stdout
@@ -68,6 +83,7 @@ grep -v ' 201$' "$tmp/burst.txt" | grep -Ev ' (000|409|503)$' | head -3 |
     while read -r l; do fail "unexpected answer during the burst: $l"; done
 
 serve_start crash1b "${ARGS[@]}" || exit 1
+replayed_after_snapshot "$SERVE_LOG" 25 || fail "restart after the bursts: not recovered from a snapshot"
 all_jobs >"$tmp/jobs1.json" || fail "listing jobs after the restart failed"
 python3 - "$tmp/burst.txt" "$tmp/jobs1.json" <<'EOF' || fail "burst: committed jobs lost or duplicated"
 import collections, json, sys
@@ -96,7 +112,7 @@ serve_stop
 
 # ------------------------------------------------------------ 2. a reclaim
 DB=$tmp/tide2.db
-ARGS=(--db "$DB" --cluster 4x8:H100 --policy elastic --speed 60)
+ARGS=(--db "$DB" --cluster 4x8:H100 --policy elastic --speed 60 --snapshot-every 3)
 serve_start crash2 "${ARGS[@]}" || exit 1
 api POST /v1/services "$svc"
 api POST /v1/services/chat/demand '{"rps": 50}'
@@ -130,6 +146,7 @@ state_before=$(jq_ 'd["state"]')
 serve_kill9 # mid-reclaim: notice sent, no checkpoint committed
 
 serve_start crash2b "${ARGS[@]}" || exit 1
+replayed_after_snapshot "$SERVE_LOG" 3 || fail "restart mid-reclaim: not recovered from a snapshot"
 api GET /healthz
 [ "$(jq_ 'd["ok"]')" = True ] || fail "healthz after the restart: $API_BODY"
 # no GPU owned twice; the cluster's counts add up

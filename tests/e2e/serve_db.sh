@@ -7,7 +7,9 @@
 #    committed is saved to DB.rescued;
 #  - a copy with garbage in a page is refused at open by tide serve with the fix,
 #    `tide db check` exits 1, and `tide db restore` brings back the backup,
-#    which tide serve then opens with the job in it.
+#    which tide serve then opens with the job in it;
+#  - a damaged engine snapshot: `tide db check` exits 1 naming it, tide serve
+#    ignores it with a log line, replays the whole log and has the job.
 # Environment: TIDE_BIN, TIDE_SRC. Exit 77 = skip (daemon not built).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
@@ -59,9 +61,33 @@ grep -q 'quick_check' "$tmp/corrupt.out" && grep -q 'tide db restore' "$tmp/corr
     fail "serve's refusal does not give the fix: $(cat "$tmp/corrupt.out")"
 out=$("$T" db restore --db "$db" "$tmp/backup.db") || fail "restore: $out"
 [ -f "$db.pre-restore" ] || fail "the corrupt file was not kept as .pre-restore"
-serve_start db2 --db "$db" --speed 10 || exit 1
+serve_start db2 --db "$db" --speed 1000 --snapshot-every 1 || exit 1
 api GET /v1/jobs/keep-me
 [ "$API_STATUS" = 200 ] || fail "the restored database lacks keep-me: HTTP $API_STATUS"
+snaps() { [ "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from snapshots").fetchone()[0])' "$db")" = 2 ]; }
+poll_until 20 snaps || fail "no two snapshots with --snapshot-every 1"
+serve_stop
+
+# --- a damaged snapshot: check names it; serve ignores it and replays the log
+"$T" db check --db "$db" >"$tmp/check2.out" 2>&1 || fail "db check with sound snapshots: $(cat "$tmp/check2.out")"
+python3 - "$db" <<'EOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+step, state = c.execute("SELECT step, state FROM snapshots ORDER BY step DESC LIMIT 1").fetchone()
+b = bytearray(state)
+b[len(b) // 2] ^= 0x5a
+c.execute("UPDATE snapshots SET state = ? WHERE step = ?", (bytes(b), step))
+c.execute("DELETE FROM snapshots WHERE step <> ?", (step,))
+c.commit()
+EOF
+"$T" db check --db "$db" >"$tmp/check3.out" 2>&1
+[ $? = 1 ] || fail "db check on a damaged snapshot did not exit 1: $(cat "$tmp/check3.out")"
+grep -q 'snapshot after step .*checksum mismatch' "$tmp/check3.out" || fail "db check does not name the snapshot: $(cat "$tmp/check3.out")"
+serve_start db3 --db "$db" --speed 10 || exit 1
+grep -q 'snapshot after step .* ignored (checksum mismatch)' "$SERVE_LOG" || fail "no log line for the damaged snapshot: $(cat "$SERVE_LOG")"
+grep 'recovered epoch' "$SERVE_LOG" | grep -vq 'after the snapshot' || fail "not a full replay: $(grep recovered "$SERVE_LOG")"
+api GET /v1/jobs/keep-me
+[ "$API_STATUS" = 200 ] || fail "keep-me after the damaged snapshot: HTTP $API_STATUS"
 serve_stop
 
 # --- usage errors

@@ -87,6 +87,15 @@ struct ef {
     unsigned char *node_down;
     int tier_a_now;
     double tier_a_gpu_s;
+    /* snapshot check: before step shadow_at (1-based; 0 = off) the engine is
+     * snapshotted and restored into shadow, which then takes every step the
+     * engine takes with the same inputs: their actions must be identical, and
+     * ef_shadow_finish compares their snapshots; with shadow_every > 0 the
+     * states are compared and a new shadow restored every shadow_every steps */
+    long shadow_at, shadow_every;
+    long shadows;          /* shadows restored */
+    tide_engine_t *shadow;
+    tide_actions_t sacts;
 };
 
 EF_FN void ef_grow(void **p, size_t *cap, size_t need, size_t sz)
@@ -168,6 +177,8 @@ EF_FN void ef_free(ef_t *f)
     tide_world_destroy(f->w);
     tide_actions_free(&f->acts);
     tide_engine_destroy(f->e);
+    tide_actions_free(&f->sacts);
+    tide_engine_destroy(f->shadow);
     tide_cluster_destroy(f->c);
     free(f->log);
     free(f->lgpus);
@@ -516,14 +527,100 @@ EF_FN void ef_tier_a_follow(ef_t *f, const tide_event_t *ev, size_t nev)
     }
 }
 
+/* ------------------------------------------------------------ snapshots */
+
+/* Snapshot f->e and restore it into f->shadow (the restored engine's own
+ * snapshot must be the same bytes). */
+EF_FN void ef_shadow_make(ef_t *f)
+{
+    size_t n, n2;
+    void *b = tide_engine_snapshot(f->e, &n);
+    tide_error_t err = {0};
+    f->shadow = tide_engine_restore(f->e, b, n, &err);
+    if (!f->shadow)
+        fail_msg("%s step %ld: restore: %s", f->tag, f->steps + 1, err.msg);
+    void *b2 = tide_engine_snapshot(f->shadow, &n2);
+    if (n != n2 || memcmp(b, b2, n)) {
+        size_t k = 0;
+        while (k < n && k < n2 && ((char *)b)[k] == ((char *)b2)[k])
+            k++;
+        fail_msg("%s step %ld: the restored engine's snapshot differs (%zu and %zu bytes, "
+                 "from byte %zu)", f->tag, f->steps + 1, n, n2, k);
+    }
+    free(b);
+    free(b2);
+    tide_actions_init(&f->sacts);
+    f->shadows++;
+}
+
+EF_FN int ef_same_action(const tide_actions_t *x, size_t i, const tide_actions_t *y)
+{
+    const tide_action_t *a = &x->v[i], *b = &y->v[i];
+    if (a->kind != b->kind || a->reason != b->reason || a->job != b->job ||
+        a->service != b->service || a->replica != b->replica || a->lease != b->lease ||
+        a->width != b->width || a->n_gpus != b->n_gpus || a->deadline != b->deadline ||
+        memcmp(&a->value, &b->value, sizeof a->value))
+        return 0;
+    /* GPU ids where the action lists them (START, RESIZE, REPLICA_START) */
+    int la = a->n_gpus > 0 && a->gpu_off + (size_t)a->n_gpus <= x->ngpus;
+    int lb = b->n_gpus > 0 && b->gpu_off + (size_t)b->n_gpus <= y->ngpus;
+    return la == lb && (!la || !memcmp(x->gpus + a->gpu_off, y->gpus + b->gpu_off,
+                                       (size_t)a->n_gpus * sizeof *x->gpus));
+}
+
+/* The shadow takes the step the engine took; same return, same actions. */
+EF_FN void ef_shadow_step(ef_t *f, int rc, tide_time_t t, const tide_event_t *ev, size_t nev)
+{
+    tide_error_t err = {0};
+    int src = tide_engine_step(f->shadow, t, ev, nev, &f->sacts, &err);
+    if (src != rc)
+        fail_msg("%s t=%lld: the restored engine's step returned %d, the engine's %d", f->tag,
+                 (long long)t, src, rc);
+    int same = f->sacts.n == f->acts.n && f->sacts.next_wake == f->acts.next_wake;
+    for (size_t i = 0; same && i < f->acts.n; i++)
+        same = ef_same_action(&f->acts, i, &f->sacts);
+    if (!same)
+        fail_msg("%s t=%lld (snapshot before step %ld): the restored engine decided otherwise "
+                 "(%zu actions, the engine %zu)",
+                 f->tag, (long long)t, f->shadow_at, f->sacts.n, f->acts.n);
+}
+
+/* At the end of a run: the shadow's state is the engine's, byte for byte.
+ * Returns 1 when a shadow ran. */
+EF_FN int ef_shadow_finish(ef_t *f)
+{
+    if (!f->shadow)
+        return 0;
+    size_t n, n2;
+    void *a = tide_engine_snapshot(f->e, &n), *b = tide_engine_snapshot(f->shadow, &n2);
+    if (n != n2 || memcmp(a, b, n))
+        fail_msg("%s: after %ld steps the restored engine's state differs from the engine's",
+                 f->tag, f->steps);
+    free(a);
+    free(b);
+    return 1;
+}
+
 EF_FN int ef_step_rc(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev, tide_error_t *err)
 {
+    long next = f->steps + 1;
+    if (f->shadow && f->shadow_every > 0 && next > f->shadow_at &&
+        (next - f->shadow_at) % f->shadow_every == 0) {
+        ef_shadow_finish(f); /* same state so far; restore a new one here */
+        tide_engine_destroy(f->shadow);
+        tide_actions_free(&f->sacts);
+        f->shadow = NULL;
+    }
+    if (f->shadow_at && next >= f->shadow_at && !f->shadow)
+        ef_shadow_make(f);
     tide_error_t local = {0};
     if (!err)
         err = &local;
     if (f->stepped && t > f->now)
         f->tier_a_gpu_s += (double)f->tier_a_now * (double)(t - f->now);
     int rc = tide_engine_step(f->e, t, ev, nev, &f->acts, err);
+    if (f->shadow)
+        ef_shadow_step(f, rc, t, ev, nev);
     ef_tier_a_follow(f, ev, nev);
     f->now = t;
     f->stepped = 1;

@@ -29,6 +29,7 @@ typedef struct fx {
     tide_router_t *rt;
     FILE *log;
     tide_governance_t gov;
+    long snap_every;     /* --snapshot-every (0 = the default, -1 = off) */
 } fx_t;
 
 static double manual_clock(void *ctx) { return *(double *)ctx; }
@@ -109,6 +110,8 @@ static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *pol
     o.log = f->log;
     o.auth = f->auth;
     o.usage_interval_s = 600;
+    if (f->snap_every)
+        o.snapshot_steps = f->snap_every < 0 ? 0 : f->snap_every;
     return tide_daemon_open(&o, err);
 }
 
@@ -234,6 +237,140 @@ static int db_count(fx_t *f, const char *sql)
     }
     sqlite3_close(db);
     return n;
+}
+
+/* The engine's state as bytes (tide_engine_snapshot), and GET path's body. */
+static void *engine_bytes(fx_t *f, size_t *n)
+{
+    tide_daemon_lock(f->d);
+    void *b = tide_engine_snapshot(tide_daemon_engine(f->d), n);
+    tide_daemon_unlock(f->d);
+    return b;
+}
+
+static char *get_body(fx_t *f, const char *path)
+{
+    json_t *o = NULL;
+    assert_int_equal(call(f, "GET", path, NULL, &o), 200);
+    char *s = json_dumps(o, JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}
+
+/* What a recovered daemon holds: engine bytes, jobs, notices, replicas. */
+typedef struct recovered {
+    void *eng;
+    size_t n;
+    char *jobs, *svc, *nodes;
+    long replayed;
+    int64_t snap;
+} recovered_t;
+
+static void recovered_take(fx_t *f, recovered_t *r)
+{
+    r->eng = engine_bytes(f, &r->n);
+    r->jobs = get_body(f, "/v1/jobs");
+    r->svc = get_body(f, "/v1/services");
+    r->nodes = get_body(f, "/v1/nodes");
+    r->replayed = tide_daemon_replayed_steps(f->d);
+    r->snap = tide_daemon_snapshot_step(f->d);
+}
+
+static void recovered_free(recovered_t *r)
+{
+    free(r->eng);
+    free(r->jobs);
+    free(r->svc);
+    free(r->nodes);
+}
+
+/* Snapshots: a daemon restored from the newest snapshot and the steps after
+ * it is in the same state as one that replayed the whole log (engine bytes,
+ * jobs, services, nodes after the same first step; no replay mismatch); a
+ * snapshot with a wrong checksum is skipped and the whole log replayed; only
+ * two are kept. */
+static void test_snapshot_recovery(void **state)
+{
+    fx_t *f = *state;
+    f->snap_every = 7;
+    open_daemon(f, 1);
+    for (int i = 1; i <= 5; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "s%d", i);
+        submit(f, id, 8, 3000 + 1000 * i);
+        advance(f, 1);
+    }
+    for (int i = 0; i < 60; i++) {
+        advance(f, 97);
+        if (i == 20)
+            assert_int_equal(call(f, "POST", "/v1/jobs/s2/cancel", NULL, NULL), 200);
+        if (i == 30)
+            assert_int_equal(call(f, "POST", "/v1/services/chat/demand", "{\"rps\": 25}", NULL),
+                             200);
+    }
+    int64_t steps = tide_daemon_steps(f->d);
+    assert_true(steps > 40);
+    crash(f);
+    assert_int_equal(db_count(f, "SELECT count(*) FROM snapshots"), 2);
+    int64_t last = db_count(f, "SELECT max(step) FROM snapshots");
+    assert_true(last > steps - 9 && last < steps);
+    char copy[sizeof f->db], cmd[4 * sizeof f->db + 64];
+    snprintf(copy, sizeof copy, "%s/full.db", f->dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && (cp '%s-wal' '%s-wal' 2>/dev/null; true)", f->db,
+             copy, f->db, copy);
+    assert_int_equal(system(cmd), 0);
+
+    /* from the snapshot */
+    f->clock += 5;
+    open_daemon(f, 0);
+    check_engine(f);
+    assert_int_equal(tide_daemon_replay_mismatches(f->d), 0);
+    recovered_t a, b;
+    recovered_take(f, &a);
+    assert_int_equal(a.snap, last);
+    assert_int_equal(a.replayed, steps - last);
+    crash(f);
+    /* the whole log, on the copy */
+    char saved[sizeof f->db];
+    memcpy(saved, f->db, sizeof saved);
+    snprintf(f->db, sizeof f->db, "%s", copy);
+    f->snap_every = -1;
+    open_daemon(f, 0);
+    assert_int_equal(tide_daemon_replay_mismatches(f->d), 0);
+    recovered_take(f, &b);
+    assert_int_equal(b.snap, -1);
+    assert_int_equal(b.replayed, steps);
+    if (a.n != b.n || memcmp(a.eng, b.eng, a.n)) {
+        size_t k = 0;
+        while (k < a.n && k < b.n && ((char *)a.eng)[k] == ((char *)b.eng)[k])
+            k++;
+        fail_msg("the engine restored from a snapshot differs from the full replay's (%zu and "
+                 "%zu bytes, from byte %zu)", a.n, b.n, k);
+    }
+    assert_string_equal(a.jobs, b.jobs);
+    assert_string_equal(a.svc, b.svc);
+    assert_string_equal(a.nodes, b.nodes);
+    recovered_free(&a);
+    recovered_free(&b);
+    crash(f);
+    memcpy(f->db, saved, sizeof saved);
+
+    /* corrupt snapshots are skipped (a log line each), the whole log replayed */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "UPDATE snapshots SET checksum = '0'", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    int64_t all = db_count(f, "SELECT count(*) FROM steps");
+    f->snap_every = 7;
+    open_daemon(f, 0);
+    check_engine(f);
+    assert_int_equal(tide_daemon_snapshot_step(f->d), -1);
+    assert_int_equal(tide_daemon_replayed_steps(f->d), all);
+    assert_int_equal(tide_daemon_replay_mismatches(f->d), 0);
+    for (int i = 0; i < 20; i++)
+        advance(f, 97); /* new snapshots replace them */
+    assert_int_equal(db_count(f, "SELECT count(*) FROM snapshots WHERE checksum = '0'"), 0);
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -830,6 +967,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_file_stays_degraded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_event_quarantined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_demand_bounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_recovery, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
