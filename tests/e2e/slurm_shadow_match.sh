@@ -4,8 +4,10 @@
 # lends on the same replay, within a stated bound (docs/serve.md, "Shadow mode").
 #
 # The same compressed replay runs twice against the same Slurm, each time on a fresh
-# database: once in shadow mode, once in enact mode. A replay is, in engine seconds from the
-# daemon's first step t0 (engine time is wall time on the Slurm backend: --speed 1):
+# database: once in shadow mode, once in enact mode. A replay is, in engine seconds from t0
+# (once the daemon sees the plain job; engine time is wall time on the Slurm backend,
+# --speed 1, so the compressed day is the demand wave's 45 s; each input lands at its
+# engine time by the daemon's clock, wall_origin in /v1/cluster):
 #  - a plain sbatch job holding 6 GPUs of gpu4 (Slurm runs it; tide sees it as foreign),
 #    running through both replays;
 #  - at t0: JOBS training jobs of 8 GPUs submitted to tide (they start on lent GPUs);
@@ -28,38 +30,16 @@
 # lease's end (and a grant that waits on a replica becoming ready) moves by at most
 # LAG = poll (2 s) + Slurm's launch lag bound (5 s) + the declared ckpt_s (3 s) = 10 s:
 #   |shadow - enact| <= leases granted x 8 GPUs x LAG   (GPU-seconds)
-# and both runs must grant the same leases and start the same jobs.
+# and both runs must grant the same leases, send the same reclaim notices and start the
+# same jobs by t0+WINDOW.
 # Environment: TIDE_BIN, TIDE_SRC; TIDE_SLURM_DIR, CTLD_PORT, NODE_PORT0 pass through to
 # slurm-local.sh (a private folder and the default ports otherwise). Exit 77 = skip.
 # Takes ~2 min (two replays of WINDOW s plus Slurm's start and the job launches).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
+. "$(dirname "$0")/lib/slurm.bash"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "skip: needs root (slurmd runs jobs)" >&2
-    exit 77
-fi
-for b in slurmctld slurmd munged sinfo squeue scontrol sbatch scancel; do
-    command -v "$b" >/dev/null 2>&1 || { echo "skip: $b missing (apt-get install -y slurmctld slurmd slurm-client munge)" >&2; exit 77; }
-done
-serve_require
-if ! "$TIDE_BIN" serve --help | grep -q -- '--slurm-conf'; then
-    echo "skip: this tide has no slurm backend" >&2
-    exit 77
-fi
-
-SRC=${TIDE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-export TIDE_SLURM_DIR=${TIDE_SLURM_DIR:-$tmp/slurm}
-slurm_down() { bash "$SRC/scripts/slurm-local.sh" down >/dev/null 2>&1 || true; }
-cleanup_all() {
-    local p
-    for p in "${SERVE_PIDS[@]}"; do _alive "$p" && kill -KILL "$p" 2>/dev/null; done
-    slurm_down
-    serve_cleanup
-}
-trap cleanup_all EXIT
-bash "$SRC/scripts/slurm-local.sh" up || { echo "FAIL: the local Slurm cluster did not come up" >&2; exit 1; }
-eval "$(bash "$SRC/scripts/slurm-local.sh" env)"
+slurm_e2e_up
 
 JOBS=2
 GPUS=8
@@ -90,20 +70,13 @@ now_s() { api GET /v1/cluster && jq_ 'd["now_s"]'; }
 ORIGIN=0
 clock_now() { python3 -c "import time; print(int(time.time() - $ORIGIN))"; }
 clock_reached() { [ "$(clock_now)" -ge "$1" ]; }
-wait_engine() { # T: until the daemon has stepped at or after T
-    local t
-    while :; do
-        t=$(now_s) || return 1
-        [ -n "$t" ] && [ "$t" -ge "$1" ] && return 0
-        sleep 0.1
-    done
-}
+stepped_past() { local t; t=$(now_s) && [ -n "$t" ] && [ "$t" -ge "$1" ]; } # the daemon stepped at >= T
 
 # lent_at T: tier-C GPU-seconds at engine time T (the daemon has stepped past T); prints
 # "GPU_S NOW BORROWED"
 lent_at() {
-    local T=$1 u c i
-    for i in $(seq 20); do
+    local T=$1 u c
+    for _ in $(seq 20); do
         api GET '/v1/usage?by=tier'
         u=$(jq_ 'str(d["until_s"]) + " " + str(sum(r["gpu_hours"] for r in d["rows"] if r["tier"] == "C") * 3600)')
         api GET /v1/cluster
@@ -141,7 +114,7 @@ replay() {
         api POST /v1/services/chat/demand "{\"rps\": $rps}"
         [ "$API_STATUS" = 200 ] || fail "$mode: demand $rps: HTTP $API_STATUS"
     done
-    wait_engine $((t0 + WINDOW)) || fail "$mode: the engine did not reach t0+$WINDOW"
+    poll_until 30 stepped_past $((t0 + WINDOW)) || fail "$mode: the engine did not reach t0+$WINDOW"
     r=$(lent_at $((t0 + WINDOW))) || { fail "$mode: could not read the lent GPU-seconds"; return 1; }
     R_LENT=${r%% *}
     api GET /v1/shadow
@@ -149,18 +122,19 @@ replay() {
     echo "$mode report: $API_BODY" >&2
     api GET '/v1/events?limit=1000'
     R_LEASES=$(jq_ 'sum(1 for e in d["events"] if e.get("kind") == "lease_grant" and e["time_s"] <= '"$((t0 + WINDOW))"')')
+    R_NOTICES=$(jq_ 'sum(1 for e in d["events"] if e.get("kind") == "ckpt_notice" and e["time_s"] <= '"$((t0 + WINDOW))"')')
     R_STARTS=$(jq_ 'sum(1 for e in d["events"] if e.get("kind") == "job_start" and e["time_s"] <= '"$((t0 + WINDOW))"')')
-    echo "$mode: t0 $t0, lent at t0+$WINDOW: $R_LENT GPU-s (read at: $r), leases $R_LEASES, job starts $R_STARTS" >&2
+    echo "$mode: t0 $t0, lent at t0+$WINDOW: $R_LENT GPU-s (read at: $r), leases $R_LEASES, reclaim notices $R_NOTICES, job starts $R_STARTS" >&2
     serve_stop
     # enact leaves its work in Slurm: stop it before the next replay (the plain job stays)
     squeue -h -o '%i %j' | awk '$2 ~ /^tide\./ {print $1}' | xargs -r scancel
 }
 
 replay shadow
-S_LENT=$R_LENT S_LEASES=$R_LEASES S_STARTS=$R_STARTS S_REPORT=$R_SHADOW
-[ -z "$(squeue -h -o '%j' | grep '^tide\.')" ] || fail "the shadow put a tide job in Slurm"
+S_LENT=$R_LENT S_LEASES=$R_LEASES S_STARTS=$R_STARTS S_NOTICES=$R_NOTICES S_REPORT=$R_SHADOW
+! squeue -h -o '%j' | grep -q '^tide\.' || fail "the shadow put a tide job in Slurm"
 replay enact
-E_LENT=$R_LENT E_LEASES=$R_LEASES E_STARTS=$R_STARTS
+E_LENT=$R_LENT E_LEASES=$R_LEASES E_STARTS=$R_STARTS E_NOTICES=$R_NOTICES
 
 BOUND=$((S_LEASES * GPUS * LAG))
 echo "shadow would lend $S_LENT GPU-s (report: $S_REPORT); enact lent $E_LENT GPU-s; bound $BOUND GPU-s" \
@@ -173,6 +147,7 @@ check "abs($S_REPORT - $S_LENT) <= $GPUS * $JOBS * $PERIOD" ||
     fail "the shadow report ($S_REPORT) is not the tier-C usage ($S_LENT)"
 check "abs($S_LENT - $E_LENT) <= $BOUND" || fail "|shadow - enact| = |$S_LENT - $E_LENT| > $BOUND GPU-s"
 [ "$S_STARTS" = "$E_STARTS" ] || fail "job starts differ: shadow $S_STARTS, enact $E_STARTS"
+[ "$S_NOTICES" = "$E_NOTICES" ] || fail "reclaim notices differ: shadow $S_NOTICES, enact $E_NOTICES"
 [ "$S_LEASES" = "$E_LEASES" ] || fail "leases granted differ: shadow $S_LEASES, enact $E_LEASES"
 scancel --quiet "$plain"
 finish slurm_shadow_match
