@@ -17,8 +17,9 @@
 #    accepted, tide_backend_up drops to 0; slurmctld comes back and the job runs.
 set -u
 . "$(dirname "$0")/lib/serve.bash"
+. "$(dirname "$0")/lib/slurm.bash"
 
-slurm_up
+slurm_e2e_up
 
 work=$tmp/work
 mkdir -p "$work"

@@ -11,32 +11,9 @@
 #    tide counts its checkpoints (each step once) and no notice stays active.
 set -u
 . "$(dirname "$0")/lib/serve.bash"
+. "$(dirname "$0")/lib/slurm.bash"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "skip: needs root (slurmd runs jobs)" >&2
-    exit 77
-fi
-for b in slurmctld slurmd munged sinfo squeue scontrol sbatch; do
-    command -v "$b" >/dev/null 2>&1 || { echo "skip: $b missing (apt-get install -y slurmctld slurmd slurm-client munge)" >&2; exit 77; }
-done
-serve_require
-if ! "$TIDE_BIN" serve --help | grep -q -- '--slurm-conf'; then
-    echo "skip: this tide has no slurm backend" >&2
-    exit 77
-fi
-
-SRC=${TIDE_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-export TIDE_SLURM_DIR=$tmp/slurm
-slurm_down() { bash "$SRC/scripts/slurm-local.sh" down >/dev/null 2>&1 || true; }
-cleanup_all() {
-    local p
-    for p in "${SERVE_PIDS[@]}"; do _alive "$p" && kill -KILL "$p" 2>/dev/null; done
-    slurm_down
-    serve_cleanup
-}
-trap cleanup_all EXIT
-bash "$SRC/scripts/slurm-local.sh" up || { echo "FAIL: the local Slurm cluster did not come up" >&2; exit 1; }
-eval "$(bash "$SRC/scripts/slurm-local.sh" env)"
+slurm_e2e_up
 
 work=$tmp/work
 mkdir -p "$work"

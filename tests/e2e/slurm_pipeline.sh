@@ -16,8 +16,9 @@
 # slurm-local.sh (run it beside others with ports of its own). Exit 77 = skip.
 set -u
 . "$(dirname "$0")/lib/serve.bash"
+. "$(dirname "$0")/lib/slurm.bash"
 
-slurm_up
+slurm_e2e_up
 
 work=$tmp/work
 mkdir -p "$work"

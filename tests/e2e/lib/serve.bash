@@ -150,35 +150,3 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # now_s: the engine clock from /healthz
 now_s() { curl -s "$SERVE_URL/healthz" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["now_s"]))'; }
-
-# slurm_up: for the tests against a real local Slurm (scripts/slurm-local.sh): skip
-# (exit 77) unless root with Slurm, munge and a tide with the slurm backend; bring the
-# cluster up in $TIDE_SLURM_DIR (default $tmp/slurm; CTLD_PORT, NODE_PORT0 pass
-# through) and take it down at exit; sets SRC and SLURM_CONF.
-slurm_up() {
-    if [ "$(id -u)" != 0 ]; then
-        echo "skip: needs root (slurmd runs jobs)" >&2
-        exit 77
-    fi
-    local b
-    for b in slurmctld slurmd munged sinfo squeue scontrol; do
-        command -v "$b" >/dev/null 2>&1 || { echo "skip: $b missing (apt-get install -y slurmctld slurmd slurm-client munge)" >&2; exit 77; }
-    done
-    serve_require
-    if ! "$TIDE_BIN" serve --help | grep -q -- '--slurm-conf'; then
-        echo "skip: this tide has no slurm backend" >&2
-        exit 77
-    fi
-    SRC=${TIDE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
-    export TIDE_SLURM_DIR=${TIDE_SLURM_DIR:-$tmp/slurm}
-    trap _slurm_cleanup EXIT
-    bash "$SRC/scripts/slurm-local.sh" up || { echo "FAIL: the local Slurm cluster did not come up" >&2; exit 1; }
-    eval "$(bash "$SRC/scripts/slurm-local.sh" env)"
-}
-
-_slurm_cleanup() {
-    local p
-    for p in "${SERVE_PIDS[@]}"; do _alive "$p" && kill -KILL "$p" 2>/dev/null; done
-    bash "$SRC/scripts/slurm-local.sh" down >/dev/null 2>&1 || true
-    serve_cleanup
-}
