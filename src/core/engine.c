@@ -168,6 +168,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->need_curve);
     free(e->need_vals);
     free(e->lease_order);
+    free(e->lease_merge);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);

@@ -77,6 +77,7 @@ typedef struct job {
                                 last commit (how lost work splits by tier) */
     tide_time_t tr_at;
     int32_t run_idx;         /* index in e->running or -1 */
+    int in_lease_order;      /* listed in e->lease_order */
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;
     int stop_pending;        /* checkpoint requested to stop (not just shrink) */
@@ -320,8 +321,11 @@ struct tide_engine {
     tide_time_t ret_lead;    /* return lead: reclaim lead - notice span */
     tide_time_t min_term;    /* shortest lease term (a notice can be answered) */
     double *need_vals;       /* scratch: one service's baseline curve */
-    struct lease_key *lease_order; /* scratch: lent jobs in reclaim order */
-    size_t cap_lease_order;
+    struct lease_key *lease_order; /* renewable leases in reclaim order, kept
+                                      from one renewal pass to the next */
+    size_t n_lease_order, cap_lease_order;
+    struct lease_key *lease_merge; /* scratch of the same size */
+    size_t cap_lease_merge;
 
     /* scratch */
     int *scratch_a, *scratch_b, *scratch_c;
@@ -352,8 +356,11 @@ typedef struct tide_policy {
     /* latest return for a lease granted now */
     tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
     /* latest return for a lease renewed now, reclaimed after `gpus_before`
-     * lent GPUs (NULL: lease_deadline) */
-    tide_time_t (*lease_renew_deadline)(const tide_engine_t *e, tide_time_t now, int gpus_before);
+     * lent GPUs (NULL: lease_deadline). Called with non-decreasing
+     * gpus_before in one pass, sharing *cursor (0 at the start of the pass),
+     * so that a pass costs O(leases + curve), not O(leases x curve) */
+    tide_time_t (*lease_renew_deadline)(const tide_engine_t *e, tide_time_t now, int gpus_before,
+                                        int *cursor);
     /* policy-specific periodic work and wake-ups (may be NULL) */
     void (*tick)(tide_engine_t *e, tide_time_t now);
     tide_time_t (*wake)(const tide_engine_t *e, tide_time_t now);
@@ -370,7 +377,8 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 /* Forecast-aware: the earlier of now + lease_max and the next forecast rise
  * that needs these GPUs minus the return lead (lease.c). */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
-tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before);
+tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
+                                             int *cursor);
 int tide__in_night(const tide_engine_t *e, tide_time_t t);
 tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 

@@ -143,29 +143,35 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
     e->need_avail = avail;
 }
 
-tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before)
+tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
+                                             int *cursor)
 {
     tide_time_t end = now + e->cfg.lease_max_s;
     if (!e->need_n)
         return end;
     int have = e->need_avail + gpus_before;
-    for (int i = 0; i < e->need_n; i++) {
+    /* buckets before *cursor needed at most what fewer GPUs covered */
+    for (int i = cursor ? *cursor : 0; i < e->need_n; i++) {
         tide_time_t t = e->need_t0 + (tide_time_t)i * e->cfg.forecast_bucket_s;
         if (t >= end)
             break;
         if (e->need_curve[i] > have) {
+            if (cursor)
+                *cursor = i;
             tide_time_t r = t - e->ret_lead;
             if (r < now + e->min_term)
                 r = now + e->min_term;
             return r < end ? r : end;
         }
     }
+    if (cursor)
+        *cursor = e->need_n;
     return end;
 }
 
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now)
 {
-    return tide__lease_deadline_forecast_at(e, now, 0);
+    return tide__lease_deadline_forecast_at(e, now, 0, NULL);
 }
 
 /* Reclaim order of lent jobs, cheapest first (as reclaim.c picks victims):
@@ -198,30 +204,87 @@ static void renew(tide_engine_t *e, int32_t h, lease_t *l, tide_time_t now, tide
     a->deadline = d;
 }
 
+static int renewable(const tide_engine_t *e, const job_t *j)
+{
+    return j->lease >= 0 && !e->leases[j->lease].noticed && j->state == TIDE_JOB_RUNNING;
+}
+
+static struct lease_key key_of(const job_t *j, int32_t h)
+{
+    return (struct lease_key){.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
+                              .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
+                              .h = h};
+}
+
+/* Merge the sorted runs lease_order[0, kept) and [kept, n). */
+static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
+{
+    struct lease_key *o = e->lease_order, *m;
+    tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, n, sizeof *e->lease_merge);
+    m = e->lease_merge;
+    size_t a = 0, b = kept, k = 0;
+    while (a < kept && b < n)
+        m[k++] = order_cmp(&o[a], &o[b]) <= 0 ? o[a++] : o[b++];
+    while (a < kept)
+        m[k++] = o[a++];
+    while (b < n)
+        m[k++] = o[b++];
+    memcpy(o, m, n * sizeof *o);
+}
+
+/* The renewable leases in reclaim order, updated from the previous pass:
+ * those still renewable keep their order (re-sorted only if a key changed),
+ * new ones are sorted and merged in. The order is total (ties broken by
+ * handle), so this equals sorting them all. Returns their number. */
+static size_t renew_order(tide_engine_t *e)
+{
+    struct lease_key *o = e->lease_order;
+    size_t n = 0;
+    int sorted = 1;
+    for (size_t i = 0; i < e->n_lease_order; i++) {
+        int32_t h = o[i].h;
+        job_t *j = e->jobs[h];
+        j->in_lease_order = renewable(e, j);
+        if (!j->in_lease_order)
+            continue;
+        o[n] = key_of(j, h);
+        if (n && order_cmp(&o[n - 1], &o[n]) > 0)
+            sorted = 0;
+        n++;
+    }
+    size_t kept = n;
+    for (size_t i = 0; i < e->n_running; i++) {
+        int32_t h = e->running[i];
+        job_t *j = e->jobs[h];
+        if (j->in_lease_order || !renewable(e, j))
+            continue;
+        tide_grow((void **)&e->lease_order, &e->cap_lease_order, n + 1, sizeof *e->lease_order);
+        e->lease_order[n++] = key_of(j, h);
+        j->in_lease_order = 1;
+    }
+    o = e->lease_order;
+    e->n_lease_order = n;
+    if (!sorted) {
+        qsort(o, n, sizeof *o, order_cmp);
+    } else if (n > kept) {
+        qsort(o + kept, n - kept, sizeof *o, order_cmp);
+        merge_runs(e, kept, n);
+    }
+    return n;
+}
+
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and
  * never let a lease nobody noticed run out while tide is up. */
 static void renew_pass(tide_engine_t *e, tide_time_t now)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < e->n_running; i++) {
-        int32_t h = e->running[i];
-        const job_t *j = e->jobs[h];
-        if (j->lease < 0 || e->leases[j->lease].noticed || j->state != TIDE_JOB_RUNNING)
-            continue;
-        tide_grow((void **)&e->lease_order, &e->cap_lease_order, n + 1, sizeof *e->lease_order);
-        e->lease_order[n++] = (struct lease_key){
-            .prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
-            .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s), .h = h};
-    }
-    if (n > 1) /* lease_order is NULL before the first lease */
-        qsort(e->lease_order, n, sizeof *e->lease_order, order_cmp);
-    int before = 0;
+    size_t n = renew_order(e);
+    int before = 0, cursor = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t h = e->lease_order[i].h;
         job_t *j = e->jobs[h];
         lease_t *l = &e->leases[j->lease];
         tide_time_t d = e->pol->lease_renew_deadline
-                            ? e->pol->lease_renew_deadline(e, now, before)
+                            ? e->pol->lease_renew_deadline(e, now, before, &cursor)
                             : e->pol->lease_deadline(e, now);
         before += j->n_leased;
         tide_time_t left = l->latest_return - now;
