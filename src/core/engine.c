@@ -169,6 +169,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->need_vals);
     free(e->lease_order);
     free(e->lease_merge);
+    free(e->dl);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);
@@ -418,6 +419,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
             l->noticed = 0;
             l->term_start = e->now;
             l->latest_return = e->pol->lease_deadline(e, e->now);
+            tide__deadline_push(e, l->latest_return, h);
             tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
             a->lease = j->lease;
             a->job = h;

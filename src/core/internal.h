@@ -324,6 +324,9 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
+                                 deadline set (stale entries skipped lazily) */
+    size_t n_dl, cap_dl;
     struct lease_key *lease_merge; /* scratch of the same size */
     size_t cap_lease_merge;
 
@@ -377,6 +380,8 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 /* Forecast-aware: the earlier of now + lease_max and the next forecast rise
  * that needs these GPUs minus the return lead (lease.c). */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
+/* Record that job h has a deadline (lease latest return or checkpoint) at t. */
+void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h);
 tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
                                              int *cursor);
 int tide__in_night(const tide_engine_t *e, tide_time_t t);

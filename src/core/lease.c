@@ -37,6 +37,7 @@ void tide__lease_grant(tide_engine_t *e, int32_t h)
     l->ckpt_cost = j->spec.ckpt_s;
     l->can_shrink = j->spec.dp_min < j->dp_max;
     j->lease = id;
+    tide__deadline_push(e, l->latest_return, h);
     lower_deadline(e, l->latest_return);
     e->st.leases_granted++;
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_GRANT, TIDE_R_NONE);
@@ -196,6 +197,7 @@ static int order_cmp(const void *a, const void *b)
 static void renew(tide_engine_t *e, int32_t h, lease_t *l, tide_time_t now, tide_time_t d)
 {
     l->latest_return = d;
+    tide__deadline_push(e, d, h);
     l->term_start = now;
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
     a->lease = e->jobs[h]->lease;
@@ -296,30 +298,125 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     }
 }
 
+/* ---------------------------------------------------------------- deadlines */
+
+struct deadline_ent {
+    tide_time_t t;
+    int32_t h;
+};
+
+static int dl_less(const struct deadline_ent *a, const struct deadline_ent *b)
+{
+    return a->t < b->t || (a->t == b->t && a->h < b->h);
+}
+
+static void dl_sift_down(struct deadline_ent *v, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && dl_less(&v[l], &v[m]))
+            m = l;
+        if (l + 1 < n && dl_less(&v[l + 1], &v[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        struct deadline_ent t = v[i];
+        v[i] = v[m];
+        v[m] = t;
+        i = m;
+    }
+}
+
+/* Is entry x one of the job's current deadlines? */
+static int dl_live(const tide_engine_t *e, const struct deadline_ent *x)
+{
+    const job_t *j = e->jobs[x->h];
+    if (j->run_idx < 0)
+        return 0;
+    return (j->lease >= 0 && e->leases[j->lease].latest_return == x->t) ||
+           (j->state == TIDE_JOB_RECLAIMING && j->deadline == x->t);
+}
+
+static void dl_pop(tide_engine_t *e)
+{
+    e->dl[0] = e->dl[--e->n_dl];
+    dl_sift_down(e->dl, e->n_dl, 0);
+}
+
+/* Drop the stale entries when they outnumber the live ones. */
+static void dl_compact(tide_engine_t *e)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_dl; i++)
+        if (dl_live(e, &e->dl[i]))
+            e->dl[n++] = e->dl[i];
+    e->n_dl = n;
+    for (size_t i = n / 2; i-- > 0;)
+        dl_sift_down(e->dl, n, i);
+}
+
+void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h)
+{
+    if (e->n_dl >= 1024 && e->n_dl >= 4 * e->n_running)
+        dl_compact(e);
+    tide_grow((void **)&e->dl, &e->cap_dl, e->n_dl + 1, sizeof *e->dl);
+    size_t i = e->n_dl++;
+    struct deadline_ent x = {t, h};
+    while (i > 0 && dl_less(&x, &e->dl[(i - 1) / 2])) {
+        e->dl[i] = e->dl[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    e->dl[i] = x;
+}
+
+static int due(const tide_engine_t *e, const job_t *j, tide_time_t now)
+{
+    return (j->state == TIDE_JOB_RECLAIMING && now >= j->deadline) ||
+           (j->lease >= 0 && now >= e->leases[j->lease].latest_return);
+}
+
+/* Stop the running jobs past a deadline, in the order a scan of e->running
+ * would (tide__job_stop moves the last running job into the freed slot,
+ * which the scan then looks at): the due jobs come from the heap. */
+static void stop_due(tide_engine_t *e, tide_time_t now)
+{
+    int32_t *d = NULL;
+    size_t n = 0, cap = 0;
+    while (e->n_dl && e->dl[0].t <= now) {
+        int32_t h = e->dl[0].h;
+        dl_pop(e);
+        job_t *j = e->jobs[h];
+        int listed = 0;
+        for (size_t k = 0; k < n && !listed; k++)
+            listed = d[k] == h;
+        if (!listed && j->run_idx >= 0 && due(e, j, now))
+            TIDE_PUSH(d, n, cap, h);
+    }
+    int32_t at = 0;
+    while (n) {
+        size_t best = n;
+        for (size_t k = 0; k < n; k++) {
+            int32_t r = e->jobs[d[k]]->run_idx;
+            if (r >= at && (best == n || r < e->jobs[d[best]]->run_idx))
+                best = k;
+        }
+        if (best == n)
+            break;
+        int32_t h = d[best];
+        d[best] = d[--n];
+        at = e->jobs[h]->run_idx;
+        if (due(e, e->jobs[h], now))
+            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
+    }
+    free(d);
+}
+
 void tide__lease_tick(tide_engine_t *e, tide_time_t now)
 {
-    e->next_deadline = TIDE_TIME_NEVER;
-    /* iterate over a snapshot: tide__job_stop edits e->running */
-    for (size_t i = 0; i < e->n_running;) {
-        int32_t h = e->running[i];
-        job_t *j = e->jobs[h];
-        if (j->state == TIDE_JOB_RECLAIMING && now >= j->deadline) {
-            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
-            continue; /* slot i now holds another job */
-        }
-        if (j->lease >= 0 && now >= e->leases[j->lease].latest_return) {
-            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
-            continue;
-        }
-        i++;
-    }
+    stop_due(e, now);
     if (e->pol->renew_leases)
         renew_pass(e, now);
-    for (size_t i = 0; i < e->n_running; i++) {
-        const job_t *j = e->jobs[e->running[i]];
-        if (j->lease >= 0)
-            lower_deadline(e, e->leases[j->lease].latest_return);
-        if (j->state == TIDE_JOB_RECLAIMING)
-            lower_deadline(e, j->deadline);
-    }
+    while (e->n_dl && !dl_live(e, &e->dl[0]))
+        dl_pop(e);
+    e->next_deadline = e->n_dl ? e->dl[0].t : TIDE_TIME_NEVER;
 }
