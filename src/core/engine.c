@@ -102,8 +102,10 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         d->n_nodes++;
         d->gpus += ni.gpus;
     }
+    e->dom_free_bits = tide_xcalloc(((size_t)e->n_doms + 63) / 64 + 1, sizeof *e->dom_free_bits);
     for (int d = 0; d < e->n_doms; d++) {
         e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
+        tide__dom_free_mark(e, d);
         if (e->doms[d].gpus > e->max_dom_gpus)
             e->max_dom_gpus = e->doms[d].gpus;
     }
@@ -170,6 +172,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->lease_order);
     free(e->lease_merge);
     free(e->dl);
+    free(e->dom_free_bits);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);
@@ -480,12 +483,14 @@ static void node_set(tide_engine_t *e, int n, int up)
         d->free -= nd->gpus;
         e->zone_gpus[d->zone] -= nd->gpus;
         e->zone_free[d->zone] -= nd->gpus;
+        tide__dom_free_mark(e, nd->domain);
     } else {
         nd->up = 1;
         d->up_gpus += nd->gpus;
         d->free += nd->gpus;
         e->zone_gpus[d->zone] += nd->gpus;
         e->zone_free[d->zone] += nd->gpus;
+        tide__dom_free_mark(e, nd->domain);
         tide__foreign_set(e, n, nd->foreign_want);
     }
     e->reserve_dirty = 1;
@@ -810,7 +815,14 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
         if (!rc && free_up != dm->free)
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free count %d, actual %d", d, dm->free,
                            free_up);
+        if (!rc && (tide__dom_next_free(e, d) == d) != (dm->free > 0))
+            rc = tide_errf(err, TIDE_ESTATE, "domain %d: free index disagrees with %d free", d,
+                           dm->free);
     }
+    int32_t lost = rc ? -1 : tide__deadline_check(e);
+    if (lost >= 0)
+        rc = tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
+                       e->jobs[lost]->spec.id);
     free(seen);
     if (rc)
         return rc;

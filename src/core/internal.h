@@ -324,6 +324,7 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    uint64_t *dom_free_bits;  /* domains with a free GPU (tide__dom_free_mark) */
     struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
                                  deadline set (stale entries skipped lazily) */
     size_t n_dl, cap_dl;
@@ -382,6 +383,9 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
 /* Record that job h has a deadline (lease latest return or checkpoint) at t. */
 void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h);
+/* A running job with a lease return or checkpoint deadline that has no heap
+ * entry (the heap is out of step), or -1. O(heap + jobs): for checks. */
+int32_t tide__deadline_check(const tide_engine_t *e);
 tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
                                              int *cursor);
 int tide__in_night(const tide_engine_t *e, tide_time_t t);
@@ -463,6 +467,34 @@ double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */
 static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
+
+/* Keep domain d's bit in e->dom_free_bits equal to (free > 0). */
+static inline void tide__dom_free_mark(tide_engine_t *e, int d)
+{
+    uint64_t bit = (uint64_t)1 << (d & 63);
+    if (e->doms[d].free > 0)
+        e->dom_free_bits[d >> 6] |= bit;
+    else
+        e->dom_free_bits[d >> 6] &= ~bit;
+}
+
+/* The first domain >= d with a free GPU, or -1: iterating with it visits
+ * the domains with free GPUs in index order, in time proportional to them
+ * (and n_doms / 64), not to the cluster. */
+static inline int tide__dom_next_free(const tide_engine_t *e, int d)
+{
+    if (d >= e->n_doms)
+        return -1;
+    int w = d >> 6;
+    uint64_t x = e->dom_free_bits[w] & (~(uint64_t)0 << (d & 63));
+    int nw = (e->n_doms + 63) >> 6;
+    while (!x) {
+        if (++w >= nw)
+            return -1;
+        x = e->dom_free_bits[w];
+    }
+    return (w << 6) + __builtin_ctzll(x);
+}
 
 /* Sizing saturates at this many GPUs per service (far beyond any cluster),
  * so that replica counts times GPUs per replica, summed over services, stay

@@ -369,6 +369,32 @@ void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h)
     e->dl[i] = x;
 }
 
+int32_t tide__deadline_check(const tide_engine_t *e)
+{
+    /* count, per job, the live entries for each of its two deadlines */
+    uint8_t *has = tide_xcalloc(e->n_jobs + 1, 1);
+    for (size_t i = 0; i < e->n_dl; i++) {
+        const struct deadline_ent *x = &e->dl[i];
+        const job_t *j = e->jobs[x->h];
+        if (j->run_idx < 0)
+            continue;
+        if (j->lease >= 0 && e->leases[j->lease].latest_return == x->t)
+            has[x->h] |= 1;
+        if (j->state == TIDE_JOB_RECLAIMING && j->deadline == x->t)
+            has[x->h] |= 2;
+    }
+    int32_t bad = -1;
+    for (size_t i = 0; i < e->n_running && bad < 0; i++) {
+        int32_t h = e->running[i];
+        const job_t *j = e->jobs[h];
+        int want = (j->lease >= 0 ? 1 : 0) | (j->state == TIDE_JOB_RECLAIMING ? 2 : 0);
+        if ((has[h] & want) != want)
+            bad = h;
+    }
+    free(has);
+    return bad;
+}
+
 static int due(const tide_engine_t *e, const job_t *j, tide_time_t now)
 {
     return (j->state == TIDE_JOB_RECLAIMING && now >= j->deadline) ||

@@ -35,6 +35,8 @@ void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
     e->own_id[gpu] = id;
     d->free--;
     e->zone_free[d->zone]--;
+    if (!d->free)
+        tide__dom_free_mark(e, (int)(d - e->doms));
 }
 
 /* Mark free GPU g of node n as held by a foreign job. */
@@ -69,6 +71,7 @@ void tide__dom_release(tide_engine_t *e, int gpu)
     if (e->nodes[n].up) {
         d->free++;
         e->zone_free[d->zone]++;
+        tide__dom_free_mark(e, (int)(d - e->doms));
         /* a foreign job reported here holds more than it was given so far:
          * tide's view was behind, the GPU is the foreign job's */
         if (e->nodes[n].foreign < e->nodes[n].foreign_want)
@@ -91,6 +94,7 @@ void tide__foreign_set(tide_engine_t *e, int n, int want)
             foreign_untake(e, n, g);
             d->free++;
             e->zone_free[d->zone]++;
+            tide__dom_free_mark(e, nd->domain);
         }
 }
 
@@ -104,6 +108,7 @@ void tide__foreign_drop(tide_engine_t *e, int n)
             if (nd->up) {
                 d->free++;
                 e->zone_free[d->zone]++;
+                tide__dom_free_mark(e, nd->domain);
             }
         }
 }
@@ -183,7 +188,9 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
     if (gang > e->max_dom_gpus)
         return whole_capacity(e, avail, gang, types, zones, kind, owner);
     int cap = 0;
-    for (int i = 0; i < e->n_doms; i++) {
+    /* without avail only domains with free GPUs count: visit just those */
+    for (int i = avail ? 0 : tide__dom_next_free(e, 0); i >= 0 && i < e->n_doms;
+         i = avail ? i + 1 : tide__dom_next_free(e, i + 1)) {
         const domain_t *d = &e->doms[i];
         if (gang > d->gpus || !tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
@@ -295,7 +302,7 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
         if (gang <= e->max_dom_gpus) {
             int best = -1;
             long best_score = 0;
-            for (int i = 0; i < e->n_doms; i++) {
+            for (int i = tide__dom_next_free(e, 0); i >= 0; i = tide__dom_next_free(e, i + 1)) {
                 domain_t *d = &e->doms[i];
                 if (d->free < gang || !tide__domain_ok(e, d, types, zones, kind, owner))
                     continue;
