@@ -132,6 +132,11 @@ typedef struct forecast {
     double err_day, err_week;
     /* bursts: ring of (bin, weight) and the histogram it sums to */
     double bw[FC_BINS];
+    double *bin_c;           /* [FC_BINS]: each bin's centre ratio (a table) */
+    /* shape(k) memo, by ring slot: valid while tag == k and epoch ==
+     * last_bucket (it reads complete buckets only, which do not change) */
+    double *shape_v;
+    int64_t *shape_tag, *shape_epoch;
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
     struct { tide_time_t t; double base, q; } pred[FC_PRED_RING];
