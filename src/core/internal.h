@@ -21,6 +21,14 @@ enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2, OWN_FOREIGN = 3 };
  * start there meanwhile. */
 enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB, CLAIM_RESERVE };
 
+/* tide__capacity_empty's memo: gangs per (gang size, GPU types) on the
+ * empty cluster */
+#define CAP_EMPTY_SLOTS 64
+typedef struct cap_empty {
+    int valid, gang, cap;
+    uint32_t types;
+} cap_empty_t;
+
 typedef struct domain {
     int first_node, n_nodes;
     int first_gpu, gpus;   /* nodes of a domain are consecutive, so are their GPUs */
@@ -329,6 +337,7 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     uint64_t *dom_free_bits;  /* domains with a free GPU (tide__dom_free_mark) */
     struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
                                  deadline set (stale entries skipped lazily) */
@@ -418,7 +427,7 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
  * one size dividing the gang. The one rule behind tide__capacity_empty and
  * tide_job_spec_fits. */
 int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types);
-int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster */
+int tide__capacity_empty(tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster (memoised) */
 void tide__alloc_free(alloc_t *a);
 void tide__alloc_push(alloc_t *a, int32_t gpu);
 

@@ -230,9 +230,19 @@ int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t ty
     return cap;
 }
 
-int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
+int tide__capacity_empty(tide_engine_t *e, int gang, uint32_t types)
 {
-    return tide__gangs_on_empty(e->doms, e->n_doms, gang, types);
+    /* domain sizes and types never change: remember the answer per
+     * (gang, types) in a small direct-mapped table */
+    unsigned k = ((unsigned)gang * 2654435761u ^ types * 40503u) % CAP_EMPTY_SLOTS;
+    cap_empty_t *c = &e->cap_empty[k];
+    if (!c->valid || c->gang != gang || c->types != types) {
+        c->gang = gang;
+        c->types = types;
+        c->cap = tide__gangs_on_empty(e->doms, e->n_doms, gang, types);
+        c->valid = 1;
+    }
+    return c->cap;
 }
 
 int tide_job_spec_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err)
