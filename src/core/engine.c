@@ -102,6 +102,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         d->n_nodes++;
         d->gpus += ni.gpus;
     }
+    e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
+    e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
     e->dom_free_bits = tide_xcalloc(((size_t)e->n_doms + 63) / 64 + 1, sizeof *e->dom_free_bits);
     for (int d = 0; d < e->n_doms; d++) {
         e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
@@ -173,6 +175,8 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->lease_merge);
     free(e->dl);
     free(e->dom_free_bits);
+    free(e->plan_cost);
+    free(e->plan_ok);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);

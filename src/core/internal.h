@@ -338,6 +338,8 @@ struct tide_engine {
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
+    double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
+    uint8_t *plan_ok;        /* ... while still current */
     uint64_t *dom_free_bits;  /* domains with a free GPU (tide__dom_free_mark) */
     struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
                                  deadline set (stale entries skipped lazily) */
