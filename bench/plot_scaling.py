@@ -3,8 +3,9 @@
 
 usage: plot_scaling.py ROWS.tsv OUT.svg
 ROWS.tsv: one run per line, tab-separated: gpus jobs days wall_s rss_mb events_per_s
-(bench/run.sh writes it). 30-day runs are joined by a line; other horizons are
-drawn as separate labelled points. A dashed line of slope 1 through the first
+[cpu_s] (bench/run.sh writes it). 30-day runs are joined by a line; other
+horizons are drawn as separate labelled points; CPU seconds, when given, as
+hollow green points (on a shared machine they are the steadier figure). A dashed line of slope 1 through the first
 point shows linear growth (constant cost per GPU). No dependencies beyond the
 standard library."""
 import math
@@ -18,12 +19,13 @@ def main():
     for line in open(sys.argv[1]):
         f = line.split()
         if len(f) >= 6:
-            rows.append((int(f[0]), int(f[1]), int(f[2]), float(f[3]), float(f[4]), float(f[5])))
+            cpu = float(f[6]) if len(f) >= 7 else None
+            rows.append((int(f[0]), int(f[1]), int(f[2]), float(f[3]), float(f[4]), float(f[5]), cpu))
     if not rows:
         sys.exit("plot_scaling: no rows")
     W, H, L, R, T, B = 640, 420, 70, 30, 40, 60
     xs = [r[0] for r in rows]
-    ys = [max(r[3], 0.01) for r in rows]
+    ys = [max(r[3], 0.01) for r in rows] + [max(r[6], 0.01) for r in rows if r[6] is not None]
     x0, x1 = 10 ** math.floor(math.log10(min(xs))), 10 ** math.ceil(math.log10(max(xs)))
     y0, y1 = 10 ** math.floor(math.log10(min(ys))), 10 ** math.ceil(math.log10(max(ys) * 1.01))
     if x1 == x0:
@@ -76,6 +78,14 @@ def main():
                  f'y2="{py(min(b[1], y1)):.1f}" stroke="#bbb" stroke-dasharray="5,4"/>')
         pts = " ".join(f"{px(r[0]):.1f},{py(max(r[3], 0.01)):.1f}" for r in month)
         o.append(f'<polyline points="{pts}" fill="none" stroke="#1f6feb" stroke-width="2"/>')
+    cpu = [r for r in rows if r[6] is not None and r[2] == 30]
+    if cpu:
+        pts = " ".join(f"{px(r[0]):.1f},{py(max(r[6], 0.01)):.1f}" for r in cpu)
+        o.append(f'<polyline points="{pts}" fill="none" stroke="#2da44e" stroke-dasharray="2,3"/>')
+    for r in rows:
+        if r[6] is not None:
+            o.append(f'<circle cx="{px(r[0]):.1f}" cy="{py(max(r[6], 0.01)):.1f}" r="4" fill="white" '
+                     f'stroke="#2da44e" stroke-width="1.5"/>')
     for r in rows:
         X, Y = px(r[0]), py(max(r[3], 0.01))
         col = "#1f6feb" if r[2] == 30 else "#d1242f"
@@ -85,7 +95,7 @@ def main():
                  f'text-anchor="{"end" if right else "start"}" fill="{col}">{r[3]:g} s, '
                  f'{r[1] / 1000:g}k jobs, {r[2]} d, {r[5] / 1e6:.2f} M ev/s</text>')
     o.append(f'<text x="{L + 8}" y="{T + 16}" fill="#555">blue: 30 days, 100k jobs per 1,024 GPUs; '
-             'red: other horizons; dashed: linear</text>')
+             'red: other horizons; grey dashed: linear; green: CPU s</text>')
     o.append('</svg>')
     with open(sys.argv[2], "w") as f:
         f.write("\n".join(o) + "\n")
