@@ -18,6 +18,7 @@ cases=(
   "bench32|--scenario bench --nodes 32 --jobs 8000 --days 5|--cluster 32x8:H100 --horizon 5d"
   "faults|--scenario bench --nodes 16 --jobs 3000 --days 3|--cluster 16x8:H100 --horizon 3d --inject burst:2x@36h+2h,node-fail:3@20h+6h,rank-fail-rate:2/day"
   "nofair|--scenario seed200 --days 4|--cluster 25x8:H100 --fairshare off --horizon 4d"
+  "mixed|--scenario bench --nodes 24 --jobs 5000 --days 3|--cluster 12x8:H100,8x8:A100,4x4:L40S --horizon 3d"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name gen sim <<<"$c"

@@ -104,13 +104,15 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     }
     e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
     e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
-    e->dom_free_bits = tide_xcalloc(((size_t)e->n_doms + 63) / 64 + 1, sizeof *e->dom_free_bits);
     for (int d = 0; d < e->n_doms; d++) {
         e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
-        tide__dom_free_mark(e, d);
         if (e->doms[d].gpus > e->max_dom_gpus)
             e->max_dom_gpus = e->doms[d].gpus;
     }
+    e->dom_words = ((size_t)e->n_doms + 63) / 64 + 1;
+    e->dom_free_bits = tide_xcalloc(((size_t)e->max_dom_gpus + 1) * e->dom_words, sizeof *e->dom_free_bits);
+    for (int d = 0; d < e->n_doms; d++)
+        tide__dom_free_mark(e, d);
     e->vict_cand = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_cand);
     e->vict_v = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_v);
     e->vict_best = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_best);
@@ -819,7 +821,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
         if (!rc && free_up != dm->free)
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free count %d, actual %d", d, dm->free,
                            free_up);
-        if (!rc && (tide__dom_next_free(e, d) == d) != (dm->free > 0))
+        if (!rc && (dm->free_slot != TIDE_MAX(dm->free, 0) ||
+                    (dm->free > 0 && tide__dom_next_free(e, dm->free, d) != d)))
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free index disagrees with %d free", d,
                            dm->free);
     }

@@ -42,6 +42,7 @@ typedef struct domain {
     tide_time_t claim_since;
     int borrowed;          /* a shared domain standing in for failed reserve GPUs */
     int foreign;           /* GPUs foreign jobs hold (OWN_FOREIGN) */
+    int free_slot;         /* free count it is indexed under (dom_free_bits) */
 } domain_t;
 
 typedef struct node {
@@ -340,7 +341,8 @@ struct tide_engine {
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
     uint8_t *plan_ok;        /* ... while still current */
-    uint64_t *dom_free_bits;  /* domains with a free GPU (tide__dom_free_mark) */
+    uint64_t *dom_free_bits;  /* domains by free count (tide__dom_free_mark) */
+    size_t dom_words;         /* words per bitmap of dom_free_bits */
     struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
                                  deadline set (stale entries skipped lazily) */
     size_t n_dl, cap_dl;
@@ -484,30 +486,43 @@ void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */
 static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
 
-/* Keep domain d's bit in e->dom_free_bits equal to (free > 0). */
-static inline void tide__dom_free_mark(tide_engine_t *e, int d)
+/* e->dom_free_bits: one bitmap of e->dom_words words per free count
+ * 1..max_dom_gpus; domain d is in the bitmap of its free count (none at 0).
+ * tide__dom_free_mark after every change of d's free count keeps it so. */
+static inline uint64_t *tide__free_map(const tide_engine_t *e, int f)
 {
-    uint64_t bit = (uint64_t)1 << (d & 63);
-    if (e->doms[d].free > 0)
-        e->dom_free_bits[d >> 6] |= bit;
-    else
-        e->dom_free_bits[d >> 6] &= ~bit;
+    return e->dom_free_bits + (size_t)f * e->dom_words;
 }
 
-/* The first domain >= d with a free GPU, or -1: iterating with it visits
- * the domains with free GPUs in index order, in time proportional to them
- * (and n_doms / 64), not to the cluster. */
-static inline int tide__dom_next_free(const tide_engine_t *e, int d)
+static inline void tide__dom_free_mark(tide_engine_t *e, int d)
 {
-    if (d >= e->n_doms)
+    domain_t *dm = &e->doms[d];
+    int f = dm->free > 0 ? dm->free : 0;
+    if (f == dm->free_slot)
+        return;
+    uint64_t bit = (uint64_t)1 << (d & 63);
+    if (dm->free_slot > 0)
+        tide__free_map(e, dm->free_slot)[d >> 6] &= ~bit;
+    if (f > 0)
+        tide__free_map(e, f)[d >> 6] |= bit;
+    dm->free_slot = f;
+}
+
+/* The first domain >= d with exactly f free GPUs (f >= 1), or -1: iterating
+ * with it visits them in index order, in time proportional to them (and
+ * n_doms / 64), not to the cluster. */
+static inline int tide__dom_next_free(const tide_engine_t *e, int f, int d)
+{
+    if (d >= e->n_doms || f < 1 || f > e->max_dom_gpus)
         return -1;
+    const uint64_t *m = tide__free_map(e, f);
     int w = d >> 6;
-    uint64_t x = e->dom_free_bits[w] & (~(uint64_t)0 << (d & 63));
+    uint64_t x = m[w] & (~(uint64_t)0 << (d & 63));
     int nw = (e->n_doms + 63) >> 6;
     while (!x) {
         if (++w >= nw)
             return -1;
-        x = e->dom_free_bits[w];
+        x = m[w];
     }
     return (w << 6) + __builtin_ctzll(x);
 }

@@ -35,8 +35,7 @@ void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
     e->own_id[gpu] = id;
     d->free--;
     e->zone_free[d->zone]--;
-    if (!d->free)
-        tide__dom_free_mark(e, (int)(d - e->doms));
+    tide__dom_free_mark(e, (int)(d - e->doms));
 }
 
 /* Mark free GPU g of node n as held by a foreign job. */
@@ -188,13 +187,19 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
     if (gang > e->max_dom_gpus)
         return whole_capacity(e, avail, gang, types, zones, kind, owner);
     int cap = 0;
-    /* without avail only domains with free GPUs count: visit just those */
-    for (int i = avail ? 0 : tide__dom_next_free(e, 0); i >= 0 && i < e->n_doms;
-         i = avail ? i + 1 : tide__dom_next_free(e, i + 1)) {
+    if (!avail) {
+        /* only domains with at least a gang free count: visit just those */
+        for (int f = gang; f <= e->max_dom_gpus; f++)
+            for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1))
+                if (gang <= e->doms[i].gpus && tide__domain_ok(e, &e->doms[i], types, zones, kind, owner))
+                    cap += f / gang;
+        return cap;
+    }
+    for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
         if (gang > d->gpus || !tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
-        cap += (avail ? avail[i] : d->free) / gang;
+        cap += avail[i] / gang;
     }
     return cap;
 }
@@ -310,19 +315,22 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
     int start_n = out->n, placed = 0;
     for (; placed < want; placed++) {
         if (gang <= e->max_dom_gpus) {
+            /* the domains with f >= gang free GPUs, by f then index: equal
+             * scores have equal f, so the lowest index wins as in a scan */
             int best = -1;
             long best_score = 0;
-            for (int i = tide__dom_next_free(e, 0); i >= 0; i = tide__dom_next_free(e, i + 1)) {
-                domain_t *d = &e->doms[i];
-                if (d->free < gang || !tide__domain_ok(e, d, types, zones, kind, owner))
-                    continue;
-                long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
-                             (long)rank[d->zone] * 10000L + (d->free - gang);
-                if (best < 0 || score < best_score) {
-                    best = i;
-                    best_score = score;
+            for (int f = gang; f <= e->max_dom_gpus; f++)
+                for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {
+                    domain_t *d = &e->doms[i];
+                    if (!tide__domain_ok(e, d, types, zones, kind, owner))
+                        continue;
+                    long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
+                                 (long)rank[d->zone] * 10000L + (d->free - gang);
+                    if (best < 0 || score < best_score) {
+                        best = i;
+                        best_score = score;
+                    }
                 }
-            }
             if (best < 0)
                 break;
             take_in_domain(e, &e->doms[best], gang, kind, owner, out);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: the scaling benchmark's pieces in a CI-sized form.
 #  - bench/same_output.sh with the binary against itself: every output file of
-#    five scenarios x six policies is byte-identical across two runs
+#    six scenarios x six policies is byte-identical across two runs
 #    (determinism; the same script compares an old and a new binary);
 #  - bench/engine_step_bench on a small cluster prints P50/P99 figures;
 #  - bench/plot_scaling.py turns a rows file into an SVG with one point per
@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$(bash "$SRC/bench/same_output.sh" "$TIDE_BIN" "$TIDE_BIN" 2>&1) || fail "same_output: $out"
-[ "$(grep -c '^same: ' <<<"$out")" = 5 ] || fail "same_output: expected 5 identical cases: $out"
+[ "$(grep -c '^same: ' <<<"$out")" = 6 ] || fail "same_output: expected 6 identical cases: $out"
 
 STEP="$(dirname "$TIDE_BIN")/bench/engine_step_bench"
 if [ -x "$STEP" ]; then
