@@ -12,6 +12,16 @@ import math
 import sys
 
 
+def ticks(lo, hi):
+    """Log-axis grid values in [lo, hi]: (value, is a power of ten)."""
+    d = lo
+    while d <= hi * 1.001:
+        for m in range(1, 10):
+            if lo <= d * m <= hi * 1.001:
+                yield d * m, m == 1
+        d *= 10
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -44,28 +54,14 @@ def main():
          f'<rect width="{W}" height="{H}" fill="white"/>',
          f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="14">'
          'tide sim: wall time vs cluster size (log-log)</text>']
-    d = x0
-    while d <= x1 * 1.001:
-        for m in range(1, 10):
-            v = d * m
-            if v < x0 or v > x1 * 1.001:
-                continue
-            X = px(v)
-            o.append(f'<line x1="{X:.1f}" y1="{T}" x2="{X:.1f}" y2="{H - B}" stroke="#eee"/>')
-            if m == 1:
-                o.append(f'<text x="{X:.1f}" y="{H - B + 16}" text-anchor="middle">{v:,.0f}</text>')
-        d *= 10
-    d = y0
-    while d <= y1 * 1.001:
-        for m in range(1, 10):
-            v = d * m
-            if v < y0 or v > y1 * 1.001:
-                continue
-            Y = py(v)
-            o.append(f'<line x1="{L}" y1="{Y:.1f}" x2="{W - R}" y2="{Y:.1f}" stroke="#eee"/>')
-            if m == 1:
-                o.append(f'<text x="{L - 6}" y="{Y + 4:.1f}" text-anchor="end">{v:g} s</text>')
-        d *= 10
+    for X in (px(v) for v, major in ticks(x0, x1)):
+        o.append(f'<line x1="{X:.1f}" y1="{T}" x2="{X:.1f}" y2="{H - B}" stroke="#eee"/>')
+    for v in (v for v, major in ticks(x0, x1) if major):
+        o.append(f'<text x="{px(v):.1f}" y="{H - B + 16}" text-anchor="middle">{v:,.0f}</text>')
+    for Y in (py(v) for v, major in ticks(y0, y1)):
+        o.append(f'<line x1="{L}" y1="{Y:.1f}" x2="{W - R}" y2="{Y:.1f}" stroke="#eee"/>')
+    for v in (v for v, major in ticks(y0, y1) if major):
+        o.append(f'<text x="{L - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g} s</text>')
     o.append(f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#888"/>')
     o.append(f'<text x="{(W + L - R) / 2}" y="{H - 18}" text-anchor="middle">GPUs (8 per node)</text>')
     o.append(f'<text x="16" y="{(H + T - B) / 2}" text-anchor="middle" '
