@@ -87,157 +87,210 @@ static double demand(int s, tide_time_t t)
     return peak[s] * (0.35 + 0.65 * day);
 }
 
-int main(int argc, char **argv)
+/* The run: engine, world, submitted jobs, and what was measured. */
+typedef struct bench {
+    int nodes, queued, hours, warm;
+    tide_cluster_t *c;
+    tide_engine_t *e;
+    tide_world_t *w;
+    tide_actions_t acts;
+    tide_event_t *ev;
+    size_t cap_ev;
+    tide_job_spec_t *specs;
+    char (*ids)[16];
+    size_t n_specs;
+    int total, next_job;
+    samples_t all, ticks, all_cpu, ticks_cpu;
+    long steps;
+    int max_q, min_q, max_l, min_l;
+} bench_t;
+
+static int parse_args(bench_t *b, int argc, char **argv)
 {
-    int nodes = 2048, queued = 10000, hours = 6, warm = 2;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--nodes"))
-            nodes = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--queued"))
-            queued = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--hours"))
-            hours = atoi(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: engine_step_bench [--nodes N] [--queued Q] [--hours H]\n");
-            return 2;
+    b->nodes = 2048, b->queued = 10000, b->hours = 6, b->warm = 2;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: engine_step_bench [--nodes N] [--queued Q] [--hours H]\n"
+                   "One engine step at scale (policy elastic): NODESx8 GPUs (default 2048),\n"
+                   "about Q jobs queued (default 10000), H measured hours after 2 of warm-up\n"
+                   "(default 6); prints P50/P99/max wall and thread-CPU time per step.\n");
+            return 1;
         }
+        int *dst = !strcmp(argv[i], "--nodes")    ? &b->nodes
+                   : !strcmp(argv[i], "--queued") ? &b->queued
+                   : !strcmp(argv[i], "--hours")  ? &b->hours
+                                                  : NULL;
+        if (!dst || i + 1 >= argc) {
+            fprintf(stderr, "usage: engine_step_bench [--nodes N] [--queued Q] [--hours H]\n");
+            return -1;
+        }
+        *dst = atoi(argv[i + 1]);
     }
-    if (nodes < 4 || queued < 0 || hours < 1) {
-        fprintf(stderr, "engine_step_bench: bad arguments\n");
-        return 2;
+    if (b->nodes < 4 || b->queued < 0 || b->hours < 1) {
+        fprintf(stderr, "engine_step_bench: bad arguments (--nodes >= 4, --queued >= 0, --hours >= 1)\n");
+        return -1;
     }
+    return 0;
+}
+
+static int setup(bench_t *b)
+{
     char spec[64];
-    snprintf(spec, sizeof spec, "%dx8:H100", nodes);
+    snprintf(spec, sizeof spec, "%dx8:H100", b->nodes);
     tide_error_t err = {0};
-    tide_cluster_t *c = tide_cluster_parse(spec, &err);
+    b->c = tide_cluster_parse(spec, &err);
     tide_config_t cfg;
     tide_config_default(&cfg);
     cfg.policy = "elastic";
-    tide_engine_t *e = c ? tide_engine_create(c, &cfg, &err) : NULL;
-    if (!e) {
+    b->e = b->c ? tide_engine_create(b->c, &cfg, &err) : NULL;
+    if (!b->e) {
         fprintf(stderr, "engine_step_bench: %s\n", err.msg);
-        return 1;
+        return -1;
     }
     static const char *const names[3] = {"chat", "code", "batch"};
     for (int s = 0; s < 3; s++) {
         tide_service_spec_t sv = {.name = names[s], .gpus_per_replica = 8, .replica_rps = 4,
                                   .min_replicas = 4, .warmup_s = 600};
-        if (tide_engine_add_service(e, &sv, &err) < 0) {
+        if (tide_engine_add_service(b->e, &sv, &err) < 0) {
             fprintf(stderr, "engine_step_bench: %s\n", err.msg);
-            return 1;
+            return -1;
         }
     }
-    tide_world_t *w = tide_world_create(e);
-    tide_actions_t acts;
-    tide_actions_init(&acts);
-    size_t cap_ev = 1 << 16;
-    tide_event_t *ev = calloc(cap_ev, sizeof *ev);
+    b->w = tide_world_create(b->e);
+    tide_actions_init(&b->acts);
+    b->cap_ev = 1 << 16;
+    b->ev = calloc(b->cap_ev, sizeof *b->ev);
     /* submit at once enough jobs to fill the cluster's training side and
      * leave `queued` waiting (a job per 7.5 GPUs, plus the queue), then
      * two a minute, so that a pass runs every tick as under a steady load */
-    int total = nodes * 8 * 2 / 15 + queued, next_job = 0;
-    size_t n_specs = (size_t)total + (size_t)(warm + hours) * 120 + 8;
-    tide_job_spec_t *specs = calloc(n_specs, sizeof *specs);
-    char (*ids)[16] = calloc(n_specs, sizeof *ids);
-    if (!ev || !specs || !ids)
+    b->total = b->nodes * 8 * 2 / 15 + b->queued;
+    b->n_specs = (size_t)b->total + (size_t)(b->warm + b->hours) * 120 + 8;
+    b->specs = calloc(b->n_specs, sizeof *b->specs);
+    b->ids = calloc(b->n_specs, sizeof *b->ids);
+    b->max_l = b->max_q = 0;
+    b->min_l = b->min_q = 1 << 30;
+    return b->ev && b->specs && b->ids ? 0 : -1;
+}
+
+static size_t submit(bench_t *b, size_t n)
+{
+    if ((size_t)b->next_job >= b->n_specs || n >= b->cap_ev)
+        return n;
+    int k = b->next_job++;
+    job_spec(&b->specs[k], b->ids[k], sizeof b->ids[0], k);
+    b->ev[n] = (tide_event_t){.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1, .replica = -1,
+                              .node = -1, .job_spec = &b->specs[k]};
+    return n + 1;
+}
+
+/* Queue and active-lease counts at a measured tick. */
+static void census(bench_t *b)
+{
+    tide_stats_t st;
+    tide_engine_stats(b->e, &st);
+    int l = 0;
+    for (int k = 0; k < tide_engine_leases(b->e); k++) {
+        tide_lease_info_t li;
+        if (tide_engine_lease(b->e, k, &li) == 0 && !li.returned)
+            l++;
+    }
+    b->max_q = st.queue_jobs > b->max_q ? st.queue_jobs : b->max_q;
+    b->min_q = st.queue_jobs < b->min_q ? st.queue_jobs : b->min_q;
+    b->max_l = l > b->max_l ? l : b->max_l;
+    b->min_l = l < b->min_l ? l : b->min_l;
+}
+
+/* One step at t (tick: the control tick is due); times it once measured. */
+static void step(bench_t *b, tide_time_t t, int tick)
+{
+    size_t n = 0;
+    while (t == 0 && b->next_job < b->total && n < b->cap_ev)
+        n = submit(b, n);
+    for (int k = 0; t > 0 && tick && k < 2; k++)
+        n = submit(b, n);
+    for (int s = 0; tick && s < 3 && n < b->cap_ev; s++, n++)
+        b->ev[n] = (tide_event_t){.kind = TIDE_EV_DEMAND, .job = -1, .service = s, .replica = -1,
+                                  .node = -1, .value = demand(s, t)};
+    n += tide_world_pop(b->w, t, b->ev + n, b->cap_ev - n);
+    tide_error_t err = {0};
+    double t0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
+    if (tide_engine_step(b->e, t, b->ev, n, &b->acts, &err) < 0)
+        fprintf(stderr, "engine_step_bench: step at %lld: %s\n", (long long)t, err.msg);
+    double dt = now_ms(CLOCK_MONOTONIC) - t0, dc = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+    if (getenv("STEP_TRACE") && dt > atof(getenv("STEP_TRACE")))
+        fprintf(stderr, "slow step t=%lld %.3f ms: %zu events in, %zu actions out\n", (long long)t,
+                dt, n, b->acts.n);
+    tide_world_apply(b->w, t, &b->acts);
+    b->steps++;
+    if (t < (tide_time_t)b->warm * 3600)
+        return;
+    push(&b->all, dt);
+    push(&b->all_cpu, dc);
+    if (tick) {
+        push(&b->ticks, dt);
+        push(&b->ticks_cpu, dc);
+        census(b);
+    }
+}
+
+static void print_pct(const char *what, samples_t *s)
+{
+    double p50 = pct(s->v, s->n, 0.5), p99 = pct(s->v, s->n, 0.99), mx = s->n ? s->v[s->n - 1] : 0;
+    printf("%s:  P50 %.3f ms  P99 %.3f ms  max %.3f ms\n", what, p50, p99, mx);
+}
+
+static void report(bench_t *b)
+{
+    printf("engine_step_bench: %dx8 (%d GPUs), elastic, %d jobs submitted; %ld steps, %zu measured "
+           "over %d h after %d h warm-up (%zu ticks)\n",
+           b->nodes, b->nodes * 8, b->next_job, b->steps, b->all.n, b->hours, b->warm, b->ticks.n);
+    printf("queued jobs %d..%d, active leases %d..%d (at the measured ticks)\n", b->min_q, b->max_q,
+           b->min_l, b->max_l);
+    print_pct("wall clock  every step", &b->all);
+    print_pct("wall clock  tick steps", &b->ticks);
+    print_pct("thread CPU  every step", &b->all_cpu);
+    print_pct("thread CPU  tick steps", &b->ticks_cpu);
+}
+
+static void teardown(bench_t *b)
+{
+    tide_actions_free(&b->acts);
+    tide_world_destroy(b->w);
+    tide_engine_destroy(b->e);
+    tide_cluster_destroy(b->c);
+    free(b->ev);
+    free(b->specs);
+    free(b->ids);
+    free(b->all.v);
+    free(b->ticks.v);
+    free(b->all_cpu.v);
+    free(b->ticks_cpu.v);
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = {0};
+    int rc = parse_args(&b, argc, argv);
+    if (rc != 0)
+        return rc < 0 ? 2 : 0;
+    if (setup(&b) < 0) {
+        teardown(&b);
         return 1;
-    samples_t all = {0}, ticks = {0}, all_cpu = {0}, ticks_cpu = {0};
-    tide_time_t t = 0, next_tick = 0, end = (tide_time_t)(warm + hours) * 3600;
-    long steps = 0;
-    int max_q = 0, min_q = 1 << 30, max_l = 0, min_l = 1 << 30;
+    }
+    tide_time_t t = 0, next_tick = 0, end = (tide_time_t)(b.warm + b.hours) * 3600;
     while (t <= end) {
-        size_t n = 0;
-        if (t == 0)
-            for (; next_job < total && n < cap_ev; next_job++, n++) {
-                job_spec(&specs[next_job], ids[next_job], sizeof ids[0], next_job);
-                ev[n] = (tide_event_t){.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1,
-                                       .replica = -1, .node = -1, .job_spec = &specs[next_job]};
-            }
         int tick = t >= next_tick;
-        for (int k = 0; t > 0 && tick && k < 2 && (size_t)next_job < n_specs; k++, next_job++, n++) {
-            job_spec(&specs[next_job], ids[next_job], sizeof ids[0], next_job);
-            ev[n] = (tide_event_t){.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1,
-                                   .replica = -1, .node = -1, .job_spec = &specs[next_job]};
-        }
-        if (tick) {
-            for (int s = 0; s < 3 && n < cap_ev; s++, n++)
-                ev[n] = (tide_event_t){.kind = TIDE_EV_DEMAND, .job = -1, .service = s,
-                                       .replica = -1, .node = -1, .value = demand(s, t)};
+        if (tick)
             next_tick = t + 60;
-        }
-        n += tide_world_pop(w, t, ev + n, cap_ev - n);
-        double t0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_THREAD_CPUTIME_ID);
-        if (tide_engine_step(e, t, ev, n, &acts, &err) < 0)
-            fprintf(stderr, "engine_step_bench: step at %lld: %s\n", (long long)t, err.msg);
-        double dt = now_ms(CLOCK_MONOTONIC) - t0, dc = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
-        tide_world_apply(w, t, &acts);
-        steps++;
-        if (t >= (tide_time_t)warm * 3600) {
-            push(&all, dt);
-            push(&all_cpu, dc);
-            if (tick) {
-                push(&ticks, dt);
-                push(&ticks_cpu, dc);
-            }
-            if (tick) {
-                tide_stats_t st;
-                tide_engine_stats(e, &st);
-                int l = 0;
-                for (int k = 0; k < tide_engine_leases(e); k++) {
-                    tide_lease_info_t li;
-                    if (tide_engine_lease(e, k, &li) == 0 && !li.returned)
-                        l++;
-                }
-                max_q = st.queue_jobs > max_q ? st.queue_jobs : max_q;
-                min_q = st.queue_jobs < min_q ? st.queue_jobs : min_q;
-                max_l = l > max_l ? l : max_l;
-                min_l = l < min_l ? l : min_l;
-            }
-        }
+        step(&b, t, tick);
         tide_time_t nx = next_tick;
-        if (tide_world_next(w) < nx)
-            nx = tide_world_next(w);
-        if (acts.next_wake < nx)
-            nx = acts.next_wake;
+        if (tide_world_next(b.w) < nx)
+            nx = tide_world_next(b.w);
+        if (b.acts.next_wake < nx)
+            nx = b.acts.next_wake;
         t = nx > t ? nx : t + 1;
     }
-    size_t na = all.n, nt = ticks.n;
-    double a50 = pct(all.v, na, 0.5), a99 = pct(all.v, na, 0.99), amax = na ? all.v[na - 1] : 0;
-    double t50 = pct(ticks.v, nt, 0.5), t99 = pct(ticks.v, nt, 0.99), tmax = nt ? ticks.v[nt - 1] : 0;
-    printf("engine_step_bench: %dx8 (%d GPUs), elastic, %d jobs submitted; %ld steps, %zu measured "
-           "over %d h after %d h warm-up\n",
-           nodes, nodes * 8, total, steps, na, hours, warm);
-    printf("queued jobs %d..%d, active leases %d..%d (at the measured ticks)\n", min_q, max_q, min_l,
-           max_l);
-    printf("wall clock  every step:  P50 %.3f ms  P99 %.3f ms  max %.3f ms\n", a50, a99, amax);
-    printf("wall clock  tick steps:  P50 %.3f ms  P99 %.3f ms  max %.3f ms (%zu ticks)\n", t50, t99, tmax,
-           nt);
-    a50 = pct(all_cpu.v, na, 0.5), a99 = pct(all_cpu.v, na, 0.99), amax = na ? all_cpu.v[na - 1] : 0;
-    t50 = pct(ticks_cpu.v, nt, 0.5), t99 = pct(ticks_cpu.v, nt, 0.99);
-    tmax = nt ? ticks_cpu.v[nt - 1] : 0;
-    printf("thread CPU  every step:  P50 %.3f ms  P99 %.3f ms  max %.3f ms\n", a50, a99, amax);
-    printf("thread CPU  tick steps:  P50 %.3f ms  P99 %.3f ms  max %.3f ms\n", t50, t99, tmax);
-    {
-        tide_stats_t st;
-        tide_engine_stats(e, &st);
-        int busy = 0;
-        for (int k = 0; k < TIDE_C_COUNT; k++)
-            for (int q = 0; q < TIDE_S_COUNT; q++)
-                busy += k == TIDE_C_NONE && q == TIDE_S_IDLE ? 0 : st.gpus_now[k][q];
-        printf("at the end: %zu jobs running, %d of %d GPUs busy, demand %.0f rps, %d replicas\n",
-               tide_world_running(w, NULL, NULL, 0), busy, nodes * 8, st.demand_rps,
-               st.replicas_ready + st.replicas_warming);
-    }
-    tide_actions_free(&acts);
-    tide_world_destroy(w);
-    tide_engine_destroy(e);
-    tide_cluster_destroy(c);
-    free(ev);
-    free(specs);
-    free(ids);
-    free(all.v);
-    free(ticks.v);
-    free(all_cpu.v);
-    free(ticks_cpu.v);
+    report(&b);
+    teardown(&b);
     return 0;
 }
