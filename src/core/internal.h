@@ -421,8 +421,26 @@ void tide__foreign_set(tide_engine_t *e, int n, int want);
 void tide__foreign_drop(tide_engine_t *e, int n);
 int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
                 int kind, int32_t owner, alloc_t *out, int prefer_zone_order);
-int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
-              int32_t owner);
+/* May owner (kind OWN_JOB / OWN_REPLICA) use domain d: an accepted GPU
+ * type, an allowed zone, and unclaimed or claimed for it? (inline: every
+ * placement and plan asks it per domain) */
+static inline int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types,
+                                  unsigned zones, int kind, int32_t owner)
+{
+    (void)e;
+    if (types && !(types & (1u << d->type)))
+        return 0;
+    if (!(zones & ZBIT(d->zone)))
+        return 0;
+    if (d->claim_kind != CLAIM_NONE) {
+        if (kind == OWN_JOB && d->claim_kind == CLAIM_JOB && d->claim_id == owner)
+            return 1;
+        if (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner)
+            return 1;
+        return 0;
+    }
+    return 1;
+}
 int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner);
 /* Gangs of `gang` GPUs that domains doms[0..n_doms) hold when empty, among

@@ -112,24 +112,6 @@ void tide__foreign_drop(tide_engine_t *e, int n)
         }
 }
 
-int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
-              int32_t owner)
-{
-    (void)e;
-    if (types && !(types & (1u << d->type)))
-        return 0;
-    if (!(zones & ZBIT(d->zone)))
-        return 0;
-    if (d->claim_kind != CLAIM_NONE) {
-        if (kind == OWN_JOB && d->claim_kind == CLAIM_JOB && d->claim_id == owner)
-            return 1;
-        if (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner)
-            return 1;
-        return 0;
-    }
-    return 1;
-}
-
 /* Domains of one size dividing a gang larger than each: how many of each
  * size (at most 16 sizes: one per node group in practice). */
 typedef struct sizecount {
