@@ -19,7 +19,7 @@ TEST_TOOLS := node:nodejs npm:npm
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-policy bench-serve bench-latency bench-slurm bench-deps fuzz clean
+.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-step bench-federation bench-policy bench-serve bench-latency bench-slurm bench-deps fuzz clean
 
 all: build
 
@@ -84,13 +84,26 @@ demo: build
 	  --horizon 14d --seed 1 --out $(DEMO_OUT)/sim --report $(DEMO_OUT)/report.html
 	@echo "report: $(abspath $(DEMO_OUT)/report.html) (open it in a browser)"
 
-# The simulator benchmark, the policy-quality table on real traces, then the
-# daemon's (when `tide serve` is built).
+# The simulator's scaling series (bench/results.md, bench/scaling.svg; BIG=1
+# adds the 131,072-GPU run; `bash bench/run.sh build --short` for CI), one
+# engine step at 16,384 GPUs, the policy-quality table on real traces, then
+# the daemon's (when `tide serve` is built).
 bench: build
 	bash bench/run.sh $(BUILD)
+	$(MAKE) --no-print-directory bench-step
 	bash bench/policy_quality.sh $(BUILD)
 	@if $(BUILD)/tide serve --help >/dev/null 2>&1; then $(MAKE) --no-print-directory bench-serve bench-latency; \
 	else echo "bench: tide serve not built, skipping bench-serve"; fi
+
+# One engine step at 16,384 GPUs, ~10,000 queued jobs, ~2,000 leases: P50/P99
+# wall and thread-CPU time (bench/engine_step_bench.c, the core driven directly).
+bench-step: build
+	$(BUILD)/bench/engine_step_bench
+
+# Two simulated sites, one tide each, with and without demand routed between
+# them (docs/scale.md).
+bench-federation: build
+	python3 bench/federation.py $(BUILD)/tide $$(mktemp -d /tmp/tide-fed.XXXXXX)
 
 # Every policy on six workloads built from ../shared/traces (TIDE_TRACES), 14
 # days on 64x8: writes bench/policy_results.md (about a minute; skipped when the

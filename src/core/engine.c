@@ -102,11 +102,17 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         d->n_nodes++;
         d->gpus += ni.gpus;
     }
+    e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
+    e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
     for (int d = 0; d < e->n_doms; d++) {
         e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
         if (e->doms[d].gpus > e->max_dom_gpus)
             e->max_dom_gpus = e->doms[d].gpus;
     }
+    e->dom_words = ((size_t)e->n_doms + 63) / 64 + 1;
+    e->dom_free_bits = tide_xcalloc(((size_t)e->max_dom_gpus + 1) * e->dom_words, sizeof *e->dom_free_bits);
+    for (int d = 0; d < e->n_doms; d++)
+        tide__dom_free_mark(e, d);
     e->vict_cand = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_cand);
     e->vict_v = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_v);
     e->vict_best = tide_xcalloc((size_t)e->max_dom_gpus, sizeof *e->vict_best);
@@ -169,6 +175,11 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->need_curve);
     free(e->need_vals);
     free(e->lease_order);
+    free(e->lease_merge);
+    free(e->dl);
+    free(e->dom_free_bits);
+    free(e->plan_cost);
+    free(e->plan_ok);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);
@@ -420,6 +431,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
             l->noticed = 0;
             l->term_start = e->now;
             l->latest_return = e->pol->lease_deadline(e, e->now);
+            tide__deadline_push(e, l->latest_return, h);
             tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
             a->lease = j->lease;
             a->job = h;
@@ -484,12 +496,14 @@ static void node_set(tide_engine_t *e, int n, int up)
         d->free -= nd->gpus;
         e->zone_gpus[d->zone] -= nd->gpus;
         e->zone_free[d->zone] -= nd->gpus;
+        tide__dom_free_mark(e, nd->domain);
     } else {
         nd->up = 1;
         d->up_gpus += nd->gpus;
         d->free += nd->gpus;
         e->zone_gpus[d->zone] += nd->gpus;
         e->zone_free[d->zone] += nd->gpus;
+        tide__dom_free_mark(e, nd->domain);
         tide__foreign_set(e, n, nd->foreign_want);
     }
     e->reserve_dirty = 1;
@@ -846,7 +860,15 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
         if (!rc && free_up != dm->free)
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free count %d, actual %d", d, dm->free,
                            free_up);
+        if (!rc && (dm->free_slot != TIDE_MAX(dm->free, 0) ||
+                    (dm->free > 0 && tide__dom_next_free(e, dm->free, d) != d)))
+            rc = tide_errf(err, TIDE_ESTATE, "domain %d: free index disagrees with %d free", d,
+                           dm->free);
     }
+    int32_t lost = rc ? -1 : tide__deadline_check(e);
+    if (lost >= 0)
+        rc = tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
+                       e->jobs[lost]->spec.id);
     free(seen);
     if (rc)
         return rc;

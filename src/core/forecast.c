@@ -89,6 +89,14 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->err_day = f->err_week = -1;
     f->bs_cap = (size_t)((86400 + tick_s - 1) / tick_s);
     f->bs = tide_xcalloc(f->bs_cap, sizeof *f->bs);
+    f->bin_c = tide_xcalloc(FC_BINS, sizeof *f->bin_c);
+    for (int b = 0; b < FC_BINS; b++)
+        f->bin_c[b] = bin_center(b);
+    f->shape_v = tide_xcalloc(ring_len(f), sizeof *f->shape_v);
+    f->shape_tag = tide_xcalloc(ring_len(f), sizeof *f->shape_tag);
+    f->shape_epoch = tide_xcalloc(ring_len(f), sizeof *f->shape_epoch);
+    for (size_t i = 0; i < ring_len(f); i++)
+        f->shape_tag[i] = INT64_MIN;
     f->q = 1.0 + margin0;
     f->margin = margin0;
 }
@@ -99,6 +107,10 @@ void tide__fc_free(forecast_t *f)
     free(f->dur);
     free(f->mx);
     free(f->bs);
+    free(f->bin_c);
+    free(f->shape_v);
+    free(f->shape_tag);
+    free(f->shape_epoch);
     memset(f, 0, sizeof *f);
 }
 
@@ -150,12 +162,28 @@ static double shape_raw(const forecast_t *f, int64_t k)
 }
 
 /* The shape with one-bucket spikes removed (median of neighbours). */
-static double shape(const forecast_t *f, int64_t k)
+static double shape_calc(const forecast_t *f, int64_t k)
 {
     double a = shape_raw(f, k - 1), b = shape_raw(f, k), c = shape_raw(f, k + 1);
     if (b < 0 || a < 0 || c < 0)
         return b;
     return med3(a, b, c);
+}
+
+/* shape_calc, memoised when it reads complete buckets only (k + 1 one
+ * day back is before the current bucket): those and the shape errors change
+ * only when last_bucket moves, which invalidates the memo. */
+static double shape(const forecast_t *f, int64_t k)
+{
+    if (!f->filled || k + 1 - f->nb >= f->last_bucket)
+        return shape_calc(f, k);
+    size_t i = slot(f, k);
+    if (f->shape_tag[i] != k || f->shape_epoch[i] != f->last_bucket) {
+        f->shape_v[i] = shape_calc(f, k);
+        f->shape_tag[i] = k;
+        f->shape_epoch[i] = f->last_bucket;
+    }
+    return f->shape_v[i];
 }
 
 static void score(double *err, double pred, double actual, double alpha)
@@ -375,15 +403,15 @@ static double burst_q(const forecast_t *f, double budget)
     double tw = 0, ts = 0;
     for (int b = 0; b < FC_BINS; b++) {
         tw += f->bw[b];
-        ts += f->bw[b] * bin_center(b);
+        ts += f->bw[b] * f->bin_c[b];
     }
     if (!(tw > 0) || !(ts > 0))
         return -1;
     double allow = budget * ts, W = 0, S = 0;
     for (int b = FC_BINS - 1; b > 0; b--) {
         W += f->bw[b];
-        S += f->bw[b] * bin_center(b);
-        double lo = bin_center(b - 1);
+        S += f->bw[b] * f->bin_c[b];
+        double lo = f->bin_c[b - 1];
         if (W > 0 && S - lo * W > allow)
             return (S - allow) / W;
     }

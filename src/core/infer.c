@@ -300,6 +300,44 @@ static void scale_down(tide_engine_t *e, int si, int n)
 
 /* ----------------------------------------------------------------- reclaim */
 
+/* Forget the reclaim plans of the domains where job h holds GPUs. */
+static void plans_stale_job(tide_engine_t *e, int32_t h)
+{
+    const job_t *j = e->jobs[h];
+    for (int k = 0; k < j->alloc.n; k++)
+        e->plan_ok[dom_of_gpu(e, j->alloc.gpus[k])] = 0;
+}
+
+/* The cheapest domain to empty for one replica of tp GPUs (-1: none): each
+ * domain's plan comes from e->plan_cost while e->plan_ok says it is still
+ * current (reclaim_for forgets the domains its actions touch). */
+static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp, int kill, unsigned zones)
+{
+    static const int any_training = TIDE_P1;
+    int best = -1;
+    double best_cost = 0;
+    for (int di = 0; di < e->n_doms; di++) {
+        domain_t *d = &e->doms[di];
+        if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
+            !tide__domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
+            continue;
+        if (!e->plan_ok[di]) {
+            int nv;
+            e->plan_cost[di] = tide__reclaim_plan_domain(e, di, tp, kill, tide__victim_min_prio,
+                                                         &any_training, e->vict_v, &nv);
+            e->plan_ok[di] = 1;
+        }
+        double c = e->plan_cost[di];
+        if (c < 0)
+            continue;
+        if (best < 0 || c < best_cost) {
+            best = di;
+            best_cost = c;
+        }
+    }
+    return best;
+}
+
 /* Free room for `k` more replicas of service si by reclaiming training. */
 static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
 {
@@ -307,32 +345,20 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
     int tp = s->spec.gpus_per_replica;
     int kill = e->pol->reclaim_mode == RECLAIM_KILL;
     unsigned zones = e->pol->reclaim_zones & e->pol->inf_zones;
+    memset(e->plan_ok, 0, (size_t)e->n_doms);
     for (int r = 0; r < k; r++) {
-        int best = -1, best_nv = 0;
-        double best_cost = 0;
-        victim_t *best_v = e->vict_best, *v = e->vict_v;
-        for (int di = 0; di < e->n_doms; di++) {
-            domain_t *d = &e->doms[di];
-            if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
-                !tide__domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
-                continue;
-            int nv;
-            static const int any_training = TIDE_P1;
-            double c = tide__reclaim_plan_domain(e, di, tp, kill, tide__victim_min_prio, &any_training, v, &nv);
-            if (c < 0)
-                continue;
-            if (best < 0 || c < best_cost) {
-                best = di;
-                best_cost = c;
-                best_nv = nv;
-                memcpy(best_v, v, sizeof(victim_t) * (size_t)nv);
-            }
-        }
+        int best = cheapest_domain(e, s, si, tp, kill, zones), best_nv = 0;
         if (best < 0)
             return; /* nothing left to reclaim */
+        static const int any_training = TIDE_P1;
+        victim_t *best_v = e->vict_best;
+        tide__reclaim_plan_domain(e, best, tp, kill, tide__victim_min_prio, &any_training, best_v,
+                                  &best_nv);
+        e->plan_ok[best] = 0;
         domain_t *d = &e->doms[best];
         for (int i = 0; i < best_nv; i++) {
             job_t *j = e->jobs[best_v[i].job];
+            plans_stale_job(e, best_v[i].job);
             if (best_v[i].shrink)
                 tide__job_shrink(e, best_v[i].job, best, best_v[i].shrink);
             else if (kill)
@@ -341,7 +367,11 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
                 tide__job_notice(e, best_v[i].job, TIDE_R_RECLAIM, 1);
         }
         if (kill || d->free >= tp) {
+            size_t before = e->n_reps;
             start_replica(e, si, now);
+            for (size_t i = before; i < e->n_reps; i++)
+                for (int g = 0; g < e->reps[i].alloc.n; g++)
+                    e->plan_ok[dom_of_gpu(e, e->reps[i].alloc.gpus[g])] = 0;
         } else {
             d->claim_kind = CLAIM_SERVICE;
             d->claim_id = si;

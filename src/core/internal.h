@@ -21,6 +21,14 @@ enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2, OWN_FOREIGN = 3 };
  * start there meanwhile. */
 enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB, CLAIM_RESERVE };
 
+/* tide__capacity_empty's memo: gangs per (gang size, GPU types) on the
+ * empty cluster */
+#define CAP_EMPTY_SLOTS 64
+typedef struct cap_empty {
+    int valid, gang, cap;
+    uint32_t types;
+} cap_empty_t;
+
 typedef struct domain {
     int first_node, n_nodes;
     int first_gpu, gpus;   /* nodes of a domain are consecutive, so are their GPUs */
@@ -34,6 +42,7 @@ typedef struct domain {
     tide_time_t claim_since;
     int borrowed;          /* a shared domain standing in for failed reserve GPUs */
     int foreign;           /* GPUs foreign jobs hold (OWN_FOREIGN) */
+    int free_slot;         /* free count it is indexed under (dom_free_bits) */
 } domain_t;
 
 typedef struct node {
@@ -77,6 +86,7 @@ typedef struct job {
                                 last commit (how lost work splits by tier) */
     tide_time_t tr_at;
     int32_t run_idx;         /* index in e->running or -1 */
+    int in_lease_order;      /* listed in e->lease_order */
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;
     int stop_pending;        /* checkpoint requested to stop (not just shrink) */
@@ -132,6 +142,11 @@ typedef struct forecast {
     double err_day, err_week;
     /* bursts: ring of (bin, weight) and the histogram it sums to */
     double bw[FC_BINS];
+    double *bin_c;           /* [FC_BINS]: each bin's centre ratio (a table) */
+    /* shape(k) memo, by ring slot: valid while tag == k and epoch ==
+     * last_bucket (it reads complete buckets only, which do not change) */
+    double *shape_v;
+    int64_t *shape_tag, *shape_epoch;
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
     struct fc_pred { tide_time_t t; double base, q; } pred[FC_PRED_RING];
@@ -340,8 +355,19 @@ struct tide_engine {
     tide_time_t ret_lead;    /* return lead: reclaim lead - notice span */
     tide_time_t min_term;    /* shortest lease term (a notice can be answered) */
     double *need_vals;       /* scratch: one service's baseline curve */
-    struct lease_key *lease_order; /* scratch: lent jobs in reclaim order */
-    size_t cap_lease_order;
+    struct lease_key *lease_order; /* renewable leases in reclaim order, kept
+                                      from one renewal pass to the next */
+    size_t n_lease_order, cap_lease_order;
+    cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
+    double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
+    uint8_t *plan_ok;        /* ... while still current */
+    uint64_t *dom_free_bits;  /* domains by free count (tide__dom_free_mark) */
+    size_t dom_words;         /* words per bitmap of dom_free_bits */
+    struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
+                                 deadline set (stale entries skipped lazily) */
+    size_t n_dl, cap_dl;
+    struct lease_key *lease_merge; /* scratch of the same size */
+    size_t cap_lease_merge;
 
     /* scratch */
     int *scratch_a, *scratch_b, *scratch_c;
@@ -372,8 +398,11 @@ typedef struct tide_policy {
     /* latest return for a lease granted now */
     tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
     /* latest return for a lease renewed now, reclaimed after `gpus_before`
-     * lent GPUs (NULL: lease_deadline) */
-    tide_time_t (*lease_renew_deadline)(const tide_engine_t *e, tide_time_t now, int gpus_before);
+     * lent GPUs (NULL: lease_deadline). Called with non-decreasing
+     * gpus_before in one pass, sharing *cursor (0 at the start of the pass),
+     * so that a pass costs O(leases + curve), not O(leases x curve) */
+    tide_time_t (*lease_renew_deadline)(const tide_engine_t *e, tide_time_t now, int gpus_before,
+                                        int *cursor);
     /* policy-specific periodic work and wake-ups (may be NULL) */
     void (*tick)(tide_engine_t *e, tide_time_t now);
     tide_time_t (*wake)(const tide_engine_t *e, tide_time_t now);
@@ -390,7 +419,13 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 /* Forecast-aware: the earlier of now + lease_max and the next forecast rise
  * that needs these GPUs minus the return lead (lease.c). */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
-tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before);
+/* Record that job h has a deadline (lease latest return or checkpoint) at t. */
+void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h);
+/* A running job with a lease return or checkpoint deadline that has no heap
+ * entry (the heap is out of step), or -1. O(heap + jobs): for checks. */
+int32_t tide__deadline_check(const tide_engine_t *e);
+tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
+                                             int *cursor);
 int tide__in_night(const tide_engine_t *e, tide_time_t t);
 tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 
@@ -406,8 +441,26 @@ void tide__foreign_set(tide_engine_t *e, int n, int want);
 void tide__foreign_drop(tide_engine_t *e, int n);
 int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
                 int kind, int32_t owner, alloc_t *out, int prefer_zone_order);
-int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
-              int32_t owner);
+/* May owner (kind OWN_JOB / OWN_REPLICA) use domain d: an accepted GPU
+ * type, an allowed zone, and unclaimed or claimed for it? (inline: every
+ * placement and plan asks it per domain) */
+static inline int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types,
+                                  unsigned zones, int kind, int32_t owner)
+{
+    (void)e;
+    if (types && !(types & (1u << d->type)))
+        return 0;
+    if (!(zones & ZBIT(d->zone)))
+        return 0;
+    if (d->claim_kind != CLAIM_NONE) {
+        if (kind == OWN_JOB && d->claim_kind == CLAIM_JOB && d->claim_id == owner)
+            return 1;
+        if (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner)
+            return 1;
+        return 0;
+    }
+    return 1;
+}
 int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint32_t types, unsigned zones,
                  int kind, int32_t owner);
 /* Gangs of `gang` GPUs that domains doms[0..n_doms) hold when empty, among
@@ -416,7 +469,7 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
  * one size dividing the gang. The one rule behind tide__capacity_empty and
  * tide_job_spec_fits. */
 int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t types);
-int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster */
+int tide__capacity_empty(tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster (memoised) */
 void tide__alloc_free(alloc_t *a);
 void tide__alloc_push(alloc_t *a, int32_t gpu);
 
@@ -470,6 +523,47 @@ double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */
 static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
+
+/* e->dom_free_bits: one bitmap of e->dom_words words per free count
+ * 1..max_dom_gpus; domain d is in the bitmap of its free count (none at 0).
+ * tide__dom_free_mark after every change of d's free count keeps it so. */
+static inline uint64_t *tide__free_map(const tide_engine_t *e, int f)
+{
+    return e->dom_free_bits + (size_t)f * e->dom_words;
+}
+
+static inline void tide__dom_free_mark(tide_engine_t *e, int d)
+{
+    domain_t *dm = &e->doms[d];
+    int f = dm->free > 0 ? dm->free : 0;
+    if (f == dm->free_slot)
+        return;
+    uint64_t bit = (uint64_t)1 << (d & 63);
+    if (dm->free_slot > 0)
+        tide__free_map(e, dm->free_slot)[d >> 6] &= ~bit;
+    if (f > 0)
+        tide__free_map(e, f)[d >> 6] |= bit;
+    dm->free_slot = f;
+}
+
+/* The first domain >= d with exactly f free GPUs (f >= 1), or -1: iterating
+ * with it visits them in index order, in time proportional to them (and
+ * n_doms / 64), not to the cluster. */
+static inline int tide__dom_next_free(const tide_engine_t *e, int f, int d)
+{
+    if (d >= e->n_doms || f < 1 || f > e->max_dom_gpus)
+        return -1;
+    const uint64_t *m = tide__free_map(e, f);
+    int w = d >> 6;
+    uint64_t x = m[w] & (~(uint64_t)0 << (d & 63));
+    int nw = (e->n_doms + 63) >> 6;
+    while (!x) {
+        if (++w >= nw)
+            return -1;
+        x = m[w];
+    }
+    return (w << 6) + __builtin_ctzll(x);
+}
 
 /* Sizing saturates at this many GPUs per service (far beyond any cluster),
  * so that replica counts times GPUs per replica, summed over services, stay

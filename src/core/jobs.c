@@ -394,6 +394,7 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
     if (1.5 * ck > base)
         base = 1.5 * ck;
     j->deadline = e->now + (tide_time_t)ceil(base) + e->cfg.tick_s;
+    tide__deadline_push(e, j->deadline, h);
     if (j->deadline < e->next_deadline)
         e->next_deadline = j->deadline;
     tide__end_index_set(e, h, j->deadline);
@@ -406,6 +407,7 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
         l->noticed = 1;
         if (l->latest_return > j->deadline) {
             l->latest_return = j->deadline;
+            tide__deadline_push(e, l->latest_return, h);
             tide_action_t *r = tide__act_push(e, TIDE_ACT_LEASE_RENEW, reason);
             r->job = h;
             r->lease = j->lease;

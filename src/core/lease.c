@@ -37,6 +37,7 @@ void tide__lease_grant(tide_engine_t *e, int32_t h)
     l->ckpt_cost = j->spec.ckpt_s;
     l->can_shrink = j->spec.dp_min < j->dp_max;
     j->lease = id;
+    tide__deadline_push(e, l->latest_return, h);
     lower_deadline(e, l->latest_return);
     e->st.leases_granted++;
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_GRANT, TIDE_R_NONE);
@@ -144,29 +145,35 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
     e->need_avail = avail;
 }
 
-tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before)
+tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
+                                             int *cursor)
 {
     tide_time_t end = now + e->cfg.lease_max_s;
     if (!e->need_n)
         return end;
     int have = e->need_avail + gpus_before;
-    for (int i = 0; i < e->need_n; i++) {
+    /* buckets before *cursor needed at most what fewer GPUs covered */
+    for (int i = cursor ? *cursor : 0; i < e->need_n; i++) {
         tide_time_t t = e->need_t0 + (tide_time_t)i * e->cfg.forecast_bucket_s;
         if (t >= end)
             break;
         if (e->need_curve[i] > have) {
+            if (cursor)
+                *cursor = i;
             tide_time_t r = t - e->ret_lead;
             if (r < now + e->min_term)
                 r = now + e->min_term;
             return r < end ? r : end;
         }
     }
+    if (cursor)
+        *cursor = e->need_n;
     return end;
 }
 
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now)
 {
-    return tide__lease_deadline_forecast_at(e, now, 0);
+    return tide__lease_deadline_forecast_at(e, now, 0, NULL);
 }
 
 /* Reclaim order of lent jobs, cheapest first (as reclaim.c picks victims):
@@ -191,6 +198,7 @@ static int order_cmp(const void *a, const void *b)
 static void renew(tide_engine_t *e, int32_t h, lease_t *l, tide_time_t now, tide_time_t d)
 {
     l->latest_return = d;
+    tide__deadline_push(e, d, h);
     l->term_start = now;
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_RENEW, TIDE_R_NONE);
     a->lease = e->jobs[h]->lease;
@@ -199,30 +207,87 @@ static void renew(tide_engine_t *e, int32_t h, lease_t *l, tide_time_t now, tide
     a->deadline = d;
 }
 
+static int renewable(const tide_engine_t *e, const job_t *j)
+{
+    return j->lease >= 0 && !e->leases[j->lease].noticed && j->state == TIDE_JOB_RUNNING;
+}
+
+static struct lease_key key_of(const job_t *j, int32_t h)
+{
+    return (struct lease_key){.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
+                              .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
+                              .h = h};
+}
+
+/* Merge the sorted runs lease_order[0, kept) and [kept, n). */
+static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
+{
+    struct lease_key *o = e->lease_order, *m;
+    tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, n, sizeof *e->lease_merge);
+    m = e->lease_merge;
+    size_t a = 0, b = kept, k = 0;
+    while (a < kept && b < n)
+        m[k++] = order_cmp(&o[a], &o[b]) <= 0 ? o[a++] : o[b++];
+    while (a < kept)
+        m[k++] = o[a++];
+    while (b < n)
+        m[k++] = o[b++];
+    memcpy(o, m, n * sizeof *o);
+}
+
+/* The renewable leases in reclaim order, updated from the previous pass:
+ * those still renewable keep their order (re-sorted only if a key changed),
+ * new ones are sorted and merged in. The order is total (ties broken by
+ * handle), so this equals sorting them all. Returns their number. */
+static size_t renew_order(tide_engine_t *e)
+{
+    struct lease_key *o = e->lease_order;
+    size_t n = 0;
+    int sorted = 1;
+    for (size_t i = 0; i < e->n_lease_order; i++) {
+        int32_t h = o[i].h;
+        job_t *j = e->jobs[h];
+        j->in_lease_order = renewable(e, j);
+        if (!j->in_lease_order)
+            continue;
+        o[n] = key_of(j, h);
+        if (n && order_cmp(&o[n - 1], &o[n]) > 0)
+            sorted = 0;
+        n++;
+    }
+    size_t kept = n;
+    for (size_t i = 0; i < e->n_running; i++) {
+        int32_t h = e->running[i];
+        job_t *j = e->jobs[h];
+        if (j->in_lease_order || !renewable(e, j))
+            continue;
+        tide_grow((void **)&e->lease_order, &e->cap_lease_order, n + 1, sizeof *e->lease_order);
+        e->lease_order[n++] = key_of(j, h);
+        j->in_lease_order = 1;
+    }
+    o = e->lease_order;
+    e->n_lease_order = n;
+    if (!sorted) {
+        qsort(o, n, sizeof *o, order_cmp);
+    } else if (n > kept) {
+        qsort(o + kept, n - kept, sizeof *o, order_cmp);
+        merge_runs(e, kept, n);
+    }
+    return n;
+}
+
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and
  * never let a lease nobody noticed run out while tide is up. */
 static void renew_pass(tide_engine_t *e, tide_time_t now)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < e->n_running; i++) {
-        int32_t h = e->running[i];
-        const job_t *j = e->jobs[h];
-        if (j->lease < 0 || e->leases[j->lease].noticed || j->state != TIDE_JOB_RUNNING)
-            continue;
-        tide_grow((void **)&e->lease_order, &e->cap_lease_order, n + 1, sizeof *e->lease_order);
-        e->lease_order[n++] = (struct lease_key){
-            .prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
-            .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s), .h = h};
-    }
-    if (n > 1) /* lease_order is NULL before the first lease */
-        qsort(e->lease_order, n, sizeof *e->lease_order, order_cmp);
-    int before = 0;
+    size_t n = renew_order(e);
+    int before = 0, cursor = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t h = e->lease_order[i].h;
         job_t *j = e->jobs[h];
         lease_t *l = &e->leases[j->lease];
         tide_time_t d = e->pol->lease_renew_deadline
-                            ? e->pol->lease_renew_deadline(e, now, before)
+                            ? e->pol->lease_renew_deadline(e, now, before, &cursor)
                             : e->pol->lease_deadline(e, now);
         before += j->n_leased;
         tide_time_t left = l->latest_return - now;
@@ -234,30 +299,151 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     }
 }
 
+/* ---------------------------------------------------------------- deadlines */
+
+struct deadline_ent {
+    tide_time_t t;
+    int32_t h;
+};
+
+static int dl_less(const struct deadline_ent *a, const struct deadline_ent *b)
+{
+    return a->t < b->t || (a->t == b->t && a->h < b->h);
+}
+
+static void dl_sift_down(struct deadline_ent *v, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && dl_less(&v[l], &v[m]))
+            m = l;
+        if (l + 1 < n && dl_less(&v[l + 1], &v[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        struct deadline_ent t = v[i];
+        v[i] = v[m];
+        v[m] = t;
+        i = m;
+    }
+}
+
+/* Is entry x one of the job's current deadlines? */
+static int dl_live(const tide_engine_t *e, const struct deadline_ent *x)
+{
+    const job_t *j = e->jobs[x->h];
+    if (j->run_idx < 0)
+        return 0;
+    return (j->lease >= 0 && e->leases[j->lease].latest_return == x->t) ||
+           (j->state == TIDE_JOB_RECLAIMING && j->deadline == x->t);
+}
+
+static void dl_pop(tide_engine_t *e)
+{
+    e->dl[0] = e->dl[--e->n_dl];
+    dl_sift_down(e->dl, e->n_dl, 0);
+}
+
+/* Drop the stale entries when they outnumber the live ones. */
+static void dl_compact(tide_engine_t *e)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_dl; i++)
+        if (dl_live(e, &e->dl[i]))
+            e->dl[n++] = e->dl[i];
+    e->n_dl = n;
+    for (size_t i = n / 2; i-- > 0;)
+        dl_sift_down(e->dl, n, i);
+}
+
+void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h)
+{
+    if (e->n_dl >= 1024 && e->n_dl >= 4 * e->n_running)
+        dl_compact(e);
+    tide_grow((void **)&e->dl, &e->cap_dl, e->n_dl + 1, sizeof *e->dl);
+    size_t i = e->n_dl++;
+    struct deadline_ent x = {t, h};
+    while (i > 0 && dl_less(&x, &e->dl[(i - 1) / 2])) {
+        e->dl[i] = e->dl[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    e->dl[i] = x;
+}
+
+int32_t tide__deadline_check(const tide_engine_t *e)
+{
+    /* count, per job, the live entries for each of its two deadlines */
+    uint8_t *has = tide_xcalloc(e->n_jobs + 1, 1);
+    for (size_t i = 0; i < e->n_dl; i++) {
+        const struct deadline_ent *x = &e->dl[i];
+        const job_t *j = e->jobs[x->h];
+        if (j->run_idx < 0)
+            continue;
+        if (j->lease >= 0 && e->leases[j->lease].latest_return == x->t)
+            has[x->h] |= 1;
+        if (j->state == TIDE_JOB_RECLAIMING && j->deadline == x->t)
+            has[x->h] |= 2;
+    }
+    int32_t bad = -1;
+    for (size_t i = 0; i < e->n_running && bad < 0; i++) {
+        int32_t h = e->running[i];
+        const job_t *j = e->jobs[h];
+        int want = (j->lease >= 0 ? 1 : 0) | (j->state == TIDE_JOB_RECLAIMING ? 2 : 0);
+        if ((has[h] & want) != want)
+            bad = h;
+    }
+    free(has);
+    return bad;
+}
+
+static int due(const tide_engine_t *e, const job_t *j, tide_time_t now)
+{
+    return (j->state == TIDE_JOB_RECLAIMING && now >= j->deadline) ||
+           (j->lease >= 0 && now >= e->leases[j->lease].latest_return);
+}
+
+/* Stop the running jobs past a deadline, in the order a scan of e->running
+ * would (tide__job_stop moves the last running job into the freed slot,
+ * which the scan then looks at): the due jobs come from the heap. */
+static void stop_due(tide_engine_t *e, tide_time_t now)
+{
+    int32_t *d = NULL;
+    size_t n = 0, cap = 0;
+    while (e->n_dl && e->dl[0].t <= now) {
+        int32_t h = e->dl[0].h;
+        dl_pop(e);
+        job_t *j = e->jobs[h];
+        int listed = 0;
+        for (size_t k = 0; k < n && !listed; k++)
+            listed = d[k] == h;
+        if (!listed && j->run_idx >= 0 && due(e, j, now))
+            TIDE_PUSH(d, n, cap, h);
+    }
+    int32_t at = 0;
+    while (n) {
+        size_t best = n;
+        for (size_t k = 0; k < n; k++) {
+            int32_t r = e->jobs[d[k]]->run_idx;
+            if (r >= at && (best == n || r < e->jobs[d[best]]->run_idx))
+                best = k;
+        }
+        if (best == n)
+            break;
+        int32_t h = d[best];
+        d[best] = d[--n];
+        at = e->jobs[h]->run_idx;
+        if (due(e, e->jobs[h], now))
+            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
+    }
+    free(d);
+}
+
 void tide__lease_tick(tide_engine_t *e, tide_time_t now)
 {
-    e->next_deadline = TIDE_TIME_NEVER;
-    /* iterate over a snapshot: tide__job_stop edits e->running */
-    for (size_t i = 0; i < e->n_running;) {
-        int32_t h = e->running[i];
-        job_t *j = e->jobs[h];
-        if (j->state == TIDE_JOB_RECLAIMING && now >= j->deadline) {
-            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
-            continue; /* slot i now holds another job */
-        }
-        if (j->lease >= 0 && now >= e->leases[j->lease].latest_return) {
-            tide__job_stop(e, h, TIDE_R_DEADLINE, 1);
-            continue;
-        }
-        i++;
-    }
+    stop_due(e, now);
     if (e->pol->renew_leases)
         renew_pass(e, now);
-    for (size_t i = 0; i < e->n_running; i++) {
-        const job_t *j = e->jobs[e->running[i]];
-        if (j->lease >= 0)
-            lower_deadline(e, e->leases[j->lease].latest_return);
-        if (j->state == TIDE_JOB_RECLAIMING)
-            lower_deadline(e, j->deadline);
-    }
+    while (e->n_dl && !dl_live(e, &e->dl[0]))
+        dl_pop(e);
+    e->next_deadline = e->n_dl ? e->dl[0].t : TIDE_TIME_NEVER;
 }

@@ -35,6 +35,7 @@ void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
     e->own_id[gpu] = id;
     d->free--;
     e->zone_free[d->zone]--;
+    tide__dom_free_mark(e, (int)(d - e->doms));
 }
 
 /* Mark free GPU g of node n as held by a foreign job. */
@@ -69,6 +70,7 @@ void tide__dom_release(tide_engine_t *e, int gpu)
     if (e->nodes[n].up) {
         d->free++;
         e->zone_free[d->zone]++;
+        tide__dom_free_mark(e, (int)(d - e->doms));
         /* a foreign job reported here holds more than it was given so far:
          * tide's view was behind, the GPU is the foreign job's */
         if (e->nodes[n].foreign < e->nodes[n].foreign_want)
@@ -91,6 +93,7 @@ void tide__foreign_set(tide_engine_t *e, int n, int want)
             foreign_untake(e, n, g);
             d->free++;
             e->zone_free[d->zone]++;
+            tide__dom_free_mark(e, nd->domain);
         }
 }
 
@@ -104,26 +107,9 @@ void tide__foreign_drop(tide_engine_t *e, int n)
             if (nd->up) {
                 d->free++;
                 e->zone_free[d->zone]++;
+                tide__dom_free_mark(e, nd->domain);
             }
         }
-}
-
-int tide__domain_ok(const tide_engine_t *e, const domain_t *d, uint32_t types, unsigned zones, int kind,
-              int32_t owner)
-{
-    (void)e;
-    if (types && !(types & (1u << d->type)))
-        return 0;
-    if (!(zones & ZBIT(d->zone)))
-        return 0;
-    if (d->claim_kind != CLAIM_NONE) {
-        if (kind == OWN_JOB && d->claim_kind == CLAIM_JOB && d->claim_id == owner)
-            return 1;
-        if (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner)
-            return 1;
-        return 0;
-    }
-    return 1;
 }
 
 /* Domains of one size dividing a gang larger than each: how many of each
@@ -183,11 +169,19 @@ int tide__capacity_for(const tide_engine_t *e, const int *avail, int gang, uint3
     if (gang > e->max_dom_gpus)
         return whole_capacity(e, avail, gang, types, zones, kind, owner);
     int cap = 0;
+    if (!avail) {
+        /* only domains with at least a gang free count: visit just those */
+        for (int f = gang; f <= e->max_dom_gpus; f++)
+            for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1))
+                if (gang <= e->doms[i].gpus && tide__domain_ok(e, &e->doms[i], types, zones, kind, owner))
+                    cap += f / gang;
+        return cap;
+    }
     for (int i = 0; i < e->n_doms; i++) {
         const domain_t *d = &e->doms[i];
         if (gang > d->gpus || !tide__domain_ok(e, d, types, zones, kind, owner))
             continue;
-        cap += (avail ? avail[i] : d->free) / gang;
+        cap += avail[i] / gang;
     }
     return cap;
 }
@@ -223,9 +217,19 @@ int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t ty
     return cap;
 }
 
-int tide__capacity_empty(const tide_engine_t *e, int gang, uint32_t types)
+int tide__capacity_empty(tide_engine_t *e, int gang, uint32_t types)
 {
-    return tide__gangs_on_empty(e->doms, e->n_doms, gang, types);
+    /* domain sizes and types never change: remember the answer per
+     * (gang, types) in a small direct-mapped table */
+    unsigned k = ((unsigned)gang * 2654435761u ^ types * 40503u) % CAP_EMPTY_SLOTS;
+    cap_empty_t *c = &e->cap_empty[k];
+    if (!c->valid || c->gang != gang || c->types != types) {
+        c->gang = gang;
+        c->types = types;
+        c->cap = tide__gangs_on_empty(e->doms, e->n_doms, gang, types);
+        c->valid = 1;
+    }
+    return c->cap;
 }
 
 int tide_job_spec_fits(const tide_job_spec_t *s, const tide_cluster_t *c, tide_error_t *err)
@@ -293,19 +297,22 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
     int start_n = out->n, placed = 0;
     for (; placed < want; placed++) {
         if (gang <= e->max_dom_gpus) {
+            /* the domains with f >= gang free GPUs, by f then index: equal
+             * scores have equal f, so the lowest index wins as in a scan */
             int best = -1;
             long best_score = 0;
-            for (int i = 0; i < e->n_doms; i++) {
-                domain_t *d = &e->doms[i];
-                if (d->free < gang || !tide__domain_ok(e, d, types, zones, kind, owner))
-                    continue;
-                long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
-                             (long)rank[d->zone] * 10000L + (d->free - gang);
-                if (best < 0 || score < best_score) {
-                    best = i;
-                    best_score = score;
+            for (int f = gang; f <= e->max_dom_gpus; f++)
+                for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {
+                    domain_t *d = &e->doms[i];
+                    if (!tide__domain_ok(e, d, types, zones, kind, owner))
+                        continue;
+                    long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
+                                 (long)rank[d->zone] * 10000L + (d->free - gang);
+                    if (best < 0 || score < best_score) {
+                        best = i;
+                        best_score = score;
+                    }
                 }
-            }
             if (best < 0)
                 break;
             take_in_domain(e, &e->doms[best], gang, kind, owner, out);

@@ -456,12 +456,14 @@ int tide_csv_write_field(FILE *f, const char *s)
 {
     if (!s)
         s = "";
-    size_t n = strlen(s);
-    int q = n > 0 && (s[0] == '#' || is_blank(s[0]) || is_blank(s[n - 1]));
-    if (!q && strpbrk(s, ",\"\r\n"))
-        q = 1;
+    /* one pass: the length and whether a character needs quoting */
+    size_t n = 0;
+    int q = 0;
+    for (const char *p = s; *p; p++, n++)
+        q |= *p == ',' || *p == '"' || *p == '\r' || *p == '\n';
+    q |= n > 0 && (s[0] == '#' || is_blank(s[0]) || is_blank(s[n - 1]));
     if (!q)
-        return fputs(s, f) < 0 ? -1 : 0;
+        return fwrite(s, 1, n, f) == n ? 0 : -1;
     if (putc('"', f) == EOF)
         return -1;
     for (; *s; s++) {

@@ -149,7 +149,7 @@ static void evrow_write(FILE *f, const char *policy, tide_time_t t, const evrow_
     if (!f) /* events.csv not asked for (--outputs) */
         return;
     char ts[24];
-    snprintf(ts, sizeof ts, "%lld", (long long)t);
+    tide_fmt_i64(ts, (long long)t);
     const char *fields[12] = {policy,     ts,       r->kind,  r->job,    r->service,
                               r->replica, r->lease, r->gpus,  r->width,  r->reason,
                               r->deadline, r->value};
@@ -165,19 +165,19 @@ static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_
     r.job = job_id(e, a->job);
     r.service = service_name(e, a->service);
     if (a->replica >= 0)
-        snprintf(r.replica, sizeof r.replica, "%d", (int)a->replica);
+        tide_fmt_i64(r.replica, (int)a->replica);
     if (a->lease >= 0)
-        snprintf(r.lease, sizeof r.lease, "%d", (int)a->lease);
+        tide_fmt_i64(r.lease, (int)a->lease);
     if (fl & F_GPUS)
-        snprintf(r.gpus, sizeof r.gpus, "%d", a->n_gpus);
+        tide_fmt_i64(r.gpus, a->n_gpus);
     if (fl & F_WIDTH)
-        snprintf(r.width, sizeof r.width, "%d", a->width);
+        tide_fmt_i64(r.width, a->width);
     if (a->reason != TIDE_R_NONE)
         r.reason = tide_reason_name(a->reason);
     if ((fl & F_DEADLINE) && a->deadline > 0 && a->deadline != TIDE_TIME_NEVER)
-        snprintf(r.deadline, sizeof r.deadline, "%lld", (long long)a->deadline);
+        tide_fmt_i64(r.deadline, (long long)a->deadline);
     if (fl & F_VALUE)
-        snprintf(r.value, sizeof r.value, "%.2f", a->value);
+        tide_fmt_fixed(r.value, sizeof r.value, a->value, 2);
     evrow_write(f, policy, t, &r);
 }
 
@@ -190,18 +190,18 @@ static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_eng
     switch (ev->kind) {
     case TIDE_EV_JOB_SUBMIT:
         r.job = ev->job_spec->id;
-        snprintf(r.gpus, sizeof r.gpus, "%d", ev->job_spec->gpus);
-        snprintf(r.value, sizeof r.value, "%lld", (long long)ev->job_spec->duration_s);
+        tide_fmt_i64(r.gpus, ev->job_spec->gpus);
+        tide_fmt_i64(r.value, (long long)ev->job_spec->duration_s);
         break;
     case TIDE_EV_CKPT_COMMITTED:
     case TIDE_EV_JOB_FINISHED:
     case TIDE_EV_JOB_EXPIRED:
         r.job = job_id(e, ev->job);
-        snprintf(r.value, sizeof r.value, "%.2f", ev->value);
+        tide_fmt_fixed(r.value, sizeof r.value, ev->value, 2);
         break;
     case TIDE_EV_REPLICA_READY:
         r.service = service_name(e, ev->service);
-        snprintf(r.replica, sizeof r.replica, "%d", (int)ev->replica);
+        tide_fmt_i64(r.replica, (int)ev->replica);
         break;
     default:
         return 0;
@@ -633,6 +633,15 @@ static void rebook_losses(run_t *r)
 /* No "-0.00" from rounding. */
 static double nz(double v) { return fabs(v) < 0.005 ? 0.0 : v; }
 
+/* ",x" with dec decimals, as fprintf(",%.*f") writes it (without printf). */
+static void put_num(FILE *f, double x, int dec)
+{
+    char b[400];
+    b[0] = ',';
+    int n = tide_fmt_fixed(b + 1, sizeof b - 1, x, dec);
+    fwrite(b, 1, (size_t)n + 1, f);
+}
+
 /* Write the buffered rows of this policy (losses booked back first). */
 static void timeline_flush(run_t *r)
 {
@@ -647,23 +656,29 @@ static void timeline_flush(run_t *r)
         const tlrow_t *x = &r->rows_v[i];
         double dt = (double)(x->t1 - x->t0);
         tide_csv_write_field(f, r->policy);
-        fprintf(f, ",%lld", (long long)x->t0);
+        put_num(f, (double)x->t0, 0);
         for (int k = 0; k < SIM_STATES; k++)
-            fprintf(f, ",%.2f", nz(x->state[k] / dt));
+            put_num(f, nz(x->state[k] / dt), 2);
         for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
-            fprintf(f, ",%.2f", x->cls[c] / dt);
-        fprintf(f, ",%.2f,%.2f,%d,%d,%d,%.2f,%.2f,%.2f", x->demand_rps, x->ready_rps,
-                x->queue_jobs, x->queue_gpus, x->running_jobs, x->leased / dt, x->tier_a / dt,
-                x->storage_gb / dt);
+            put_num(f, x->cls[c] / dt, 2);
+        put_num(f, x->demand_rps, 2);
+        put_num(f, x->ready_rps, 2);
+        put_num(f, x->queue_jobs, 0);
+        put_num(f, x->queue_gpus, 0);
+        put_num(f, x->running_jobs, 0);
+        put_num(f, x->leased / dt, 2);
+        put_num(f, x->tier_a / dt, 2);
+        put_num(f, x->storage_gb / dt, 2);
         const double *fc = r->fc_rows ? r->fc_rows + i * ns * FC_COLS : NULL;
         double sum[2] = {0, 0};
         for (size_t sv = 0; fc && sv < ns; sv++) {
             sum[0] += fc[sv * FC_COLS];
             sum[1] += fc[sv * FC_COLS + 1];
         }
-        fprintf(f, ",%.2f,%.2f", sum[0], sum[1]);
+        put_num(f, sum[0], 2);
+        put_num(f, sum[1], 2);
         for (size_t k = 0; k < ns * FC_COLS; k++)
-            fprintf(f, k % FC_COLS == 2 ? ",%.4f" : ",%.2f", fc ? fc[k] : 0.0);
+            put_num(f, fc ? fc[k] : 0.0, k % FC_COLS == 2 ? 4 : 2);
         fputc('\n', f);
     }
     r->nrows = 0;

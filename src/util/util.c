@@ -189,3 +189,63 @@ uint64_t tide_hash_str(const char *s)
     }
     return h;
 }
+
+int tide_fmt_i64(char *buf, long long v)
+{
+    char tmp[24];
+    int n = 0, len = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[len++] = '-';
+    while (n)
+        buf[len++] = tmp[--n];
+    buf[len] = 0;
+    return len;
+}
+
+/* round(x * scale) to nearest, ties to even, on the exact product (x >= 0,
+ * x * scale < 2^52): floor from the rounded product, corrected with fma,
+ * whose single rounding keeps the sign of the exact difference. */
+static unsigned long long scaled_round(double x, double scale)
+{
+    double n = floor(x * scale);
+    if (fma(x, scale, -n) < 0)
+        n -= 1;
+    else if (fma(x, scale, -(n + 1)) >= 0)
+        n += 1;
+    double d = fma(x, scale, -(n + 0.5));
+    unsigned long long r = (unsigned long long)n;
+    if (d > 0 || (d == 0 && (r & 1)))
+        r++;
+    return r;
+}
+
+int tide_fmt_fixed(char *buf, size_t n, double x, int dec)
+{
+    static const double pow10[7] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
+    if (n < 32 || dec < 0 || dec > 6 || !(fabs(x) * pow10[dec] < 4e15))
+        return snprintf(buf, n, "%.*f", dec, x);
+    int len = 0;
+    if (signbit(x)) {
+        buf[len++] = '-';
+        x = -x;
+    }
+    unsigned long long r = scaled_round(x, pow10[dec]);
+    unsigned long long p = (unsigned long long)pow10[dec];
+    len += tide_fmt_i64(buf + len, (long long)(r / p));
+    if (dec) {
+        unsigned long long f = r % p;
+        buf[len++] = '.';
+        for (int k = dec - 1; k >= 0; k--) {
+            buf[len + k] = (char)('0' + f % 10);
+            f /= 10;
+        }
+        len += dec;
+        buf[len] = 0;
+    }
+    return len;
+}

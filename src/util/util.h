@@ -36,6 +36,16 @@ int tide_parse_duration(const char *s, int64_t *out);
 const char *tide_fmt_duration(int64_t s, char *buf, size_t n);
 
 /* Strict number parsers: whole string, no overflow. Return 0 or -1. */
+/* Decimal text of v into buf (at least 21 bytes); returns its length. As
+ * printf("%lld") but without printf. */
+int tide_fmt_i64(char *buf, long long v);
+
+/* x with `dec` (0..6) decimals into buf of n bytes; returns the length as
+ * snprintf does. Byte-identical to snprintf(buf, n, "%.*f", dec, x) (round
+ * half to even on the exact binary value, "-0.00" for small negatives),
+ * computed without printf when n >= 32 and |x| x 10^dec < 4e15. */
+int tide_fmt_fixed(char *buf, size_t n, double x, int dec);
+
 int tide_parse_int(const char *s, long long *out);
 int tide_parse_double(const char *s, double *out);
 /* A finite plain decimal number only: [+-]digits[.digits][e[+-]digits]
