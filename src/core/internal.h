@@ -21,6 +21,18 @@ enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2, OWN_FOREIGN = 3 };
  * start there meanwhile. */
 enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB, CLAIM_RESERVE };
 
+/* A renewable lease in reclaim order (lease.c; kept between passes) and a
+ * deadline heap entry (a lease return or checkpoint deadline of job h). */
+struct lease_key {
+    int prio, shrink;
+    double cost;
+    int32_t h;
+};
+struct deadline_ent {
+    tide_time_t t;
+    int32_t h;
+};
+
 /* tide__capacity_empty's memo: gangs per (gang size, GPU types) on the
  * empty cluster */
 #define CAP_EMPTY_SLOTS 64

@@ -178,11 +178,6 @@ tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t no
 
 /* Reclaim order of lent jobs, cheapest first (as reclaim.c picks victims):
  * lower priority, then shrinkable, then checkpoint + restore GPU-seconds. */
-struct lease_key {
-    int prio, shrink;
-    double cost;
-    int32_t h;
-};
 static int order_cmp(const void *a, const void *b)
 {
     const struct lease_key *x = a, *y = b;
@@ -301,10 +296,6 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
 
 /* ---------------------------------------------------------------- deadlines */
 
-struct deadline_ent {
-    tide_time_t t;
-    int32_t h;
-};
 
 static int dl_less(const struct deadline_ent *a, const struct deadline_ent *b)
 {

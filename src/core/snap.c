@@ -45,7 +45,7 @@ static const tide_field_t dom_shape_f[] = {F(domain_t, first_node), F(domain_t, 
 static const tide_field_t dom_f[] = {
     F(domain_t, zone), F(domain_t, up_gpus), F(domain_t, free), F(domain_t, claim_kind),
     F(domain_t, claim_id), F(domain_t, claim_n), F(domain_t, claim_since), F(domain_t, borrowed),
-    F(domain_t, foreign)};
+    F(domain_t, foreign), F(domain_t, free_slot)};
 
 static const tide_field_t engine_f[] = {
     F(tide_engine_t, laid_out), F(tide_engine_t, zone_gpus), F(tide_engine_t, zone_free),
@@ -86,7 +86,7 @@ static const tide_field_t job_f[] = {
     F(job_t, notice_at), F(job_t, deadline), F(job_t, preemptions), F(job_t, lost_gpu_s),
     F(job_t, lease), F(job_t, n_leased), F(job_t, acct_state), F(job_t, acct_tier_own),
     F(job_t, tr_c), F(job_t, tr_d), F(job_t, tr_at), F(job_t, run_idx), F(job_t, exp_end),
-    F(job_t, reclaim_reason), F(job_t, stop_pending)};
+    F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order)};
 
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, tier), F(replica_t, started),
@@ -97,6 +97,10 @@ static const tide_field_t lease_f[] = {
     F(lease_t, job), F(lease_t, gpus), F(lease_t, start), F(lease_t, latest_return),
     F(lease_t, term_start), F(lease_t, ckpt_cost), F(lease_t, can_shrink), F(lease_t, noticed),
     F(lease_t, returned), F(lease_t, late)};
+
+static const tide_field_t lkey_f[] = {F(struct lease_key, prio), F(struct lease_key, shrink),
+                                      F(struct lease_key, cost), F(struct lease_key, h)};
+static const tide_field_t dl_f[] = {F(struct deadline_ent, t), F(struct deadline_ent, h)};
 
 static const tide_field_t lc_f[] = {F(lc_t, n), F(lc_t, t), F(lc_t, acc)};
 
@@ -153,7 +157,8 @@ static const tide_field_t svc_skip[] = {F(service_t, spec), F(service_t, fc), F(
 static const tide_field_t fc_skip[] = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
-    F(forecast_t, pred)};
+    F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
+    F(forecast_t, shape_epoch)};
 static const tide_field_t team_skip[] = {F(team_t, name), F(team_t, quota), F(team_t, used),
                                          F(team_t, cells)};
 static const tide_field_t engine_skip[] = {
@@ -177,7 +182,11 @@ static const tide_field_t engine_skip[] = {
     F(tide_engine_t, cap_lease_order), F(tide_engine_t, scratch_a), F(tide_engine_t, scratch_b),
     F(tide_engine_t, scratch_c), F(tide_engine_t, vict_cand), F(tide_engine_t, vict_v),
     F(tide_engine_t, vict_best), F(tide_engine_t, vict_used), F(tide_engine_t, resv),
-    F(tide_engine_t, n_resv), F(tide_engine_t, out)};
+    F(tide_engine_t, n_resv), F(tide_engine_t, out), F(tide_engine_t, n_lease_order),
+    F(tide_engine_t, cap_empty), F(tide_engine_t, plan_cost), F(tide_engine_t, plan_ok),
+    F(tide_engine_t, dom_free_bits), F(tide_engine_t, dom_words), F(tide_engine_t, dl),
+    F(tide_engine_t, n_dl), F(tide_engine_t, cap_dl), F(tide_engine_t, lease_merge),
+    F(tide_engine_t, cap_lease_merge)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -192,7 +201,8 @@ static uint64_t layout_fingerprint(void)
              {job_f, NF(job_f)},       {rep_f, NF(rep_f)},         {lease_f, NF(lease_f)},
              {lc_f, NF(lc_f)},         {samples_f, NF(samples_f)}, {svc_f, NF(svc_f)},
              {fc_f, NF(fc_f)},         {fcs_f, NF(fcs_f)},         {pred_f, NF(pred_f)},
-             {hpa_f, NF(hpa_f)},       {orc_f, NF(orc_f)},         {team_f, NF(team_f)}};
+             {hpa_f, NF(hpa_f)},       {orc_f, NF(orc_f)},         {team_f, NF(team_f)},
+             {lkey_f, NF(lkey_f)},     {dl_f, NF(dl_f)}};
     static const size_t sizes[] = {sizeof(tide_config_t), sizeof(tide_service_spec_t),
                                    sizeof(node_t), sizeof(domain_t), sizeof(tide_engine_t),
                                    sizeof(tide_stats_t), sizeof(tide_job_spec_t), sizeof(job_t),
@@ -339,6 +349,12 @@ static void w_state(tide_wbuf_t *b, const tide_engine_t *e)
     tide_w_arr(b, e->reserve_type, e->reserve_type ? (size_t)e->n_types : 0,
                sizeof *e->reserve_type);
     tide_w_arr(b, e->need_curve, (size_t)e->need_n, sizeof *e->need_curve);
+    /* the indexes that carry order: the renewal order, the deadline heap
+     * (with its stale entries) and the free-domain bitmaps */
+    w_structs(b, e->lease_order, e->n_lease_order, sizeof *e->lease_order, lkey_f, NF(lkey_f));
+    w_structs(b, e->dl, e->n_dl, sizeof *e->dl, dl_f, NF(dl_f));
+    tide_w_arr(b, e->dom_free_bits, ((size_t)e->max_dom_gpus + 1) * e->dom_words,
+               sizeof *e->dom_free_bits);
 }
 
 void *tide_engine_snapshot(const tide_engine_t *e, size_t *len)
@@ -519,6 +535,15 @@ static void r_state(tide_rbuf_t *r, tide_engine_t *e)
     e->need_curve = tide_r_arr(r, sizeof *e->need_curve, &n);
     e->need_vals = tide_xcalloc(n ? n : 1, sizeof *e->need_vals);
     e->need_n = (int)(n <= INT32_MAX ? n : 0);
+    free(e->lease_order);
+    e->lease_order = r_structs(r, NULL, &e->n_lease_order, -1, sizeof *e->lease_order, lkey_f,
+                               NF(lkey_f));
+    e->cap_lease_order = e->n_lease_order ? e->n_lease_order : 1;
+    free(e->dl);
+    e->dl = r_structs(r, NULL, &e->n_dl, -1, sizeof *e->dl, dl_f, NF(dl_f));
+    e->cap_dl = e->n_dl ? e->n_dl : 1;
+    tide_r_fixed(r, e->dom_free_bits, ((size_t)e->max_dom_gpus + 1) * e->dom_words,
+                 sizeof *e->dom_free_bits);
 }
 
 /* -------------------------------------------------------------- validate */
@@ -565,6 +590,15 @@ static int handles_valid(const tide_engine_t *e)
     if (!handles_ok(e->running, e->n_running, e->n_jobs) ||
         !handles_ok(e->by_end, e->n_by_end, e->n_jobs))
         return 0;
+    for (size_t i = 0; i < e->n_lease_order; i++)
+        if (!in(e->lease_order[i].h, nj))
+            return 0;
+    for (size_t i = 0; i < e->n_dl; i++)
+        if (!in(e->dl[i].h, nj))
+            return 0;
+    for (int d = 0; d < e->n_doms; d++)
+        if (e->doms[d].free_slot < 0 || e->doms[d].free_slot > e->max_dom_gpus)
+            return 0;
     for (int g = 0; g < e->n_gpus; g++) {
         int k = e->own_kind[g];
         long lim = k == OWN_JOB ? nj : k == OWN_REPLICA ? (long)e->n_reps : e->n_nodes;
