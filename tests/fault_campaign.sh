@@ -91,18 +91,29 @@ for ((r = 1; r <= rounds; r++)); do
         start "$r" || exit 1
         ;;
     lock)
-        python3 - "$DB" >"$tmp/holder.out" 2>&1 <<'EOF' &
-import sqlite3, sys, time
+        # the lock is held until the daemon was seen answering 503 (bounded: 20 s),
+        # and a write is attempted while it is held, however loaded the machine
+        rm -f "$tmp/release"
+        python3 - "$DB" "$tmp/release" >"$tmp/holder.out" 2>&1 <<'EOF' &
+import os, sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
 print("held", flush=True)
-time.sleep(3)
+end = time.monotonic() + 20
+while time.monotonic() < end and not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
 c.execute("ROLLBACK")
 EOF
         holder=$!
         poll_until 10 grep -q held "$tmp/holder.out" || fail "round $r: the lock holder: $(cat "$tmp/holder.out")"
-        poll_until 5 ready_is 503 || fail "round $r: /readyz not 503 under a held lock"
+        curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --max-time 30 \
+            --data-binary "{\"job_id\":\"lock-$r\",\"priority\":3,\"gpus\":1,\"duration_s\":60}" \
+            "$SERVE_URL/v1/jobs" &
+        lockw=$!
+        poll_until 15 ready_is 503 || fail "round $r: /readyz not 503 under a held lock"
+        touch "$tmp/release"
         wait "$holder"
+        wait "$lockw"
         wait "$BG"
         ;;
     wal)
