@@ -547,6 +547,10 @@ typedef struct tide_queue_info {
  * scheduling pass skips them then), from the declared durations of running
  * jobs: an estimate, not a promise (a reclaim or a P1 job may come first). */
 size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t cap);
+/* The same for one queued job (handle job): its position, reason and
+ * expected start as tide_engine_queue gives them, scanning the queue only up
+ * to it. 0, or -1 when the job is not queued. */
+int tide_engine_queue_job(const tide_engine_t *e, int32_t job, tide_queue_info_t *out);
 
 /* Samples a driver can turn into percentiles (borrowed arrays, valid until the
  * next step): reclaim notice -> GPUs returned, notice -> warm replica ready. */

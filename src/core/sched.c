@@ -486,14 +486,6 @@ const char *tide_wait_name(int reason)
     return reason >= 0 && reason < TIDE_WAIT_COUNT ? wait_names[reason] : "?";
 }
 
-/* Could dp_min gangs of j fit the healthy GPUs, all empty? (tmp: n_doms) */
-static int fits_healthy(const tide_engine_t *e, const job_t *j, domain_t *tmp)
-{
-    memcpy(tmp, e->doms, (size_t)e->n_doms * sizeof *tmp);
-    for (int d = 0; d < e->n_doms; d++)
-        tmp[d].gpus = tmp[d].up_gpus;
-    return tide__gangs_on_empty(tmp, e->n_doms, j->spec.gang_gpus, j->spec.gpu_types) >= j->spec.dp_min;
-}
 
 /* Would j's team go beyond its quota plus borrow limit at dp_min? */
 static int quota_blocks(const tide_engine_t *e, const job_t *j)
@@ -507,13 +499,7 @@ static int quota_blocks(const tide_engine_t *e, const job_t *j)
     return over > t->borrow_limit;
 }
 
-static int claimed_for(const tide_engine_t *e, int32_t h)
-{
-    for (int d = 0; d < e->n_doms; d++)
-        if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
-            return 1;
-    return 0;
-}
+#define HEALTHY_MEMO 16
 
 typedef struct inspect {
     const tide_engine_t *e;
@@ -521,7 +507,43 @@ typedef struct inspect {
     int free_gpus, examined, n_rs;
     reservation_t rs[TIDE_NPRIO];
     domain_t *tmp;
+    /* per inspection (the cluster does not change during one): gangs on
+     * the healthy GPUs, all empty, by (gang size, GPU types); the jobs
+     * domains are claimed for */
+    struct { int gang, gangs; uint32_t types; } healthy[HEALTHY_MEMO];
+    int n_healthy;
+    int32_t *claimed;
+    int n_claimed;
 } inspect_t;
+
+/* Could dp_min gangs of j fit the healthy GPUs, all empty? (memoised) */
+static int fits_healthy(inspect_t *s, const job_t *j)
+{
+    const tide_engine_t *e = s->e;
+    int g = j->spec.gang_gpus;
+    uint32_t types = j->spec.gpu_types;
+    for (int i = 0; i < s->n_healthy; i++)
+        if (s->healthy[i].gang == g && s->healthy[i].types == types)
+            return s->healthy[i].gangs >= j->spec.dp_min;
+    memcpy(s->tmp, e->doms, (size_t)e->n_doms * sizeof *s->tmp);
+    for (int d = 0; d < e->n_doms; d++)
+        s->tmp[d].gpus = s->tmp[d].up_gpus;
+    int gangs = tide__gangs_on_empty(s->tmp, e->n_doms, g, types);
+    if (s->n_healthy < HEALTHY_MEMO) {
+        s->healthy[s->n_healthy].gang = g;
+        s->healthy[s->n_healthy].gangs = gangs;
+        s->healthy[s->n_healthy++].types = types;
+    }
+    return gangs >= j->spec.dp_min;
+}
+
+static int claimed_for(const inspect_t *s, int32_t h)
+{
+    for (int i = 0; i < s->n_claimed; i++)
+        if (s->claimed[i] == h)
+            return 1;
+    return 0;
+}
 
 /* Reason of job h (not yet the head: head_seen says whether one was). */
 static int wait_reason(inspect_t *s, int32_t h, int head_seen)
@@ -529,17 +551,17 @@ static int wait_reason(inspect_t *s, int32_t h, int head_seen)
     const tide_engine_t *e = s->e;
     const job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus, need = g * j->spec.dp_min;
-    int fits = s->free_gpus >= need &&
-               tide__capacity_for(e, NULL, g, j->spec.gpu_types, s->tz, OWN_JOB, h) >= j->spec.dp_min;
-    if (!fits_healthy(e, j, s->tmp))
+    if (!fits_healthy(s, j))
         return TIDE_WAIT_GANG_TOO_LARGE;
     if (quota_blocks(e, j))
         return TIDE_WAIT_QUOTA;
-    if (claimed_for(e, h))
+    if (claimed_for(s, h))
         return TIDE_WAIT_DRAINING;
     if (s->examined >= e->cfg.backfill_depth)
         return TIDE_WAIT_PRIORITY;
-    if (fits) {
+    /* the placement question last: beyond the backfill depth it is not asked */
+    if (s->free_gpus >= need &&
+        tide__capacity_for(e, NULL, g, j->spec.gpu_types, s->tz, OWN_JOB, h) >= j->spec.dp_min) {
         if (s->n_rs)
             return TIDE_WAIT_RESERVATION;
         s->free_gpus -= need;
@@ -563,7 +585,32 @@ static tide_time_t inspect_head(inspect_t *s, int32_t h, int reason)
     return reason == TIDE_WAIT_QUOTA ? TIDE_TIME_NEVER : TIDE_MAX(shadow, e->now);
 }
 
+static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t cap, int32_t stop);
+
 size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t cap)
+{
+    return queue_scan(e, out, cap, -1);
+}
+
+int tide_engine_queue_job(const tide_engine_t *e, int32_t job, tide_queue_info_t *out)
+{
+    size_t total = tide_engine_queue(e, NULL, 0);
+    if (job < 0 || (size_t)job >= e->n_jobs || e->jobs[job]->state != TIDE_JOB_QUEUED || !total)
+        return -1;
+    /* the scan writes every job before this one: its own slot is the last */
+    tide_queue_info_t *v = tide_xcalloc(total, sizeof *v);
+    size_t n = queue_scan(e, v, total, job);
+    int found = n > 0 && v[n - 1].job == job;
+    if (found)
+        *out = v[n - 1];
+    free(v);
+    return found ? 0 : -1;
+}
+
+/* The queue as the next pass sees it, into out (at most cap); with stop >= 0
+ * the scan ends after job stop. Returns the number written when stop >= 0,
+ * else the number queued. */
+static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t cap, int32_t stop)
 {
     size_t total = 0, pos = 0, maxq = 0;
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
@@ -581,6 +628,10 @@ size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t 
         s.rs[k].res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
     }
     s.tmp = tide_xmalloc((size_t)e->n_doms * sizeof *s.tmp);
+    s.claimed = tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *s.claimed);
+    for (int d = 0; d < e->n_doms; d++)
+        if (e->doms[d].claim_kind == CLAIM_JOB && !claimed_for(&s, e->doms[d].claim_id))
+            s.claimed[s.n_claimed++] = e->doms[d].claim_id;
     int fair = e->cfg.fairshare && e->n_teams > 1;
     int *order = NULL, *rank = NULL, *bucket = NULL;
     double *score = NULL;
@@ -607,6 +658,11 @@ size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t 
                 head_seen = 1;
                 q->expected_start = inspect_head(&s, h, q->reason);
             }
+            if (h == stop) {
+                total = pos;
+                p = TIDE_NPRIO;
+                break;
+            }
         }
     }
     for (int k = 0; k < TIDE_NPRIO; k++) {
@@ -614,6 +670,7 @@ size_t tide_engine_queue(const tide_engine_t *e, tide_queue_info_t *out, size_t 
         free(s.rs[k].res);
     }
     free(s.tmp);
+    free(s.claimed);
     free(cands);
     free(order);
     free(rank);

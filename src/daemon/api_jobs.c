@@ -37,12 +37,14 @@ typedef struct queue_view {
     tide_queue_info_t *q;
     int32_t *at; /* per handle: index in q + 1, 0 when not queued */
     int n_handles;
+    int32_t one; /* or just one job's (tide_engine_queue_job): its handle, q[0] */
 } queue_view_t;
 
 static void queue_view_load(const tide_daemon_t *d, queue_view_t *v)
 {
     size_t n = tide_engine_queue(d->e, NULL, 0);
     v->n_handles = tide_engine_jobs(d->e);
+    v->one = -1;
     v->q = tide_xcalloc(n ? n : 1, sizeof *v->q);
     v->at = tide_xcalloc(v->n_handles > 0 ? (size_t)v->n_handles : 1, sizeof *v->at);
     n = tide_engine_queue(d->e, v->q, n);
@@ -60,7 +62,9 @@ static void queue_view_free(queue_view_t *v)
 /* reason, expected_start_s, position: null unless the engine queues the job. */
 static void queue_fields(json_t *o, const queue_view_t *v, int32_t h)
 {
-    const tide_queue_info_t *q = v && h >= 0 && h < v->n_handles && v->at[h] ? &v->q[v->at[h] - 1] : NULL;
+    const tide_queue_info_t *q = v && h >= 0 && h < v->n_handles && v->at[h] ? &v->q[v->at[h] - 1]
+                                 : v && h >= 0 && h == v->one                  ? v->q
+                                                                               : NULL;
     api_set(o, "reason", q ? json_string(tide_wait_name(q->reason)) : json_null());
     api_set(o, "expected_start_s", q ? api_time(q->expected_start) : json_null());
     api_set(o, "position", q ? json_integer(q->position) : json_null());
@@ -310,10 +314,12 @@ API_HANDLER(api_job_get)
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
         if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
-            queue_view_t qv;
-            queue_view_load(d, &qv);
+            /* one job: the queue scanned only up to it */
+            tide_queue_info_t qi;
+            queue_view_t qv = {.q = &qi, .one = -1};
+            if (h >= 0 && tide_engine_queue_job(d->e, h, &qi) == 0)
+                qv.one = h;
             json_t *o = job_json(d, &row, h, &qv);
-            queue_view_free(&qv);
             tide_error_t err = {0};
             int64_t nck = tide_store_checkpoints_count(dmn_rd(d), row.spec.id, &err);
             dmn_rd_done(d);

@@ -1,6 +1,7 @@
 /* Queue inspection (tide_engine_queue): per queued job its position in the
  * scheduler's order, why it waits and, for the head of a priority, the
- * expected start from its EASY reservation; the call changes nothing. */
+ * expected start from its EASY reservation; the call changes nothing. Every
+ * inspection here also asks tide_engine_queue_job for each job: the same. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -28,6 +29,17 @@ static size_t inspect(const ef_t *f, tide_queue_info_t *q, size_t cap)
 {
     size_t n = tide_engine_queue(f->e, q, cap);
     assert_true(n <= cap);
+    for (size_t i = 0; i < n; i++) {
+        tide_queue_info_t one;
+        assert_int_equal(tide_engine_queue_job(f->e, q[i].job, &one), 0);
+        assert_int_equal(one.job, q[i].job);
+        assert_int_equal(one.position, q[i].position);
+        assert_int_equal(one.reason, q[i].reason);
+        assert_int_equal(one.expected_start, q[i].expected_start);
+    }
+    tide_queue_info_t none;
+    assert_int_equal(tide_engine_queue_job(f->e, -1, &none), -1);
+    assert_int_equal(tide_engine_queue_job(f->e, tide_engine_jobs(f->e), &none), -1);
     return n;
 }
 
