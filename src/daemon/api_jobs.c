@@ -53,6 +53,31 @@ static void queue_view_load(const tide_daemon_t *d, queue_view_t *v)
             v->at[v->q[i].job] = (int32_t)i + 1;
 }
 
+/* One job's queue fields (read lock held): from the whole inspection, taken
+ * again only when the engine stepped since (one pass for every GET between
+ * two steps, not one per GET). 0, or -1 when the job is not queued. */
+static int queue_info_cached(tide_daemon_t *d, int32_t h, tide_queue_info_t *out)
+{
+    if (h < 0)
+        return -1;
+    struct dqcache *c = &d->qc;
+    pthread_mutex_lock(&d->qc_mu);
+    if (!c->q || c->steps != d->steps_total || c->epoch != d->epoch || c->e != d->e ||
+        c->n_handles != tide_engine_jobs(d->e)) {
+        queue_view_t v;
+        queue_view_load(d, &v);
+        free(c->q);
+        free(c->at);
+        *c = (struct dqcache){.q = v.q, .at = v.at, .n_handles = v.n_handles,
+                              .steps = d->steps_total, .epoch = d->epoch, .e = d->e};
+    }
+    int rc = h < c->n_handles && c->at[h] ? 0 : -1;
+    if (rc == 0)
+        *out = c->q[c->at[h] - 1];
+    pthread_mutex_unlock(&d->qc_mu);
+    return rc;
+}
+
 static void queue_view_free(queue_view_t *v)
 {
     free(v->q);
@@ -314,10 +339,9 @@ API_HANDLER(api_job_get)
     int32_t h;
     if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
         if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
-            /* one job: the queue scanned only up to it */
             tide_queue_info_t qi;
             queue_view_t qv = {.q = &qi, .one = -1};
-            if (h >= 0 && tide_engine_queue_job(d->e, h, &qi) == 0)
+            if (queue_info_cached(d, h, &qi) == 0)
                 qv.one = h;
             json_t *o = job_json(d, &row, h, &qv);
             tide_error_t err = {0};

@@ -138,6 +138,7 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     pthread_mutex_init(&d->db_mu, NULL);
     pthread_mutex_init(&d->rd_mu, NULL);
     pthread_mutex_init(&d->gc_mu, NULL);
+    pthread_mutex_init(&d->qc_mu, NULL);
     pthread_cond_init(&d->gc_cv, NULL);
     d->gc_tail = &d->gc_head;
     pthread_condattr_t ca;
@@ -465,6 +466,9 @@ static void daemon_free(tide_daemon_t *d)
     pthread_mutex_destroy(&d->db_mu);
     pthread_mutex_destroy(&d->rd_mu);
     pthread_mutex_destroy(&d->gc_mu);
+    pthread_mutex_destroy(&d->qc_mu);
+    free(d->qc.q);
+    free(d->qc.at);
     pthread_cond_destroy(&d->gc_cv);
     free(d);
 }

@@ -236,6 +236,17 @@ struct tide_daemon {
     uint64_t notice_seq;
     unsigned long preempt[TIDE_R_COUNT];
     long steps_total;          /* engine steps taken in this process (replay included) */
+    /* GET /v1/jobs/{id}'s queue fields: the whole queue inspection, kept
+     * while the engine is the one it was taken from (api_jobs.c) */
+    pthread_mutex_t qc_mu;
+    struct dqcache {
+        tide_queue_info_t *q;
+        int32_t *at;               /* per handle: index in q + 1, 0 not queued */
+        int n_handles;
+        long steps;
+        int64_t epoch;
+        const tide_engine_t *e;
+    } qc;
     long replay_mismatch;
     long step_errors;          /* events the engine rejected */
     long quarantined;          /* stored events replay refused (dmn_event_check) */
