@@ -12,9 +12,11 @@ match($0, /[0-9]+ tests failed out of [0-9]+/) {
     failed += w[1]
     total += w[6]
 }
-# tests/fuzz/run.sh: "fuzz: NAME ok (...)" or "fuzz: NAME FAILED"
+# tests/fuzz/run.sh: "fuzz: NAME ok (...)", "fuzz: NAME FAILED" or "fuzz: build failed"
 /^fuzz: [^ ]+ ok/ { fuzz_ok++ }
 /^fuzz: [^ ]+ FAILED/ { fuzz_failed++ }
+# the fuzz targets did not build: one failure (none of them ran)
+/^fuzz: build failed/ { fuzz_failed++ }
 END {
     printf "%d passed, %d failed, %d skipped\n", total - failed - skipped + fuzz_ok,
            failed + fuzz_failed, skipped

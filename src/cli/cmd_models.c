@@ -324,7 +324,9 @@ int tide_cmd_model(int argc, char **argv)
     }
     if (!strcmp(sub, "show")) {
         json_decref(body);
-        snprintf(tail, sizeof tail, ver ? "/versions/%lld" : "", ver);
+        tail[0] = 0;
+        if (ver)
+            snprintf(tail, sizeof tail, "/versions/%lld", ver);
         return call(&ro, "GET", model_path(path, sizeof path, name, tail), NULL, versions_show);
     }
     if (!strcmp(sub, "create")) {

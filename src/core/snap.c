@@ -143,25 +143,25 @@ static const tide_field_t team_f[] = {
 
 /* Members deliberately left out of the tables above: pointers and counts
  * written by hand, the shape, scratch and caches rebuilt on restore. */
-static const tide_field_t cfg_skip[] = {F(tide_config_t, policy),
+static const tide_field_t cfg_skip[] __attribute__((unused)) = {F(tide_config_t, policy),
                                         F(tide_config_t, check_invariants)};
-static const tide_field_t svc_spec_skip[] = {F(tide_service_spec_t, name)};
-static const tide_field_t job_spec_skip[] = {F(tide_job_spec_t, id), F(tide_job_spec_t, team)};
-static const tide_field_t job_skip[] = {F(job_t, spec), F(job_t, alloc)};
-static const tide_field_t rep_skip[] = {F(replica_t, alloc)};
-static const tide_field_t samples_skip[] = {F(samples_t, v), F(samples_t, n), F(samples_t, cap)};
-static const tide_field_t svc_skip[] = {F(service_t, spec), F(service_t, fc), F(service_t, warm),
+static const tide_field_t svc_spec_skip[] __attribute__((unused)) = {F(tide_service_spec_t, name)};
+static const tide_field_t job_spec_skip[] __attribute__((unused)) = {F(tide_job_spec_t, id), F(tide_job_spec_t, team)};
+static const tide_field_t job_skip[] __attribute__((unused)) = {F(job_t, spec), F(job_t, alloc)};
+static const tide_field_t rep_skip[] __attribute__((unused)) = {F(replica_t, alloc)};
+static const tide_field_t samples_skip[] __attribute__((unused)) = {F(samples_t, v), F(samples_t, n), F(samples_t, cap)};
+static const tide_field_t svc_skip[] __attribute__((unused)) = {F(service_t, spec), F(service_t, fc), F(service_t, warm),
                                         F(service_t, hpa), F(service_t, hpa_n),
                                         F(service_t, hpa_cap), F(service_t, cells),
                                         F(service_t, orc_off), F(service_t, orc_off_cap)};
-static const tide_field_t fc_skip[] = {
+static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
     F(forecast_t, shape_epoch)};
-static const tide_field_t team_skip[] = {F(team_t, name), F(team_t, quota), F(team_t, used),
+static const tide_field_t team_skip[] __attribute__((unused)) = {F(team_t, name), F(team_t, quota), F(team_t, used),
                                          F(team_t, cells)};
-static const tide_field_t engine_skip[] = {
+static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cluster), F(tide_engine_t, cfg), F(tide_engine_t, pol),
     F(tide_engine_t, nodes), F(tide_engine_t, n_nodes), F(tide_engine_t, doms),
     F(tide_engine_t, n_doms), F(tide_engine_t, n_gpus), F(tide_engine_t, max_dom_gpus),
