@@ -106,9 +106,11 @@ c.execute("ROLLBACK")
 EOF
         holder=$!
         poll_until 10 grep -q held "$tmp/holder.out" || fail "round $r: the lock holder: $(cat "$tmp/holder.out")"
-        curl -s -o /dev/null -X POST -H 'Content-Type: application/json' --max-time 30 \
-            --data-binary "{\"job_id\":\"lock-$r\",\"priority\":3,\"gpus\":1,\"duration_s\":60}" \
-            "$SERVE_URL/v1/jobs" &
+        # (its outcome joins the others: a 201 must be there afterwards, once)
+        (code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+            --max-time 30 --data-binary "{\"job_id\":\"lock-$r\",\"priority\":3,\"gpus\":1,\"duration_s\":60}" \
+            "$SERVE_URL/v1/jobs")
+         echo "lock-$r $code" >>"$tmp/acked.txt") &
         lockw=$!
         poll_until 15 ready_is 503 || fail "round $r: /readyz not 503 under a held lock"
         touch "$tmp/release"

@@ -256,6 +256,7 @@ static double mono_s(void)
 int dmn_rebuild(tide_daemon_t *d, tide_error_t *err)
 {
     double t0 = mono_s();
+    d->qc.steps = -1; /* the queue inspection GETs use is of the old engine (no reader now) */
     tide_backend_destroy(d->be);
     d->be = NULL;
     dmn_devq_clear(&d->pending);
@@ -287,6 +288,7 @@ int dmn_rewind(tide_daemon_t *d, tide_error_t *err)
      * rebuilt state is swapped into it */
     tide_engine_t *live = d->e;
     d->e = NULL;
+    d->qc.steps = -1; /* the queue inspection GETs use may be of the undone step */
     long steps = d->steps_total, mismatch = d->replay_mismatch;
     d->steps_total = 0;
     int rc = dmn_engine_build(d, err);
