@@ -58,39 +58,10 @@ static void shadow_usage(FILE *f)
                TIDE_REMOTE_EXIT_HELP);
 }
 
-/* Parse the common remote options; *flag set by --enact. -1 go on, else the exit status. */
-static int parse(int argc, char **argv, const char *cmd, void (*usage)(FILE *), int *flag,
-                 tide_remote_opts_t *ro)
-{
-    static const struct option longopts[] = {
-        {"enact", no_argument, NULL, 'E'},
-        TIDE_REMOTE_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int o;
-    optind = 0;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (tide_remote_opt(ro, o, optarg))
-            continue;
-        if (o == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if (o == 'E' && flag) {
-            *flag = 1;
-            continue;
-        }
-        return tide_cli_getopt_error(cmd, o, argv);
-    }
-    return -1;
-}
-
 int tide_cmd_rehearse(int argc, char **argv)
 {
     tide_remote_opts_t ro = {0};
-    int rc = parse(argc, argv, "rehearse", rehearse_usage, NULL, &ro);
+    int rc = tide_remote_args("rehearse", argc, argv, &ro, rehearse_usage);
     if (rc >= 0)
         return rc;
     if (optind >= argc)
@@ -155,7 +126,7 @@ int tide_cmd_shadow(int argc, char **argv)
 {
     tide_remote_opts_t ro = {0};
     int enact = 0;
-    int rc = parse(argc, argv, "shadow", shadow_usage, &enact, &ro);
+    int rc = tide_remote_args_flag("shadow", argc, argv, &ro, shadow_usage, "enact", &enact);
     if (rc >= 0)
         return rc;
     if (optind < argc)

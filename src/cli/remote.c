@@ -206,12 +206,13 @@ void tide_table_free(tide_table_t *t)
     memset(t, 0, sizeof *t);
 }
 
-int tide_remote_args(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
-                     void (*usage)(FILE *f))
+int tide_remote_args_flag(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
+                          void (*usage)(FILE *f), const char *flag, int *set)
 {
-    static const struct option longopts[] = {
+    const struct option longopts[] = {
         TIDE_REMOTE_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
+        {flag, no_argument, NULL, 'F'}, /* flag NULL: this row ends the table */
         {NULL, 0, NULL, 0},
     };
     int o;
@@ -224,7 +225,17 @@ int tide_remote_args(const char *cmd, int argc, char **argv, tide_remote_opts_t 
             usage(stdout);
             return 0;
         }
+        if (o == 'F' && set) {
+            *set = 1;
+            continue;
+        }
         return tide_cli_getopt_error(cmd, o, argv);
     }
     return -1;
+}
+
+int tide_remote_args(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
+                     void (*usage)(FILE *f))
+{
+    return tide_remote_args_flag(cmd, argc, argv, ro, usage, NULL, NULL);
 }

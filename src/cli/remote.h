@@ -55,6 +55,9 @@ int tide_remote_opt(tide_remote_opts_t *o, int opt, const char *arg);
  * exit status (0 after --help, printed by usage; 2 for a bad option). */
 int tide_remote_args(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
                      void (*usage)(FILE *f));
+/* The same with one more option, --flag (no argument), that sets *set to 1. */
+int tide_remote_args_flag(const char *cmd, int argc, char **argv, tide_remote_opts_t *ro,
+                          void (*usage)(FILE *f), const char *flag, int *set);
 
 /* Set up c from o. Returns -1 on success, else the exit status (message
  * printed; 2 for a bad --output). */

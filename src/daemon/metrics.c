@@ -197,41 +197,28 @@ static void m_inference(tide_daemon_t *d, tide_prom_t *p, const tide_stats_t *st
 /* Snapshots and the last recovery. */
 static void m_snapshots(tide_daemon_t *d, tide_prom_t *p)
 {
-    tide_prom_family(p, "tide_snapshots_total", "counter",
-                     "Engine snapshots written by this process (--snapshot-every).");
-    tide_prom_sample(p, "tide_snapshots_total", NULL, 0, (double)d->snapshots_written);
-    tide_prom_family(p, "tide_snapshot_bytes", "gauge", "Size of the last snapshot written.");
-    tide_prom_sample(p, "tide_snapshot_bytes", NULL, 0, (double)d->snap_bytes);
-    tide_prom_family(p, "tide_recovery_replayed_steps", "gauge",
-                     "Steps the last recovery replayed (after the snapshot it restored, if any).");
-    tide_prom_sample(p, "tide_recovery_replayed_steps", NULL, 0, (double)d->replayed);
+    const tide_prom_scalar_t m[] = {
+        {"tide_snapshots_total", "counter", "Engine snapshots written by this process (--snapshot-every).", (double)d->snapshots_written},
+        {"tide_snapshot_bytes", "gauge", "Size of the last snapshot written.", (double)d->snap_bytes},
+        {"tide_recovery_replayed_steps", "gauge", "Steps the last recovery replayed (after the snapshot it restored, if any).", (double)d->replayed},
+    };
+    tide_prom_scalars(p, m, sizeof m / sizeof m[0], NULL, 0);
 }
 
 /* The engine and the API. */
 static void m_engine(tide_daemon_t *d, tide_prom_t *p)
 {
-    tide_prom_family(p, "tide_engine_steps_total", "counter",
-                     "Engine steps taken by this process (replayed ones included).");
-    tide_prom_sample(p, "tide_engine_steps_total", NULL, 0, (double)d->steps_total);
-    tide_prom_family(p, "tide_engine_time_seconds", "gauge", "Engine clock at the last step.");
-    tide_prom_sample(p, "tide_engine_time_seconds", NULL, 0, (double)d->now);
-    tide_prom_family(p, "tide_events_rejected_total", "counter",
-                     "Steps in which the engine rejected an event (stale or invalid).");
-    tide_prom_sample(p, "tide_events_rejected_total", NULL, 0, (double)d->step_errors);
-    tide_prom_family(p, "tide_events_quarantined_total", "counter",
-                     "Stored events replay refused to feed (out of range: logged, skipped).");
-    tide_prom_sample(p, "tide_events_quarantined_total", NULL, 0, (double)d->quarantined);
-    tide_prom_family(p, "tide_replay_mismatches_total", "counter",
-                     "Replayed steps whose actions differed from the recorded ones.");
-    tide_prom_sample(p, "tide_replay_mismatches_total", NULL, 0, (double)d->replay_mismatch);
-    tide_prom_family(p, "tide_api_commits_total", "counter",
-                     "Group commits of API writes (transactions, each one fsync).");
-    tide_prom_sample(p, "tide_api_commits_total", NULL, 0, (double)d->gc_batches);
-    tide_prom_family(p, "tide_api_writes_total", "counter",
-                     "API writes carried by those commits (accepted or refused).");
-    tide_prom_sample(p, "tide_api_writes_total", NULL, 0, (double)d->gc_writes);
-    tide_prom_family(p, "tide_pending_events", "gauge", "API events accepted but not yet fed.");
-    tide_prom_sample(p, "tide_pending_events", NULL, 0, (double)d->pending.n);
+    const tide_prom_scalar_t m[] = {
+        {"tide_engine_steps_total", "counter", "Engine steps taken by this process (replayed ones included).", (double)d->steps_total},
+        {"tide_engine_time_seconds", "gauge", "Engine clock at the last step.", (double)d->now},
+        {"tide_events_rejected_total", "counter", "Steps in which the engine rejected an event (stale or invalid).", (double)d->step_errors},
+        {"tide_events_quarantined_total", "counter", "Stored events replay refused to feed (out of range: logged, skipped).", (double)d->quarantined},
+        {"tide_replay_mismatches_total", "counter", "Replayed steps whose actions differed from the recorded ones.", (double)d->replay_mismatch},
+        {"tide_api_commits_total", "counter", "Group commits of API writes (transactions, each one fsync).", (double)d->gc_batches},
+        {"tide_api_writes_total", "counter", "API writes carried by those commits (accepted or refused).", (double)d->gc_writes},
+        {"tide_pending_events", "gauge", "API events accepted but not yet fed.", (double)d->pending.n},
+    };
+    tide_prom_scalars(p, m, sizeof m / sizeof m[0], NULL, 0);
     tide_prom_family(p, "tide_http_requests_total", "counter", "HTTP requests by route and status.");
     if (d->router) {
         http_counts_t hc = {p};
@@ -245,10 +232,7 @@ static void m_backend(tide_daemon_t *d, tide_prom_t *p)
     if (d->be) {
         tide_backend_status_t bs;
         tide_backend_status(d->be, &bs);
-        const struct {
-            const char *name, *type, *help;
-            double v;
-        } bf[] = {
+        const tide_prom_scalar_t bf[] = {
             {"tide_backend_up", "gauge", "1 when the backend's cluster engine answered its last call.", bs.reachable},
             {"tide_backend_calls_total", "counter", "Calls the backend made to its cluster engine.", (double)bs.calls},
             {"tide_backend_errors_total", "counter", "Backend calls that failed (retried when the engine was unreachable).", (double)bs.errors},
@@ -258,11 +242,8 @@ static void m_backend(tide_daemon_t *d, tide_prom_t *p)
             {"tide_backend_cancels_total", "counter", "Jobs the backend cancelled.", (double)bs.cancels},
             {"tide_backend_pending_ops", "gauge", "Changes waiting for the cluster engine to answer.", (double)bs.pending_ops},
         };
-        for (size_t i = 0; i < sizeof bf / sizeof bf[0]; i++) {
-            tide_prom_family(p, bf[i].name, bf[i].type, bf[i].help);
-            const char *l[] = {"backend", d->backend_name};
-            tide_prom_sample(p, bf[i].name, l, 1, bf[i].v);
-        }
+        const char *bl[] = {"backend", d->backend_name};
+        tide_prom_scalars(p, bf, sizeof bf / sizeof bf[0], bl, 1);
         tide_prom_family(p, "tide_backend_job_ends_total", "counter",
                          "Runs of jobs the backend saw end, by how they ended.");
         const char *ends[] = {"completed", "failed", "timeout"};
@@ -279,10 +260,7 @@ static void m_store(tide_daemon_t *d, tide_prom_t *p)
 {
     tide_store_stats_t ss;
     tide_store_stats(d->st, &ss);
-    const struct {
-        const char *name, *type, *help;
-        double v;
-    } sf[] = {
+    const tide_prom_scalar_t sf[] = {
         {"tide_store_errors_total", "counter", "Store calls that failed (SQLite errors, a held lock, a full disk, lost files).", (double)ss.errors},
         {"tide_store_commits_total", "counter", "Transactions the store committed.", (double)ss.commits},
         {"tide_store_commit_errors_total", "counter", "Commits that failed (nothing of theirs is durable or enacted).", (double)ss.commit_errors},
@@ -292,10 +270,7 @@ static void m_store(tide_daemon_t *d, tide_prom_t *p)
         {"tide_audit_rows_total", "counter", "Requests to write routes recorded in the audit trail.", (double)__atomic_load_n(&d->audit_rows, __ATOMIC_RELAXED)},
         {"tide_audit_failures_total", "counter", "Requests to write routes whose audit row could not be written (logged).", (double)__atomic_load_n(&d->audit_failed, __ATOMIC_RELAXED)},
     };
-    for (size_t i = 0; i < sizeof sf / sizeof sf[0]; i++) {
-        tide_prom_family(p, sf[i].name, sf[i].type, sf[i].help);
-        tide_prom_sample(p, sf[i].name, NULL, 0, sf[i].v);
-    }
+    tide_prom_scalars(p, sf, sizeof sf / sizeof sf[0], NULL, 0);
 }
 
 /* Teams: GPUs held, quotas, borrowing. */
@@ -352,18 +327,12 @@ static void m_forecast(tide_daemon_t *d, tide_prom_t *p)
 /* Counters an SLO burn-rate alert can take rate() of, and lost work. */
 static void m_slo_counters(tide_prom_t *p, const tide_stats_t *st)
 {
-    const struct {
-        const char *name, *help;
-        double v;
-    } c[] = {
-        {"tide_requests_demanded_total", "Inference requests demanded, summed over services.", st->requests_demanded},
-        {"tide_requests_served_total", "Inference requests served within the SLO, summed over services.", st->requests_served},
-        {"tide_lost_gpu_seconds_total", "GPU-seconds of training progress lost (work since the last checkpoint of stopped jobs).", st->lost_gpu_s},
+    const tide_prom_scalar_t c[] = {
+        {"tide_requests_demanded_total", "counter", "Inference requests demanded, summed over services.", st->requests_demanded},
+        {"tide_requests_served_total", "counter", "Inference requests served within the SLO, summed over services.", st->requests_served},
+        {"tide_lost_gpu_seconds_total", "counter", "GPU-seconds of training progress lost (work since the last checkpoint of stopped jobs).", st->lost_gpu_s},
     };
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        tide_prom_family(p, c[i].name, "counter", c[i].help);
-        tide_prom_sample(p, c[i].name, NULL, 0, c[i].v);
-    }
+    tide_prom_scalars(p, c, sizeof c / sizeof c[0], NULL, 0);
 }
 
 /* Queue wait of started jobs (submitted -> first start), by priority. */

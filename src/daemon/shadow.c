@@ -290,10 +290,7 @@ void dmn_shadow_metrics(tide_daemon_t *d, tide_prom_t *p)
     dshadow_t *s = d->sh;
     tide_stats_t st;
     tide_engine_stats(d->e, &st);
-    const struct {
-        const char *name, *type, *help;
-        double v;
-    } m[] = {
+    const tide_prom_scalar_t m[] = {
         {"tide_shadow_mode", "gauge", "1 while the daemon runs in shadow mode (enacts nothing).", d->shadow},
         {"tide_shadow_lent_gpu_seconds_total", "counter", "GPU-seconds shadow mode would have lent to training.",
          s ? st.borrowed_gpu_s - s->s0.borrowed_gpu_s : 0},
@@ -311,10 +308,7 @@ void dmn_shadow_metrics(tide_daemon_t *d, tide_prom_t *p)
         {"tide_shadow_late_returns_total", "counter", "Lease returns shadow mode would have had late.",
          s ? st.reclaims_late - s->s0.reclaims_late : 0},
     };
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        tide_prom_family(p, m[i].name, m[i].type, m[i].help);
-        tide_prom_sample(p, m[i].name, NULL, 0, m[i].v);
-    }
+    tide_prom_scalars(p, m, sizeof m / sizeof m[0], NULL, 0);
     tide_prom_family(p, "tide_shadow_would_actions_total", "counter",
                      "Actions shadow mode would have enacted, by kind.");
     for (int k = 0; k < TIDE_ACT_KIND_COUNT; k++) {

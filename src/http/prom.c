@@ -125,6 +125,15 @@ void tide_prom_sample(tide_prom_t *p, const char *name, const char *const *label
     puts_(p, "\n");
 }
 
+void tide_prom_scalars(tide_prom_t *p, const tide_prom_scalar_t *rows, size_t n_rows,
+                       const char *const *labels, size_t n)
+{
+    for (size_t i = 0; i < n_rows; i++) {
+        tide_prom_family(p, rows[i].name, rows[i].type, rows[i].help);
+        tide_prom_sample(p, rows[i].name, labels, n, rows[i].v);
+    }
+}
+
 void tide_prom_histogram(tide_prom_t *p, const char *name, const char *const *labels, size_t n,
                          const double *bounds, size_t nb, const double *obs, size_t no)
 {

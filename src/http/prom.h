@@ -27,6 +27,16 @@ void tide_prom_family(tide_prom_t *p, const char *name, const char *type, const 
 void tide_prom_sample(tide_prom_t *p, const char *name, const char *const *labels,
                       size_t n_labels, double value);
 
+/* A table of scalar metrics: a family and one sample each. */
+typedef struct tide_prom_scalar {
+    const char *name, *type, *help;
+    double v;
+} tide_prom_scalar_t;
+/* For each of the n_rows rows, its family and one sample with labels (n
+ * name/value pairs, as tide_prom_sample). */
+void tide_prom_scalars(tide_prom_t *p, const tide_prom_scalar_t *rows, size_t n_rows,
+                       const char *const *labels, size_t n);
+
 /* A whole histogram series from raw observations: buckets le = bounds[i]
  * (ascending) and +Inf, then _sum and _count, with the given labels. */
 void tide_prom_histogram(tide_prom_t *p, const char *name, const char *const *labels,
