@@ -146,6 +146,8 @@ typedef struct tide_pipe_obs {
     double slo;        /* canary's SLO attainment, in [0, 1] */
     double error_rate; /* canary's error fraction */
     double latency_ms; /* canary's latency (P99) */
+    int slo_expected;  /* the figures are pulled: a step holds until one of its SLO
+                          gates passed on fresh figures (else no figures = no check) */
 } tide_pipe_obs_t;
 
 /* Actions. */

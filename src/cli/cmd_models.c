@@ -119,6 +119,7 @@ static void model_usage(FILE *f)
             "             [--eval-limit D] [--gate RULE]... [--steps 5,25,50,100] [--hold D]\n"
             "             [--gate-interval D] [--slo-min X] [--error-max X]\n"
             "             [--latency-max MS] [--failure-limit N] [--webhook URL]\n"
+            "             [--slo-query URL] [--error-query URL] [--latency-query URL]\n"
             "       tide model register MODEL --manifest URI [--job ID] [--step N]\n"
             "             [--digest D] [--size BYTES]\n"
             "       tide model metrics MODEL:VERSION NAME=VALUE...\n"
@@ -132,7 +133,9 @@ static void model_usage(FILE *f)
             "the canary's traffic steps in percent, each held D and gated every D on\n"
             "the canary's SLO attainment, error rate and latency (--failure-limit failed\n"
             "checks are tolerated; the next rolls back), the http:// URL told of every\n"
-            "pipeline event (signed with the daemon's TIDE_WEBHOOK_SECRET). register: a\n"
+            "pipeline event (signed with the daemon's TIDE_WEBHOOK_SECRET; retried), and\n"
+            "Prometheus query URLs the canary's figures are pulled from ({version} is\n"
+            "replaced; a step then holds until its gate passed on pulled figures). register: a\n"
             "version by hand (jobs submitted with \"model\" and \"publish\" register their\n"
             "checkpoints).\n"
             "metrics: report evaluation metrics of a version.\n"
@@ -188,7 +191,8 @@ static void versions_show(const json_t *j)
 }
 
 enum { M_SERVICE = 1, M_EVAL, M_EVAL_GPUS, M_EVAL_LIMIT, M_GATE, M_STEPS, M_HOLD, M_GATE_INT,
-       M_SLO, M_ERR, M_LAT, M_FAIL, M_MANIFEST, M_JOB, M_STEP, M_DIGEST, M_SIZE, M_HOOK };
+       M_SLO, M_ERR, M_LAT, M_FAIL, M_MANIFEST, M_JOB, M_STEP, M_DIGEST, M_SIZE, M_HOOK,
+       M_SLOQ, M_ERRQ, M_LATQ };
 
 static const struct option model_opts[] = {
     {"service", required_argument, NULL, M_SERVICE},
@@ -209,6 +213,9 @@ static const struct option model_opts[] = {
     {"digest", required_argument, NULL, M_DIGEST},
     {"size", required_argument, NULL, M_SIZE},
     {"webhook", required_argument, NULL, M_HOOK},
+    {"slo-query", required_argument, NULL, M_SLOQ},
+    {"error-query", required_argument, NULL, M_ERRQ},
+    {"latency-query", required_argument, NULL, M_LATQ},
     {"help", no_argument, NULL, 'h'},
     TIDE_REMOTE_LONGOPTS,
     {NULL, 0, NULL, 0},
@@ -226,6 +233,7 @@ static const struct mopt {
     {M_ERR, "error_max", 'n'}, {M_LAT, "latency_max_ms", 'n'}, {M_FAIL, "failure_limit", 'i'},
     {M_MANIFEST, "manifest_uri", 's'}, {M_JOB, "source_job", 's'}, {M_STEP, "step", 'i'},
     {M_DIGEST, "digest", 's'}, {M_SIZE, "size_bytes", 'i'}, {M_HOOK, "webhook", 's'},
+    {M_SLOQ, "slo_query", 's'}, {M_ERRQ, "error_query", 's'}, {M_LATQ, "latency_query", 's'},
 };
 
 static int mopt_set(json_t *body, int id, const char *arg)

@@ -27,6 +27,7 @@ typedef struct rollout {
     tide_time_t started_at, step_at, hold_until, next_gate;
     int sent_new, sent_old;   /* last REPLICAS targets emitted (-1 none) */
     int skip;                 /* PROMOTE: end the hold now */
+    int passed;               /* SLO gates passed in this step */
     int abort;                /* ABORT: roll back now */
 } rollout_t;
 
@@ -634,7 +635,9 @@ static int gates_due(tide_pipeline_t *p, int mi)
     }
     while (r->phase == TIDE_RO_HOLDING && p->now >= r->next_gate) {
         r->next_gate += m->plan.gate_interval_s;
-        if (slo_gate(m) == TIDE_GATE_FAIL && ++r->failures > m->plan.failure_limit) {
+        int g = slo_gate(m);
+        r->passed += g == TIDE_GATE_PASS;
+        if (g == TIDE_GATE_FAIL && ++r->failures > m->plan.failure_limit) {
             rollback(p, mi, TIDE_GATE_FAIL);
             return 1;
         }
@@ -657,6 +660,7 @@ static void step_begin(tide_pipeline_t *p, int mi, int nt, int ot)
     r->step_at = p->now;
     r->hold_until = p->now + m->plan.hold_s;
     r->next_gate = p->now + m->plan.gate_interval_s;
+    r->passed = 0;
     m->obs.have_slo = 0; /* data from before this step's weight gates nothing */
 }
 
@@ -678,8 +682,9 @@ static void rollout_advance(tide_pipeline_t *p, int mi)
         return;
     }
     send_targets(p, mi, nt, old_target(&m->plan, r->step, n));
-    if ((p->now < r->hold_until || r->paused) && !r->skip) {
-        wake_at(p, r->hold_until);
+    int unchecked = m->obs.slo_expected && !r->passed; /* pulled figures never came */
+    if ((p->now < r->hold_until || r->paused || unchecked) && !r->skip) {
+        wake_at(p, r->hold_until > p->now ? r->hold_until : r->next_gate);
         return;
     }
     r->skip = 0;

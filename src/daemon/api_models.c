@@ -40,7 +40,8 @@ static json_t *model_json(tide_daemon_t *d, int mi, int full)
     tide_model_info_t m;
     tide_pipeline_model(dmn_pipe_pl(d), mi, &m);
     json_t *o = tide_json_model(&m);
-    api_set(o, "webhook", api_str(dmn_pipe_webhook_url(d, mi)));
+    for (int k = 0; k < TIDE_LINK_COUNT; k++)
+        api_set(o, tide_model_link_names[k], api_str(dmn_pipe_link(d, mi, k)));
     api_set(o, "versions", json_integer(m.versions));
     api_set(o, "rollout", rollout_json(d, mi));
     if (!full)
@@ -93,7 +94,7 @@ API_HANDLER(api_model_create)
         return;
     }
     tide_daemon_lock(d);
-    int mi = api_stopping(d, rep) ? -2 : dmn_pipe_model_define(d, &mr.spec, mr.webhook, &err);
+    int mi = api_stopping(d, rep) ? -2 : dmn_pipe_model_define(d, &mr, &err);
     if (mi >= 0)
         tide_http_reply_json(rep, 201, model_json(d, mi, 0));
     else if (mi == -1)

@@ -318,9 +318,14 @@ static void relock_with_db(tide_daemon_t *d)
     pthread_mutex_lock(&d->mu);
 }
 
-/* Once per tick: pulled demand (fetched without the lock), the store's
- * files and errors. */
-static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy)
+/* Once per tick: pulled demand and canary figures (fetched without the
+ * lock), the store's files and errors. */
+typedef struct pulls {
+    dpull_t *v;
+    size_t cap;
+} pulls_t;
+
+static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy, pulls_t *pulls)
 {
     if (d->n_src) {
         memcpy(copy, d->src, d->n_src * sizeof *copy); /* strings stay owned by d */
@@ -330,6 +335,13 @@ static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy)
         dmn_demand_fetch(copy, n, fetched, tmo < 100 ? 100 : tmo);
         pthread_mutex_lock(&d->mu);
         dmn_demand_apply(d, fetched, dmn_clock_now(d));
+    }
+    size_t np = dmn_pipe_pulls(d, &pulls->v, &pulls->cap);
+    if (np) {
+        pthread_mutex_unlock(&d->mu);
+        dmn_pipe_pull_fetch(pulls->v, np, 2000);
+        pthread_mutex_lock(&d->mu);
+        dmn_pipe_pull_apply(d, pulls->v, np);
     }
     /* the store's checks use the write connection */
     relock_with_db(d);
@@ -344,11 +356,12 @@ int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
     double next_tick = wall(d), retry_at = 0;
     dfetch_t *fetched = tide_xcalloc(d->n_src ? d->n_src : 1, sizeof *fetched);
     dsrc_t *copy = tide_xcalloc(d->n_src ? d->n_src : 1, sizeof *copy);
+    pulls_t pulls = {0};
     int rc = 0;
     while (!d->stop) {
         double w = wall(d);
         if (w >= next_tick) {
-            loop_tick(d, fetched, copy);
+            loop_tick(d, fetched, copy, &pulls);
             while (next_tick <= w)
                 next_tick += d->tick_s;
         }
@@ -401,6 +414,7 @@ int tide_daemon_run(tide_daemon_t *d, tide_error_t *err)
     pthread_mutex_unlock(&d->mu);
     free(fetched);
     free(copy);
+    free(pulls.v);
     return rc;
 }
 

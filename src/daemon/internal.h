@@ -578,11 +578,24 @@ void dmn_pipe_label_starts(tide_daemon_t *d);
 const tide_backend_work_t *dmn_pipe_replica_work(tide_daemon_t *d, int32_t r);
 /* After every live step: evaluations, the pipeline's step, enacted. */
 void dmn_pipe_step(tide_daemon_t *d, tide_time_t t);
-/* Define a model; webhook: http:// URL notified (signed with
- * $TIDE_WEBHOOK_SECRET) of every pipeline event of the model, NULL none. */
-int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, const char *webhook,
-                          tide_error_t *err);
-const char *dmn_pipe_webhook_url(tide_daemon_t *d, int model); /* NULL none */
+/* Define a model with its links (mr->link: the webhook notified, signed with
+ * $TIDE_WEBHOOK_SECRET, of every pipeline event of the model; the canary's
+ * Prometheus queries). Returns the model's index or -1 with err. */
+int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_request_t *mr, tide_error_t *err);
+const char *dmn_pipe_link(tide_daemon_t *d, int model, int link); /* TIDE_LINK_*; NULL none */
+/* Canary pulls: one GET per query of each model whose rollout routes
+ * requests to a new version. dmn_pipe_pulls lists them (lock held; *v grown,
+ * owned by the caller, free it), dmn_pipe_pull_fetch runs them (no lock),
+ * dmn_pipe_pull_apply feeds what came back to the rollout's gates (lock
+ * held): a model's figures count when all its queries answered. */
+typedef struct dpull {
+    int model, version, link;
+    char url[1200];
+    dfetch_t got;
+} dpull_t;
+size_t dmn_pipe_pulls(tide_daemon_t *d, dpull_t **v, size_t *cap);
+void dmn_pipe_pull_fetch(dpull_t *v, size_t n, int timeout_ms);
+void dmn_pipe_pull_apply(tide_daemon_t *d, const dpull_t *v, size_t n);
 int dmn_pipe_register(tide_daemon_t *d, int model, const tide_version_spec_t *v,
                       tide_error_t *err);
 int dmn_pipe_metric(tide_daemon_t *d, int model, int ver, const char *name, double value,

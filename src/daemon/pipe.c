@@ -7,11 +7,14 @@
  * (TIDE_EV_REPLICA_RETIRE). Every replica carries the version it runs (a
  * label set when it starts); routers read the weights from
  * GET /v1/services/{s}/routes. Runs after every live step (lock held). */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/internal.h"
 #include "formats/json.h"
@@ -31,7 +34,9 @@ typedef struct dpub {
 
 /* Per model: the canary's pushed SLO, the surge asked, the route. */
 typedef struct dpm {
-    char *webhook;           /* http:// URL of the model's webhook, NULL none */
+    char *link[TIDE_LINK_COUNT]; /* webhook, canary queries (TIDE_LINK_*), NULL none */
+    char pull_err[160];      /* the last failed canary pull ("" = none), logged once */
+    int pulled_v;            /* the version whose figures were last pulled (logged once) */
     int have_slo;
     double slo, err, lat;
     int surge_sent;
@@ -92,8 +97,9 @@ static void save_model(tide_daemon_t *d, int mi)
     if (tide_pipeline_model(d->pipe->pl, mi, &m) < 0)
         return;
     json_t *o = tide_json_model(&m);
-    if (pm(d, mi)->webhook)
-        json_object_set_new(o, "webhook", json_string(pm(d, mi)->webhook));
+    for (int k = 0; k < TIDE_LINK_COUNT; k++)
+        if (pm(d, mi)->link[k])
+            json_object_set_new(o, tide_model_link_names[k], json_string(pm(d, mi)->link[k]));
     put_doc(d, "model", m.name, o);
 }
 
@@ -159,16 +165,33 @@ typedef struct hook {
     char *body;
 } hook_t;
 
-/* One delivery, on its own detached thread: best effort (2 s, no retry). */
-static void *hook_send(void *arg)
+/* Waits before the retries of a delivery (seconds): five attempts in ~15 s. */
+static const double hook_retry_s[] = {1, 2, 4, 8};
+
+/* One attempt: 1 delivered (2xx-4xx but 429), 0 worth retrying. */
+static int hook_try(const hook_t *h)
 {
-    hook_t *h = arg;
     tide_http_call_t rq = {.method = "POST", .host = h->host, .port = h->port, .path = h->path,
                            .headers = h->headers, .body = h->body, .body_len = strlen(h->body),
                            .what = h->url, .timeout_ms = 2000, .max = 65536};
     tide_http_resp_t resp = {0};
-    if (tide_http_request(&rq, &resp, NULL) == 0)
-        tide_http_resp_free(&resp);
+    if (tide_http_request(&rq, &resp, NULL) < 0)
+        return 0;
+    int st = resp.status;
+    tide_http_resp_free(&resp);
+    return st < 500 && st != 429;
+}
+
+/* One delivery, on its own detached thread: an attempt of 2 s, retried after
+ * a refused connection, a timeout, a 5xx or a 429 (1, 2, 4, 8 s later). */
+static void *hook_send(void *arg)
+{
+    hook_t *h = arg;
+    for (size_t i = 0; !hook_try(h) && i < sizeof hook_retry_s / sizeof *hook_retry_s; i++) {
+        struct timespec ts = {.tv_sec = (time_t)hook_retry_s[i]};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
+    }
     free(h->body);
     free(h);
     return NULL;
@@ -178,7 +201,7 @@ static void *hook_send(void *arg)
  * webhook, signed: X-Tide-Signature: sha256=HMAC-SHA256(secret, body). */
 static void webhook(tide_daemon_t *d, int mi, int ver, const char *kind, const char *detail)
 {
-    const char *url = pm(d, mi)->webhook;
+    const char *url = pm(d, mi)->link[TIDE_LINK_WEBHOOK];
     if (!url)
         return;
     hook_t *h = tide_xcalloc(1, sizeof *h);
@@ -230,22 +253,25 @@ static void note(tide_daemon_t *d, int mi, int ver, const char *kind, const char
 
 /* -------------------------------------------------------------- registry */
 
-static void set_webhook(tide_daemon_t *d, int mi, const char *url)
+static void set_links(tide_daemon_t *d, int mi, char *const *link)
 {
-    free(pm(d, mi)->webhook);
-    pm(d, mi)->webhook = url && *url ? tide_xstrdup(url) : NULL;
+    for (int k = 0; k < TIDE_LINK_COUNT; k++) {
+        free(pm(d, mi)->link[k]);
+        pm(d, mi)->link[k] = link[k] && *link[k] ? tide_xstrdup(link[k]) : NULL;
+    }
+    pm(d, mi)->pull_err[0] = 0;
 }
 
-const char *dmn_pipe_webhook_url(tide_daemon_t *d, int mi) { return pm(d, mi)->webhook; }
+const char *dmn_pipe_link(tide_daemon_t *d, int mi, int k) { return pm(d, mi)->link[k]; }
 
-int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_spec_t *m, const char *webhook,
-                          tide_error_t *err)
+int dmn_pipe_model_define(tide_daemon_t *d, const tide_model_request_t *mr, tide_error_t *err)
 {
+    const tide_model_spec_t *m = &mr->spec;
     int mi = tide_pipeline_add_model(d->pipe->pl, m, err);
     if (mi < 0)
         return -1;
     pm(d, mi)->surge_sent = -1;
-    set_webhook(d, mi, webhook);
+    set_links(d, mi, mr->link);
     save_model(d, mi);
     note(d, mi, 0, "defined", "service %s", m->service);
     return mi;
@@ -272,20 +298,138 @@ int dmn_pipe_metric(tide_daemon_t *d, int mi, int ver, const char *name, double 
     return 0;
 }
 
-int dmn_pipe_canary(tide_daemon_t *d, int mi, double slo, double error_rate, double latency_ms,
-                    tide_error_t *err)
+static void canary_set(tide_daemon_t *d, int mi, double slo, double error_rate, double latency_ms)
 {
-    if (mi < 0 || mi >= tide_pipeline_models(d->pipe->pl))
-        return tide_errf(err, TIDE_ENOENT, "unknown model");
     dpm_t *x = pm(d, mi);
     x->have_slo = 1;
     x->slo = slo;
     x->err = error_rate;
     x->lat = latency_ms;
+}
+
+int dmn_pipe_canary(tide_daemon_t *d, int mi, double slo, double error_rate, double latency_ms,
+                    tide_error_t *err)
+{
+    if (mi < 0 || mi >= tide_pipeline_models(d->pipe->pl))
+        return tide_errf(err, TIDE_ENOENT, "unknown model");
+    canary_set(d, mi, slo, error_rate, latency_ms);
     dmn_log(d, "model %s: canary reports slo %g, errors %g, latency %g ms at t=%lld",
             model_name(d, mi), slo, error_rate, latency_ms, (long long)dmn_clock_now(d));
     dmn_kick(d);
     return 0;
+}
+
+/* ------------------------------------------------------------ canary pulls */
+
+/* tmpl with "{version}" and "{model}" (percent-encoded) replaced; 0, or -1
+ * when the result does not fit. */
+static int expand(const char *tmpl, const char *model, int ver, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *c = tmpl; *c; c++) {
+        char piece[512] = "";
+        if (!strncmp(c, "{version}", 9)) {
+            snprintf(piece, sizeof piece, "%d", ver);
+            c += 8;
+        } else if (!strncmp(c, "{model}", 7)) {
+            for (const unsigned char *m = (const unsigned char *)model; *m && strlen(piece) < 500; m++)
+                snprintf(piece + strlen(piece), sizeof piece - strlen(piece),
+                         isalnum(*m) || strchr("-_.~", *m) ? "%c" : "%%%02X", *m);
+            c += 6;
+        } else {
+            piece[0] = *c;
+            piece[1] = 0;
+        }
+        size_t k = strlen(piece);
+        if (n + k + 1 > cap)
+            return -1;
+        memcpy(out + n, piece, k + 1);
+        n += k;
+    }
+    return 0;
+}
+
+size_t dmn_pipe_pulls(tide_daemon_t *d, dpull_t **v, size_t *cap)
+{
+    size_t n = 0;
+    int models = d->pipe ? tide_pipeline_models(d->pipe->pl) : 0;
+    for (int mi = 0; mi < models; mi++) {
+        tide_rollout_info_t ro;
+        if (tide_pipeline_rollout(d->pipe->pl, mi, &ro) < 0 || !ro.active || ro.paused ||
+            !(ro.weight > 0))
+            continue;
+        for (int k = TIDE_LINK_SLO_QUERY; k < TIDE_LINK_COUNT; k++) {
+            const char *tmpl = pm(d, mi)->link[k];
+            if (!tmpl)
+                continue;
+            tide_grow((void **)v, cap, n + 1, sizeof **v);
+            dpull_t *p = &(*v)[n];
+            memset(p, 0, sizeof *p);
+            *p = (dpull_t){.model = mi, .version = ro.version, .link = k};
+            if (expand(tmpl, model_name(d, mi), ro.version, p->url, sizeof p->url) == 0) {
+                n++;
+            } else if (strcmp(pm(d, mi)->pull_err, "URL too long")) {
+                snprintf(pm(d, mi)->pull_err, sizeof pm(d, mi)->pull_err, "URL too long");
+                dmn_log(d, "model %s: %s is too long once expanded; the step holds",
+                        model_name(d, mi), tide_model_link_names[k]);
+            }
+        }
+    }
+    return n;
+}
+
+void dmn_pipe_pull_fetch(dpull_t *v, size_t n, int timeout_ms)
+{
+    for (size_t i = 0; i < n; i++) {
+        dsrc_t src = {.url = v[i].url};
+        dmn_demand_fetch(&src, 1, &v[i].got, timeout_ms);
+    }
+}
+
+/* Range of each pulled figure (the gates' own). */
+static int pulled_ok(const dpull_t *p)
+{
+    double x = p->got.value;
+    return p->got.ok && (p->link == TIDE_LINK_LATENCY_QUERY ? x >= 0 : x >= 0 && x <= 1);
+}
+
+void dmn_pipe_pull_apply(tide_daemon_t *d, const dpull_t *v, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        int mi = v[i].model;
+        double fig[TIDE_LINK_COUNT] = {0, 1, 0, 0}; /* unset: SLO 1, no errors, no latency */
+        const dpull_t *bad = NULL;
+        size_t j = i;
+        for (; j < n && v[j].model == mi; j++) {
+            if (!pulled_ok(&v[j]) && !bad)
+                bad = &v[j];
+            fig[v[j].link] = v[j].got.value;
+        }
+        tide_rollout_info_t ro;
+        dpm_t *x = pm(d, mi);
+        if (tide_pipeline_rollout(d->pipe->pl, mi, &ro) < 0 || !ro.active ||
+            ro.version != v[i].version) {
+            /* the rollout moved on while fetching: nothing to apply */
+        } else if (bad) {
+            char why[160];
+            snprintf(why, sizeof why, "%s: %.120s", tide_model_link_names[bad->link],
+                     bad->got.ok ? "value out of range" : bad->got.err);
+            if (strcmp(why, x->pull_err))
+                dmn_log(d, "model %s v%d: canary pull failed (%s); the step holds until figures come", model_name(d, mi),
+                        bad->version, why);
+            snprintf(x->pull_err, sizeof x->pull_err, "%s", why);
+        } else {
+            if (x->pull_err[0] || x->pulled_v != v[i].version)
+                dmn_log(d, "model %s v%d: canary pulled: slo %g, errors %g, latency %g ms",
+                        model_name(d, mi), v[i].version, fig[TIDE_LINK_SLO_QUERY],
+                        fig[TIDE_LINK_ERROR_QUERY], fig[TIDE_LINK_LATENCY_QUERY]);
+            x->pull_err[0] = 0;
+            x->pulled_v = v[i].version;
+            canary_set(d, mi, fig[TIDE_LINK_SLO_QUERY], fig[TIDE_LINK_ERROR_QUERY],
+                       fig[TIDE_LINK_LATENCY_QUERY]);
+        }
+        i = j;
+    }
 }
 
 int dmn_pipe_control(tide_daemon_t *d, int mi, int cmd, int ver, tide_error_t *err)
@@ -541,7 +685,10 @@ static void observe(tide_daemon_t *d, int mi)
     tide_pipe_obs_t o = {.need = c.need, .gpus_per_replica = c.gpus_per_replica,
                          .held_old = c.held_old, .held_new = c.held_new,
                          .ready_new = c.ready_new, .have_slo = x->have_slo, .slo = x->slo,
-                         .error_rate = x->err, .latency_ms = x->lat};
+                         .error_rate = x->err, .latency_ms = x->lat,
+                         .slo_expected = x->link[TIDE_LINK_SLO_QUERY] ||
+                                         x->link[TIDE_LINK_ERROR_QUERY] ||
+                                         x->link[TIDE_LINK_LATENCY_QUERY]};
     tide_error_t err = {0};
     if (tide_pipeline_observe(d->pipe->pl, mi, &o, &err) < 0)
         dmn_log(d, "pipeline: %s", err.msg);
@@ -660,7 +807,7 @@ static int load_model(void *ctx, const char *key, const char *value)
     int mi = tide_pipeline_add_model(d->pipe->pl, &mr.spec, &err);
     if (mi >= 0) {
         pm(d, mi)->surge_sent = -1;
-        set_webhook(d, mi, mr.webhook);
+        set_links(d, mi, mr.link);
     }
     tide_model_request_free(&mr);
     return mi < 0 ? skip_row(d, "model", key, err.msg) : 0;
@@ -785,7 +932,8 @@ void dmn_pipe_free(tide_daemon_t *d)
     free(p->pub);
     tide_pipe_labels_free(&p->lab);
     for (size_t i = 0; i < p->cap_m; i++)
-        free(p->m[i].webhook);
+        for (int k = 0; k < TIDE_LINK_COUNT; k++)
+            free(p->m[i].link[k]);
     free(p->m);
     free(p->secret);
     free(p);

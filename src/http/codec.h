@@ -94,14 +94,28 @@ int tide_json_team_from_string(const char *s, tide_team_spec_t *t, char **name_o
 /* POST /v1/models: {"name", "service", "eval_command", "eval_gpus",
  * "eval_limit_s", "gates": ["accuracy>=0.7", ...], "steps": [5,25,50,100]
  * or "5,25,50,100", "hold_s", "gate_interval_s", "slo_min", "error_max",
- * "latency_max_ms", "failure_limit", "webhook"} (the stored form adds "aliases").
+ * "latency_max_ms", "failure_limit", "webhook", "slo_query", "error_query",
+ * "latency_query"} (the stored form adds "aliases").
  * Defaults: tide_rollout_plan_default, one GPU, one hour. spec points into
  * out; free with tide_model_request_free. */
+/* A model's links, the driver's business (http:// URLs, NULL none): its
+ * signed webhook, and Prometheus instant-query URLs the canary's SLO
+ * attainment, error rate and latency are pulled from ("{version}" and
+ * "{model}" in them are replaced by the canary's). */
+enum {
+    TIDE_LINK_WEBHOOK = 0,
+    TIDE_LINK_SLO_QUERY,
+    TIDE_LINK_ERROR_QUERY,
+    TIDE_LINK_LATENCY_QUERY,
+    TIDE_LINK_COUNT
+};
+/* The links' JSON names, indexed by TIDE_LINK_*. */
+extern const char *const tide_model_link_names[TIDE_LINK_COUNT];
 typedef struct tide_model_request {
     tide_model_spec_t spec;
     tide_gate_rule_t rules[TIDE_PIPE_MAX_RULES];
     char *name, *service, *eval_command;
-    char *webhook;  /* "webhook": http:// URL of the model's signed webhook, NULL none */
+    char *link[TIDE_LINK_COUNT]; /* TIDE_LINK_*, NULL none */
     int alias[TIDE_ALIAS_COUNT];
 } tide_model_request_t;
 int tide_json_model_request(const char *body, size_t len, tide_model_request_t *out,

@@ -12,7 +12,28 @@
 static const char *const model_fields[] = {
     "name", "service", "eval_command", "eval_gpus", "eval_limit_s", "gates", "steps", "hold_s",
     "gate_interval_s", "slo_min", "error_max", "latency_max_ms", "failure_limit", "aliases",
-    "webhook", NULL};
+    "webhook", "slo_query", "error_query", "latency_query", NULL};
+
+static const char *str_of(const json_t *o, const char *k, tide_error_t *err, int *bad);
+
+const char *const tide_model_link_names[TIDE_LINK_COUNT] = {"webhook", "slo_query", "error_query",
+                                                           "latency_query"};
+
+/* The links: http:// URLs or absent. */
+static int links_of(const json_t *o, tide_model_request_t *out, tide_error_t *err)
+{
+    for (int k = 0; k < TIDE_LINK_COUNT; k++) {
+        int bad = 0;
+        const char *u = str_of(o, tide_model_link_names[k], err, &bad);
+        if (bad)
+            return -1;
+        if (u && *u && (strncmp(u, "http://", 7) || strlen(u) > 1000))
+            return tide_errf(err, TIDE_EINVAL, "%s: expected an http:// URL (up to 1000 bytes)",
+                             tide_model_link_names[k]);
+        out->link[k] = u && *u ? tide_xstrdup(u) : NULL;
+    }
+    return 0;
+}
 
 /* A number field: absent leaves *out; lo <= value <= hi. */
 static int num_in(const json_t *o, const char *k, double lo, double hi, double *out,
@@ -122,9 +143,8 @@ int tide_json_model_request(const char *body, size_t len, tide_model_request_t *
     const char *name = rc ? NULL : str_of(o, "name", err, &bad);
     const char *svc = rc || bad ? NULL : str_of(o, "service", err, &bad);
     const char *cmd = rc || bad ? NULL : str_of(o, "eval_command", err, &bad);
-    const char *hook = rc || bad ? NULL : str_of(o, "webhook", err, &bad);
-    if (rc == 0 && !bad && hook && *hook && strncmp(hook, "http://", 7))
-        rc = tide_errf(err, TIDE_EINVAL, "webhook: expected an http:// URL");
+    if (rc == 0 && !bad && links_of(o, out, err) < 0)
+        rc = -1;
     double gpus = 1, limit = 3600;
     if (rc == 0 && !bad &&
         (num_in(o, "eval_gpus", 1, 4096, &gpus, err) < 0 ||
@@ -137,7 +157,6 @@ int tide_json_model_request(const char *body, size_t len, tide_model_request_t *
         out->name = tide_xstrdup(name ? name : "");
         out->service = tide_xstrdup(svc ? svc : "");
         out->eval_command = cmd ? tide_xstrdup(cmd) : NULL;
-        out->webhook = hook && *hook ? tide_xstrdup(hook) : NULL;
         out->spec.name = out->name;
         out->spec.service = out->service;
         out->spec.eval_command = out->eval_command;
@@ -145,6 +164,8 @@ int tide_json_model_request(const char *body, size_t len, tide_model_request_t *
         out->spec.eval_limit_s = (tide_time_t)llround(limit);
     }
     json_decref(o);
+    if (rc < 0)
+        tide_model_request_free(out);
     return rc;
 }
 
@@ -155,8 +176,11 @@ void tide_model_request_free(tide_model_request_t *r)
     free(r->name);
     free(r->service);
     free(r->eval_command);
-    free(r->webhook);
-    r->name = r->service = r->eval_command = r->webhook = NULL;
+    for (int k = 0; k < TIDE_LINK_COUNT; k++) {
+        free(r->link[k]);
+        r->link[k] = NULL;
+    }
+    r->name = r->service = r->eval_command = NULL;
 }
 
 json_t *tide_json_model(const tide_model_info_t *m)

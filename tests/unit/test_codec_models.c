@@ -24,6 +24,7 @@ static void test_model_round_trip(void **state)
                          &mr, &err),
                      0);
     assert_string_equal(mr.spec.name, "llama");
+    assert_null(mr.link[TIDE_LINK_WEBHOOK]);
     assert_int_equal(mr.spec.eval_gpus, 4);
     assert_int_equal(mr.spec.eval_limit_s, 1800);
     assert_int_equal(mr.spec.n_rules, 2);
@@ -55,6 +56,27 @@ static void test_model_round_trip(void **state)
     tide_pipeline_destroy(p);
 }
 
+/* The links: every one parsed into its slot, empty = none. */
+static void test_model_links(void **state)
+{
+    (void)state;
+    tide_model_request_t mr;
+    tide_error_t err = {0};
+    assert_int_equal(tide_json_model_request(
+                         REQ("{\"name\":\"m\",\"service\":\"s\",\"webhook\":\"http://h/x\","
+                             "\"slo_query\":\"http://p/q?query=slo{version}\",\"error_query\":\"\","
+                             "\"latency_query\":\"http://p/l\"}"),
+                         &mr, &err),
+                     0);
+    assert_string_equal(mr.link[TIDE_LINK_WEBHOOK], "http://h/x");
+    assert_string_equal(mr.link[TIDE_LINK_SLO_QUERY], "http://p/q?query=slo{version}");
+    assert_null(mr.link[TIDE_LINK_ERROR_QUERY]);
+    assert_string_equal(mr.link[TIDE_LINK_LATENCY_QUERY], "http://p/l");
+    assert_string_equal(tide_model_link_names[TIDE_LINK_LATENCY_QUERY], "latency_query");
+    tide_model_request_free(&mr);
+    assert_null(mr.link[TIDE_LINK_WEBHOOK]);
+}
+
 static void test_model_bad(void **state)
 {
     (void)state;
@@ -67,6 +89,9 @@ static void test_model_bad(void **state)
         "{\"name\":\"a\",\"service\":\"s\",\"slo_min\":2}",
         "{\"name\":\"a\",\"service\":\"s\",\"colour\":1}",
         "{\"name\":5,\"service\":\"s\"}",
+        "{\"name\":\"a\",\"service\":\"s\",\"slo_query\":\"https://p/q\"}",
+        "{\"name\":\"a\",\"service\":\"s\",\"latency_query\":3}",
+        "{\"name\":\"a\",\"service\":\"s\",\"webhook\":\"file:///etc\"}",
         "[1]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -101,7 +126,7 @@ static void test_version_and_canary(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_round_trip),
-                                       cmocka_unit_test(test_model_bad),
+                                       cmocka_unit_test(test_model_links), cmocka_unit_test(test_model_bad),
                                        cmocka_unit_test(test_version_and_canary)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

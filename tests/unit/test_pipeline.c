@@ -28,6 +28,7 @@ typedef struct drv {
     int rollbacks, promotions, evals;
     tide_time_t now;
     double slo;        /* the canary's attainment the driver reports */
+    int expected;      /* the figures are pulled (tide_pipe_obs_t.slo_expected) */
 } drv_t;
 
 static int slot(drv_t *d, int version)
@@ -92,7 +93,7 @@ static void observe(drv_t *d, int have_slo)
     tide_pipe_obs_t o = {.need = d->need, .gpus_per_replica = 2, .held_old = d->held[0],
                          .held_new = d->held[1], .ready_new = d->ready[1],
                          .have_slo = have_slo, .slo = d->slo, .error_rate = 0,
-                         .latency_ms = 10};
+                         .latency_ms = 10, .slo_expected = d->expected};
     assert_int_equal(tide_pipeline_observe(d->p, d->model, &o, NULL), 0);
 }
 
@@ -299,6 +300,37 @@ static void test_full_rollout(void **state)
     drv_free(&d);
 }
 
+/* Pulled figures (slo_expected): a step without a passed SLO gate holds past
+ * its hold until figures come; then the rollout goes on. Without the flag the
+ * same silence passes (no figures, no check). */
+static void test_pulled_figures_hold(void **state)
+{
+    (void)state;
+    tide_model_spec_t m;
+    model_default(&m, NULL, 0);
+    m.eval_command = NULL;
+    for (int expected = 0; expected <= 1; expected++) {
+        drv_t d;
+        drv_init(&d, &m, 8);
+        d.expected = expected;
+        assert_int_equal(reg(&d, "a", 1), 1);
+        for (tide_time_t t = 0; t <= 4000; t += 30)
+            assert_int_equal(drive(&d, t, 0), 0); /* no figures at all */
+        assert_int_equal(state_of(&d, 1), expected ? TIDE_VER_CANARY : TIDE_VER_SERVING);
+        if (expected) {
+            tide_rollout_info_t ri;
+            assert_int_equal(tide_pipeline_rollout(d.p, d.model, &ri), 0);
+            assert_int_equal(ri.step, 0); /* held at the first step */
+            assert_true(ri.weight > 0);
+            for (tide_time_t t = 4030; t <= 9000; t += 30)
+                assert_int_equal(drive(&d, t, 1), 0); /* figures come, and pass */
+            assert_int_equal(state_of(&d, 1), TIDE_VER_SERVING);
+            assert_int_equal(d.rollbacks, 0);
+        }
+        drv_free(&d);
+    }
+}
+
 static void test_rollback_on_slo(void **state)
 {
     (void)state;
@@ -460,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_registry),       cmocka_unit_test(test_full_rollout),
         cmocka_unit_test(test_rollback_on_slo), cmocka_unit_test(test_reject_and_hold),
         cmocka_unit_test(test_single_replica), cmocka_unit_test(test_property_bound),
+        cmocka_unit_test(test_pulled_figures_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
