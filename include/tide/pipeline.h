@@ -285,6 +285,15 @@ int tide_pipeline_restore_version(tide_pipeline_t *p, int model, int version, in
                                   tide_time_t state_at, tide_error_t *err);
 int tide_pipeline_restore_alias(tide_pipeline_t *p, int model, int alias, int version,
                                 tide_error_t *err);
+/* Restore a rollout in flight (a driver reloading its database) from what
+ * tide_pipeline_rollout gave: version, old_version, step, phase, paused,
+ * failures, started_at, step_at, hold_until (the rest is ignored). The
+ * version goes back to canary and is the candidate; gates resume at the next
+ * multiple of the gate interval after step_at; the step's targets are sent
+ * again at the next step. Errors: ENOENT, EINVAL (a version, step or phase
+ * out of range). */
+int tide_pipeline_restore_rollout(tide_pipeline_t *p, int model, const tide_rollout_info_t *ri,
+                                  tide_error_t *err);
 
 struct tide_engine;
 struct tide_actions;

@@ -863,3 +863,28 @@ int tide_pipeline_restore_alias(tide_pipeline_t *p, int mi, int alias, int ver, 
     m->alias[alias] = ver;
     return 0;
 }
+
+int tide_pipeline_restore_rollout(tide_pipeline_t *p, int mi, const tide_rollout_info_t *ri,
+                                  tide_error_t *err)
+{
+    model_t *m = model_at(p, mi, err);
+    if (!m)
+        return -1;
+    if (!ri->active)
+        return 0;
+    if (ri->version < 1 || (size_t)ri->version > m->n_v || ri->old_version < 0 ||
+        (size_t)ri->old_version > m->n_v || ri->step < 0 || ri->step >= m->plan.n_steps ||
+        ri->phase < 0 || ri->phase >= TIDE_RO_PHASE_COUNT || ri->failures < 0)
+        return tide_errf(err, TIDE_EINVAL, "model %s: bad rollout (version %d, step %d)", m->name,
+                         ri->version, ri->step);
+    rollout_t *r = &m->ro;
+    *r = (rollout_t){.active = 1, .version = ri->version, .old = ri->old_version,
+                     .step = ri->step, .phase = ri->phase, .paused = ri->paused,
+                     .failures = ri->failures, .started_at = ri->started_at,
+                     .step_at = ri->step_at, .hold_until = ri->hold_until,
+                     .next_gate = ri->step_at + m->plan.gate_interval_s, .sent_new = -1,
+                     .sent_old = -1};
+    m->v[ri->version - 1].state = TIDE_VER_CANARY;
+    m->alias[TIDE_ALIAS_CANDIDATE] = ri->version;
+    return 0;
+}

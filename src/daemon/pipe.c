@@ -81,6 +81,12 @@ static tide_pipe_labels_t *labels(tide_daemon_t *d)
 
 static tide_pipe_label_t *lab(tide_daemon_t *d, int32_t r) { return tide_pipe_label(labels(d), r); }
 
+static const char *model_name(tide_daemon_t *d, int mi)
+{
+    tide_model_info_t m;
+    return tide_pipeline_model(d->pipe->pl, mi, &m) == 0 ? m.name : "?";
+}
+
 static void put_doc(tide_daemon_t *d, const char *kind, const char *key, json_t *o)
 {
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(12));
@@ -101,6 +107,21 @@ static void save_model(tide_daemon_t *d, int mi)
         if (pm(d, mi)->link[k])
             json_object_set_new(o, tide_model_link_names[k], json_string(pm(d, mi)->link[k]));
     put_doc(d, "model", m.name, o);
+}
+
+/* The rollout in flight, as tide_pipeline_restore_rollout takes it back
+ * ({"active": false} when none). */
+static void save_rollout(tide_daemon_t *d, int mi)
+{
+    tide_rollout_info_t r;
+    if (tide_pipeline_rollout(d->pipe->pl, mi, &r) < 0)
+        return;
+    json_t *o = json_pack("{s:b,s:i,s:i,s:i,s:i,s:b,s:i,s:I,s:I,s:I}", "active", r.active,
+                          "version", r.version, "old_version", r.old_version, "step", r.step,
+                          "phase", r.phase, "paused", r.paused, "failures", r.failures,
+                          "started_s", (json_int_t)r.started_at, "step_s", (json_int_t)r.step_at,
+                          "hold_until_s", (json_int_t)r.hold_until);
+    put_doc(d, "rollout", model_name(d, mi), o);
 }
 
 json_t *dmn_pipe_version_json(const tide_version_info_t *v)
@@ -151,11 +172,6 @@ static void save_pub(tide_daemon_t *d, const dpub_t *p)
                       api_str(p->last_digest)));
 }
 
-static const char *model_name(tide_daemon_t *d, int mi)
-{
-    tide_model_info_t m;
-    return tide_pipeline_model(d->pipe->pl, mi, &m) == 0 ? m.name : "?";
-}
 
 /* ---------------------------------------------------------------- webhooks */
 
@@ -437,6 +453,7 @@ int dmn_pipe_control(tide_daemon_t *d, int mi, int cmd, int ver, tide_error_t *e
     static const char *const names[] = {"pause", "resume", "promote", "abort"};
     if (tide_pipeline_control(d->pipe->pl, mi, cmd, ver, err) < 0)
         return -1;
+    save_rollout(d, mi);
     note(d, mi, ver, names[cmd], "by an operator");
     dmn_kick(d);
     return 0;
@@ -779,8 +796,10 @@ void dmn_pipe_step(tide_daemon_t *d, tide_time_t t)
             dirty[p->acts.v[i].model] = 1;
     }
     for (int mi = 0; mi < n; mi++) {
-        if (mi >= 64 || dirty[mi])
+        if (mi >= 64 || dirty[mi]) {
             save_model(d, mi);
+            save_rollout(d, mi);
+        }
         sync_engine(d, mi);
     }
     if (p->acts.next_wake < d->next_wake)
@@ -883,7 +902,7 @@ static int load_label(void *ctx, const char *key, const char *value)
     return 0;
 }
 
-/* Aliases, once the versions are back (a rollout in flight starts over). */
+/* Aliases, once the versions are back (the candidate: by its rollout, below). */
 static int load_aliases(void *ctx, const char *key, const char *value)
 {
     tide_daemon_t *d = ctx;
@@ -895,6 +914,41 @@ static int load_aliases(void *ctx, const char *key, const char *value)
         tide_pipeline_restore_alias(d->pipe->pl, mi, k, k == TIDE_ALIAS_CANDIDATE ? 0 : mr.alias[k],
                                     NULL);
     tide_model_request_free(&mr);
+    return 0;
+}
+
+/* A rollout in flight at the stop goes on where it was (after the aliases). */
+static int load_rollout(void *ctx, const char *key, const char *value)
+{
+    tide_daemon_t *d = ctx;
+    int mi = tide_pipeline_model_find(d->pipe->pl, key);
+    json_t *o = json_loads(value, 0, NULL);
+    if (mi < 0 || !json_is_true(json_object_get(o, "active"))) {
+        json_decref(o);
+        return 0;
+    }
+    tide_rollout_info_t r = {
+        .active = 1,
+        .version = (int)json_integer_value(json_object_get(o, "version")),
+        .old_version = (int)json_integer_value(json_object_get(o, "old_version")),
+        .step = (int)json_integer_value(json_object_get(o, "step")),
+        .phase = (int)json_integer_value(json_object_get(o, "phase")),
+        .paused = json_is_true(json_object_get(o, "paused")),
+        .failures = (int)json_integer_value(json_object_get(o, "failures")),
+        .started_at = json_integer_value(json_object_get(o, "started_s")),
+        .step_at = json_integer_value(json_object_get(o, "step_s")),
+        .hold_until = json_integer_value(json_object_get(o, "hold_until_s"))};
+    json_decref(o);
+    tide_error_t err = {0};
+    if (tide_pipeline_restore_rollout(d->pipe->pl, mi, &r, &err) < 0)
+        return skip_row(d, "rollout", key, err.msg);
+    dpm_t *x = pm(d, mi);
+    tide_pipeline_rollout(d->pipe->pl, mi, &r);
+    x->weight = r.weight;
+    x->wv = r.version;
+    x->wold = r.old_version;
+    dmn_log(d, "model %s: the rollout of version %d goes on at step %d of %d", key, r.version,
+            r.step + 1, steps_of(d, mi));
     return 0;
 }
 
@@ -910,6 +964,7 @@ int dmn_pipe_open(tide_daemon_t *d, tide_error_t *err)
     if (tide_store_pipe_list(d->st, "model", load_model, d, err) < 0 ||
         tide_store_pipe_list(d->st, "version", load_version, d, err) < 0 ||
         tide_store_pipe_list(d->st, "model", load_aliases, d, err) < 0 ||
+        tide_store_pipe_list(d->st, "rollout", load_rollout, d, err) < 0 ||
         tide_store_pipe_list(d->st, "publish", load_pub, d, err) < 0 ||
         tide_store_pipe_list(d->st, "replica", load_label, d, err) < 0)
         return -1;

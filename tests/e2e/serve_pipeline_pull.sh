@@ -7,7 +7,8 @@
 #  - while the stand-in is down the pull is reported once and nothing is fed;
 #  - the webhook receiver fails every event's first delivery (HTTP 500): each
 #    event still arrives, on a retry;
-#  - bad links are refused.
+#  - bad links are refused; the links and a rollout in flight (paused) survive
+#    a restart: it goes on at the same step without a new evaluation.
 # Environment: TIDE_BIN. Exit 77 = skip (daemon not built).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
@@ -144,10 +145,32 @@ PY
 }
 poll_until 30 hooks_ok || fail "webhook retries: $(hooks_ok 2>&1)"
 
-# --- the links survive a restart
+# --- a rollout in flight goes on after a restart (paused here so that it stays put)
+echo 0.999 >"$tmp/prom/slo_v3"
+echo 0.001 >"$tmp/prom/err_v3"
+api POST /v1/models/m/versions '{"manifest_uri":"s3://m/3","step":3}'
+api POST /v1/models/m/versions/3/metrics '{"metrics":{"acc":0.9}}'
+v3_routed() { model; [ "$(jq_ 'd["rollout"] is not None and d["rollout"]["version"] == 3 and d["rollout"]["weight"] > 0')" = True ]; }
+poll_until 60 v3_routed || fail "v3's canary never routed: $API_BODY"
+api POST /v1/models/m/rollout/pause
+[ "$API_STATUS" = 200 ] || fail "pause: $API_STATUS $API_BODY"
+model
+step_before=$(jq_ 'd["rollout"]["step"]')
 serve_stop
-serve_start pull2 --db "$tmp/tide.db" --cluster 4x8 --services "$tmp/services.csv" --speed 300 || fail "restart"
+serve_start pull2 --db "$tmp/tide.db" --cluster 4x8 --services "$tmp/services.csv" --speed 300 --check || fail "restart"
 model
 [ "$(jq_ 'd["error_query"]')" = "$ERRQ" ] && [ "$(jq_ 'd["webhook"]')" = "$HOOK" ] || fail "links after a restart: $API_BODY"
+[ "$(jq_ 'd["rollout"] is not None and d["rollout"]["version"] == 3 and d["rollout"]["paused"]')" = True ] ||
+    fail "the rollout of v3 did not survive the restart: $API_BODY"
+[ "$(jq_ 'd["rollout"]["step"]')" = "$step_before" ] || fail "the rollout restarted at another step: $API_BODY"
+[ "$(jq_ 'd["versions"][2]["state"]')" = canary ] || fail "v3 is not in canary after the restart: $API_BODY"
+grep -q "model m: the rollout of version 3 goes on at step $step_before of 2" "$SERVE_LOG" || fail "no log line for the resumed rollout"
+api POST /v1/models/m/rollout/resume
+[ "$API_STATUS" = 200 ] || fail "resume: $API_STATUS $API_BODY"
+poll_until 60 state_is 3 serving || fail "v3 not promoted after the restart: $API_BODY"
+model
+[ "$(jq_ 'sum(1 for h in d["history"] if h["version"] == 3 and h["detail"] == "canary")')" = 1 ] ||
+    fail "v3's canary started over after the restart: $API_BODY"
+grep -Eq "invariant|above its need" "$SERVE_LOG" && fail "an invariant broke: $(grep -E 'invariant|above its need' "$SERVE_LOG" | head -3)"
 serve_stop
 finish serve_pipeline_pull

@@ -331,6 +331,55 @@ static void test_pulled_figures_hold(void **state)
     }
 }
 
+/* A rollout in flight survives a driver's restart: a second pipeline with
+ * the same model, versions and aliases takes the rollout back and finishes
+ * it without a new evaluation; a bad rollout is refused. */
+static void test_restore_rollout(void **state)
+{
+    (void)state;
+    tide_model_spec_t m;
+    model_default(&m, NULL, 0);
+    drv_t d;
+    drv_init(&d, &m, 10);
+    assert_int_equal(reg(&d, "a", 1), 1);
+    assert_int_equal(drive(&d, 0, 0), 0);
+    assert_int_equal(tide_pipeline_eval_done(d.p, d.model, 1, 1, NULL), 0);
+    tide_rollout_info_t ri = {0};
+    tide_time_t t = 30;
+    for (; t < 4000 && !(ri.active && ri.step == 1 && ri.phase == TIDE_RO_HOLDING); t += 30) {
+        assert_int_equal(drive(&d, t, 1), 0);
+        assert_int_equal(tide_pipeline_rollout(d.p, d.model, &ri), 0);
+    }
+    assert_int_equal(ri.step, 1);
+    int evals = d.evals;
+    /* the restart: a new pipeline from what a driver stores */
+    tide_pipeline_t *old = d.p;
+    d.p = tide_pipeline_create(1);
+    assert_int_equal(tide_pipeline_add_model(d.p, &m, NULL), d.model);
+    assert_int_equal(reg(&d, "a", 1), 1);
+    assert_int_equal(tide_pipeline_restore_version(d.p, d.model, 1, TIDE_VER_CANARY, t, NULL), 0);
+    tide_rollout_info_t bad = ri;
+    bad.step = 9;
+    tide_error_t err;
+    assert_int_equal(tide_pipeline_restore_rollout(d.p, d.model, &bad, &err), -1);
+    assert_int_equal(err.code, TIDE_EINVAL);
+    bad = ri;
+    bad.version = 2;
+    assert_int_equal(tide_pipeline_restore_rollout(d.p, d.model, &bad, &err), -1);
+    assert_int_equal(tide_pipeline_restore_rollout(d.p, d.model, &ri, NULL), 0);
+    tide_pipeline_destroy(old);
+    assert_int_equal(state_of(&d, 1), TIDE_VER_CANARY);
+    tide_rollout_info_t back;
+    assert_int_equal(tide_pipeline_rollout(d.p, d.model, &back), 0);
+    assert_int_equal(back.active, 1);
+    assert_int_equal(back.step, 1);
+    assert_true(back.weight == ri.weight);
+    run(&d, t, t + 6000, 30);
+    assert_int_equal(state_of(&d, 1), TIDE_VER_SERVING);
+    assert_int_equal(d.evals, evals); /* not evaluated again */
+    drv_free(&d);
+}
+
 static void test_rollback_on_slo(void **state)
 {
     (void)state;
@@ -492,7 +541,7 @@ int main(void)
         cmocka_unit_test(test_registry),       cmocka_unit_test(test_full_rollout),
         cmocka_unit_test(test_rollback_on_slo), cmocka_unit_test(test_reject_and_hold),
         cmocka_unit_test(test_single_replica), cmocka_unit_test(test_property_bound),
-        cmocka_unit_test(test_pulled_figures_hold),
+        cmocka_unit_test(test_pulled_figures_hold), cmocka_unit_test(test_restore_rollout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
