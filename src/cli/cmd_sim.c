@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "formats/cluster_file.h"
+#include "sim/pipesim.h"
 #include "sim/sim.h"
 #include "formats/workload_io.h"
 #include "util/util.h"
@@ -65,6 +66,13 @@ static void sim_usage(FILE *f)
             "      --inject LIST       inject faults (comma-separated, repeatable): burst:2x@36h+2h,\n"
             "                          burst:SVC:2x@T+D, node-fail:N@T[+D], rank-fail:JOB@T,\n"
             "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps\n"
+            "      --publish-every D   the model pipeline: a new version of one service's model\n"
+            "                          every D (first at 6h), evaluated by a P1 job, released\n"
+            "                          through the gated canary (docs/pipeline.md); figures in\n"
+            "                          summary.json (\"pipeline\"), a lane in the report\n"
+            "      --publish-service S the service released to (default: the first)\n"
+            "      --regress-every K   every Kth version's canary misses its SLO and is rolled\n"
+            "                          back (default 0: none)\n"
             "      --report FILE       also write a self-contained HTML report (docs/report.md)\n"
             "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
             "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
@@ -104,6 +112,7 @@ typedef struct cmdline {
     tide_inject_t inject; /* --inject (owned) */
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
     unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
+    tide_pipesim_opts_t pipe; /* --publish-every etc. (every_s 0 = off) */
 } cmdline_t;
 
 static int parse_policies(cmdline_t *c, const char *arg)
@@ -179,7 +188,7 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
-enum { O_OUTPUTS = 1200 };
+enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -206,6 +215,9 @@ static const struct option longopts[] = {
     {"headroom", required_argument, NULL, O_HEADROOM},
     {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
     {"outputs", required_argument, NULL, O_OUTPUTS},
+    {"publish-every", required_argument, NULL, O_PUB_EVERY},
+    {"publish-service", required_argument, NULL, O_PUB_SERVICE},
+    {"regress-every", required_argument, NULL, O_REGRESS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -289,12 +301,26 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             else if (!strcmp(optarg, "off")) c->fairshare = 0;
             else return bad("--fairshare: '%s' is not on or off", optarg);
             break;
+        case O_PUB_EVERY:
+            if (tide_parse_duration(optarg, &c->pipe.every_s) < 0 || c->pipe.every_s <= 0)
+                return bad("--publish-every: '%s' is not a positive duration (12h, 1d)", optarg);
+            break;
+        case O_PUB_SERVICE: c->pipe.service = optarg; break;
+        case O_REGRESS: {
+            long long k;
+            if (tide_parse_int(optarg, &k) < 0 || k < 0 || k > 1000000)
+                return bad("--regress-every: '%s' is not a count >= 0", optarg);
+            c->pipe.regress = (int)k;
+            break;
+        }
         case 'h': sim_usage(stdout); return 0;
         default: return tide_cli_getopt_error("sim", o, argv);
         }
     }
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
+    if ((c->pipe.service || c->pipe.regress) && !c->pipe.every_s)
+        return bad("--publish-service and --regress-every need --publish-every");
     if (!c->cluster && !c->cluster_file)
         return bad("--cluster SPEC or --cluster-file F is required");
     if (c->cluster && c->cluster_file)
@@ -443,6 +469,7 @@ int tide_cmd_sim(int argc, char **argv)
     o.inject = &c.inject;
     o.job_ckpt_gb = in.jobs->ckpt_gb;
     o.service_weights_gb = in.svcs->weights_gb;
+    o.pipeline = c.pipe.every_s > 0 ? &c.pipe : NULL;
     if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
         goto out;
     o.outputs = c.outputs;

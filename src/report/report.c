@@ -433,7 +433,7 @@ static int smap_get(const smap_t *m, const char *key)
 static const char *const KNOWN_KINDS[] = {
     "job_start", "ckpt_notice", "job_resize", "job_stop", "replica_start", "replica_stop",
     "lease_grant", "lease_renew", "lease_return", "submit", "ckpt_committed", "job_finished",
-    "replica_ready"};
+    "replica_ready", "version"};
 
 static int kind_known(const char *k)
 {
@@ -473,6 +473,7 @@ typedef struct epol {
     smap_t job_lease;
     json_t *kinds;  /* kind -> rows */
     json_t *faults; /* [t, kind, reason, job, service, gpus, value] */
+    json_t *versions; /* the model pipeline: [t, "model:vN", what, weight or null] */
     long faults_total;
     /* burst windows from the fault rows: start, end (NAN = open), factor */
     int nbw;
@@ -501,6 +502,7 @@ static void events_free(events_t *ev)
         smap_free(&p->job_lease);
         json_decref(p->kinds);
         json_decref(p->faults);
+        json_decref(p->versions);
         free(p->name);
     }
     free(ev->pol);
@@ -517,6 +519,7 @@ static epol_t *events_policy(events_t *ev, const char *name)
     p->name = tide_xstrdup(name);
     p->kinds = json_object();
     p->faults = json_array();
+    p->versions = json_array();
     return p;
 }
 
@@ -681,6 +684,15 @@ static void ev_lease_return(epol_t *p, const erow_t *e)
         smap_put(&p->job_lease, l->job, -1);
 }
 
+/* The model pipeline's rows (at most TIDE_REPORT_MAX_VERSION_ROWS). */
+static void ev_version(epol_t *p, const erow_t *e)
+{
+    if (json_array_size(p->versions) >= TIDE_REPORT_MAX_VERSION_ROWS || !e->job || !e->reason)
+        return;
+    json_array_append_new(p->versions, json_pack("[o,s,s,o]", tide_json_num(e->t), e->job,
+                                                 e->reason, tide_json_num(e->value)));
+}
+
 /* What the lease timeline reads from each event kind. */
 static const struct {
     const char *kind;
@@ -689,6 +701,7 @@ static const struct {
     {"lease_grant", ev_lease_grant},       {"lease_renew", ev_lease_renew},
     {"ckpt_notice", ev_ckpt_notice},       {"ckpt_committed", ev_ckpt_committed},
     {"job_resize", ev_job_resize},         {"lease_return", ev_lease_return},
+    {"version", ev_version},
 };
 
 /* A number field, NAN when absent or not a number. */
@@ -998,6 +1011,7 @@ static const char PAGE_BODY[] =
     "<div class=\"chart\" id=\"chart-gpu-class\"></div>\n"
     "<div class=\"chart\" id=\"chart-training\"></div>\n"
     "<div class=\"chart\" id=\"chart-leases\"></div>\n"
+    "<div class=\"chart\" id=\"chart-pipeline\"></div>\n"
     "<div class=\"chart\" id=\"chart-storage\"></div>\n"
     "<div class=\"chart\" id=\"chart-class-hours\"></div>\n"
     "<div class=\"grid2\"><div class=\"chart\" id=\"chart-team-hours\"></div>"
@@ -1103,12 +1117,13 @@ static long long mtime_ns(const char *path)
 }
 
 /* The per-policy sections: timeline, misses, leases, faults, event kinds,
- * storage and burst, each an object keyed by policy name in `order`. */
+ * storage, burst and the model pipeline, each an object keyed by policy name
+ * in `order`. */
 static void policy_sections(json_t *root, json_t *order, json_t *summary, tline_t *tl,
                             events_t *ev, double horizon)
 {
     json_t *jt = json_object(), *jm = json_object(), *jl = json_object(), *jf = json_object(),
-           *jk = json_object(), *js = json_object(), *jb = json_object();
+           *jk = json_object(), *js = json_object(), *jb = json_object(), *jp = json_object();
     size_t i;
     json_t *pv;
     json_array_foreach(order, i, pv) {
@@ -1140,6 +1155,10 @@ static void policy_sections(json_t *root, json_t *order, json_t *summary, tline_
             tide_json_set(fo, "rows", json_incref(ep->faults));
             tide_json_set(jf, name, fo);
             tide_json_set(jk, name, json_incref(ep->kinds));
+            json_t *pf = json_object_get(
+                json_object_get(json_object_get(summary, "policies"), name), "pipeline");
+            tide_json_set(jp, name, json_pack("{s:O,s:O}", "rows", ep->versions, "figures",
+                                              pf ? pf : json_null()));
         }
         json_t *b = burst_json(summary, name, ep, tl, tp, horizon);
         tide_json_set(jb, name, b ? b : json_null());
@@ -1151,6 +1170,7 @@ static void policy_sections(json_t *root, json_t *order, json_t *summary, tline_
     tide_json_set(root, "kinds", jk);
     tide_json_set(root, "storage", js);
     tide_json_set(root, "burst", jb);
+    tide_json_set(root, "pipeline", jp);
 }
 
 /* Teams from usage.csv, bucketed on each policy's timeline intervals. */

@@ -23,6 +23,8 @@
 #define TIDE_REPORT_MAX_LEASES 3000
 /* Fault / unknown-kind event rows kept per policy. */
 #define TIDE_REPORT_MAX_FAULTS 500
+/* Most model-pipeline rows kept per policy (the lane). */
+#define TIDE_REPORT_MAX_VERSION_ROWS 5000
 /* Burst windows taken from events.csv per policy. */
 #define TIDE_REPORT_MAX_BURSTS 32
 /* SLO-miss intervals kept per policy (merged, full timeline resolution). */

@@ -196,6 +196,77 @@
     return 1;
   }
 
+  /* ------------------------------------------------------- pipeline lane */
+
+  var VSTATE = { registered: '#ced4da', evaluating: '#ffd43b', canary: '#74c0fc', serving: '#69db7c' };
+
+  /* One lane per version (events.csv rows of kind "version"): registered ->
+   * evaluating -> canary (a tick per traffic step) -> serving, or rolled back
+   * (red x) / rejected; ends when retired. */
+  function pipelineChart(id, pol) {
+    var box = $(id), P = D.pipeline && D.pipeline[pol], title = 'Model pipeline (events.csv, kind ' +
+      'version): checkpoint \u2192 registered \u2192 evaluated \u2192 canary steps \u2192 serving or rolled back';
+    if (!box) return 0;
+    if (!P || !P.rows.length) { box.style.display = 'none'; box.innerHTML = ''; return 0; }
+    box.style.display = '';
+    var vers = [], by = {};
+    P.rows.forEach(function (r) {
+      if (!(r[1] in by)) { by[r[1]] = []; vers.push(r[1]); }
+      by[r[1]].push(r);
+    });
+    var v = curView(), W = boxWidth(box), nl = vers.length;
+    var H = Math.max(160, Math.min(460, 60 + nl * 16));
+    var m = { l: 110, r: 22, t: 10, b: 44 }, pw = W - m.l - m.r, ph = H - m.t - m.b;
+    var X = function (t) { return m.l + (Math.min(Math.max(t, v[0]), v[1]) - v[0]) / (v[1] - v[0]) * pw; };
+    var lh = ph / nl, bh = Math.max(2, Math.min(12, lh * 0.7)), clip = 'clip-' + id;
+    var s = '<svg width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '"><defs><clipPath id="' +
+      clip + '"><rect x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph + '"/></clipPath></defs>';
+    s += xAxis(m, pw, ph, v, X) + '<g clip-path="url(#' + clip + ')">';
+    var marks = '', labels = '';
+    vers.forEach(function (name, k) {
+      var rs = by[name], y = m.t + k * lh + (lh - bh) / 2, cur = null, t0 = 0;
+      if (bh >= 6 || k % Math.ceil(nl / 20) === 0) labels += text(m.l - 6, y + bh / 2 + 4, name.split(':').pop(), 'end');
+      rs.concat([[HORIZON, name, 'end', null]]).forEach(function (r) {
+        if (r[2] === 'step') {
+          marks += line(X(r[0]), y - 2, X(r[0]), y + bh + 2, '#1864ab', ' stroke-width="1.5"');
+          return;
+        }
+        if (cur && VSTATE[cur] && r[0] > t0)
+          s += '<rect x="' + r1(X(t0)) + '" y="' + r1(y) + '" width="' + r1(Math.max(0.8, X(r[0]) - X(t0))) +
+            '" height="' + r1(bh) + '" fill="' + VSTATE[cur] + '"/>';
+        if (r[2] === 'rolled-back' || r[2] === 'rejected') {
+          var x = X(r[0]);
+          marks += line(x - 4, y - 2, x + 4, y + bh + 2, '#e03131', ' stroke-width="2"') +
+            line(x - 4, y + bh + 2, x + 4, y - 2, '#e03131', ' stroke-width="2"');
+        }
+        cur = r[2];
+        t0 = r[0];
+      });
+    });
+    s += marks + '</g>' + labels + '<rect x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph +
+      '" fill="none" stroke="#888"/>' + interactionLayers(m, pw, ph) + '</svg>';
+    var leg = Object.keys(VSTATE).map(function (k) { return { name: k, color: VSTATE[k] }; }).concat([
+      { name: 'canary traffic step', color: '#1864ab', kind: 'line' },
+      { name: 'rolled back / rejected', color: '#e03131', kind: 'line' }]);
+    var f = P.figures || {}, bg = f.blue_green_2x || {};
+    var note = ok(f.versions) ? num(f.versions) + ' versions: ' + num(f.served) + ' served, ' + num(f.rolled_back) +
+      ' rolled back; checkpoint \u2192 full serving ' + num(f.ckpt_to_serving_mean_h, 2) + ' h mean (2x blue/green: ' +
+      num(bg.ckpt_to_serving_mean_h, 2) + ' h); GPU-hours above the need during rollouts ' + num(f.extra_gpu_hours, 1) +
+      ' (blue/green: ' + num(bg.extra_gpu_hours, 1) + '), worst step +' + num(f.worst_extra_gpus) + ' GPUs; evaluations ' +
+      num(f.eval_gpu_hours, 1) + ' GPU-h; SLO during rollouts ' + num(f.slo_during_rollouts, 5) + '.' : '';
+    frame(box, title, leg, s, note);
+    wire(box, {
+      m: m, pw: pw, ph: ph, v: v, read: function (t, e) {
+        var rc = box.querySelector('svg').getBoundingClientRect(), k = Math.floor((e.clientY - rc.top - m.t) / lh);
+        if (k < 0 || k >= nl) return '';
+        return '<b>' + esc(vers[k]) + '</b>' + by[vers[k]].map(function (r) {
+          return '<br>' + clock(r[0]) + ' ' + esc(r[2]) + (ok(r[3]) ? ' ' + num(r[3]) + '%' : '');
+        }).join('');
+      }
+    });
+    return 1;
+  }
+
   /* ----------------------------------------------------------- bar charts */
 
   /* Horizontal bars: cats [names], series [{name, color, v: []}] side by side. */
@@ -1059,7 +1130,7 @@
 
   function renderPolicy() {
     var pol = state.policy, tl = D.timeline[pol];
-    var ids = ['chart-gpu-state', 'chart-forecast', 'chart-gpu-class', 'chart-training', 'chart-leases', 'chart-storage',
+    var ids = ['chart-gpu-state', 'chart-forecast', 'chart-gpu-class', 'chart-training', 'chart-leases', 'chart-pipeline', 'chart-storage',
       'chart-team-hours', 'chart-class-hours', 'chart-team-loss'];
     ids.forEach(function (id) { delete drawn[id]; delete expected[id]; });
     var tabs = document.querySelectorAll('#policy-tabs button');
@@ -1120,6 +1191,8 @@
     }
     expected['chart-leases'] = 1;
     drawn['chart-leases'] = leaseChart('chart-leases', pol);
+    if (D.pipeline && D.pipeline[pol] && D.pipeline[pol].rows.length) expected['chart-pipeline'] = 1;
+    drawn['chart-pipeline'] = pipelineChart('chart-pipeline', pol);
     var st = D.storage[pol], sbox = $('chart-storage');
     if (tl && st) {
       expected['chart-storage'] = 1;

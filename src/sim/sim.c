@@ -1,6 +1,7 @@
 /* The trace-replay driver: one engine and one simulated world per policy,
  * stepped in virtual time; outputs timeline.csv, events.csv, summary.json and
  * a table. No look-ahead: an input is fed to the engine only at its time. */
+#include "sim/pipesim.h"
 #include "sim/sim.h"
 
 #include <errno.h>
@@ -349,6 +350,7 @@ typedef struct run {
     /* serving while tide is down: the serving layer keeps going */
     down_serve_t ds;
     double fix_demanded, fix_served, fix_useful; /* true minus the engine's books */
+    tide_pipesim_t *ps;          /* the model pipeline (NULL = none) */
 } run_t;
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
@@ -402,6 +404,8 @@ static void gather(run_t *r, tide_time_t t)
         ev.job_spec = &o->jobs[r->job_order[r->ji]];
         push_event(r, ev);
     }
+    if (r->ps)
+        tide_pipesim_events(r->ps, t, &r->ev, &r->nev, &r->cap_ev);
 }
 
 /* When job died: at t, or earlier while tide was down. */
@@ -477,13 +481,19 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
             const tide_event_t *ev = &r->ev[i];
             if (ev->kind != TIDE_EV_JOB_SUBMIT)
                 continue;
-            size_t k = (size_t)(ev->job_spec - r->o->jobs);
-            double gb = r->o->job_ckpt_gb ? r->o->job_ckpt_gb[k]
-                                          : TIDE_IO_CKPT_GB_PER_GPU * ev->job_spec->gpus;
+            /* a job of the workload, or one the driver made (an evaluation) */
+            uintptr_t a = (uintptr_t)ev->job_spec, lo = (uintptr_t)r->o->jobs;
+            int ours = a >= lo && a < lo + r->o->n_jobs * sizeof *r->o->jobs;
+            double gb = r->o->job_ckpt_gb && ours
+                            ? r->o->job_ckpt_gb[ev->job_spec - r->o->jobs]
+                            : TIDE_IO_CKPT_GB_PER_GPU * ev->job_spec->gpus;
             tide_world_set_job_gb(r->w, tide_engine_job_find(r->e, ev->job_spec->id), gb);
         }
     }
     tide_world_apply(r->w, t, &r->acts);
+    if (r->ps && tide_pipesim_after(r->ps, t, &r->acts, r->evf, r->policy, err) < 0)
+        return tide_err_prefix(err, "policy %s: model pipeline at t=%lld: ", r->policy,
+                               (long long)t);
     if (r->o->observe) {
         tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w,
                               .events = r->ev, .n_events = r->nev, .acts = &r->acts};
@@ -1154,7 +1164,7 @@ static int replay(run_t *r, tide_error_t *err)
                     if (r->down)
                         break;
                 }
-                if (tide_world_next(r->w) > t)
+                if (tide_world_next(r->w) > t && !(r->ps && tide_pipesim_next(r->ps, t) <= t))
                     break;
             }
         }
@@ -1180,6 +1190,8 @@ static int replay(run_t *r, tide_error_t *err)
             next = TIDE_MIN(next, r->sched->v[r->fi].t);
         if (!r->down && r->acts.next_wake > t)
             next = TIDE_MIN(next, r->acts.next_wake);
+        if (!r->down && r->ps)
+            next = TIDE_MIN(next, tide_pipesim_next(r->ps, t));
         if (next <= t)
             next = t + 1; /* cannot happen; never loop in place */
         if (r->show_progress) {
@@ -1560,13 +1572,18 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     }
     json_t *res = NULL;
     if (tide_governance_apply(o->governance, r->e, NULL, err) == 0 && add_services(r, err) == 0 &&
+        (!o->pipeline || (r->ps = tide_pipesim_create(o->pipeline, r->e, err))) &&
         preload_history(r, err) == 0 && replay(r, err) == 0) {
         tide_stats_t st;
         tide_engine_stats(r->e, &st);
         if (*oracle < 0)
             *oracle = st.oracle_gpu_s;
         res = policy_json(r, now_wall() - r->wall0, tab);
+        if (r->ps)
+            json_object_set_new(res, "pipeline", tide_pipesim_json(r->ps, r->horizon));
     }
+    tide_pipesim_destroy(r->ps);
+    r->ps = NULL;
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);

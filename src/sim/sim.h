@@ -76,6 +76,7 @@ typedef struct tide_sim_opts {
                                             TIDE_IO_CKPT_GB_PER_GPU x gpus) */
     const double *service_weights_gb;    /* parallel to services: GB of weights per replica
                                             (NULL = TIDE_IO_WEIGHTS_GB_PER_GPU x gpus) */
+    const struct tide_pipesim_opts *pipeline; /* the model pipeline (NULL = none; pipesim.h) */
     tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
     void *observe_ctx;
     unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not

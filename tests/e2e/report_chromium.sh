@@ -68,7 +68,8 @@ if "$TIDE_BIN" sim --help 2>/dev/null | grep -q -- '--inject'; then
 fi
 if ! "$TIDE_BIN" sim --cluster 4x8:H100 --services "$tmp/g/services.csv" \
     --demand "$tmp/g/demand.csv" --jobs "$tmp/g/jobs.csv" --horizon 2d --seed 1 \
-    "${extra[@]}" --sweep reserve=8:16:8 --out "$tmp/sim" --report "$tmp/report.html" \
+    "${extra[@]}" --publish-every 12h --regress-every 2 \
+    --sweep reserve=8:16:8 --out "$tmp/sim" --report "$tmp/report.html" \
     >"$tmp/out" 2>"$tmp/err"; then
     cat "$tmp/err" >&2
     fail "tide sim --report failed"
@@ -124,7 +125,7 @@ ok*) ;;
 *) fail "self-test: '$selftest'" ;;
 esac
 # every chart container holds an SVG
-for id in chart-pareto chart-sweep chart-gpu-state chart-forecast chart-gpu-class chart-training chart-leases \
+for id in chart-pareto chart-sweep chart-gpu-state chart-forecast chart-gpu-class chart-training chart-leases chart-pipeline \
     chart-team-hours chart-class-hours chart-team-loss chart-team-class-time chart-team-state-time \
     chart-team-chargeback chart-teams-compare; do
     grep -q "id=\"$id\"><h3>[^<]*</h3>.*<svg" "$tmp/dom.html" || fail "chart $id has no SVG"
