@@ -443,6 +443,7 @@ int tide_cmd_sim(int argc, char **argv)
     o.inject = &c.inject;
     o.job_ckpt_gb = in.jobs->ckpt_gb;
     o.service_weights_gb = in.svcs->weights_gb;
+    o.service_latency = in.svcs->latency;
     if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
         goto out;
     o.outputs = c.outputs;

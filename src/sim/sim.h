@@ -76,6 +76,8 @@ typedef struct tide_sim_opts {
                                             TIDE_IO_CKPT_GB_PER_GPU x gpus) */
     const double *service_weights_gb;    /* parallel to services: GB of weights per replica
                                             (NULL = TIDE_IO_WEIGHTS_GB_PER_GPU x gpus) */
+    const tide_io_latency_t *service_latency; /* parallel to services: latency declarations
+                                            (NULL = all defaults; world/latency.h) */
     tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
     void *observe_ctx;
     unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not
