@@ -65,6 +65,10 @@ static void sim_usage(FILE *f)
             "      --inject LIST       inject faults (comma-separated, repeatable): burst:2x@36h+2h,\n"
             "                          burst:SVC:2x@T+D, node-fail:N@T[+D], rank-fail:JOB@T,\n"
             "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps\n"
+            "      --bulk-qos SHARE    with storage:G, bulk-traffic QoS: weight loads first, then\n"
+            "                          checkpoints the engine asked for, then periodic ones;\n"
+            "                          checkpoints together at most SHARE x G; periodic ones\n"
+            "                          staggered to stay within it (SHARE in (0, 1]; default off)\n"
             "      --report FILE       also write a self-contained HTML report (docs/report.md)\n"
             "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
             "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
@@ -104,6 +108,7 @@ typedef struct cmdline {
     tide_inject_t inject; /* --inject (owned) */
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
     unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
+    double bulk_qos;      /* --bulk-qos (0 = off) */
 } cmdline_t;
 
 static int parse_policies(cmdline_t *c, const char *arg)
@@ -179,7 +184,7 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
-enum { O_OUTPUTS = 1200 };
+enum { O_OUTPUTS = 1200, O_BULK_QOS };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -206,6 +211,7 @@ static const struct option longopts[] = {
     {"headroom", required_argument, NULL, O_HEADROOM},
     {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
     {"outputs", required_argument, NULL, O_OUTPUTS},
+    {"bulk-qos", required_argument, NULL, O_BULK_QOS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -261,6 +267,11 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             if (tide_parse_double(optarg, &c->margin) < 0 || c->margin < 0 || c->margin > 1)
                 return bad("--margin: '%s' is not a number in 0..1", optarg);
             break;
+        case O_BULK_QOS:
+            if (tide_parse_double(optarg, &c->bulk_qos) < 0 || !(c->bulk_qos > 0) ||
+                c->bulk_qos > 1)
+                return bad("--bulk-qos: '%s' is not a share in (0, 1], e.g. 0.5", optarg);
+            break;
         case O_HEADROOM:
             if (tide_parse_double(optarg, &c->headroom) < 0 || !(c->headroom >= 0) ||
                 c->headroom > 100)
@@ -307,6 +318,8 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         return bad("--jobs J.csv is required");
     if (!c->out)
         return bad("--out DIR is required");
+    if (c->bulk_qos > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
+        return bad("--bulk-qos needs --inject storage:G (the storage it schedules)");
     return -1;
 }
 
@@ -444,6 +457,7 @@ int tide_cmd_sim(int argc, char **argv)
     o.job_ckpt_gb = in.jobs->ckpt_gb;
     o.service_weights_gb = in.svcs->weights_gb;
     o.service_latency = in.svcs->latency;
+    o.bulk_qos = c.bulk_qos;
     if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
         goto out;
     o.outputs = c.outputs;

@@ -1347,6 +1347,29 @@ static double samples_p99(const tide_engine_t *e, int which)
     return tide_quantile(s.v, s.n, 0.99);
 }
 
+/* summary.json faults.storage: the QoS and the transfers' tail times. */
+static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, json_t *so)
+{
+    static const char *const keys[TIDE_XFER_KIND_COUNT] = {
+        "weight_load", "ckpt_asked", "ckpt_periodic", "ckpt_stagger_delay"};
+    tide_json_set(so, "bulk_qos", tide_json_real(r->o->bulk_qos));
+    tide_json_set(so, "peak_rate_gbps", tide_json_real(ws->rate_peak_gbps));
+    tide_json_set(so, "peak_ckpt_rate_gbps", tide_json_real(ws->ckpt_rate_peak_gbps));
+    tide_json_set(so, "peak_demand_ratio", tide_json_real(ratio(ws->peak_gbps, ws->gbps)));
+    tide_json_set(so, "staggered", json_integer(ws->staggered));
+    json_t *t = json_object();
+    for (int k = 0; k < TIDE_XFER_KIND_COUNT; k++) {
+        size_t n;
+        double p99 = tide_world_xfer_quantile(r->w, k, 0.99, &n);
+        json_t *x = json_object();
+        tide_json_set(x, "n", json_integer((json_int_t)n));
+        tide_json_set(x, "p50_s", tide_json_real(tide_world_xfer_quantile(r->w, k, 0.5, NULL)));
+        tide_json_set(x, "p99_s", tide_json_real(p99));
+        tide_json_set(t, keys[k], x);
+    }
+    tide_json_set(so, "transfer_times", t);
+}
+
 static json_t *faults_json(const run_t *r)
 {
     const fault_stats_t *f = &r->fs;
@@ -1373,6 +1396,7 @@ static json_t *faults_json(const run_t *r)
         tide_json_set(so, "moved_gb", tide_json_real(ws.moved_gb));
         tide_json_set(so, "p99_ckpt_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
         tide_json_set(so, "p99_warmup_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
+        storage_qos_json(r, &ws, so);
         tide_json_set(o, "storage", so);
     }
     return o;
@@ -1636,6 +1660,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
         double gbps = tide_inject_storage_gbps(o->inject);
         if (gbps > 0) {
             tide_world_set_storage(r->w, gbps);
+            tide_world_set_qos(r->w, o->bulk_qos);
             for (size_t i = 0; i < o->n_services; i++)
                 tide_world_set_service_gb(
                     r->w, (int)i,
