@@ -585,7 +585,12 @@ static void act_job_ckpt(tide_world_t *w, tide_time_t now, const tide_action_t *
     case TIDE_PHASE_RESTORING:
         note(w, now, a->job, j, W_NOTE_COMMIT, 0, j->committed);
         break;
-    default: /* checkpointing: the pending commit serves */
+    default: /* checkpointing: the pending commit serves, now as an asked one */
+        if (j->xfer && w->xf[j->xfer - 1].cls != XC_CKPT_ASKED) {
+            storage_advance(w, now);
+            w->xf[j->xfer - 1].cls = XC_CKPT_ASKED;
+            storage_reshare(w, now);
+        }
         break;
     }
 }

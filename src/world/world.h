@@ -24,7 +24,8 @@ void tide_world_destroy(tide_world_t *w);
  *  JOB_START     the job restores from its last commit (restore_s, then an
  *                EV_JOB_PHASE TRAINING) or, with nothing committed, trains at once;
  *  JOB_CKPT      training: checkpoint now (EV_JOB_PHASE CHECKPOINTING now,
- *                EV_CKPT_COMMITTED after ckpt_s); checkpointing: nothing;
+ *                EV_CKPT_COMMITTED after ckpt_s); checkpointing: nothing
+ *                (with the QoS its write becomes an asked one, below);
  *                restoring: EV_CKPT_COMMITTED now with the committed progress;
  *  JOB_RESIZE    progress is brought up to now and the new width applies;
  *  JOB_STOP      the job is forgotten (progress falls back to its commit);

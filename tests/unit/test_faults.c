@@ -1008,6 +1008,13 @@ static void qos_asked_checkpoint_first(void **state)
     tide_world_storage(f.w, 1500, &ws);
     assert_int_equal(ws.staggered, 1);
     sfix_free(&f);
+    /* a reclaim asking for a periodic checkpoint already writing promotes it */
+    sfix_init_iv(&f, 10, 1000);
+    tide_world_set_qos(f.w, 0.5); /* the periodic one writes at 5 GB/s */
+    sfix_act(&f, 1030, TIDE_ACT_JOB_CKPT, f.a, -1);
+    s = sfix_run(&f, 1100);
+    assert_int_equal(s.commit_a, 1030 + 45); /* 450 GB left at the full 10 GB/s */
+    sfix_free(&f);
 }
 
 static void storage_lead_grows(void **state)
