@@ -8,7 +8,7 @@
 # and weight-load traffic through one shared storage. Prints the five answers
 # as Markdown (figures from summary.json and timeline.csv).
 #   bash bench/questions.sh build [OUT]       # or: make bench-questions
-# Knobs (environment): DAYS (7), SEED (1), STORAGE GB/s (10), QOS share (0.5),
+# Knobs (environment): DAYS (7), SEED (1), STORAGE GB/s (5), QOS share (0.5),
 # BURST (burst:2x@36h+2h), RANKS (rank-fail-rate:2/day).
 set -euo pipefail
 BUILD=${1:-build}
@@ -16,7 +16,7 @@ OUT=${2:-$(mktemp -d /tmp/tide-questions.XXXXXX)}
 TIDE=$BUILD/tide
 DAYS=${DAYS:-7}
 SEED=${SEED:-1}
-STORAGE=${STORAGE:-10}
+STORAGE=${STORAGE:-5}
 QOS=${QOS:-0.5}
 BURST=${BURST:-burst:2x@36h+2h}
 RANKS=${RANKS:-rank-fail-rate:2/day}
