@@ -1757,30 +1757,41 @@ static void print_table(FILE *f, const tabrow_t *t, size_t n)
             fprintf(f, "note: %s: %s\n", t[i].policy, t[i].note);
 }
 
-/* summary.json policies.P.inference.latency.vs_isolated: P99 TTFT and TBT of
- * every policy over those of `isolated` (when it ran and served anything). */
+/* P99 TTFT and TBT of figures x over those of base (isolated's), as an object. */
+static json_t *ratio_p99(json_t *x, json_t *base)
+{
+    json_t *v = json_object();
+    static const char *const keys[2][2] = {{"ttft_p99_s", "ttft_p99_x"},
+                                           {"tbt_p99_s", "tbt_p99_x"}};
+    for (int k = 0; k < 2; k++)
+        tide_json_set(v, keys[k][1],
+                      tide_json_real(ratio(json_number_value(json_object_get(x, keys[k][0])),
+                                           json_number_value(json_object_get(base, keys[k][0])))));
+    return v;
+}
+
+/* summary.json policies.P.inference.latency.vs_isolated (and the same in
+ * each service's figures): P99 TTFT and TBT of every policy over those of
+ * `isolated`, when it ran. */
 static void add_vs_isolated(json_t *pols)
 {
-    json_t *iso = json_object_get(pols, "isolated");
-    json_t *ia = iso ? json_object_get(json_object_get(json_object_get(iso, "inference"),
-                                                       "latency"), "all") : NULL;
-    if (!ia)
+    json_t *il = json_object_get(json_object_get(json_object_get(pols, "isolated"), "inference"),
+                                 "latency");
+    if (!json_object_get(il, "all"))
         return;
-    double bt = json_number_value(json_object_get(ia, "ttft_p99_s"));
-    double bb = json_number_value(json_object_get(ia, "tbt_p99_s"));
-    const char *name;
-    json_t *pj;
+    const char *name, *sname;
+    json_t *pj, *sv;
     json_object_foreach(pols, name, pj) {
         json_t *lat = json_object_get(json_object_get(pj, "inference"), "latency");
-        json_t *a = lat ? json_object_get(lat, "all") : NULL;
-        if (!a)
+        if (!json_object_get(lat, "all"))
             continue;
-        json_t *v = json_object();
-        tide_json_set(v, "ttft_p99_x",
-                      tide_json_real(ratio(json_number_value(json_object_get(a, "ttft_p99_s")), bt)));
-        tide_json_set(v, "tbt_p99_x",
-                      tide_json_real(ratio(json_number_value(json_object_get(a, "tbt_p99_s")), bb)));
-        tide_json_set(lat, "vs_isolated", v);
+        tide_json_set(lat, "vs_isolated",
+                      ratio_p99(json_object_get(lat, "all"), json_object_get(il, "all")));
+        json_object_foreach(json_object_get(lat, "services"), sname, sv) {
+            json_t *base = json_object_get(json_object_get(il, "services"), sname);
+            if (base)
+                tide_json_set(sv, "vs_isolated", ratio_p99(sv, base));
+        }
     }
 }
 

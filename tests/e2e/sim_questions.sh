@@ -64,7 +64,11 @@ for s, l in ql["services"].items():
 il = base["isolated"]["inference"]["latency"]["all"]
 check(il["ttft_p99_s"] > ql["all"]["ttft_p99_s"], "a 2x burst on fixed capacity did not raise P99 TTFT")
 check(il["ttft_slo_attainment"] < 1.0, "a 2x burst on fixed capacity met every TTFT target")
-check("vs_isolated" in base["elastic"]["inference"]["latency"], "no vs_isolated")
+el = base["elastic"]["inference"]["latency"]
+check("vs_isolated" in el and all("vs_isolated" in v for v in el["services"].values()),
+      "no vs_isolated")
+iv = base["isolated"]["inference"]["latency"]["vs_isolated"]
+check(iv["ttft_p99_x"] == 1 and iv["tbt_p99_x"] == 1, "isolated against itself is not 1")
 so, sn = qos["faults"]["storage"], base["elastic"]["faults"]["storage"]
 check(so["staggered"] > 0 and sn["staggered"] == 0, "stagger only with --bulk-qos")
 check(so["bulk_qos"] > 0 and sn["bulk_qos"] == 0, "bulk_qos recorded")
