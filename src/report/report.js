@@ -910,7 +910,7 @@
     var dem = get(p, 'inference.demanded_requests'), misses = D.misses[pol] || [];
     var missT = misses.reduce(function (a, b) { return a + (b[1] - b[0]); }, 0);
     /* 1 */
-    var a1 = 'SLO attainment <b>' + pct(slo, 3) + '</b>, ' + big(uns) + ' of ' + big(dem) + ' requests unserved';
+    var a1 = 'Capacity SLO attainment <b>' + pct(slo, 3) + '</b>, ' + big(uns) + ' of ' + big(dem) + ' requests unserved';
     if (iso && pol !== 'isolated') {
       var d = slo - get(iso, 'inference.slo_attainment');
       a1 = (d > 1e-4 ? verdict('ok', 'better than isolated.') : d >= -1e-4 ? verdict('ok', 'as good as isolated.') :
@@ -921,6 +921,13 @@
     else a1 += '. (No isolated baseline in this run: add it with --policy isolated,...)';
     a1 += ' The timeline shows ready < demand in ' + misses.length + ' stretch' + (misses.length === 1 ? '' : 'es') +
       (misses.length ? ' totalling ' + dur(missT) + ' (shaded red in the charts)' : '') + '.';
+    var la = get(p, 'inference.latency.all');
+    if (la) {
+      a1 += ' Latency (queueing model): P99 TTFT <b>' + num(la.ttft_p99_s, 3) + ' s</b>, P99 TBT <b>' +
+        num(1000 * la.tbt_p99_s, 1) + ' ms</b>, ' + pct(la.ttft_slo_attainment, 3) + ' of requests within the TTFT target';
+      var li = iso && pol !== 'isolated' ? get(iso, 'inference.latency.all') : null;
+      a1 += li ? ' (isolated: ' + num(li.ttft_p99_s, 3) + ' s, ' + num(1000 * li.tbt_p99_s, 1) + ' ms).' : '.';
+    }
     var ta = p.tier_a || {};
     if (ta.reserve_gpus > 0)
       a1 += ' Tier A (' + num(ta.reserve_gpus) + ' GPUs): ' + (ta.breach_gpu_s > 0 ?
