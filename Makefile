@@ -19,7 +19,7 @@ TEST_TOOLS := node:nodejs npm:npm
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-step bench-federation bench-policy bench-serve bench-latency bench-slurm bench-deps fuzz clean
+.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-step bench-federation bench-policy bench-serve bench-latency bench-slurm bench-deps bench-questions fuzz clean
 
 all: build
 
@@ -110,6 +110,12 @@ bench-federation: build
 # traces are absent). DAYS=2 or `bash bench/policy_quality.sh build --short` for CI.
 bench-policy: build
 	bash bench/policy_quality.sh $(BUILD)
+
+# The design sources' minimal experiment (isolated, static, elastic, elastic +
+# bulk-traffic QoS; 2x burst, rank failures, shared storage): prints the answers
+# to its five questions as Markdown (seconds; README.md, "The minimal experiment").
+bench-questions: build
+	bash bench/questions.sh $(BUILD)
 
 # Load generator and a local Slurm for bench/serve_bench.sh (tide vs Slurm).
 BENCH_DEBS := wrk curl slurmctld slurmd slurm-client munge

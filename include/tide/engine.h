@@ -298,6 +298,10 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err);
  * a surge), and the surge (TIDE_EV_SURGE) into *surge when not NULL.
  * -1 for an unknown service. */
 int tide_engine_service_target(const tide_engine_t *e, int s, int *surge);
+/* Ready replicas of service s now (the capacity its requests are served
+ * from), and into *demand (may be NULL) the demand it last observed (rps).
+ * Returns -1 for an unknown service. */
+int tide_engine_service_ready(const tide_engine_t *e, int s, double *demand);
 
 typedef enum tide_job_state {
     TIDE_JOB_QUEUED = 0,

@@ -73,6 +73,10 @@ static void sim_usage(FILE *f)
             "      --publish-service S the service released to (default: the first)\n"
             "      --regress-every K   every Kth version's canary misses its SLO and is rolled\n"
             "                          back (default 0: none)\n"
+            "      --bulk-qos SHARE    with storage:G, bulk-traffic QoS: weight loads first, then\n"
+            "                          checkpoints the engine asked for, then periodic ones;\n"
+            "                          checkpoints together at most SHARE x G; periodic ones\n"
+            "                          staggered to stay within it (SHARE in (0, 1]; default off)\n"
             "      --report FILE       also write a self-contained HTML report (docs/report.md)\n"
             "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
             "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
@@ -113,6 +117,7 @@ typedef struct cmdline {
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
     unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
     tide_pipesim_opts_t pipe; /* --publish-every etc. (every_s 0 = off) */
+    double bulk_qos;      /* --bulk-qos (0 = off) */
 } cmdline_t;
 
 static int parse_policies(cmdline_t *c, const char *arg)
@@ -188,7 +193,7 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
-enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS };
+enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -218,6 +223,7 @@ static const struct option longopts[] = {
     {"publish-every", required_argument, NULL, O_PUB_EVERY},
     {"publish-service", required_argument, NULL, O_PUB_SERVICE},
     {"regress-every", required_argument, NULL, O_REGRESS},
+    {"bulk-qos", required_argument, NULL, O_BULK_QOS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -272,6 +278,11 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_MARGIN:
             if (tide_parse_double(optarg, &c->margin) < 0 || c->margin < 0 || c->margin > 1)
                 return bad("--margin: '%s' is not a number in 0..1", optarg);
+            break;
+        case O_BULK_QOS:
+            if (tide_parse_double(optarg, &c->bulk_qos) < 0 || !(c->bulk_qos > 0) ||
+                c->bulk_qos > 1)
+                return bad("--bulk-qos: '%s' is not a share in (0, 1], e.g. 0.5", optarg);
             break;
         case O_HEADROOM:
             if (tide_parse_double(optarg, &c->headroom) < 0 || !(c->headroom >= 0) ||
@@ -333,6 +344,8 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         return bad("--jobs J.csv is required");
     if (!c->out)
         return bad("--out DIR is required");
+    if (c->bulk_qos > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
+        return bad("--bulk-qos needs --inject storage:G (the storage it schedules)");
     return -1;
 }
 
@@ -470,6 +483,8 @@ int tide_cmd_sim(int argc, char **argv)
     o.job_ckpt_gb = in.jobs->ckpt_gb;
     o.service_weights_gb = in.svcs->weights_gb;
     o.pipeline = c.pipe.every_s > 0 ? &c.pipe : NULL;
+    o.service_latency = in.svcs->latency;
+    o.bulk_qos = c.bulk_qos;
     if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
         goto out;
     o.outputs = c.outputs;

@@ -178,6 +178,7 @@ int review_side_load(review_side_t *s, const review_workload_t *w, tide_error_t 
     o->n_jobs = s->jobs->n;
     o->job_ckpt_gb = s->jobs->ckpt_gb;
     o->service_weights_gb = s->svcs->weights_gb;
+    o->service_latency = s->svcs->latency;
     o->governance = &s->gov;
     o->policies = &o->cfg.policy;
     o->n_policies = 1;

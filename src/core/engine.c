@@ -954,6 +954,15 @@ int tide_engine_service_target(const tide_engine_t *e, int s, int *surge)
     return e->svcs[s].target;
 }
 
+int tide_engine_service_ready(const tide_engine_t *e, int s, double *demand)
+{
+    if (s < 0 || s >= e->n_svcs)
+        return -1;
+    if (demand)
+        *demand = e->svcs[s].demand;
+    return e->svcs[s].ready;
+}
+
 int tide_engine_service_find(const tide_engine_t *e, const char *name)
 {
     for (int s = 0; s < e->n_svcs; s++)

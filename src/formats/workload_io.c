@@ -2,6 +2,7 @@
 #include "formats/workload_io.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,10 +261,39 @@ static const tide_read_opts_t default_opts = {NULL, 0};
 
 /* ------------------------------------------------------------ services.csv */
 
-enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_WGB, S_SLO, S_NCOLS };
+enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_WGB, S_SLO,
+       S_LAT0, S_NCOLS = S_LAT0 + 8 };
 static const char *const svc_cols[S_NCOLS] = {
     "service", "gpus_per_replica", "replica_rps", "min_replicas", "warmup_s",
-    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb", "slo_target"};
+    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb", "slo_target",
+    /* latency declarations (tide_io_latency_t, in its field order) */
+    "ttft_target_s", "tbt_target_s", "prompt_tokens", "output_tokens", "prefill_tps",
+    "decode_tps", "decode_knee", "queue_max_s"};
+static const size_t lat_off[S_NCOLS - S_LAT0] = {
+    offsetof(tide_io_latency_t, ttft_target_s), offsetof(tide_io_latency_t, tbt_target_s),
+    offsetof(tide_io_latency_t, prompt_tokens), offsetof(tide_io_latency_t, output_tokens),
+    offsetof(tide_io_latency_t, prefill_tps),   offsetof(tide_io_latency_t, decode_tps),
+    offsetof(tide_io_latency_t, decode_knee),   offsetof(tide_io_latency_t, queue_max_s)};
+
+/* Optional finite number >= 0; absent or empty = 0 (the default). */
+static int get_opt_nonneg(const tide_csv_t *csv, int col, double *out, tide_error_t *err)
+{
+    *out = 0;
+    if (!*fld(csv, col))
+        return 0;
+    return get_double(csv, col, 0, 0, 1e12, out, err);
+}
+
+/* The latency columns of a services.csv row. */
+static int get_latency(const tide_csv_t *csv, const int *c, tide_io_latency_t *lat,
+                       tide_error_t *err)
+{
+    memset(lat, 0, sizeof *lat);
+    for (int k = S_LAT0; k < S_NCOLS; k++)
+        if (get_opt_nonneg(csv, c[k], (double *)((char *)lat + lat_off[k - S_LAT0]), err) < 0)
+            return -1;
+    return 0;
+}
 
 /* Optional fraction in (0, 1); absent or empty = 0 (the engine's default). */
 static int get_frac(const tide_csv_t *csv, int col, double *out, tide_error_t *err)
@@ -283,7 +313,7 @@ static int get_frac(const tide_csv_t *csv, int col, double *out, tide_error_t *e
 
 typedef struct svc_ctx {
     tide_services_t *out;
-    size_t cap, gbcap;
+    size_t cap, gbcap, latcap;
     int cols[S_NCOLS];
     int *lines;
     size_t lcap;
@@ -308,7 +338,9 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
         get_frac(csv, c[S_SLO], &s.slo_target, err) < 0)
         return -1;
     double wgb;
-    if (get_gb(csv, c[S_WGB], TIDE_IO_WEIGHTS_GB_PER_GPU * s.gpus_per_replica, &wgb, err) < 0)
+    tide_io_latency_t lat;
+    if (get_gb(csv, c[S_WGB], TIDE_IO_WEIGHTS_GB_PER_GPU * s.gpus_per_replica, &wgb, err) < 0 ||
+        get_latency(csv, c, &lat, err) < 0)
         return -1;
     if (s.max_replicas > 0 && s.max_replicas < s.min_replicas)
         return tide_csv_fail(csv, err, c[S_MAX], TIDE_EINVAL,
@@ -321,8 +353,9 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
                              x->lines[prev]);
     char *own = tide_xstrdup(name);
     s.name = own;
-    size_t n = x->out->n, gn = n;
+    size_t n = x->out->n, gn = n, latn = n;
     TIDE_PUSH(x->out->weights_gb, gn, x->gbcap, wgb);
+    TIDE_PUSH(x->out->latency, latn, x->latcap, lat);
     TIDE_PUSH(x->out->v, x->out->n, x->cap, s);
     size_t ln = n;
     TIDE_PUSH(x->lines, ln, x->lcap, tide_csv_line(csv));
@@ -374,6 +407,7 @@ void tide_services_free(tide_services_t *s)
         free((char *)s->v[i].name);
     free(s->v);
     free(s->weights_gb);
+    free(s->latency);
     idx_free(s->idx);
     free(s);
 }
@@ -389,6 +423,7 @@ tide_services_t *tide_services_from_specs(const tide_service_spec_t *v, size_t n
     s->idx = idx_new();
     s->v = tide_xcalloc(n ? n : 1, sizeof *s->v);
     s->weights_gb = tide_xcalloc(n ? n : 1, sizeof *s->weights_gb);
+    s->latency = tide_xcalloc(n ? n : 1, sizeof *s->latency);
     for (size_t i = 0; i < n; i++) {
         s->v[i] = v[i];
         s->v[i].name = tide_xstrdup(v[i].name ? v[i].name : "");

@@ -45,10 +45,21 @@ struct tide_name_index;
 
 /* ------------------------------------------------------------ services.csv */
 
+/* Latency declarations of a service (optional services.csv columns of the
+ * same names; 0 = the simulator's default, docs/formats.md and
+ * world/latency.h): targets, mean request shape, per-replica service curves
+ * (prefill tokens/s; decode tokens/s at saturation and the concurrency at
+ * half of it) and the queue bound in seconds of ready capacity. */
+typedef struct tide_io_latency {
+    double ttft_target_s, tbt_target_s, prompt_tokens, output_tokens, prefill_tps, decode_tps,
+        decode_knee, queue_max_s;
+} tide_io_latency_t;
+
 /* Inference services in file order. The name strings belong to the container. */
 typedef struct tide_services {
     tide_service_spec_t *v;
     double *weights_gb;          /* parallel to v: weights loaded per replica (GB) */
+    tide_io_latency_t *latency;  /* parallel to v: latency declarations (0 = default) */
     size_t n;
     size_t skipped;              /* rows skipped (skip_bad) */
     tide_error_t first_skip;     /* why the first skipped row was skipped */
@@ -59,7 +70,8 @@ typedef struct tide_services {
  * min_replicas, warmup_s (required); max_replicas (0 = unlimited),
  * fixed_replicas (0), gpu_types ("" = any), weights_gb (GB of weights a
  * replica loads, TIDE_IO_WEIGHTS_GB_PER_GPU x gpus_per_replica), slo_target
- * (fraction of requests to serve, in (0, 1); "" = the engine's default) optional. Checks
+ * (fraction of requests to serve, in (0, 1); "" = the engine's default), and the
+ * latency columns of tide_io_latency_t (numbers >= 0, "" = 0 = default) optional. Checks
  * gpus_per_replica >= 1, replica_rps > 0, min_replicas >= 0, warmup_s >= 0,
  * max_replicas 0 or >= min_replicas, unique non-empty names.
  * Returns a container the caller owns (free with tide_services_free; it may

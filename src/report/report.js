@@ -893,8 +893,19 @@
     ['util %', function (p) { return 100 * p.utilization; }, 2, 1],
     ['useful %', function (p) { return 100 * p.useful_utilization; }, 2, 1],
     ['productive %', function (p) { return 100 * p.productive_utilization; }, 2, 1],
-    ['SLO attain\u00adment', function (p) { return get(p, 'inference.slo_attainment'); }, 5, 1],
+    ['capacity SLO attain\u00adment', function (p) { return get(p, 'inference.slo_attainment'); }, 5, 1],
     ['unserved req', function (p) { return get(p, 'inference.unserved_requests'); }, 0, -1],
+    ['TTFT SLO attain\u00adment', function (p) { return get(p, 'inference.latency.all.ttft_slo_attainment'); }, 5, 1],
+    ['P50 TTFT s', function (p) { return get(p, 'inference.latency.all.ttft_p50_s'); }, 3, -1],
+    ['P99 TTFT s', function (p) { return get(p, 'inference.latency.all.ttft_p99_s'); }, 3, -1],
+    ['P99 TTFT vs isolated', function (p) { return get(p, 'inference.latency.vs_isolated.ttft_p99_x'); }, 3, -1],
+    ['P50 TBT ms', function (p) { return 1000 * get(p, 'inference.latency.all.tbt_p50_s'); }, 1, -1],
+    ['P99 TBT ms', function (p) { return 1000 * get(p, 'inference.latency.all.tbt_p99_s'); }, 1, -1],
+    ['rejected req', function (p) { return get(p, 'inference.latency.all.rejected'); }, 0, -1],
+    ['P99 checkpoint write s', function (p) { return get(p, 'faults.storage.transfer_times.ckpt_periodic.p99_s'); }, 0, -1],
+    ['P99 reclaim checkpoint s', function (p) { return get(p, 'faults.storage.transfer_times.ckpt_asked.p99_s'); }, 0, -1],
+    ['P99 weight load s', function (p) { return get(p, 'faults.storage.transfer_times.weight_load.p99_s'); }, 0, -1],
+    ['storage peak / bandwidth', function (p) { return get(p, 'faults.storage.peak_demand_ratio'); }, 2, -1],
     ['jobs done', function (p) { return get(p, 'training.jobs_completed'); }, 0, 1],
     ['mean JCT h', function (p) { return get(p, 'training.jobs_completed') > 0 ? get(p, 'training.mean_jct_s') / 3600 : NaN; }, 2, -1],
     ['mean queue h', function (p) { return get(p, 'training.mean_queue_s') / 3600; }, 2, -1],
@@ -970,7 +981,7 @@
     var dem = get(p, 'inference.demanded_requests'), misses = D.misses[pol] || [];
     var missT = misses.reduce(function (a, b) { return a + (b[1] - b[0]); }, 0);
     /* 1 */
-    var a1 = 'SLO attainment <b>' + pct(slo, 3) + '</b>, ' + big(uns) + ' of ' + big(dem) + ' requests unserved';
+    var a1 = 'Capacity SLO attainment <b>' + pct(slo, 3) + '</b>, ' + big(uns) + ' of ' + big(dem) + ' requests unserved';
     if (iso && pol !== 'isolated') {
       var d = slo - get(iso, 'inference.slo_attainment');
       a1 = (d > 1e-4 ? verdict('ok', 'better than isolated.') : d >= -1e-4 ? verdict('ok', 'as good as isolated.') :
@@ -981,6 +992,13 @@
     else a1 += '. (No isolated baseline in this run: add it with --policy isolated,...)';
     a1 += ' The timeline shows ready < demand in ' + misses.length + ' stretch' + (misses.length === 1 ? '' : 'es') +
       (misses.length ? ' totalling ' + dur(missT) + ' (shaded red in the charts)' : '') + '.';
+    var la = get(p, 'inference.latency.all');
+    if (la) {
+      a1 += ' Latency (queueing model): P99 TTFT <b>' + num(la.ttft_p99_s, 3) + ' s</b>, P99 TBT <b>' +
+        num(1000 * la.tbt_p99_s, 1) + ' ms</b>, ' + pct(la.ttft_slo_attainment, 3) + ' of requests within the TTFT target';
+      var li = iso && pol !== 'isolated' ? get(iso, 'inference.latency.all') : null;
+      a1 += li ? ' (isolated: ' + num(li.ttft_p99_s, 3) + ' s, ' + num(1000 * li.tbt_p99_s, 1) + ' ms).' : '.';
+    }
     var ta = p.tier_a || {};
     if (ta.reserve_gpus > 0)
       a1 += ' Tier A (' + num(ta.reserve_gpus) + ' GPUs): ' + (ta.breach_gpu_s > 0 ?

@@ -17,6 +17,7 @@
 #include "formats/csv.h"
 #include "formats/json.h"
 #include "formats/usage.h"
+#include "world/latency.h"
 #include "world/world.h"
 #include "util/fs.h"
 #include "util/util.h"
@@ -284,6 +285,7 @@ typedef struct tabrow {
     const char *policy;
     int ok;
     double util, useful, slo, mean_queue_s, lost_h, p99_lead;
+    double ttft_p99, tbt_p99, ttft_slo;  /* latency model (all services together) */
     int jobs_done, preemptions, reclaims, late, expired;
     double breach_h;
     char note[256];              /* printed under the table ("" = none) */
@@ -351,6 +353,7 @@ typedef struct run {
     down_serve_t ds;
     double fix_demanded, fix_served, fix_useful; /* true minus the engine's books */
     tide_pipesim_t *ps;          /* the model pipeline (NULL = none) */
+    tide_latency_t *lat;         /* latency as users feel it (world/latency.h) */
 } run_t;
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
@@ -1120,6 +1123,25 @@ static void progress_line(run_t *r, tide_time_t t, int pct)
             wall > 0 ? (double)r->input_events / wall : 0.0);
 }
 
+/* The latency model over [t, t2): the demand and ready replicas the serving
+ * layer has now (the engine's, or while tide is down the serving layer's own). */
+static void lat_advance(run_t *r, tide_time_t t, tide_time_t t2)
+{
+    if (!r->lat || t2 <= t)
+        return;
+    for (size_t s = 0; s < r->o->n_services; s++) {
+        double dem = 0;
+        int ready;
+        if (r->ds.open) {
+            dem = r->ds.dem[s];
+            ready = r->ds.ready[s];
+        } else {
+            ready = tide_engine_service_ready(r->e, (int)s, &dem);
+        }
+        tide_latency_advance(r->lat, (int)s, (double)(t2 - t), dem, ready);
+    }
+}
+
 /* The main loop of one policy. */
 static int replay(run_t *r, tide_error_t *err)
 {
@@ -1194,6 +1216,7 @@ static int replay(run_t *r, tide_error_t *err)
             next = TIDE_MIN(next, tide_pipesim_next(r->ps, t));
         if (next <= t)
             next = t + 1; /* cannot happen; never loop in place */
+        lat_advance(r, t, TIDE_MIN(next, r->horizon));
         if (r->show_progress) {
             /* a line each time the clock crosses a 10% mark */
             int from = (int)(t * 10 / r->horizon);
@@ -1336,6 +1359,29 @@ static double samples_p99(const tide_engine_t *e, int which)
     return tide_quantile(s.v, s.n, 0.99);
 }
 
+/* summary.json faults.storage: the QoS and the transfers' tail times. */
+static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, json_t *so)
+{
+    static const char *const keys[TIDE_XFER_KIND_COUNT] = {
+        "weight_load", "ckpt_asked", "ckpt_periodic", "ckpt_stagger_delay"};
+    tide_json_set(so, "bulk_qos", tide_json_real(r->o->bulk_qos));
+    tide_json_set(so, "peak_rate_gbps", tide_json_real(ws->rate_peak_gbps));
+    tide_json_set(so, "peak_ckpt_rate_gbps", tide_json_real(ws->ckpt_rate_peak_gbps));
+    tide_json_set(so, "peak_demand_ratio", tide_json_real(ratio(ws->peak_gbps, ws->gbps)));
+    tide_json_set(so, "staggered", json_integer(ws->staggered));
+    json_t *t = json_object();
+    for (int k = 0; k < TIDE_XFER_KIND_COUNT; k++) {
+        size_t n;
+        double p99 = tide_world_xfer_quantile(r->w, k, 0.99, &n);
+        json_t *x = json_object();
+        tide_json_set(x, "n", json_integer((json_int_t)n));
+        tide_json_set(x, "p50_s", tide_json_real(tide_world_xfer_quantile(r->w, k, 0.5, NULL)));
+        tide_json_set(x, "p99_s", tide_json_real(p99));
+        tide_json_set(t, keys[k], x);
+    }
+    tide_json_set(so, "transfer_times", t);
+}
+
 static json_t *faults_json(const run_t *r)
 {
     const fault_stats_t *f = &r->fs;
@@ -1362,6 +1408,7 @@ static json_t *faults_json(const run_t *r)
         tide_json_set(so, "moved_gb", tide_json_real(ws.moved_gb));
         tide_json_set(so, "p99_ckpt_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
         tide_json_set(so, "p99_warmup_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
+        storage_qos_json(r, &ws, so);
         tide_json_set(o, "storage", so);
     }
     return o;
@@ -1391,6 +1438,8 @@ static void reserve_json(const run_t *r, const tide_stats_t *st, json_t *ta, tab
         snprintf(tab->note, sizeof tab->note, "--reserve %d was rounded up to whole domains: %d "
                  "GPUs", req, st->tier_a_target_gpus);
 }
+
+static json_t *latency_json(const run_t *r, tabrow_t *tab);
 
 static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
 {
@@ -1432,9 +1481,12 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     json_t *inf = json_object();
     tab->slo = st.requests_demanded > 0 ? st.requests_served / st.requests_demanded : 1.0;
     tide_json_set(inf, "slo_attainment", tide_json_real(tab->slo));
+    /* the same figure under its own name: capacity coverage, not latency */
+    tide_json_set(inf, "capacity_slo_attainment", tide_json_real(tab->slo));
     tide_json_set(inf, "unserved_requests",
                   tide_json_real(TIDE_MAX(st.requests_demanded - st.requests_served, 0.0)));
     tide_json_set(inf, "demanded_requests", tide_json_real(st.requests_demanded));
+    tide_json_set(inf, "latency", latency_json(r, tab));
     tide_json_set(o, "inference", inf);
 
     tide_json_set(o, "training", training_json(r, &st, tab));
@@ -1536,6 +1588,70 @@ static int preload_history(run_t *r, tide_error_t *err)
     return 0;
 }
 
+/* The latency model of the services (their declarations, defaults for the
+ * rest). A service whose declarations are invalid keeps the defaults (the
+ * reader has checked them). */
+static tide_latency_t *latency_create(const tide_sim_opts_t *o)
+{
+    size_t n = o->n_services;
+    tide_latency_spec_t *sp = tide_xcalloc(n ? n : 1, sizeof *sp);
+    for (size_t i = 0; i < n; i++) {
+        sp[i].replica_rps = o->services[i].replica_rps;
+        if (o->service_latency) {
+            const tide_io_latency_t *l = &o->service_latency[i];
+            sp[i] = (tide_latency_spec_t){
+                .replica_rps = o->services[i].replica_rps, .ttft_target_s = l->ttft_target_s,
+                .tbt_target_s = l->tbt_target_s, .prompt_tokens = l->prompt_tokens,
+                .output_tokens = l->output_tokens, .prefill_tps = l->prefill_tps,
+                .decode_tps = l->decode_tps, .decode_knee = l->decode_knee,
+                .queue_max_s = l->queue_max_s};
+        }
+        tide_latency_spec_t probe = sp[i];
+        if (tide_latency_spec_default(&probe) != 0)
+            sp[i] = (tide_latency_spec_t){.replica_rps = o->services[i].replica_rps};
+    }
+    tide_latency_t *m = tide_latency_create(sp, n);
+    free(sp);
+    return m;
+}
+
+/* summary.json inference.latency: all services together, then per service. */
+static json_t *latency_json(const run_t *r, tabrow_t *tab)
+{
+    json_t *o = json_object();
+    for (int s = -1; s < (int)r->o->n_services; s++) {
+        tide_latency_stats_t ls;
+        if (!r->lat || tide_latency_stats(r->lat, s, &ls) != 0)
+            break;
+        json_t *x = json_object();
+        tide_json_set(x, "ttft_p50_s", tide_json_real(ls.ttft_p50_s));
+        tide_json_set(x, "ttft_p99_s", tide_json_real(ls.ttft_p99_s));
+        tide_json_set(x, "tbt_p50_s", tide_json_real(ls.tbt_p50_s));
+        tide_json_set(x, "tbt_p99_s", tide_json_real(ls.tbt_p99_s));
+        tide_json_set(x, "ttft_slo_attainment", tide_json_real(ls.ttft_attain));
+        tide_json_set(x, "tbt_slo_attainment", tide_json_real(ls.tbt_attain));
+        tide_json_set(x, "arrived", tide_json_real(ls.arrived));
+        tide_json_set(x, "served", tide_json_real(ls.served));
+        tide_json_set(x, "queued", tide_json_real(ls.queued));
+        tide_json_set(x, "rejected", tide_json_real(ls.rejected));
+        tide_json_set(x, "max_queue", tide_json_real(ls.max_queue));
+        if (s < 0) {
+            tab->ttft_p99 = ls.ttft_p99_s;
+            tab->tbt_p99 = ls.tbt_p99_s;
+            tab->ttft_slo = ls.ttft_attain;
+            tide_json_set(o, "all", x);
+            json_t *sv = json_object();
+            tide_json_set(o, "services", sv);
+            continue;
+        }
+        const tide_latency_spec_t *sp = tide_latency_spec(r->lat, s);
+        tide_json_set(x, "ttft_target_s", tide_json_real(sp->ttft_target_s));
+        tide_json_set(x, "tbt_target_s", tide_json_real(sp->tbt_target_s));
+        tide_json_set(json_object_get(o, "services"), r->o->services[s].name, x);
+    }
+    return o;
+}
+
 static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t *err)
 {
     const tide_sim_opts_t *o = r->o;
@@ -1551,10 +1667,12 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     }
     tide_actions_init(&r->acts);
     r->w = tide_world_create(r->e);
+    r->lat = latency_create(o);
     if (o->inject && o->inject->n > 0) {
         double gbps = tide_inject_storage_gbps(o->inject);
         if (gbps > 0) {
             tide_world_set_storage(r->w, gbps);
+            tide_world_set_qos(r->w, o->bulk_qos);
             for (size_t i = 0; i < o->n_services; i++)
                 tide_world_set_service_gb(
                     r->w, (int)i,
@@ -1597,6 +1715,8 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     r->loss = NULL;
     r->deaths = NULL;
     tide_world_destroy(r->w);
+    tide_latency_destroy(r->lat);
+    r->lat = NULL;
     tide_actions_free(&r->acts);
     tide_engine_destroy(r->e);
     free(r->ev);
@@ -1617,26 +1737,79 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
 
 /* ----------------------------------------------------------------- table */
 
+/* P99 TTFT of the `isolated` row (the baseline), or -1 when it did not run. */
+static double isolated_ttft(const tabrow_t *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].ok && !strcmp(t[i].policy, "isolated"))
+            return t[i].ttft_p99;
+    return -1;
+}
+
 static void print_table(FILE *f, const tabrow_t *t, size_t n)
 {
-    fprintf(f, "%-10s %7s %7s %8s %6s %8s %8s %9s %14s %10s %8s %10s\n", "policy", "util%",
-            "useful%", "SLO", "jobs", "queue_h", "preempt", "lost_gpuh", "reclaims(late)",
-            "p99lead_s", "expired", "A_breach_h");
+    fprintf(f, "%-10s %7s %7s %8s %6s %8s %8s %9s %14s %10s %8s %10s %9s %9s %9s %8s\n", "policy",
+            "util%", "useful%", "cap_SLO", "jobs", "queue_h", "preempt", "lost_gpuh",
+            "reclaims(late)", "p99lead_s", "expired", "A_breach_h", "ttft_SLO", "p99TTFT_s",
+            "p99TBT_ms", "TTFT_x");
+    double base = isolated_ttft(t, n);
     for (size_t i = 0; i < n; i++) {
         if (!t[i].ok) {
             fprintf(f, "%-10s failed\n", t[i].policy);
             continue;
         }
-        char rl[32];
+        char rl[32], x[32] = "-";
         snprintf(rl, sizeof rl, "%d(%d)", t[i].reclaims, t[i].late);
-        fprintf(f, "%-10s %7.2f %7.2f %8.4f %6d %8.2f %8d %9.1f %14s %10.0f %8d %10.1f\n",
+        if (base > 0)
+            snprintf(x, sizeof x, "%.3g", t[i].ttft_p99 / base);
+        fprintf(f, "%-10s %7.2f %7.2f %8.4f %6d %8.2f %8d %9.1f %14s %10.0f %8d %10.1f %9.4f "
+                   "%9.3f %9.1f %8s\n",
                 t[i].policy, 100 * t[i].util, 100 * t[i].useful, t[i].slo, t[i].jobs_done,
                 t[i].mean_queue_s / 3600.0, t[i].preemptions, t[i].lost_h, rl, t[i].p99_lead,
-                t[i].expired, t[i].breach_h);
+                t[i].expired, t[i].breach_h, t[i].ttft_slo, t[i].ttft_p99, 1000 * t[i].tbt_p99,
+                x);
     }
     for (size_t i = 0; i < n; i++)
         if (t[i].ok && t[i].note[0])
             fprintf(f, "note: %s: %s\n", t[i].policy, t[i].note);
+}
+
+/* P99 TTFT and TBT of figures x over those of base (isolated's), as an object. */
+static json_t *ratio_p99(json_t *x, json_t *base)
+{
+    json_t *v = json_object();
+    static const char *const keys[2][2] = {{"ttft_p99_s", "ttft_p99_x"},
+                                           {"tbt_p99_s", "tbt_p99_x"}};
+    for (int k = 0; k < 2; k++)
+        tide_json_set(v, keys[k][1],
+                      tide_json_real(ratio(json_number_value(json_object_get(x, keys[k][0])),
+                                           json_number_value(json_object_get(base, keys[k][0])))));
+    return v;
+}
+
+/* summary.json policies.P.inference.latency.vs_isolated (and the same in
+ * each service's figures): P99 TTFT and TBT of every policy over those of
+ * `isolated`, when it ran. */
+static void add_vs_isolated(json_t *pols)
+{
+    json_t *il = json_object_get(json_object_get(json_object_get(pols, "isolated"), "inference"),
+                                 "latency");
+    if (!json_object_get(il, "all"))
+        return;
+    const char *name, *sname;
+    json_t *pj, *sv;
+    json_object_foreach(pols, name, pj) {
+        json_t *lat = json_object_get(json_object_get(pj, "inference"), "latency");
+        if (!json_object_get(lat, "all"))
+            continue;
+        tide_json_set(lat, "vs_isolated",
+                      ratio_p99(json_object_get(lat, "all"), json_object_get(il, "all")));
+        json_object_foreach(json_object_get(lat, "services"), sname, sv) {
+            json_t *base = json_object_get(json_object_get(il, "services"), sname);
+            if (base)
+                tide_json_set(sv, "vs_isolated", ratio_p99(sv, base));
+        }
+    }
 }
 
 /* ------------------------------------------------------------------- API */
@@ -1900,6 +2073,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
         }
         tide_json_set(pols, names[i], pj);
     }
+    add_vs_isolated(pols);
     int rc = 0;
     if (out.tl && close_out(out.tl, out.tl_path, err) != 0)
         rc = -1;

@@ -77,6 +77,10 @@ typedef struct tide_sim_opts {
     const double *service_weights_gb;    /* parallel to services: GB of weights per replica
                                             (NULL = TIDE_IO_WEIGHTS_GB_PER_GPU x gpus) */
     const struct tide_pipesim_opts *pipeline; /* the model pipeline (NULL = none; pipesim.h) */
+    const tide_io_latency_t *service_latency; /* parallel to services: latency declarations
+                                            (NULL = all defaults; world/latency.h) */
+    double bulk_qos;                     /* bulk-traffic QoS share (tide_world_set_qos;
+                                            0 = off; needs the storage fault) */
     tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
     void *observe_ctx;
     unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not

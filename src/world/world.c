@@ -33,6 +33,9 @@ enum wkind {
 };
 
 enum { XF_CKPT = 0, XF_LOAD };
+/* Priority classes of the QoS (tide_world_set_qos): weight loads, checkpoints
+ * the engine asked for (reclaims, preemptions), periodic checkpoints. */
+enum { XC_LOAD = 0, XC_CKPT_ASKED, XC_CKPT_PERIODIC, XC_COUNT };
 
 typedef struct wentry {
     tide_time_t t;
@@ -63,6 +66,8 @@ typedef struct wjob {
     /* faults */
     double ckpt_gb;             /* checkpoint size (storage model) */
     int xfer;                   /* 1 + transfer slot of the pending checkpoint, 0 = none */
+    tide_time_t ckpt_hold;      /* QoS stagger: no periodic checkpoint before this */
+    tide_time_t held_since;     /* QoS stagger: first deferral of the pending one (-1 = none) */
     int has_lease;
     tide_time_t lease_deadline; /* latest return of its lease */
     uint32_t lease_gen;
@@ -72,6 +77,8 @@ typedef struct wjob {
 typedef struct xfer {
     int used;
     int kind;              /* XF_CKPT, XF_LOAD */
+    int cls;               /* XC_* */
+    tide_time_t start;
     int32_t id;            /* job or replica handle */
     int32_t aux;           /* service of a replica */
     uint32_t owner;        /* job run / replica generation at the start */
@@ -104,6 +111,12 @@ struct tide_world {
     tide_time_t st_last;       /* integrals are as of this time */
     double dem_now, dem_peak, dem_gb, sat_s, moved_gb;
     long xf_started;
+    /* bulk-traffic QoS (0 = off) */
+    double qos_share;
+    double rate_peak, ckpt_rate_peak; /* allocated GB/s: all, checkpoints */
+    long staggered;                   /* periodic checkpoints deferred */
+    double *dur[XC_COUNT + 1];        /* transfer times per class, stagger delays last */
+    size_t ndur[XC_COUNT + 1], capdur[XC_COUNT + 1];
 };
 
 /* ------------------------------------------------------------------ heap */
@@ -228,12 +241,44 @@ static void storage_advance(tide_world_t *w, tide_time_t now)
 
 static int cap_cmp(const void *a, const void *b)
 {
-    double x = **(const double *const *)a, y = **(const double *const *)b;
+    double x = (*(xfer_t *const *)a)->cap, y = (*(xfer_t *const *)b)->cap;
     return x < y ? -1 : x > y;
 }
 
-/* Share the bandwidth among the active transfers (water-filling over their
- * caps) and move each transfer's completion entry where it now falls. */
+/* Water-fill `left` GB/s over the n transfers of x (each gets min(cap, an
+ * equal share of what is left), capped ones leave the rest to the others).
+ * Returns the GB/s given. */
+static double water_fill(xfer_t **x, size_t n, double left)
+{
+    double given = 0;
+    qsort(x, n, sizeof *x, cap_cmp);
+    for (size_t i = 0; i < n; i++) {
+        double share = left / (double)(n - i);
+        x[i]->rate = x[i]->cap < share ? x[i]->cap : share;
+        left -= x[i]->rate;
+        given += x[i]->rate;
+        if (left < 0)
+            left = 0;
+    }
+    return given;
+}
+
+/* The bandwidth a class may use given what the classes before it took:
+ * without QoS everything is one class; with it periodic checkpoints get at
+ * most what the asked ones leave of qos_share of the bandwidth. */
+static double class_room(const tide_world_t *w, int cls, double used, double ckpt_used)
+{
+    double left = w->gbps - used;
+    if (w->qos_share > 0 && cls == XC_CKPT_PERIODIC) {
+        double budget = w->qos_share * w->gbps - ckpt_used;
+        left = budget < left ? budget : left;
+    }
+    return left > 0 ? left : 0;
+}
+
+/* Share the bandwidth among the active transfers (strict priority by class
+ * with QoS, one class without) and move each transfer's completion entry
+ * where it now falls. */
 static void storage_reshare(tide_world_t *w, tide_time_t now)
 {
     size_t n = 0;
@@ -249,23 +294,27 @@ static void storage_reshare(tide_world_t *w, tide_time_t now)
     w->xf_active = (int)n;
     if (n == 0)
         return;
-    /* caps in increasing order; each gets min(cap, equal share of what is left) */
-    double **caps = tide_xmalloc(n * sizeof *caps);
-    size_t k = 0;
-    for (size_t i = 0; i < w->nxf; i++)
-        if (w->xf[i].used)
-            caps[k++] = &w->xf[i].cap;
-    qsort(caps, n, sizeof *caps, cap_cmp);
-    double left = w->gbps;
-    for (size_t i = 0; i < n; i++) {
-        xfer_t *x = (xfer_t *)((char *)caps[i] - offsetof(xfer_t, cap));
-        double share = left / (double)(n - i);
-        x->rate = x->cap < share ? x->cap : share;
-        left -= x->rate;
-        if (left < 0)
-            left = 0;
+    xfer_t **v = tide_xmalloc(n * sizeof *v);
+    double used = 0, ckpt_used = 0;
+    for (int cls = 0; cls < XC_COUNT; cls++) {
+        size_t k = 0;
+        for (size_t i = 0; i < w->nxf; i++)
+            if (w->xf[i].used && (w->qos_share <= 0 || w->xf[i].cls == cls))
+                v[k++] = &w->xf[i];
+        double given = water_fill(v, k, class_room(w, cls, used, ckpt_used));
+        used += given;
+        if (cls != XC_LOAD)
+            ckpt_used += given;
+        if (w->qos_share <= 0)
+            break; /* one class: all done */
     }
-    free(caps);
+    free(v);
+    double ck = 0;
+    for (size_t i = 0; i < w->nxf; i++)
+        if (w->xf[i].used && w->xf[i].kind == XF_CKPT)
+            ck += w->xf[i].rate;
+    w->rate_peak = TIDE_MAX(w->rate_peak, used);
+    w->ckpt_rate_peak = TIDE_MAX(w->ckpt_rate_peak, ck);
     for (size_t i = 0; i < w->nxf; i++) {
         xfer_t *x = &w->xf[i];
         if (!x->used)
@@ -276,6 +325,8 @@ static void storage_reshare(tide_world_t *w, tide_time_t now)
             due = fin < 9.0e18 ? (tide_time_t)ceil(fin - 1e-6) : TIDE_TIME_NEVER;
             if (due < now)
                 due = now;
+        } else if (x->rem > 0) {
+            due = TIDE_TIME_NEVER; /* held back by the QoS until a reshare */
         }
         if (due != x->due) {
             x->due = due;
@@ -288,7 +339,7 @@ static void storage_reshare(tide_world_t *w, tide_time_t now)
 }
 
 /* Start a transfer of gb GB that should take declared seconds. Returns 1 + slot. */
-static int xfer_start(tide_world_t *w, tide_time_t now, int kind, int32_t id, int32_t aux,
+static int xfer_start(tide_world_t *w, tide_time_t now, int cls, int32_t id, int32_t aux,
                       uint32_t owner, double gb, tide_time_t declared)
 {
     storage_advance(w, now);
@@ -303,7 +354,8 @@ static int xfer_start(tide_world_t *w, tide_time_t now, int kind, int32_t id, in
     }
     xfer_t *x = &w->xf[i];
     uint32_t gen = x->gen + 1;
-    *x = (xfer_t){.used = 1, .kind = kind, .id = id, .aux = aux, .owner = owner, .gen = gen,
+    *x = (xfer_t){.used = 1, .kind = cls == XC_LOAD ? XF_LOAD : XF_CKPT, .cls = cls,
+                  .start = now, .id = id, .aux = aux, .owner = owner, .gen = gen,
                   .total = gb, .rem = gb,
                   .cap = declared > 0 ? gb / (double)declared : INFINITY,
                   .floor_end = now + (declared > 0 ? declared : 0), .due = -1};
@@ -334,6 +386,12 @@ static void xfer_cancel_replica(tide_world_t *w, tide_time_t now, int32_t rep)
         }
 }
 
+/* Record a transfer time of class cls (XC_COUNT: a stagger delay). */
+static void dur_add(tide_world_t *w, int cls, double s)
+{
+    TIDE_PUSH(w->dur[cls], w->ndur[cls], w->capdur[cls], s);
+}
+
 /* Drop the job's pending timers and schedule the next one from its state. */
 static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
 {
@@ -353,7 +411,8 @@ static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
     default: {
         tide_time_t ckpt_at = TIDE_TIME_NEVER;
         if (j->ckpt_interval_s > 0)
-            ckpt_at = j->t_last + TIDE_MAX(j->ckpt_interval_s - j->train_s, 0);
+            ckpt_at = TIDE_MAX(j->t_last + TIDE_MAX(j->ckpt_interval_s - j->train_s, 0),
+                               j->ckpt_hold);
         double rem = (double)j->duration_s - j->progress;
         if (rem < 0)
             rem = 0;
@@ -387,13 +446,47 @@ static void note(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j, 
 
 /* Training -> checkpointing at time t (progress already advanced to t). With
  * storage the checkpoint also writes ckpt_gb; the commit waits for both. */
-static void ckpt_begin(tide_world_t *w, int32_t id, wjob_t *j, tide_time_t t)
+static void ckpt_begin(tide_world_t *w, int32_t id, wjob_t *j, tide_time_t t, int cls)
 {
     j->phase = TIDE_PHASE_CHECKPOINTING;
     j->ckpt_value = j->progress;
     j->phase_end = t + j->ckpt_s;
+    if (j->held_since >= 0) /* a staggered periodic checkpoint (or overtaken by an asked one) */
+        dur_add(w, XC_COUNT, (double)(t - j->held_since));
+    j->held_since = -1;
+    j->ckpt_hold = 0;
     if (w->gbps > 0 && j->ckpt_gb > 0)
-        j->xfer = xfer_start(w, t, XF_CKPT, id, -1, j->run, j->ckpt_gb, j->ckpt_s);
+        j->xfer = xfer_start(w, t, cls, id, -1, j->run, j->ckpt_gb, j->ckpt_s);
+}
+
+/* QoS stagger: may job j start a periodic checkpoint at now? It may when no
+ * checkpoint is writing or when its cap fits in what the writing ones leave
+ * of the checkpoint budget. Otherwise *retry gets the earliest time one of
+ * them is due to end. */
+static int ckpt_fits(const tide_world_t *w, const wjob_t *j, tide_time_t now, tide_time_t *retry)
+{
+    if (w->qos_share <= 0 || w->gbps <= 0 || j->ckpt_gb <= 0)
+        return 1;
+    double budget = w->qos_share * w->gbps, dem = 0;
+    tide_time_t first = TIDE_TIME_NEVER;
+    int writing = 0;
+    for (size_t i = 0; i < w->nxf; i++) {
+        const xfer_t *x = &w->xf[i];
+        if (!x->used || x->kind != XF_CKPT)
+            continue;
+        writing++;
+        dem += isfinite(x->cap) ? x->cap : w->gbps;
+        tide_time_t end = TIDE_MAX(x->due, x->floor_end);
+        if (x->due >= 0 && end < first)
+            first = end;
+    }
+    double cap = j->ckpt_s > 0 ? j->ckpt_gb / (double)j->ckpt_s : w->gbps;
+    if (!writing || dem + cap <= budget * (1 + SAT_EPS))
+        return 1;
+    if (first == TIDE_TIME_NEVER) /* the writing ones wait for loads: try a while later */
+        first = now + TIDE_MAX(j->ckpt_s, 1);
+    *retry = first > now ? first : now + 1;
+    return 0;
 }
 
 /* The job ends in the world at now (stopped, killed, expired, failed): its
@@ -459,6 +552,8 @@ static void act_job_start(tide_world_t *w, tide_time_t now, const tide_action_t 
     j->progress = j->committed;
     j->t_last = now;
     j->train_s = 0;
+    j->ckpt_hold = 0;
+    j->held_since = -1;
     if (j->committed > 0) {
         j->phase = TIDE_PHASE_RESTORING;
         j->phase_end = now + j->restore_s;
@@ -483,14 +578,19 @@ static void act_job_ckpt(tide_world_t *w, tide_time_t now, const tide_action_t *
     switch (j->phase) {
     case TIDE_PHASE_TRAINING:
         job_advance(j, now);
-        ckpt_begin(w, a->job, j, now);
+        ckpt_begin(w, a->job, j, now, XC_CKPT_ASKED);
         note(w, now, a->job, j, W_NOTE_PHASE, TIDE_PHASE_CHECKPOINTING, j->progress);
         job_schedule(w, a->job, j);
         break;
     case TIDE_PHASE_RESTORING:
         note(w, now, a->job, j, W_NOTE_COMMIT, 0, j->committed);
         break;
-    default: /* checkpointing: the pending commit serves */
+    default: /* checkpointing: the pending commit serves, now as an asked one */
+        if (j->xfer && w->xf[j->xfer - 1].cls != XC_CKPT_ASKED) {
+            storage_advance(w, now);
+            w->xf[j->xfer - 1].cls = XC_CKPT_ASKED;
+            storage_reshare(w, now);
+        }
         break;
     }
 }
@@ -529,7 +629,7 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
     if (w->warm_factor > 0)
         warm = (tide_time_t)ceil((double)warm * w->warm_factor);
     if (gb > 0) { /* ready when the weights are loaded and warmup_s has passed */
-        xfer_start(w, now, XF_LOAD, a->replica, a->service, *g, gb, warm);
+        xfer_start(w, now, XC_LOAD, a->replica, a->service, *g, gb, warm);
         return;
     }
     heap_push(w, (wentry_t){.t = now + warm, .kind = W_REPLICA_READY,
@@ -627,6 +727,7 @@ static void xfer_done(tide_world_t *w, const wentry_t *x)
     xfer_t xf = w->xf[i];
     xfer_end(w, x->t, i, 1);
     tide_time_t at = TIDE_MAX(xf.floor_end, x->t);
+    dur_add(w, xf.cls, (double)(at - xf.start));
     if (xf.kind == XF_LOAD) {
         if ((size_t)xf.id < w->nrep && w->rgen[xf.id] == xf.owner)
             heap_push(w, (wentry_t){.t = at, .kind = W_REPLICA_READY, .id = xf.id,
@@ -682,14 +783,25 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         ev->value = j->progress;
         job_schedule(w, x->id, j);
         break;
-    case W_CKPT_START:
+    case W_CKPT_START: {
+        tide_time_t retry;
         job_advance(j, x->t);
-        ckpt_begin(w, x->id, j, x->t);
+        if (!ckpt_fits(w, j, x->t, &retry)) { /* staggered: keep training, try again */
+            if (j->held_since < 0) {
+                j->held_since = x->t;
+                w->staggered++;
+            }
+            j->ckpt_hold = retry;
+            job_schedule(w, x->id, j);
+            return 0;
+        }
+        ckpt_begin(w, x->id, j, x->t, XC_CKPT_PERIODIC);
         ev->kind = TIDE_EV_JOB_PHASE;
         ev->phase = TIDE_PHASE_CHECKPOINTING;
         ev->value = j->progress;
         job_schedule(w, x->id, j);
         break;
+    }
     case W_CKPT_DONE:
         j->committed = j->ckpt_value;
         j->phase = TIDE_PHASE_TRAINING;
@@ -757,6 +869,8 @@ void tide_world_destroy(tide_world_t *w)
     free(w->rgen);
     free(w->svc_gb);
     free(w->xf);
+    for (int k = 0; k <= XC_COUNT; k++)
+        free(w->dur[k]);
     free(w);
 }
 
@@ -814,6 +928,22 @@ void tide_world_set_storage(tide_world_t *w, double gbps)
     w->gbps = gbps > 0 && isfinite(gbps) ? gbps : 0;
 }
 
+void tide_world_set_qos(tide_world_t *w, double share)
+{
+    w->qos_share = share > 0 && share <= 1 ? share : 0;
+}
+
+double tide_world_xfer_quantile(const tide_world_t *w, int kind, double q, size_t *n)
+{
+    if (n)
+        *n = 0;
+    if (kind < 0 || kind >= TIDE_XFER_KIND_COUNT)
+        return 0;
+    if (n)
+        *n = w->ndur[kind];
+    return w->ndur[kind] ? tide_quantile(w->dur[kind], w->ndur[kind], q) : 0;
+}
+
 void tide_world_set_job_gb(tide_world_t *w, int32_t job, double ckpt_gb)
 {
     wjob_t *j = job_get(w, job);
@@ -847,6 +977,9 @@ void tide_world_storage(const tide_world_t *w, tide_time_t now, tide_world_stora
     out->moved_gb = w->moved_gb;
     out->transfers = w->xf_started;
     out->active = w->xf_active;
+    out->rate_peak_gbps = w->rate_peak;
+    out->ckpt_rate_peak_gbps = w->ckpt_rate_peak;
+    out->staggered = w->staggered;
 }
 
 void tide_world_set_ctl_down(tide_world_t *w, tide_time_t now, int down)

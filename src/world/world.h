@@ -24,7 +24,8 @@ void tide_world_destroy(tide_world_t *w);
  *  JOB_START     the job restores from its last commit (restore_s, then an
  *                EV_JOB_PHASE TRAINING) or, with nothing committed, trains at once;
  *  JOB_CKPT      training: checkpoint now (EV_JOB_PHASE CHECKPOINTING now,
- *                EV_CKPT_COMMITTED after ckpt_s); checkpointing: nothing;
+ *                EV_CKPT_COMMITTED after ckpt_s); checkpointing: nothing
+ *                (with the QoS its write becomes an asked one, below);
  *                restoring: EV_CKPT_COMMITTED now with the committed progress;
  *  JOB_RESIZE    progress is brought up to now and the new width applies;
  *  JOB_STOP      the job is forgotten (progress falls back to its commit);
@@ -97,8 +98,41 @@ typedef struct tide_world_storage {
     double moved_gb;      /* bytes of the finished transfers */
     long transfers;       /* transfers started */
     int active;           /* transfers in flight now */
+    double rate_peak_gbps;      /* highest bandwidth actually in use (<= gbps) */
+    double ckpt_rate_peak_gbps; /* highest bandwidth checkpoints used together */
+    long staggered;             /* periodic checkpoints the QoS deferred */
 } tide_world_storage_t;
 void tide_world_storage(const tide_world_t *w, tide_time_t now, tide_world_storage_t *out);
+
+/* Bulk-traffic QoS on the shared storage (with tide_world_set_storage;
+ * share 0, the default, = off: every transfer is alike, as above). With a
+ * share in (0, 1]:
+ *  - priority: the bandwidth goes first to weight loads (replica warm-ups,
+ *    which a reclaim waits for), then to checkpoints the engine asked for
+ *    (JOB_CKPT: reclaims, preemptions), then to periodic checkpoints; inside
+ *    a class it is shared max-min fairly as above;
+ *  - rate cap: periodic checkpoints get at most what the asked ones leave
+ *    of share x gbps (the rest is headroom for loads and other traffic; an
+ *    asked checkpoint is urgent and gets whatever the loads leave);
+ *  - stagger: a periodic checkpoint starts only when no checkpoint is writing
+ *    or its cap (ckpt_gb / ckpt_s) fits in what the writing ones leave of
+ *    share x gbps; otherwise the job keeps training and tries again when the
+ *    first writing checkpoint is due to end (counted in `staggered`).
+ * Set before the first action. Values outside (0, 1] turn it off. */
+void tide_world_set_qos(tide_world_t *w, double share);
+
+/* Transfer times through the storage (start to commit / ready, seconds), by
+ * kind, and the delays of staggered periodic checkpoints. */
+typedef enum tide_world_xfer_kind {
+    TIDE_XFER_LOAD = 0,          /* weight loads */
+    TIDE_XFER_CKPT_ASKED,        /* checkpoints the engine asked for */
+    TIDE_XFER_CKPT_PERIODIC,     /* periodic checkpoints (the world timed them) */
+    TIDE_XFER_STAGGER,           /* stagger delays */
+    TIDE_XFER_KIND_COUNT
+} tide_world_xfer_kind_t;
+/* Quantile q in [0, 1] of the finished transfers of `kind` (0 when none);
+ * *n (may be NULL) gets how many there are. */
+double tide_world_xfer_quantile(const tide_world_t *w, int kind, double q, size_t *n);
 
 /* The control plane goes down (down = 1) or comes back (0) at `now`. While
  * down, a job whose lease deadline passes is ended by the world at that

@@ -134,6 +134,8 @@ for id in chart-pareto chart-sweep chart-gpu-state chart-forecast chart-gpu-clas
     esac
 done
 grep -q '<ol><li><span class="q">' "$tmp/dom.html" || fail "the five questions are missing"
+grep -q "Latency (queueing model): P99 TTFT" "$tmp/dom.html" || fail "the first question lacks the latency figures"
+grep -q "P99 TTFT s" "$tmp/dom.html" || fail "the summary table lacks P99 TTFT"
 # Teams: a tab per team of the run, the chargeback table with the policy's
 # lost-work line; Capacity signals: the findings table
 for team in $(tail -n +2 "$tmp/g/jobs.csv" | cut -d, -f3 | sort -u); do

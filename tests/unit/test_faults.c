@@ -768,7 +768,10 @@ typedef struct sfix {
     int32_t a, b;
 } sfix_t;
 
-static void sfix_init(sfix_t *f, double gbps)
+/* Two 8-GPU jobs a and b (600 GB checkpoints of 60 s, periodic every iv s)
+ * started at 0, a service whose replica loads 3000 GB over a 300 s warm-up,
+ * storage of gbps GB/s. */
+static void sfix_init_iv(sfix_t *f, double gbps, tide_time_t iv)
 {
     tide_error_t err = {0, ""};
     f->c = tide_cluster_parse("4x8", &err);
@@ -781,7 +784,7 @@ static void sfix_init(sfix_t *f, double gbps)
                              .warmup_s = 300};
     assert_int_equal(tide_engine_add_service(f->e, &s, &err), 0);
     tide_job_spec_t specs[2] = {job8("a", 0, 100000), job8("b", 0, 100000)};
-    specs[0].ckpt_interval_s = specs[1].ckpt_interval_s = 100000;
+    specs[0].ckpt_interval_s = specs[1].ckpt_interval_s = iv;
     tide_event_t ev[2];
     for (int i = 0; i < 2; i++)
         ev[i] = (tide_event_t){.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1,
@@ -806,6 +809,8 @@ static void sfix_init(sfix_t *f, double gbps)
     tide_actions_t sa = {.v = st, .n = 2, .cap = 2, .next_wake = TIDE_TIME_NEVER};
     tide_world_apply(f->w, 0, &sa);
 }
+
+static void sfix_init(sfix_t *f, double gbps) { sfix_init_iv(f, gbps, 100000); }
 
 static void sfix_free(sfix_t *f)
 {
@@ -918,6 +923,97 @@ static void storage_overlapping_checkpoints_take_longer(void **state)
     assert_int_equal(s.ready, 1000 + 330);   /* 300 GB by 1060, 2700 GB alone */
     tide_world_storage(f.w, 10000, &ws);
     assert_float_equal(ws.moved_gb, 3000, 1e-6);
+    sfix_free(&f);
+}
+
+/* QoS: a weight load (a reclaim's replica) takes the bandwidth before a
+ * checkpoint, so the warm-up takes its declared time exactly. */
+static void qos_weight_load_first(void **state)
+{
+    (void)state;
+    sfix_t f;
+    seen_t s;
+    sfix_init(&f, 10);
+    tide_world_set_qos(f.w, 0.5);
+    sfix_act(&f, 1000, TIDE_ACT_REPLICA_START, -1, 3);
+    sfix_act(&f, 1000, TIDE_ACT_JOB_CKPT, f.a, -1);
+    s = sfix_run(&f, 10000);
+    assert_int_equal(s.ready, 1000 + 300);      /* 3000 GB alone at 10 GB/s: as declared */
+    assert_int_equal(s.commit_a, 1300 + 60);    /* then alone: an asked one is not capped */
+    tide_world_storage_t ws;
+    tide_world_storage(f.w, 10000, &ws);
+    assert_true(ws.rate_peak_gbps <= 10 + 1e-9);
+    size_t n;
+    assert_float_equal(tide_world_xfer_quantile(f.w, TIDE_XFER_LOAD, 0.99, &n), 300, 1e-9);
+    assert_int_equal(n, 1);
+    assert_float_equal(tide_world_xfer_quantile(f.w, TIDE_XFER_CKPT_ASKED, 0.5, &n), 360, 1e-9);
+    sfix_free(&f);
+    /* without QoS the two share and the warm-up is late (see above) */
+    sfix_init(&f, 10);
+    sfix_act(&f, 1000, TIDE_ACT_REPLICA_START, -1, 3);
+    sfix_act(&f, 1000, TIDE_ACT_JOB_CKPT, f.a, -1);
+    s = sfix_run(&f, 10000);
+    assert_true(s.ready > 1300);
+    sfix_free(&f);
+}
+
+/* QoS: periodic checkpoints are staggered so that together they stay within
+ * the bulk cap; without QoS they overlap and demand twice as much. */
+static void qos_stagger_keeps_cap(void **state)
+{
+    (void)state;
+    sfix_t f;
+    seen_t s;
+    tide_world_storage_t ws;
+    sfix_init_iv(&f, 20, 1000);
+    s = sfix_run(&f, 1500);
+    assert_int_equal(s.commit_a, 1060);
+    assert_int_equal(s.commit_b, 1060);
+    tide_world_storage(f.w, 1500, &ws);
+    assert_float_equal(ws.peak_gbps, 20, 1e-9);
+    assert_int_equal(ws.staggered, 0);
+    sfix_free(&f);
+
+    sfix_init_iv(&f, 20, 1000);
+    tide_world_set_qos(f.w, 0.5); /* checkpoints: at most 10 GB/s together */
+    s = sfix_run(&f, 1500);
+    assert_int_equal(s.commit_a, 1060);
+    assert_int_equal(s.commit_b, 1120); /* waited for a, then alone */
+    tide_world_storage(f.w, 1500, &ws);
+    assert_true(ws.peak_gbps <= 10 + 1e-9);
+    assert_true(ws.ckpt_rate_peak_gbps <= 10 + 1e-9);
+    assert_int_equal(ws.staggered, 1);
+    size_t n;
+    assert_float_equal(tide_world_xfer_quantile(f.w, TIDE_XFER_STAGGER, 1, &n), 60, 1e-9);
+    assert_int_equal(n, 1);
+    assert_float_equal(tide_world_xfer_quantile(f.w, TIDE_XFER_CKPT_PERIODIC, 1, &n), 60, 1e-9);
+    assert_int_equal(n, 2);
+    sfix_free(&f);
+}
+
+/* QoS: a checkpoint the engine asked for (a reclaim) goes before a periodic
+ * one that is already writing. */
+static void qos_asked_checkpoint_first(void **state)
+{
+    (void)state;
+    sfix_t f;
+    sfix_init_iv(&f, 10, 1000);
+    tide_world_set_qos(f.w, 1);
+    /* at 1000 a's periodic checkpoint writes at 10 GB/s, b's waits */
+    sfix_act(&f, 1030, TIDE_ACT_JOB_CKPT, f.b, -1);
+    seen_t s = sfix_run(&f, 1500);
+    assert_int_equal(s.commit_b, 1030 + 60); /* the whole bandwidth at once */
+    assert_int_equal(s.commit_a, 1120);      /* 300 GB before, 300 GB after b */
+    tide_world_storage_t ws;
+    tide_world_storage(f.w, 1500, &ws);
+    assert_int_equal(ws.staggered, 1);
+    sfix_free(&f);
+    /* a reclaim asking for a periodic checkpoint already writing promotes it */
+    sfix_init_iv(&f, 10, 1000);
+    tide_world_set_qos(f.w, 0.5); /* the periodic one writes at 5 GB/s */
+    sfix_act(&f, 1030, TIDE_ACT_JOB_CKPT, f.a, -1);
+    s = sfix_run(&f, 1100);
+    assert_int_equal(s.commit_a, 1030 + 45); /* 450 GB left at the full 10 GB/s */
     sfix_free(&f);
 }
 
@@ -1062,6 +1158,9 @@ int main(void)
         cmocka_unit_test(ctl_down_burst_reaches_slo),
         cmocka_unit_test(loss_booked_where_it_was_done),
         cmocka_unit_test(storage_overlapping_checkpoints_take_longer),
+        cmocka_unit_test(qos_weight_load_first),
+        cmocka_unit_test(qos_stagger_keeps_cap),
+        cmocka_unit_test(qos_asked_checkpoint_first),
         cmocka_unit_test(storage_lead_grows),
         cmocka_unit_test(no_faults_no_change),
         cmocka_unit_test(size_columns),

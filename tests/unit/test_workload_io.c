@@ -135,6 +135,36 @@ static void test_services_good(void **state)
     tide_cluster_destroy(c);
 }
 
+/* The optional latency columns: parsed into ->latency, 0 where absent or empty. */
+static void test_services_latency(void **state)
+{
+    (void)state;
+    tide_error_t err = {0, ""};
+    tide_services_t *s = svcs_str("service,gpus_per_replica,replica_rps,min_replicas,warmup_s,"
+                                  "ttft_target_s,tbt_target_s,prompt_tokens,decode_knee,"
+                                  "queue_max_s\n"
+                                  "a,8,4,1,60,1.5,0.05,2048,,10\nb,1,9,0,0,,,,,\n",
+                                  NULL, &err);
+    assert_non_null(s);
+    assert_int_equal(s->n, 2);
+    assert_float_equal(s->latency[0].ttft_target_s, 1.5, 1e-12);
+    assert_float_equal(s->latency[0].tbt_target_s, 0.05, 1e-12);
+    assert_float_equal(s->latency[0].prompt_tokens, 2048, 1e-12);
+    assert_float_equal(s->latency[0].decode_knee, 0, 0);
+    assert_float_equal(s->latency[0].queue_max_s, 10, 1e-12);
+    assert_float_equal(s->latency[0].decode_tps, 0, 0);
+    assert_float_equal(s->latency[1].ttft_target_s, 0, 0);
+    tide_services_free(s);
+    s = svcs_str(SVC_HDR "a,1,1,1,60\n", NULL, &err); /* no latency column at all */
+    assert_non_null(s);
+    assert_float_equal(s->latency[0].output_tokens, 0, 0);
+    tide_services_free(s);
+    svc_bad("service,gpus_per_replica,replica_rps,min_replicas,warmup_s,decode_tps\na,1,1,1,60,-3\n",
+            NULL, TIDE_EINVAL, "column 'decode_tps': must be >= 0");
+    svc_bad("service,gpus_per_replica,replica_rps,min_replicas,warmup_s,tbt_target_s\na,1,1,1,60,x\n",
+            NULL, TIDE_EINVAL, "column 'tbt_target_s': expected a finite number");
+}
+
 static void test_services_bad(void **state)
 {
     (void)state;
@@ -468,6 +498,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_services_good), cmocka_unit_test(test_services_bad),
+        cmocka_unit_test(test_services_latency),
         cmocka_unit_test(test_services_skip), cmocka_unit_test(test_demand),
         cmocka_unit_test(test_jobs_good),     cmocka_unit_test(test_jobs_bad),
         cmocka_unit_test(test_jobs_skip),     cmocka_unit_test(test_files),
