@@ -356,7 +356,7 @@ void dmn_rl_metrics(tide_daemon_t *d, tide_prom_t *p)
 {
     static const char *const fam[][3] = {
         {"tide_rl_trainer_step", "gauge", "Trainer steps acknowledged per RL run."},
-        {"tide_rl_queue_depth", "gauge", "Trajectories queued (acknowledged, not consumed) per RL run."},
+        {"tide_rl_queue_depth", "gauge", "Fresh trajectories queued (acknowledged, not consumed, within max_staleness) per RL run."},
         {"tide_rl_trajectories_total", "counter",
          "Pushed trajectories of an RL run by outcome: accepted, duplicate (a retry), "
          "stale_rejected (refused when pushed), stale_dropped (queued, too old at a step), consumed."},

@@ -60,7 +60,7 @@ static int64_t count_job(tide_store_t *s, const char *sql, const char *job, cons
     "max_staleness, batch_size, step, policy_version, accepted, duplicates, "           \
     "stale_rejected, stale_dropped, consumed, created_s, "                              \
     "(SELECT count(*) FROM rl_trajectories t WHERE t.job_id = r.job_id AND "           \
-    "t.state = 'queued')"
+    "t.state = 'queued' AND t.policy_version >= r.policy_version - r.max_staleness)"
 
 static void run_row(sqlite3_stmt *st, int c, tide_store_rl_run_t *r)
 {

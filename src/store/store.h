@@ -400,7 +400,8 @@ void tide_store_snapshot_checksum(const void *p, size_t n, char out[17]);
 /* ------------------------------------------- RL trajectory ledger (rl.c) */
 
 /* An RL run (migration 5): its settings, where its trainer is, and its
- * cumulative counters; queued is the trajectories waiting now. */
+ * cumulative counters; queued is the fresh trajectories waiting now (those
+ * gone stale wait to be dropped by the next step). */
 typedef struct tide_store_rl_run {
     int64_t max_staleness, batch_size;
     int64_t step, policy_version;
