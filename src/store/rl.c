@@ -21,34 +21,39 @@ static int finish(tide_store_t *s, sqlite3_stmt *st, int rc, tide_error_t *err)
     return tide__store_finish(s, st, rc, WHAT, err);
 }
 
-/* Run one statement with job bound to ?1 and up to three integers to ?2..
- * (n of them); *changes gets the rows it changed (NULL: not wanted). */
-static int exec_job(tide_store_t *s, const char *sql, const char *job, const int64_t *v, int n,
-                    int64_t *changes, tide_error_t *err)
+/* A statement with job bound to ?1 and n integers v to ?2.. */
+static sqlite3_stmt *prep_job(tide_store_t *s, const char *sql, const char *job,
+                              const int64_t *v, int n, tide_error_t *err)
 {
     sqlite3_stmt *st = prep(s, sql, err);
     if (!st)
-        return -1;
+        return NULL;
     sqlite3_bind_text(st, 1, job, -1, SQLITE_TRANSIENT);
     for (int i = 0; i < n; i++)
         sqlite3_bind_int64(st, i + 2, v[i]);
+    return st;
+}
+
+/* Run it; *changes gets the rows it changed (NULL: not wanted). */
+static int exec_job(tide_store_t *s, const char *sql, const char *job, const int64_t *v, int n,
+                    int64_t *changes, tide_error_t *err)
+{
+    sqlite3_stmt *st = prep_job(s, sql, job, v, n, err);
+    if (!st)
+        return -1;
     int rc = finish(s, st, sqlite3_step(st), err);
     if (rc == 0 && changes)
         *changes = sqlite3_changes(s->db);
     return rc;
 }
 
-/* One integer from a query with job at ?1 and integers at ?2.. (-1 with
- * err on failure; no row gives 0). */
+/* The one integer it selects (no row: 0), or -1 with err. */
 static int64_t count_job(tide_store_t *s, const char *sql, const char *job, const int64_t *v,
                          int n, tide_error_t *err)
 {
-    sqlite3_stmt *st = prep(s, sql, err);
+    sqlite3_stmt *st = prep_job(s, sql, job, v, n, err);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, job, -1, SQLITE_TRANSIENT);
-    for (int i = 0; i < n; i++)
-        sqlite3_bind_int64(st, i + 2, v[i]);
     int rc = sqlite3_step(st);
     int64_t x = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     return finish(s, st, rc, err) < 0 ? -1 : x;
@@ -76,10 +81,10 @@ static void run_row(sqlite3_stmt *st, int c, tide_store_rl_run_t *r)
 int tide_store_rl_run_get(tide_store_t *s, const char *job, tide_store_rl_run_t *out,
                           tide_error_t *err)
 {
-    sqlite3_stmt *st = prep(s, "SELECT " RUN_COLS " FROM rl_runs r WHERE job_id = ?", err);
+    sqlite3_stmt *st =
+        prep_job(s, "SELECT " RUN_COLS " FROM rl_runs r WHERE job_id = ?", job, NULL, 0, err);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, job, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         run_row(st, 0, out);
@@ -234,15 +239,13 @@ int tide_store_rl_push(tide_store_t *s, const char *job, const tide_store_rl_tra
 static int step_list(tide_store_t *s, const char *job, int64_t step, tide_store_rl_traj_fn fn,
                      void *ctx, tide_error_t *err)
 {
-    sqlite3_stmt *st = prep(s,
-                            "SELECT traj_id, policy_version, payload FROM rl_trajectories "
-                            "WHERE job_id = ? AND step = ? AND state = 'consumed' "
-                            "ORDER BY policy_version, seq",
-                            err);
+    sqlite3_stmt *st = prep_job(s,
+                                "SELECT traj_id, policy_version, payload FROM rl_trajectories "
+                                "WHERE job_id = ?1 AND step = ?2 AND state = 'consumed' "
+                                "ORDER BY policy_version, seq",
+                                job, &step, 1, err);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, job, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, step);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         if (fn)
@@ -311,17 +314,16 @@ int tide_store_rl_step(tide_store_t *s, const char *job, int64_t step,
 int tide_store_rl_ages(tide_store_t *s, const char *job, tide_store_rl_age_fn fn, void *ctx,
                        tide_error_t *err)
 {
-    sqlite3_stmt *st = prep(
+    sqlite3_stmt *st = prep_job(
         s,
         "SELECT 1, t.step - 1 - t.policy_version AS age, count(*) FROM rl_trajectories t "
         "WHERE t.job_id = ?1 AND t.state = 'consumed' GROUP BY age "
         "UNION ALL SELECT 0, r.policy_version - t.policy_version AS age, count(*) "
         "FROM rl_trajectories t JOIN rl_runs r ON r.job_id = t.job_id "
         "WHERE t.job_id = ?1 AND t.state = 'queued' GROUP BY age ORDER BY 1 DESC, 2",
-        err);
+        job, NULL, 0, err);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, job, -1, SQLITE_TRANSIENT);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         fn(ctx, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
