@@ -37,6 +37,7 @@ class Driver:
         self.urlfile, self.job, self.outdir, self.pushers = urlfile, job, outdir, pushers
         self.batch = batch
         self.depth, self.depth_at = 0, 0.0
+        self.steps_lost = 0    # steps whose first answer was lost (a crash after the commit)
         self.lock = threading.Lock()
         self.items = {}        # id -> {"version", "status" (last answer), "acked"}
         self.batches = {}      # step -> [ids] as answered
@@ -166,6 +167,7 @@ class Driver:
             ids = [t["trajectory_id"] for t in ans["trajectories"]]
             with self.lock:
                 self.batches[k] = ids
+                self.steps_lost += bool(ans.get("duplicate"))  # taken, its answer lost
                 self.step = k
             # now and then a retry of the step just taken: the same batch
             if k % 7 == 0:
@@ -196,7 +198,8 @@ class Driver:
             t.join()
         out = {"items": self.items, "batches": self.batches, "step": self.step,
                "dups_seen": self.dups_seen, "conflicts_seen": self.conflicts_seen,
-               "retries": self.retries, "violations": self.violations}
+               "retries": self.retries, "steps_lost": self.steps_lost,
+               "violations": self.violations}
         with open(os.path.join(self.outdir, "result.json"), "w") as f:
             json.dump(out, f)
 
@@ -254,11 +257,15 @@ def check(outdir, db, max_staleness, batch_size):
     if run[4] < res["dups_seen"]:
         bad.append("duplicates counted %d < answered %d" % (run[4], res["dups_seen"]))
     stale = sum(1 for x in items.values() if x["status"] == "stale")
+    # pushed once, answered "duplicate": the first attempt committed, its answer was lost
+    lost = sum(1 for x in items.values() if x["status"] == "duplicate")
     print("rl ledger: %d pushed, %d acknowledged (%d stored), %d refused stale (counted %d), "
           "%d dropped stale, %d duplicates answered (counted %d), %d conflicts, %d steps, "
-          "%d consumed, %d retries"
+          "%d consumed, %d retries; answers lost in a crash and recovered by a retry: %d "
+          "trajectories, %d steps"
           % (len(items), len(acked), len(rows), stale, run[5], run[6], res["dups_seen"], run[4],
-             res["conflicts_seen"], res["step"], len(consumed), res["retries"]), file=sys.stderr)
+             res["conflicts_seen"], res["step"], len(consumed), res["retries"], lost,
+             res["steps_lost"]), file=sys.stderr)
     for b in bad[:30]:
         print("violation: " + b, file=sys.stderr)
     return 1 if bad else 0
