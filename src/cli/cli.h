@@ -69,6 +69,7 @@ int tide_cmd_services(int argc, char **argv);
 int tide_cmd_models(int argc, char **argv);  /* cmd_models.c */
 int tide_cmd_model(int argc, char **argv);
 int tide_cmd_rollout(int argc, char **argv);
+int tide_cmd_rl(int argc, char **argv);      /* cmd_rl.c */
 int tide_cmd_leases(int argc, char **argv);
 int tide_cmd_events(int argc, char **argv);
 int tide_cmd_audit(int argc, char **argv);

@@ -25,24 +25,7 @@ static const char *model_path(char *buf, size_t n, const char *name, const char 
 static int call(const tide_remote_opts_t *ro, const char *method, const char *path, json_t *body,
                 void (*show)(const json_t *j))
 {
-    tide_client_t c;
-    int rc = tide_remote_connect(ro, &c);
-    if (rc >= 0) {
-        json_decref(body);
-        return rc;
-    }
-    tide_error_t err = {0};
-    json_t *j = tide_client_call(&c, method, path, body, NULL, &err);
-    tide_client_fini(&c);
-    json_decref(body);
-    if (!j)
-        return tide_remote_fail(&err);
-    if (ro->json || !show)
-        tide_remote_print_json(j);
-    else
-        show(j);
-    json_decref(j);
-    return 0;
+    return tide_remote_call(ro, method, path, body, show);
 }
 
 static const char *rollout_text(const json_t *m, char *buf, size_t n)

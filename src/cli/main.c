@@ -20,6 +20,7 @@ static const tide_cli_cmd_t commands[] = {
     {"models", tide_cmd_models, "list the model pipeline's models: aliases, versions, rollout"},
     {"model", tide_cmd_model, "show, define or register model versions; report evaluation metrics"},
     {"rollout", tide_cmd_rollout, "a model's rollout: status, pause, resume, promote, abort"},
+    {"rl", tide_cmd_rl, "an RL run's trajectory ledger: status, register, push trajectories, trainer steps"},
     {"leases", tide_cmd_leases, "list GPU leases lent to training"},
     {"nodes", tide_cmd_nodes, "list a daemon's nodes: state, GPUs by owner, foreign, drain reason"},
     {"drain", tide_cmd_drain, "take a node out of placement (--reason)"},

@@ -51,6 +51,29 @@ int tide_remote_fail(const tide_error_t *err)
     return tide_cli_exit_code(err->code ? err->code : TIDE_EIO);
 }
 
+int tide_remote_call(const tide_remote_opts_t *ro, const char *method, const char *path,
+                     json_t *body, void (*show)(const json_t *j))
+{
+    tide_client_t c;
+    int rc = tide_remote_connect(ro, &c);
+    if (rc >= 0) {
+        json_decref(body);
+        return rc;
+    }
+    tide_error_t err = {0};
+    json_t *j = tide_client_call(&c, method, path, body, NULL, &err);
+    tide_client_fini(&c);
+    json_decref(body);
+    if (!j)
+        return tide_remote_fail(&err);
+    if (ro->json || !show)
+        tide_remote_print_json(j);
+    else
+        show(j);
+    json_decref(j);
+    return 0;
+}
+
 void tide_remote_print_json(const json_t *j)
 {
     json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);

@@ -68,6 +68,11 @@ int tide_remote_connect(const tide_remote_opts_t *o, tide_client_t *c);
 int tide_remote_fail(const tide_error_t *err);
 
 
+/* One request: connect with ro, send body (taken; NULL none), print the
+ * answer with show (NULL or --json: the JSON). Returns the exit status. */
+int tide_remote_call(const tide_remote_opts_t *ro, const char *method, const char *path,
+                     json_t *body, void (*show)(const json_t *j));
+
 /* Pretty-print j on stdout followed by a newline. */
 void tide_remote_print_json(const json_t *j);
 

@@ -1,6 +1,6 @@
 /* The HTTP API (docs/api.md): the routes table, and the helpers the
  * handlers share. Handlers live by resource: api_jobs.c, api_services.c,
- * api_nodes.c, api_usage.c, api_admin.c. Each validates its input without
+ * api_nodes.c, api_usage.c, api_admin.c, api_rl.c. Each validates its input without
  * the lock where it can, then takes the daemon mutex, calls one daemon
  * function (src/daemon/ops.c) that owns its transaction, and answers. */
 #include <math.h>
@@ -162,6 +162,11 @@ static const tide_route_t routes[] = {
     {"GET", "/v1/jobs/{id}/notice", TIDE_ROLE_SUBMITTER, api_notice, NULL},
     {"POST", "/v1/jobs/{id}/notice/ack", TIDE_ROLE_SUBMITTER, api_notice_ack, "job.notice-ack"},
     {"POST", "/v1/replicas/{r}/ready", TIDE_ROLE_ROUTER, api_replica_ready, "replica.ready"},
+    {"GET", "/v1/rl", TIDE_ROLE_VIEWER, api_rl_runs, NULL},
+    {"POST", "/v1/rl/{job}", TIDE_ROLE_SUBMITTER, api_rl_register, "rl.register"},
+    {"GET", "/v1/rl/{job}", TIDE_ROLE_VIEWER, api_rl_get, NULL},
+    {"POST", "/v1/rl/{job}/trajectories", TIDE_ROLE_SUBMITTER, api_rl_push, "rl.push"},
+    {"POST", "/v1/rl/{job}/step", TIDE_ROLE_SUBMITTER, api_rl_step, "rl.step"},
     {"GET", "/v1/leases", TIDE_ROLE_VIEWER, api_leases, NULL},
     {"GET", "/v1/events", TIDE_ROLE_VIEWER, api_events, NULL},
     {"GET", "/v1/stream", TIDE_ROLE_VIEWER, api_stream, NULL},

@@ -369,8 +369,8 @@ API_HANDLER(api_job_get)
 /* The job and the caller's right to it (mu alone, released on return): 0,
  * or -1 with the answer written. The write itself goes through the group
  * commit, which checks the job's state again. */
-static int job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
-                     tide_http_reply_t *rep)
+int api_job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
+                  tide_http_reply_t *rep)
 {
     dmn_lock_read(d);
     tide_store_job_t row;
@@ -388,7 +388,7 @@ static int job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
 }
 
 /* A write refused by the group commit: ESTATE while stopping is a 503. */
-static void write_failed(tide_daemon_t *d, tide_http_reply_t *rep, const tide_error_t *err)
+void api_write_failed(tide_daemon_t *d, tide_http_reply_t *rep, const tide_error_t *err)
 {
     if (err->code == TIDE_ESTATE && (d->stop || d->failed))
         tide_http_reply_error(rep, 503, "ESTATE", "%s", err->msg);
@@ -400,12 +400,12 @@ API_HANDLER(api_job_cancel)
 {
     tide_daemon_t *d = API_D(app);
     char *id;
-    if (job_owned(d, req, &id, rep) < 0)
+    if (api_job_owned(d, req, &id, rep) < 0)
         return;
     const char *state;
     tide_error_t err = {0};
     if (dmn_job_cancel(d, id, &state, &err) < 0)
-        write_failed(d, rep, &err);
+        api_write_failed(d, rep, &err);
     else
         tide_http_reply_json(rep, 200, json_pack("{s:o,s:s}", "id", api_str(id), "state", state));
     free(id);
@@ -434,12 +434,12 @@ API_HANDLER(api_job_ckpt)
         return;
     }
     char *id;
-    if (job_owned(d, req, &id, rep) < 0)
+    if (api_job_owned(d, req, &id, rep) < 0)
         return;
     double value;
     int dup = 0;
     if (dmn_job_checkpoint(d, id, &ck, &value, &dup, &err) < 0) {
-        write_failed(d, rep, &err);
+        api_write_failed(d, rep, &err);
     } else {
         if (ck.committed && !dup)
             ckpt_publish(d, id, &ck, req);

@@ -640,6 +640,14 @@ int api_q_int(const tide_http_req_t *req, const char *key, long long min, long l
 /* 1 with a 503 written when the daemon is stopping or the store cannot
  * write (degraded): every write handler asks before acting. */
 int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep);
+/* The job named in the path (params[0]) exists, the caller may act on it
+ * and the daemon takes writes: 0 with its id (*id owned), else -1 with the
+ * answer written (404, 403, 503). Takes and releases mu (api_jobs.c). */
+int api_job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
+                  tide_http_reply_t *rep);
+/* A write the group commit refused: ESTATE while stopping is a 503, the
+ * rest as api_fail. */
+void api_write_failed(tide_daemon_t *d, tide_http_reply_t *rep, const tide_error_t *err);
 /* A row of the event feed as /v1/events shows it (api_admin.c). */
 json_t *api_feed_row(const tide_store_feed_row_t *r);
 
@@ -685,6 +693,14 @@ API_HANDLER(api_model_rollout);
 API_HANDLER(api_service_routes);
 API_HANDLER(api_ui_asset);
 API_HANDLER(api_shadow);   /* api_shadow.c */
+/* api_rl.c: the RL trajectory ledger (its writes through the group commit) */
+API_HANDLER(api_rl_runs);
+API_HANDLER(api_rl_register);
+API_HANDLER(api_rl_get);
+API_HANDLER(api_rl_push);
+API_HANDLER(api_rl_step);
+/* The ledger's series for /metrics (lock held). */
+void dmn_rl_metrics(tide_daemon_t *d, tide_prom_t *p);
 API_HANDLER(api_mode);
 API_HANDLER(api_rehearse);
 

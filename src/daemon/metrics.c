@@ -380,6 +380,7 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_queue_wait(d, &p);
     dmn_shadow_metrics(d, &p);
     dmn_rehearsal_metrics(d, &p);
+    dmn_rl_metrics(d, &p);
     *len = p.n;
     char *out = p.buf ? p.buf : tide_xstrdup("");
     return out;

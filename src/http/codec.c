@@ -620,3 +620,111 @@ int tide_json_team_from_string(const char *s, tide_team_spec_t *t, char **name_o
     json_decref(o);
     return rc;
 }
+
+/* ------------------------------------------------ RL trajectory ledger */
+
+#define MAX_VERSION (1LL << 53)  /* policy versions and steps (exact in JSON numbers) */
+
+/* A body of required whole numbers only: fields[i] in [lo[i], MAX_VERSION]. */
+static int whole_fields(const char *body, size_t len, const char *const *fields,
+                        const long long *lo, int64_t **out, tide_error_t *err)
+{
+    json_t *o = tide_json_parse_object(body, len, err);
+    if (!o)
+        return -1;
+    int rc = tide_json_only(o, fields, err);
+    for (size_t i = 0; rc == 0 && fields[i]; i++) {
+        long long x = 0;
+        int has = get_count(o, fields[i], lo[i], MAX_VERSION, &x, err);
+        if (has == 0)
+            has = tide_errf(err, TIDE_EINVAL, "%s: required (a whole number >= %lld)", fields[i],
+                            lo[i]);
+        rc = has < 0 ? -1 : 0;
+        *out[i] = x;
+    }
+    json_decref(o);
+    return rc;
+}
+
+int tide_json_rl_run(const char *body, size_t len, int64_t *max_staleness, int64_t *batch_size,
+                     tide_error_t *err)
+{
+    static const char *const fields[] = {"max_staleness", "batch_size", NULL};
+    static const long long lo[] = {0, 1};
+    int64_t *out[] = {max_staleness, batch_size};
+    return whole_fields(body, len, fields, lo, out, err);
+}
+
+int tide_json_rl_step(const char *body, size_t len, int64_t *step, tide_error_t *err)
+{
+    static const char *const fields[] = {"step", NULL};
+    static const long long lo[] = {1};
+    int64_t *out[] = {step};
+    return whole_fields(body, len, fields, lo, out, err);
+}
+
+void tide_rl_push_request_free(tide_rl_push_request_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].id);
+        free(r->v[i].payload);
+    }
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+/* One trajectory object (i: its place in a batch, -1 alone). */
+static int traj_item(const json_t *o, long i, tide_rl_traj_request_t *t, tide_error_t *err)
+{
+    if (!json_is_object(o))
+        return tide_errf(err, TIDE_EINVAL, "trajectories[%ld]: expected an object, got %s", i,
+                         type_word(o));
+    long long v = 0;
+    int has_id = get_name(o, "trajectory_id", TIDE_JSON_MAX_ID, &t->id, err);
+    int has_v = has_id < 0 ? -1 : get_count(o, "policy_version", 0, MAX_VERSION, &v, err);
+    if (has_id == 0 || has_v == 0)
+        tide_errf(err, TIDE_EINVAL, "%s: required", has_id == 0 ? "trajectory_id" : "policy_version");
+    if (has_id <= 0 || has_v <= 0) {
+        if (i >= 0)
+            tide_err_prefix(err, "trajectories[%ld]: ", i);
+        return -1;
+    }
+    t->policy_version = v;
+    t->payload = json_dumps(o, JSON_COMPACT);
+    if (!t->payload)
+        return tide_errf(err, TIDE_EINVAL, "trajectory %s: cannot be written back", t->id);
+    return 0;
+}
+
+int tide_json_rl_push(const char *body, size_t len, tide_rl_push_request_t *out,
+                      tide_error_t *err)
+{
+    static const char *const batch_fields[] = {"trajectories", NULL};
+    memset(out, 0, sizeof *out);
+    json_t *o = tide_json_parse_object(body, len, err);
+    if (!o)
+        return -1;
+    const json_t *arr = json_object_get(o, "trajectories");
+    int rc = 0;
+    size_t n = 1;
+    if (arr) {
+        out->batch = 1;
+        n = json_is_array(arr) ? json_array_size(arr) : 0;
+        if (tide_json_only(o, batch_fields, err) < 0)
+            rc = -1;
+        else if (!json_is_array(arr) || n == 0 || n > TIDE_JSON_MAX_TRAJ_BATCH)
+            rc = tide_errf(err, TIDE_EINVAL,
+                           "trajectories: expected a list of 1..%d trajectory objects",
+                           TIDE_JSON_MAX_TRAJ_BATCH);
+    }
+    if (rc == 0)
+        out->v = tide_xcalloc(n, sizeof *out->v);
+    for (size_t i = 0; rc == 0 && i < n; i++, out->n++)
+        rc = traj_item(arr ? json_array_get(arr, i) : o, arr ? (long)i : -1, &out->v[i], err);
+    json_decref(o);
+    if (rc < 0)
+        tide_rl_push_request_free(out);
+    return rc;
+}

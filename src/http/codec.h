@@ -139,4 +139,35 @@ void tide_version_request_free(tide_version_request_t *r);
 int tide_json_canary(const char *body, size_t len, double *slo, double *error_rate,
                      double *latency_ms, tide_error_t *err);
 
+/* ---- the RL trajectory ledger (POST /v1/rl/...) */
+#define TIDE_JSON_MAX_TRAJ_BATCH 4096 /* trajectories in one push */
+
+/* POST /v1/rl/{job}: {"max_staleness": n >= 0, "batch_size": n >= 1}, both
+ * required. */
+int tide_json_rl_run(const char *body, size_t len, int64_t *max_staleness, int64_t *batch_size,
+                     tide_error_t *err);
+/* POST /v1/rl/{job}/step: {"step": k >= 1}. */
+int tide_json_rl_step(const char *body, size_t len, int64_t *step, tide_error_t *err);
+
+/* One pushed trajectory: id and version; payload: the whole object as
+ * compact JSON (its other fields are the caller's, kept as given). */
+typedef struct tide_rl_traj_request {
+    char *id;
+    int64_t policy_version;
+    char *payload;
+} tide_rl_traj_request_t;
+typedef struct tide_rl_push_request {
+    tide_rl_traj_request_t *v; /* owned */
+    size_t n;
+    int batch;                 /* the {"trajectories": [...]} form */
+} tide_rl_push_request_t;
+/* POST /v1/rl/{job}/trajectories: one trajectory object
+ * {"trajectory_id": non-empty string of at most TIDE_JSON_MAX_ID bytes
+ * without control characters, "policy_version": n >= 0, anything else}, or
+ * {"trajectories": [1..TIDE_JSON_MAX_TRAJ_BATCH such objects]}. Free out
+ * with tide_rl_push_request_free (also after a failure: safe). */
+int tide_json_rl_push(const char *body, size_t len, tide_rl_push_request_t *out,
+                      tide_error_t *err);
+void tide_rl_push_request_free(tide_rl_push_request_t *r); /* NULL ok; safe twice */
+
 #endif

@@ -48,6 +48,14 @@ struct tide_store {
 /* "database: WHAT: sqlite's message" as EIO; counts an error. */
 int tide__store_db_err(tide_store_t *s, tide_error_t *err, const char *what);
 
+/* A one-off statement (prepared per call; NULL with err, also when the
+ * files are lost) and its end: finalized, 0 when rc is SQLITE_DONE or
+ * SQLITE_ROW, else -1 with err "database: WHAT: ...". */
+sqlite3_stmt *tide__store_prep(tide_store_t *s, const char *sql, const char *what,
+                               tide_error_t *err);
+int tide__store_finish(tide_store_t *s, sqlite3_stmt *st, int rc, const char *what,
+                       tide_error_t *err);
+
 /* Record the identity of the database's files (those that exist). */
 void tide__store_fid_record(tide_store_t *s);
 

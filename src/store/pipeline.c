@@ -8,24 +8,12 @@
 
 static sqlite3_stmt *prep(tide_store_t *s, const char *sql, tide_error_t *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (s->lost) {
-        tide_errf(err, TIDE_EIO, "database: %s", s->lost_msg);
-        return NULL;
-    }
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        tide__store_db_err(s, err, "pipeline");
-        return NULL;
-    }
-    return st;
+    return tide__store_prep(s, sql, "pipeline", err);
 }
 
 static int finish(tide_store_t *s, sqlite3_stmt *st, int rc, tide_error_t *err)
 {
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
-        return 0;
-    return tide__store_db_err(s, err, "pipeline");
+    return tide__store_finish(s, st, rc, "pipeline", err);
 }
 
 int tide_store_pipe_put(tide_store_t *s, const char *kind, const char *key, const char *value,

@@ -189,3 +189,42 @@ CREATE TABLE snapshots (
   checksum   TEXT NOT NULL,
   state      BLOB NOT NULL
 );
+
+-- migration 5: RL trajectory ledger
+-- The exactly-once ledger of agentic RL runs (src/store/rl.c, docs/api.md
+-- "RL trajectory ledger"): one row per run (a job that registered), and one
+-- per acknowledged trajectory. Independent of the engine: neither replay nor
+-- snapshots touch these rows; what was committed is what a restart finds.
+-- policy_version is the trainer's policy: the weights after step k are
+-- version k. The counters are cumulative (duplicates and stale_rejected are
+-- answers that wrote no trajectory row).
+CREATE TABLE rl_runs (
+  job_id          TEXT PRIMARY KEY,
+  max_staleness   INTEGER NOT NULL,             -- policy versions a trajectory may lag
+  batch_size      INTEGER NOT NULL,             -- trajectories a trainer step consumes
+  step            INTEGER NOT NULL DEFAULT 0,   -- trainer steps acknowledged
+  policy_version  INTEGER NOT NULL DEFAULT 0,
+  accepted        INTEGER NOT NULL DEFAULT 0,
+  duplicates      INTEGER NOT NULL DEFAULT 0,
+  stale_rejected  INTEGER NOT NULL DEFAULT 0,   -- refused when pushed
+  stale_dropped   INTEGER NOT NULL DEFAULT 0,   -- queued, too old when a step came
+  consumed        INTEGER NOT NULL DEFAULT 0,
+  created_s       INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Acknowledged trajectories, in arrival order (seq). state: queued,
+-- consumed or dropped-stale; step: the trainer step that consumed or
+-- dropped it (NULL while queued).
+CREATE TABLE rl_trajectories (
+  seq             INTEGER PRIMARY KEY,
+  job_id          TEXT NOT NULL,
+  traj_id         TEXT NOT NULL,
+  policy_version  INTEGER NOT NULL,
+  state           TEXT NOT NULL DEFAULT 'queued',
+  step            INTEGER,
+  accepted_step   INTEGER NOT NULL,             -- the trainer's step when it was accepted
+  payload         TEXT,                         -- the trajectory as pushed (JSON)
+  UNIQUE (job_id, traj_id)
+);
+CREATE INDEX rl_trajectories_queue ON rl_trajectories(job_id, state, policy_version, seq);
+CREATE INDEX rl_trajectories_step ON rl_trajectories(job_id, step);

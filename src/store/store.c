@@ -100,6 +100,33 @@ int tide__store_db_err(tide_store_t *s, tide_error_t *err, const char *what)
 
 #define db_err tide__store_db_err
 
+sqlite3_stmt *tide__store_prep(tide_store_t *s, const char *sql, const char *what,
+                               tide_error_t *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (s->lost) {
+        tide_errf(err, TIDE_EIO, "database: %s", s->lost_msg);
+        return NULL;
+    }
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        db_err(s, err, what);
+        return NULL;
+    }
+    return st;
+}
+
+int tide__store_finish(tide_store_t *s, sqlite3_stmt *st, int rc, const char *what,
+                       tide_error_t *err)
+{
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return 0;
+    }
+    tide__store_db_err(s, err, what); /* before finalize: its message */
+    sqlite3_finalize(st);
+    return -1;
+}
+
 /* Count one call; fail it when the fault countdown reaches it. */
 static int fault(tide_store_t *s, tide_error_t *err)
 {

@@ -397,4 +397,88 @@ int tide_store_snapshots(tide_store_t *s, int64_t epoch, tide_store_snapshot_fn 
 /* The checksum a snapshot row keeps: 16 hex digits. */
 void tide_store_snapshot_checksum(const void *p, size_t n, char out[17]);
 
+/* ------------------------------------------- RL trajectory ledger (rl.c) */
+
+/* An RL run (migration 5): its settings, where its trainer is, and its
+ * cumulative counters; queued is the fresh trajectories waiting now (those
+ * gone stale wait to be dropped by the next step). */
+typedef struct tide_store_rl_run {
+    int64_t max_staleness, batch_size;
+    int64_t step, policy_version;
+    int64_t accepted, duplicates, stale_rejected, stale_dropped, consumed, queued;
+    tide_time_t created_s;
+} tide_store_rl_run_t;
+
+/* Register job's run (the job must be in the jobs table: ENOENT when not).
+ * Returns 1 created, 0 when the same run exists already (a retry), -1 with
+ * err: EEXIST when it exists with other settings, EINVAL when
+ * max_staleness < 0 or batch_size < 1. */
+int tide_store_rl_run_create(tide_store_t *s, const char *job, int64_t max_staleness,
+                             int64_t batch_size, tide_time_t now, tide_error_t *err);
+
+/* The run of job (queued counted). 0, or -1 with err (ENOENT: none). */
+int tide_store_rl_run_get(tide_store_t *s, const char *job, tide_store_rl_run_t *out,
+                          tide_error_t *err);
+
+/* Every run in job id order: fn per run (non-zero stops). Returns the
+ * number of runs or -1 with err. */
+typedef int (*tide_store_rl_run_fn)(void *ctx, const char *job, const tide_store_rl_run_t *r);
+int tide_store_rl_runs(tide_store_t *s, tide_store_rl_run_fn fn, void *ctx, tide_error_t *err);
+
+/* What a pushed trajectory got (tide_store_rl_push). */
+typedef enum {
+    TIDE_RL_ACCEPTED = 0, /* new: queued */
+    TIDE_RL_DUPLICATE,    /* its id was acknowledged before, same version: nothing written */
+    TIDE_RL_CONFLICT,     /* its id was acknowledged with another policy version */
+    TIDE_RL_STALE,        /* older than max_staleness versions: refused (counted) */
+    TIDE_RL_AHEAD,        /* a policy version the trainer has not made yet: refused */
+    TIDE_RL_OUTCOMES
+} tide_rl_outcome_t;
+
+/* The outcome's name: accepted, duplicate, conflict, stale, ahead. */
+const char *tide_rl_outcome_name(tide_rl_outcome_t o);
+
+/* A trajectory as pushed. payload: its JSON text (NULL none). */
+typedef struct tide_store_rl_traj {
+    const char *id;
+    int64_t policy_version;
+    const char *payload;
+} tide_store_rl_traj_t;
+
+/* One pushed trajectory of job's run (inside the caller's transaction):
+ * queued when new and fresh (its policy version within max_staleness of
+ * the trainer's and not ahead of it), else answered by *outcome. A
+ * duplicate or a stale refusal is counted in the run. *stored_version: the
+ * version acknowledged before (duplicates and conflicts), else the pushed
+ * one; *trainer_version: the trainer's. 0, or -1 with err (ENOENT: no run;
+ * EIO). */
+int tide_store_rl_push(tide_store_t *s, const char *job, const tide_store_rl_traj_t *t,
+                       tide_rl_outcome_t *outcome, int64_t *stored_version,
+                       int64_t *trainer_version, tide_error_t *err);
+
+/* A trajectory a trainer step consumed (strings borrowed for the call). */
+typedef void (*tide_store_rl_traj_fn)(void *ctx, const char *id, int64_t policy_version,
+                                      const char *payload);
+
+/* Trainer step `step` of job's run (inside the caller's transaction).
+ * step = the run's step + 1: queued trajectories older than max_staleness
+ * versions are dropped, the batch_size oldest fresh ones (lowest policy
+ * version, then arrival) are consumed, the step and policy version become
+ * `step`; *dup = 0. step <= the run's step (a retry): nothing changes, the
+ * batch that step consumed is listed again; *dup = 1. fn gets each
+ * trajectory of the batch. Errors (nothing written): ENOENT no run,
+ * ESTATE fewer than batch_size fresh trajectories queued (*queued gets
+ * how many are) or a step beyond the next, EINVAL step < 1. */
+int tide_store_rl_step(tide_store_t *s, const char *job, int64_t step,
+                       tide_store_rl_traj_fn fn, void *ctx, int *dup, int64_t *queued,
+                       tide_error_t *err);
+
+/* Staleness histogram of job's run: fn(ctx, consumed, age, count) per age,
+ * ages ascending, first the consumed trajectories (age = versions behind
+ * the policy that consumed them), then the queued ones (behind the
+ * trainer's policy now). 0 or -1 with err. */
+typedef void (*tide_store_rl_age_fn)(void *ctx, int consumed, int64_t age, int64_t count);
+int tide_store_rl_ages(tide_store_t *s, const char *job, tide_store_rl_age_fn fn, void *ctx,
+                       tide_error_t *err);
+
 #endif

@@ -55,6 +55,10 @@ api POST /v1/models/m1/versions '{"job_id":"j1","step":1}' $SUB      # audited, 
 api POST /v1/models/m1/versions/1/metrics '{"acc":0.9}' $SUB
 api POST /v1/models/m1/canary '{"slo":0.999}' $RT
 api POST /v1/models/m1/rollout/pause '' $ADM
+api POST /v1/rl/j1 '{"max_staleness":1,"batch_size":1}' $SUB;    expect "register rl run" 201
+api POST /v1/rl/j1/trajectories '{"trajectory_id":"t1","policy_version":0}' $SUB
+expect "push a trajectory" 201
+api POST /v1/rl/j1/step '{"step":1}' $SUB;                 expect "rl step" 200
 # --- refused before the handler
 api POST /v1/jobs '{"job_id":"v1","priority":2,"gpus":8,"duration_s":60}' $VIEW
 expect "viewer submit" 403

@@ -38,6 +38,7 @@ seed fuzz_jobs 'job_id,submit_s,team,priority,gpus,duration_s,gang_gpus,dp_min,c
 seed fuzz_services_demand 'service,gpus_per_replica,replica_rps,min_replicas,warmup_s,max_replicas,gpu_types\nchat,8,10,1,60,4,H100\nembed,1,100,0,10,,\n\0time_s,service,rps\n0,chat,5\n300,embed,7.5\n'
 seed fuzz_cluster_yaml 'groups:\n  - count: 16\n    gpus_per_node: 8\n    gpu_type: H100\n    domain_nodes: 2\n    rack_nodes: 4\n    power_nodes: 8\n  - {count: 2, gpus_per_node: 4}\n'
 seed fuzz_models_body '{"name":"m","service":"s","eval_command":"python3 eval.py","eval_gpus":2,"gates":["acc>=serving-0.01"],"steps":[5,25,50,100],"hold_s":300}'
+seed fuzz_rl_body '{"trajectories":[{"trajectory_id":"w1-1","policy_version":3,"reward":0.5,"tokens":[1,2]},{"trajectory_id":"w2-7","policy_version":0}]}'
 seed fuzz_http_body '{"job_id": "j1", "team": "t", "priority": "P2", "gpus": 16, "gang_gpus": 8, "dp_min": 1, "duration_s": 3600, "gpu_types": "H100|A100", "env": {"A": "1"}, "command": "train"}'
 seed fuzz_cluster_spec '16x8:H100,8x4:A100,18x4:GB200/18\nH100|GB200'
 seed fuzz_sweep_spec 'reserve=24:64:8,margin=0.05:0.3:0.05,lead=5m,hold=60:600:60,split=80'
