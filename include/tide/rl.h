@@ -7,10 +7,11 @@
  * Two parts, both pure (no I/O, no clock, no globals):
  *  - tide_rl_jobs: the engine jobs an RL job is submitted as. The trainer and
  *    min_replicas rollout replicas are dedicated; the rollout replicas beyond
- *    them are one elastic, lowest-priority "pool" job the engine places on
- *    GPUs it lends under leases (inference headroom included) and reclaims
- *    ahead of a forecast rise. The pool's checkpoint is a DRAIN (ckpt_s =
- *    drain bound, nothing written) and its restore a weight sync
+ *    them are lowest-priority "pool" jobs (one per group of replicas that
+ *    fills a node's 8 GPUs) the engine places on GPUs it lends under leases
+ *    (inference headroom included) and reclaims ahead of a forecast rise
+ *    through its notice protocol. A pool job's checkpoint is a DRAIN
+ *    (ckpt_s = drain bound, nothing written) and its restore a weight sync
  *    (restore_s = sync_s), so the engine's reclaim lead covers both.
  *  - tide_rl_t: the rollout/trainer model driven by the capacity the engine
  *    gives (tide_rl_set): trajectories with long-tailed lengths, weight
@@ -66,26 +67,30 @@ enum {
                           all dedicated (tide_rl_jobs' fixed_replicas) */
     TIDE_RL_LENT = 1   /* min_replicas dedicated, the rest lent (the pool job) */
 };
-/* Engine jobs of an RL job (indices into tide_rl_jobs_t.v). */
-enum { TIDE_RL_JOB_TRAINER = 0, TIDE_RL_JOB_ROLLOUT, TIDE_RL_JOB_POOL, TIDE_RL_NJOBS };
+/* Engine jobs of an RL job (indices into tide_rl_jobs_t.v; pool jobs are
+ * TIDE_RL_JOB_POOL .. n-1). */
+enum { TIDE_RL_JOB_TRAINER = 0, TIDE_RL_JOB_ROLLOUT, TIDE_RL_JOB_POOL };
 
 #define TIDE_RL_ID_MAX 216
 typedef struct tide_rl_jobs {
-    tide_job_spec_t v[TIDE_RL_NJOBS]; /* ids point into id[] */
-    char id[TIDE_RL_NJOBS][TIDE_RL_ID_MAX];
-    int n;                            /* 2 (FIXED) or 3 (LENT, max > min) */
+    tide_job_spec_t *v;           /* n specs; ids point into id[] */
+    char (*id)[TIDE_RL_ID_MAX];
+    int n;                        /* 2 + pool jobs */
 } tide_rl_jobs_t;
 
 /* The engine jobs to submit for spec s (normalized) in `mode`: the trainer
  * (id-trainer), the dedicated rollout replicas (id-rollout: fixed_replicas in
  * FIXED mode, 0 = max_replicas; min_replicas in LENT mode), and in LENT mode
- * the pool (id-pool: P3, gang = rollout_gpus, dp_min 1, dp_max = max - min,
- * ckpt_s = drain_s, restore_s = sync_s, no periodic checkpoint). Every job
- * has duration_s. The specs are normalized (tide_job_spec_normalize).
+ * the pool jobs id-pool-1.. (P3, gang = rollout_gpus, not elastic, each of
+ * max(1, 8 / rollout_gpus) replicas, the last one the rest, max - min
+ * replicas in all). Rollout jobs have ckpt_s = drain_s, restore_s = sync_s
+ * and no periodic checkpoint. Every job has duration_s. The specs are
+ * normalized (tide_job_spec_normalize). Free with tide_rl_jobs_free.
  * Returns 0, or -1 with EINVAL (bad mode, fixed_replicas < 0, an id too
- * long). */
+ * long; nothing to free then). */
 int tide_rl_jobs(const tide_rl_spec_t *s, int mode, int fixed_replicas, tide_rl_jobs_t *out,
                  tide_error_t *err);
+void tide_rl_jobs_free(tide_rl_jobs_t *j);
 
 /* ------------------------------------------------------------------ model */
 
@@ -103,10 +108,10 @@ typedef struct tide_rl_capacity {
                           checkpointing: its compute pauses */
     int trainer_held;  /* 1: the trainer holds its GPUs (any phase) */
     int dedicated;     /* dedicated rollout replicas held */
-    int lent;          /* lent rollout replicas held */
-    int draining;      /* 1: the lent replicas drain (the pool job was asked to
-                          checkpoint): no new trajectories; in-flight ones finish
-                          within drain_s or are abandoned */
+    int lent;          /* lent rollout replicas held, draining ones included */
+    int draining;      /* of them, replicas draining (their pool job was asked
+                          to checkpoint): no new trajectories; in-flight ones
+                          finish within drain_s or are abandoned */
 } tide_rl_capacity_t;
 
 /* Run the model to `now` (>= its time) under the capacity it had, then apply
@@ -130,8 +135,8 @@ typedef struct tide_rl_stats {
     long dropped_stale;         /* completed but older than max_staleness when needed */
     long abandoned;             /* in flight when a drain bound passed or a replica went */
     int max_accepted_staleness; /* largest trainer_step - version accepted (-1: none) */
-    int drains;                 /* drains started (lent pool asked to drain) */
-    int drains_clean;           /* of them, every in-flight trajectory finished in time */
+    int drains;                 /* replica drains started */
+    int drains_clean;           /* drains ended with every in-flight trajectory finished */
     long refreshes;             /* weight syncs (new replicas included) */
     double wait_s;              /* trainer running but waiting for its batch */
     double compute_s;           /* trainer computing */

@@ -61,8 +61,9 @@ int tide_rl_spec_normalize(tide_rl_spec_t *s, tide_error_t *err)
     return 0;
 }
 
-static void job_base(const tide_rl_spec_t *s, tide_rl_jobs_t *o, int k, const char *suffix)
+static tide_job_spec_t *job_base(const tide_rl_spec_t *s, tide_rl_jobs_t *o, const char *suffix)
 {
+    int k = o->n++;
     snprintf(o->id[k], TIDE_RL_ID_MAX, "%s-%s", s->id, suffix);
     tide_job_spec_t *j = &o->v[k];
     memset(j, 0, sizeof *j);
@@ -74,44 +75,60 @@ static void job_base(const tide_rl_spec_t *s, tide_rl_jobs_t *o, int k, const ch
     j->ckpt_interval_s = s->ckpt_interval_s;
     j->ckpt_s = s->ckpt_s;
     j->restore_s = s->restore_s;
-    if (k != TIDE_RL_JOB_TRAINER) {   /* rollout replicas keep no state */
-        j->ckpt_interval_s = s->duration_s + 1; /* no periodic checkpoint */
-        j->ckpt_s = s->drain_s;                 /* a drain, not a checkpoint */
-        j->restore_s = s->sync_s;               /* a weight sync */
-    }
+    j->gpus = s->trainer_gpus;
+    j->gang_gpus = s->trainer_gang_gpus;
+    return j;
+}
+
+/* A job of n rollout replicas (not elastic): no state to checkpoint. */
+static void rollout_job(const tide_rl_spec_t *s, tide_job_spec_t *j, int n)
+{
+    j->gpus = n * s->rollout_gpus;
+    j->gang_gpus = s->rollout_gpus;
+    j->dp_min = n;
+    j->ckpt_interval_s = s->duration_s + 1; /* no periodic checkpoint */
+    j->ckpt_s = s->drain_s;                 /* a drain, not a checkpoint */
+    j->restore_s = s->sync_s;               /* a weight sync */
 }
 
 int tide_rl_jobs(const tide_rl_spec_t *s, int mode, int fixed_replicas, tide_rl_jobs_t *out,
                  tide_error_t *err)
 {
+    memset(out, 0, sizeof *out);
     if (mode != TIDE_RL_FIXED && mode != TIDE_RL_LENT)
         return tide_errf(err, TIDE_EINVAL, "rl mode: %d is not fixed (0) or lent (1)", mode);
     if (fixed_replicas < 0 || fixed_replicas > 100000)
         return tide_errf(err, TIDE_EINVAL, "fixed_replicas: %d is not 0..100000", fixed_replicas);
-    memset(out, 0, sizeof *out);
-    job_base(s, out, TIDE_RL_JOB_TRAINER, "trainer");
-    out->v[0].gpus = s->trainer_gpus;
-    out->v[0].gang_gpus = s->trainer_gang_gpus;
+    int extra = mode == TIDE_RL_LENT ? s->max_replicas - s->min_replicas : 0;
+    int chunk = s->rollout_gpus < 8 ? 8 / s->rollout_gpus : 1;
+    int npool = (extra + chunk - 1) / chunk;
+    out->v = tide_xcalloc((size_t)npool + 2, sizeof *out->v);
+    out->id = tide_xcalloc((size_t)npool + 2, sizeof *out->id);
+    job_base(s, out, "trainer");
     int ded = mode == TIDE_RL_LENT ? s->min_replicas
                                    : (fixed_replicas ? fixed_replicas : s->max_replicas);
-    job_base(s, out, TIDE_RL_JOB_ROLLOUT, "rollout");
-    out->v[1].gpus = ded * s->rollout_gpus;
-    out->v[1].gang_gpus = s->rollout_gpus;
-    out->v[1].dp_min = ded;
-    out->n = 2;
-    if (mode == TIDE_RL_LENT && s->max_replicas > s->min_replicas) {
-        job_base(s, out, TIDE_RL_JOB_POOL, "pool");
-        tide_job_spec_t *p = &out->v[2];
+    rollout_job(s, job_base(s, out, "rollout"), ded);
+    for (int k = 0; k < npool; k++) {
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, "pool-%d", k + 1);
+        tide_job_spec_t *p = job_base(s, out, suffix);
+        rollout_job(s, p, extra - k * chunk < chunk ? extra - k * chunk : chunk);
         p->priority = TIDE_P3;
-        p->gang_gpus = s->rollout_gpus;
-        p->gpus = (s->max_replicas - s->min_replicas) * s->rollout_gpus;
-        p->dp_min = 1;
-        out->n = 3;
     }
     for (int k = 0; k < out->n; k++)
-        if (tide_job_spec_normalize(&out->v[k], err) != 0)
-            return tide_err_prefix(err, "%s: ", out->id[k]);
+        if (tide_job_spec_normalize(&out->v[k], err) != 0) {
+            tide_err_prefix(err, "%s: ", out->id[k]);
+            tide_rl_jobs_free(out);
+            return -1;
+        }
     return 0;
+}
+
+void tide_rl_jobs_free(tide_rl_jobs_t *j)
+{
+    free(j->v);
+    free(j->id);
+    memset(j, 0, sizeof *j);
 }
 
 int tide_rl_accepts(int trainer_step, int version, int max_staleness)
@@ -137,6 +154,7 @@ typedef struct rep {
     int version;  /* weights it generates with (being loaded while R_SYNC) */
     double until; /* R_SYNC: sync end; R_DRAIN: drain bound */
     int busy;
+    int dirty;    /* R_DRAIN: abandoned something */
     slot_t *slots;
 } rep_t;
 
@@ -164,7 +182,6 @@ struct tide_rl {
     long *hist;          /* accepted by staleness */
     double *steps;
     size_t nsteps, capsteps;
-    int drain_dirty;     /* the current drain abandoned something */
     tide_rl_stats_t st;
 };
 
@@ -349,10 +366,16 @@ static void abandon(tide_rl_t *rl, rep_t *r)
         r->slots[k].busy = 0;
         rl->inflight--;
         rl->st.abandoned++;
-        if (r->lent && rl->cap.draining)
-            rl->drain_dirty = 1;
+        r->dirty = 1;
     }
     r->busy = 0;
+}
+
+/* A replica's drain ends (it goes or resumes). */
+static void drain_end(tide_rl_t *rl, rep_t *r)
+{
+    if (!r->dirty && r->busy == 0)
+        rl->st.drains_clean++;
 }
 
 static void sync_rep(tide_rl_t *rl, rep_t *r)
@@ -363,14 +386,15 @@ static void sync_rep(tide_rl_t *rl, rep_t *r)
     rl->st.refreshes++;
 }
 
-/* Replicas whose weights are too old to make acceptable trajectories are
- * refreshed: version lag >= max(1, max_staleness). */
+/* Replicas behind the trainer's version are refreshed (a weight sync): what
+ * they start from then on is at most one step old when it starts, which
+ * leaves max_staleness - 1 steps for the long tail of trajectory lengths.
+ * In-flight trajectories finish on the old weights. */
 static void refresh_old(tide_rl_t *rl)
 {
-    int lag = rl->s.max_staleness > 1 ? rl->s.max_staleness : 1;
     for (size_t i = 0; i < rl->nrep; i++) {
         rep_t *r = &rl->rep[i];
-        if (r->state == R_RUN && rl->st.version - r->version >= lag)
+        if (r->state == R_RUN && rl->st.version > r->version)
             sync_rep(rl, r);
     }
 }
@@ -529,19 +553,27 @@ static void add_rep(tide_rl_t *rl, int lent)
     sync_rep(rl, &rl->rep[i]);
 }
 
-/* Remove one replica of kind `lent`: the idlest (fewest in flight), last first. */
+/* Remove one replica of kind `lent`: a draining one first (the drain of
+ * its pool job ended), else the idlest (fewest in flight), last first. */
 static void remove_rep(tide_rl_t *rl, int lent)
 {
     int best = -1;
     for (size_t i = rl->nrep; i-- > 0;) {
         const rep_t *r = &rl->rep[i];
-        if (r->state != R_OFF && r->lent == lent && (best < 0 || r->busy < rl->rep[best].busy))
+        if (r->state == R_OFF || r->lent != lent)
+            continue;
+        const rep_t *b = best >= 0 ? &rl->rep[best] : NULL;
+        int dr = r->state == R_DRAIN, bdr = b && b->state == R_DRAIN;
+        if (!b || dr > bdr || (dr == bdr && r->busy < b->busy))
             best = (int)i;
     }
     if (best < 0)
         return;
-    abandon(rl, &rl->rep[best]);
-    rl->rep[best].state = R_OFF;
+    rep_t *r = &rl->rep[best];
+    if (r->state == R_DRAIN)
+        drain_end(rl, r);
+    abandon(rl, r);
+    r->state = R_OFF;
 }
 
 static void resize_kind(tide_rl_t *rl, int lent, int want)
@@ -553,31 +585,32 @@ static void resize_kind(tide_rl_t *rl, int lent, int want)
         remove_rep(rl, lent);
 }
 
-/* Drain starts or ends for the lent replicas. */
-static void set_draining(tide_rl_t *rl, int draining)
+/* Exactly `want` lent replicas drain: more start draining (the busiest
+ * last), or the extra ones resume (their pool job came back). */
+static void set_draining(tide_rl_t *rl, int want)
 {
-    if (draining == rl->cap.draining)
-        return;
-    if (!draining && !rl->drain_dirty)
-        rl->st.drains_clean++;
-    rl->cap.draining = draining;
-    if (draining) {
-        rl->st.drains++;
-        rl->drain_dirty = 0;
-    }
-    for (size_t i = 0; i < rl->nrep; i++) {
+    int have = 0;
+    for (size_t i = 0; i < rl->nrep; i++)
+        have += rl->rep[i].state == R_DRAIN;
+    for (size_t i = 0; i < rl->nrep && have > want; i++) {
         rep_t *r = &rl->rep[i];
-        if (r->state == R_OFF || !r->lent)
-            continue;
-        if (draining) {
-            r->state = R_DRAIN;
-            r->until = rl->t + (double)rl->s.drain_s;
-        } else if (r->state == R_DRAIN) {
+        if (r->state == R_DRAIN) {
+            drain_end(rl, r);
             r->state = R_RUN;
+            have--;
         }
     }
-    if (!draining)
-        refresh_old(rl);
+    for (size_t i = 0; i < rl->nrep && have < want; i++) {
+        rep_t *r = &rl->rep[i];
+        if (r->state == R_OFF || r->state == R_DRAIN || !r->lent)
+            continue;
+        r->state = R_DRAIN;
+        r->dirty = 0;
+        r->until = rl->t + (double)rl->s.drain_s;
+        rl->st.drains++;
+        have++;
+    }
+    refresh_old(rl);
 }
 
 int tide_rl_set(tide_rl_t *rl, tide_time_t now, const tide_rl_capacity_t *cap,
@@ -585,22 +618,21 @@ int tide_rl_set(tide_rl_t *rl, tide_time_t now, const tide_rl_capacity_t *cap,
 {
     if ((double)now < rl->t)
         return tide_errf(err, TIDE_EINVAL, "rl: time went backwards (%lld)", (long long)now);
-    if (cap->dedicated < 0 || cap->lent < 0 || cap->dedicated > 100000 || cap->lent > 100000)
-        return tide_errf(err, TIDE_EINVAL, "rl: replica counts must be 0..100000");
+    if (cap->dedicated < 0 || cap->lent < 0 || cap->dedicated > 100000 || cap->lent > 100000 ||
+        cap->draining < 0 || cap->draining > cap->lent)
+        return tide_errf(err, TIDE_EINVAL,
+                         "rl: replica counts must be 0..100000, draining <= lent");
     tide_rl_advance(rl, now);
     if (cap->trainer && rl->step_start < 0)
         rl->step_start = rl->t;
     rl->cap.trainer = cap->trainer != 0;
     rl->cap.trainer_held = cap->trainer_held != 0 || cap->trainer != 0;
-    if (cap->lent == 0 && rl->cap.draining) {
-        resize_kind(rl, 1, 0); /* the drained pool went: the drain ends */
-        set_draining(rl, 0);
-    }
     resize_kind(rl, 0, cap->dedicated);
     resize_kind(rl, 1, cap->lent);
-    set_draining(rl, cap->draining != 0 && cap->lent > 0);
+    set_draining(rl, cap->draining);
     rl->cap.dedicated = cap->dedicated;
     rl->cap.lent = cap->lent;
+    rl->cap.draining = cap->draining;
     try_take(rl);
     fill_all(rl);
     return 0;

@@ -15,7 +15,7 @@ static const char *const variant_names[TIDE_SIM_RL_NVAR] = {"fixed-min", "fixed-
 typedef struct rl_obs {
     tide_rl_t *rl;
     const tide_rl_jobs_t *jobs;
-    int32_t h[TIDE_RL_NJOBS];
+    int32_t *h;            /* engine handles of jobs->v (-1: not yet known) */
     tide_stats_t last;
     tide_time_t t;
     int failed;
@@ -45,9 +45,12 @@ static void observe(void *ctx, const tide_sim_step_t *s)
     }
     if (world_job(x, s, TIDE_RL_JOB_ROLLOUT, &ro))
         cap.dedicated = ro.width;
-    if (world_job(x, s, TIDE_RL_JOB_POOL, &po)) {
-        cap.lent = po.width;
-        cap.draining = po.phase == TIDE_PHASE_CHECKPOINTING;
+    for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n; k++) {
+        if (!world_job(x, s, k, &po))
+            continue;
+        cap.lent += po.width;
+        if (po.phase == TIDE_PHASE_CHECKPOINTING)
+            cap.draining += po.width;
     }
     if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
         x->failed = 1;
@@ -107,7 +110,9 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     snprintf(dir, sizeof dir, "%s/%s", base->out_dir, variant_names[v]);
     o.out_dir = dir;
     o.table = NULL;
-    rl_obs_t x = {.jobs = &jobs, .h = {-1, -1, -1}};
+    rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t))};
+    for (int k = 0; k < jobs.n; k++)
+        x.h[k] = -1;
     x.rl = tide_rl_create(rl, rl->submit_s, err);
     o.observe = observe;
     o.observe_ctx = &x;
@@ -122,7 +127,9 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
         fill_result(res, &x, rl, &jobs, v);
     }
     tide_rl_destroy(x.rl);
+    free(x.h);
     free(all);
+    tide_rl_jobs_free(&jobs);
     return rc;
 }
 
