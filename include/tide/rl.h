@@ -81,9 +81,9 @@ typedef struct tide_rl_jobs {
 /* The engine jobs to submit for spec s (normalized) in `mode`: the trainer
  * (id-trainer), the dedicated rollout replicas (id-rollout: fixed_replicas in
  * FIXED mode, 0 = max_replicas; min_replicas in LENT mode), and in LENT mode
- * the pool jobs id-pool-1.. (P3, gang = rollout_gpus, not elastic, each of
- * max(1, 8 / rollout_gpus) replicas, the last one the rest, max - min
- * replicas in all). Rollout jobs have ckpt_s = drain_s, restore_s = sync_s
+ * the pool jobs id-pool-1.. (P3, each one gang of max(1, 8 / rollout_gpus)
+ * replicas, the last one the rest, max - min replicas in all: a pool job
+ * fills a node's 8 GPUs and is lent and reclaimed as a whole). Rollout jobs have ckpt_s = drain_s, restore_s = sync_s
  * and no periodic checkpoint. Every job has duration_s. The specs are
  * normalized (tide_job_spec_normalize). Free with tide_rl_jobs_free.
  * Returns 0, or -1 with EINVAL (bad mode, fixed_replicas < 0, an id too

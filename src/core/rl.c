@@ -114,6 +114,8 @@ int tide_rl_jobs(const tide_rl_spec_t *s, int mode, int fixed_replicas, tide_rl_
         tide_job_spec_t *p = job_base(s, out, suffix);
         rollout_job(s, p, extra - k * chunk < chunk ? extra - k * chunk : chunk);
         p->priority = TIDE_P3;
+        p->gang_gpus = p->gpus; /* one gang: lent and reclaimed a node at a time */
+        p->dp_min = 1;
     }
     for (int k = 0; k < out->n; k++)
         if (tide_job_spec_normalize(&out->v[k], err) != 0) {

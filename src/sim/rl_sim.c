@@ -20,6 +20,8 @@ typedef struct rl_obs {
     tide_time_t t;
     int failed;
     tide_error_t err;
+    tide_sim_observe_fn user; /* the caller's observer, called after ours */
+    void *user_ctx;
 } rl_obs_t;
 
 /* Active, phase and width of RL job k as the world sees it. */
@@ -48,14 +50,17 @@ static void observe(void *ctx, const tide_sim_step_t *s)
     for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n; k++) {
         if (!world_job(x, s, k, &po))
             continue;
-        cap.lent += po.width;
+        int reps = po.width * x->jobs->v[k].gang_gpus / x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+        cap.lent += reps;
         if (po.phase == TIDE_PHASE_CHECKPOINTING)
-            cap.draining += po.width;
+            cap.draining += reps;
     }
     if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
         x->failed = 1;
     tide_engine_stats(s->e, &x->last);
     x->t = s->t;
+    if (x->user)
+        x->user(x->user_ctx, s);
 }
 
 static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_rl_spec_t *rl,
@@ -114,6 +119,8 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     for (int k = 0; k < jobs.n; k++)
         x.h[k] = -1;
     x.rl = tide_rl_create(rl, rl->submit_s, err);
+    x.user = base->observe;
+    x.user_ctx = base->observe_ctx;
     o.observe = observe;
     o.observe_ctx = &x;
     int rc = x.rl ? tide_sim_run(&o, err) : -1;

@@ -30,7 +30,8 @@ typedef struct tide_sim_rl_result {
 
 /* Run the three variants of RL job rl (normalized) with the workload of
  * base (its jobs are background jobs; its first policy, default elastic, is
- * used; its observe hook is replaced). Each variant writes the usual outputs
+ * used; its observe hook, if any, is called after the RL model saw each step,
+ * with s->policy the engine's policy). Each variant writes the usual outputs
  * into base->out_dir/<variant>/; then base->out_dir/rl.json and rl.csv get
  * the side-by-side figures and `table` (NULL = none) a readable table.
  * res (may be NULL) receives the TIDE_SIM_RL_NVAR results.

@@ -43,12 +43,13 @@ static void test_jobs_min_dedicated_pool_drains(void **st)
     for (int k = TIDE_RL_JOB_POOL; k < j.n; k++) {
         const tide_job_spec_t *p = &j.v[k];
         assert_int_equal(p->priority, TIDE_P3);
-        assert_int_equal(p->dp_min * p->gang_gpus, p->gpus);
-        assert_true(p->gpus <= 8);
+        assert_int_equal(p->gang_gpus, p->gpus); /* one gang, inside a node */
+        assert_int_equal(p->dp_min, 1);
+        assert_true(p->gpus <= 8 && p->gpus % s.rollout_gpus == 0);
         assert_int_equal(p->ckpt_s, s.drain_s);
         assert_int_equal(p->restore_s, s.sync_s);
         assert_true(p->ckpt_interval_s > p->duration_s);
-        pooled += p->dp_min;
+        pooled += p->gpus / s.rollout_gpus;
     }
     assert_int_equal(pooled, s.max_replicas - s.min_replicas);
     tide_rl_jobs_free(&j);
