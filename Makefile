@@ -150,11 +150,13 @@ clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out
 
 # Agentic RL (docs/rl.md): one RL job on the seed200 cluster (2 days of its
-# inference demand), rollouts from a fixed pool at min, a fixed pool at max,
-# and tide's lent pool, side by side. Deterministic.
+# inference demand, the forecast warm from another week of it), rollouts from
+# a fixed pool at min, a fixed pool at max, and tide's lent pool, side by
+# side. Deterministic.
 RL_OUT ?= out/bench-rl
 bench-rl: build
 	$(BUILD)/tide gen --scenario seed200 --days 2 --out $(RL_OUT)/workload >/dev/null
+	$(BUILD)/tide gen --scenario seed200 --days 7 --seed 2 --out $(RL_OUT)/history >/dev/null
 	$(BUILD)/tide sim --cluster 25x8:H100 --services $(RL_OUT)/workload/services.csv \
-	  --demand $(RL_OUT)/workload/demand.csv --rl examples/rl/rl.csv --horizon 2d \
-	  --out $(RL_OUT)
+	  --demand $(RL_OUT)/workload/demand.csv --demand-history $(RL_OUT)/history/demand.csv \
+	  --rl examples/rl/rl.csv --horizon 2d --out $(RL_OUT)

@@ -24,9 +24,11 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 "$TIDE_BIN" gen --scenario seed200 --days 2 --out "$tmp/w" >/dev/null || { echo "FAIL: gen" >&2; exit 1; }
+"$TIDE_BIN" gen --scenario seed200 --days 7 --seed 2 --out "$tmp/h" >/dev/null || { echo "FAIL: gen" >&2; exit 1; }
 run() {
     "$TIDE_BIN" sim --cluster 25x8:H100 --services "$tmp/w/services.csv" \
-        --demand "$tmp/w/demand.csv" --rl "$src/examples/rl/rl.csv" --horizon 2d "$@"
+        --demand "$tmp/w/demand.csv" --demand-history "$tmp/h/demand.csv" \
+        --rl "$src/examples/rl/rl.csv" --horizon 2d "$@"
 }
 run --check --out "$tmp/a" >"$tmp/a.txt" 2>&1 || { cat "$tmp/a.txt" >&2; fail "sim --rl --check failed"; }
 grep -q '^lent ' "$tmp/a.txt" || fail "no table row for lent"
