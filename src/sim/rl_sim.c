@@ -20,6 +20,8 @@ typedef struct rl_obs {
     tide_time_t t;
     int failed;
     tide_error_t err;
+    double hour_gpu_s[24];    /* lent GPU-seconds by hour of day */
+    int lent_gpus;            /* lent GPUs since x->t */
     tide_sim_observe_fn user; /* the caller's observer, called after ours */
     void *user_ctx;
 } rl_obs_t;
@@ -57,6 +59,9 @@ static void observe(void *ctx, const tide_sim_step_t *s)
     }
     if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
         x->failed = 1;
+    if (s->t > x->t) /* steps are at most a tick apart: bucket by the start */
+        x->hour_gpu_s[x->t % 86400 / 3600] += (double)(s->t - x->t) * x->lent_gpus;
+    x->lent_gpus = cap.lent * x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
     tide_engine_stats(s->e, &x->last);
     x->t = s->t;
     if (x->user)
@@ -84,6 +89,9 @@ static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_r
     r->reclaims_late = es->reclaims_late;
     r->max_staleness = rl->max_staleness;
     r->dedicated_gpus = jobs->v[TIDE_RL_JOB_TRAINER].gpus + jobs->v[TIDE_RL_JOB_ROLLOUT].gpus;
+    double days = (double)(x->t - rl->submit_s) / 86400.0;
+    for (int h = 0; h < 24; h++)
+        r->lent_gpus_by_hour[h] = days > 0 ? x->hour_gpu_s[h] / 3600.0 / days : 0;
 }
 
 /* One variant: the RL jobs added to the background jobs, one sim run. */
@@ -142,13 +150,16 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
 
 static json_t *result_json(const tide_sim_rl_result_t *r)
 {
+    json_t *hours = json_array();
+    for (int h = 0; h < 24; h++)
+        json_array_append_new(hours, tide_json_round(r->lent_gpus_by_hour[h], 1));
     json_t *st = json_array();
     for (int k = 0; k < 8 && k <= r->max_staleness; k++)
         json_array_append_new(st, json_integer(r->stale_hist[k]));
     const tide_rl_stats_t *s = &r->st;
     return json_pack(
         "{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i,"
-        " s:i, s:i, s:o, s:i, s:o}",
+        " s:i, s:i, s:o, s:i, s:o, s:o}",
         "variant", r->variant, "dedicated_gpus", r->dedicated_gpus, "steps", (int)r->steps,
         "step_mean_s", tide_json_round(r->step_mean, 2), "step_p50_s",
         tide_json_round(r->step_p50, 2), "step_p99_s", tide_json_round(r->step_p99, 2),
@@ -161,7 +172,8 @@ static json_t *result_json(const tide_sim_rl_result_t *r)
         (json_int_t)s->accepted, "dropped_stale", (json_int_t)s->dropped_stale, "abandoned",
         (json_int_t)s->abandoned, "max_staleness", r->max_staleness, "max_accepted_staleness",
         s->max_accepted_staleness, "drains", s->drains, "staleness_hist", st, "drains_clean",
-        s->drains_clean, "borrowed_gpu_h", tide_json_round(r->borrowed_gpu_s / 3600, 2));
+        s->drains_clean, "borrowed_gpu_h", tide_json_round(r->borrowed_gpu_s / 3600, 2),
+        "lent_gpus_by_hour", hours);
 }
 
 static int write_outputs(const char *dir, const tide_sim_rl_result_t *r, tide_error_t *err)

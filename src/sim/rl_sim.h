@@ -26,6 +26,7 @@ typedef struct tide_sim_rl_result {
     int reclaims_late;
     int max_staleness;           /* the spec's bound */
     int dedicated_gpus;          /* trainer + dedicated rollout GPUs */
+    double lent_gpus_by_hour[24]; /* mean lent rollout GPUs in each hour of the day */
 } tide_sim_rl_result_t;
 
 /* Run the three variants of RL job rl (normalized) with the workload of

@@ -4,7 +4,8 @@
 # Checks relations, not numbers: the lent pool's trainer step is not slower
 # than the fixed pool at the same dedicated GPUs, no accepted trajectory is
 # older than max_staleness, inference stays at its SLO target, the lent pool
-# was reclaimed by drain, the engine's invariants hold (--check: Tier A never
+# was reclaimed by drain and lent more by night (seed200's demand is by day),
+# the engine's invariants hold (--check: Tier A never
 # lent), and a second run gives the same rl.json; bad inputs fail cleanly.
 # Environment: TIDE_BIN, TIDE_SRC. Exit 77 = skip.
 set -u
@@ -58,6 +59,8 @@ for x in r.values():
 need(fm["lent_rollout_gpu_h"] == 0 and fx["lent_rollout_gpu_h"] == 0, "fixed pools lent something")
 need(le["lent_rollout_gpu_h"] > 0, "nothing lent")
 need(le["drains"] > 0, "the lent pool was never drained")
+h = le["lent_gpus_by_hour"]
+need(sum(h[0:6]) / 6 > sum(h[10:17]) / 7, "lent no more by night than by day: %s" % h)
 need(le["drains_clean"] <= le["drains"], "drains_clean > drains")
 s = json.load(open(sys.argv[2]))["policies"]["elastic"]
 need(s["reclaim"]["late"] == 0, "late reclaims")
