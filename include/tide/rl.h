@@ -145,6 +145,10 @@ typedef struct tide_rl_stats {
 } tide_rl_stats_t;
 void tide_rl_stats(const tide_rl_t *rl, tide_rl_stats_t *out);
 
+/* Draining lent replicas with nothing left in flight (their drain is over:
+ * a driver may report the pool job's commit now). */
+int tide_rl_drained(const tide_rl_t *rl);
+
 /* Step times (seconds from the previous step's end, or the first start, to
  * this step's end), one per step done; borrowed until the next call that
  * changes the model. */

@@ -646,6 +646,14 @@ void tide_rl_stats(const tide_rl_t *rl, tide_rl_stats_t *out)
     out->now = (tide_time_t)rl->t;
 }
 
+int tide_rl_drained(const tide_rl_t *rl)
+{
+    int n = 0;
+    for (size_t i = 0; i < rl->nrep; i++)
+        n += rl->rep[i].state == R_DRAIN && rl->rep[i].busy == 0;
+    return n;
+}
+
 const double *tide_rl_step_times(const tide_rl_t *rl, size_t *n)
 {
     *n = rl->nsteps;

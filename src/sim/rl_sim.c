@@ -37,6 +37,22 @@ static int world_job(rl_obs_t *x, const tide_sim_step_t *s, int k, tide_world_jo
     return x->h[k] >= 0 && tide_world_job(s->w, x->h[k], wj) == 0 && wj->active;
 }
 
+/* Pool jobs whose replicas all drained (nothing in flight) commit now
+ * instead of at the drain bound: replicas are interchangeable, so the
+ * drained ones are handed to the draining jobs in handle order. */
+static void drains_done(rl_obs_t *x, const tide_sim_step_t *s)
+{
+    int drained = tide_rl_drained(x->rl), g = x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+    tide_world_job_t po;
+    for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n && drained > 0; k++) {
+        if (!world_job(x, s, k, &po) || po.phase != TIDE_PHASE_CHECKPOINTING)
+            continue;
+        int reps = po.width * x->jobs->v[k].gang_gpus / g;
+        if (reps <= drained && tide_world_ckpt_early(s->world, s->t, x->h[k]) == 0)
+            drained -= reps;
+    }
+}
+
 /* After every engine step: give the model the capacity the jobs hold. */
 static void observe(void *ctx, const tide_sim_step_t *s)
 {
@@ -59,6 +75,7 @@ static void observe(void *ctx, const tide_sim_step_t *s)
     }
     if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
         x->failed = 1;
+    drains_done(x, s);
     if (s->t > x->t) /* steps are at most a tick apart: bucket by the start */
         x->hour_gpu_s[x->t % 86400 / 3600] += (double)(s->t - x->t) * x->lent_gpus;
     x->lent_gpus = cap.lent * x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;

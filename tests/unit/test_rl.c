@@ -106,6 +106,7 @@ static void test_drain_bound_no_checkpoint(void **st)
     tide_rl_advance(rl, 3600 + s.drain_s);
     tide_rl_stats(rl, &b);
     assert_int_equal(b.drains, 10);
+    assert_int_equal(tide_rl_drained(rl), 10); /* nothing left in flight */
     /* by the bound nothing is in flight on lent replicas: the pool can go */
     c = cap(2, 0, 0);
     long before = b.abandoned;

@@ -21,6 +21,8 @@ typedef struct seen {
     tide_time_t first_notice;     /* first checkpoint notice to a pool job */
     int pool_notices, pool_stops_unnoticed, trainer_stops, pool_started;
     unsigned char noticed[64];    /* per job handle: a notice came */
+    tide_time_t notice_at[64];    /* ... at this time */
+    tide_time_t drain_min, drain_max; /* notice -> commit of pool jobs */
 } seen_t;
 
 static int is_pool(const tide_engine_t *e, int32_t job)
@@ -36,6 +38,15 @@ static void observe(void *ctx, const tide_sim_step_t *s)
         return; /* a fixed variant */
     x->lent_runs++;
     int32_t trainer = tide_engine_job_find(s->e, "rl-trainer");
+    for (size_t i = 0; i < s->n_events; i++) {
+        const tide_event_t *ev = &s->events[i];
+        if (ev->kind != TIDE_EV_CKPT_COMMITTED || !is_pool(s->e, ev->job) || ev->job >= 64 ||
+            !x->noticed[ev->job])
+            continue;
+        tide_time_t d = s->t - x->notice_at[ev->job];
+        x->drain_min = x->drain_min < 0 || d < x->drain_min ? d : x->drain_min;
+        x->drain_max = d > x->drain_max ? d : x->drain_max;
+    }
     for (size_t i = 0; i < s->acts->n; i++) {
         const tide_action_t *a = &s->acts->v[i];
         if (a->kind == TIDE_ACT_JOB_STOP && a->job == trainer)
@@ -47,6 +58,7 @@ static void observe(void *ctx, const tide_sim_step_t *s)
         if (a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_RECLAIM) {
             x->pool_notices++;
             x->noticed[a->job] = 1;
+            x->notice_at[a->job] = s->t;
             if (x->first_notice < 0)
                 x->first_notice = s->t;
         }
@@ -113,7 +125,7 @@ static void test_drained_ahead_of_rise(void **st)
 {
     (void)st;
     tide_sim_rl_result_t r[TIDE_SIM_RL_NVAR];
-    seen_t x = {.first_notice = -1};
+    seen_t x = {.first_notice = -1, .drain_min = -1};
     run(r, &x);
     assert_true(x.lent_runs > 0);
     assert_true(x.pool_started > 0);         /* lent by night */
@@ -121,6 +133,9 @@ static void test_drained_ahead_of_rise(void **st)
     assert_true(x.first_notice < RISE);      /* ... ahead of the rise */
     assert_int_equal(x.pool_stops_unnoticed, 0); /* always by drain */
     assert_int_equal(x.trainer_stops, 0);
+    /* a drain takes at most its bound, less when the in-flight trajectories end sooner */
+    assert_true(x.drain_min >= 0 && x.drain_max <= RL.drain_s);
+    assert_true(x.drain_min < RL.drain_s);
     const tide_sim_rl_result_t *le = &r[TIDE_SIM_RL_LENT], *fm = &r[TIDE_SIM_RL_FIXED_MIN];
     assert_true(le->st.drains > 0);
     assert_true(le->st.lent_gpu_s > 0);
@@ -133,7 +148,7 @@ static void test_drained_ahead_of_rise(void **st)
     }
     /* deterministic: the same run again */
     tide_sim_rl_result_t r2[TIDE_SIM_RL_NVAR];
-    seen_t y = {.first_notice = -1};
+    seen_t y = {.first_notice = -1, .drain_min = -1};
     run(r2, &y);
     for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
         assert_int_equal(r2[v].steps, r[v].steps);
