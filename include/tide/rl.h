@@ -83,11 +83,12 @@ typedef struct tide_rl_jobs {
  * FIXED mode, 0 = max_replicas; min_replicas in LENT mode), and in LENT mode
  * the pool jobs id-pool-1.. (P3, each one gang of max(1, 8 / rollout_gpus)
  * replicas, the last one the rest, max - min replicas in all: a pool job
- * fills a node's 8 GPUs and is lent and reclaimed as a whole). Rollout jobs have ckpt_s = drain_s, restore_s = sync_s
- * and no periodic checkpoint. Every job has duration_s. The specs are
- * normalized (tide_job_spec_normalize). Free with tide_rl_jobs_free.
- * Returns 0, or -1 with EINVAL (bad mode, fixed_replicas < 0, an id too
- * long; nothing to free then). */
+ * fills a node's 8 GPUs and is lent and reclaimed as a whole). Rollout jobs
+ * have ckpt_s = drain_s, restore_s = sync_s and no periodic checkpoint.
+ * Every job has duration_s. The specs are normalized
+ * (tide_job_spec_normalize); their team points to s->team. Free with
+ * tide_rl_jobs_free. Returns 0, or -1 with EINVAL (a bad spec, bad mode,
+ * fixed_replicas < 0, a job id over 200 characters; nothing to free then). */
 int tide_rl_jobs(const tide_rl_spec_t *s, int mode, int fixed_replicas, tide_rl_jobs_t *out,
                  tide_error_t *err);
 void tide_rl_jobs_free(tide_rl_jobs_t *j);

@@ -95,6 +95,10 @@ int tide_rl_jobs(const tide_rl_spec_t *s, int mode, int fixed_replicas, tide_rl_
                  tide_error_t *err)
 {
     memset(out, 0, sizeof *out);
+    tide_rl_spec_t c = *s;
+    if (tide_rl_spec_normalize(&c, err) != 0)
+        return -1;
+    s = &c;
     if (mode != TIDE_RL_FIXED && mode != TIDE_RL_LENT)
         return tide_errf(err, TIDE_EINVAL, "rl mode: %d is not fixed (0) or lent (1)", mode);
     if (fixed_replicas < 0 || fixed_replicas > 100000)

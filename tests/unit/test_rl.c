@@ -59,6 +59,9 @@ static void test_jobs_min_dedicated_pool_drains(void **st)
     tide_rl_jobs_free(&j);
     tide_error_t e;
     assert_int_equal(tide_rl_jobs(&s, 7, 0, &j, &e), -1);
+    s.rollout_gpus = 0; /* not normalized: refused, no division by zero */
+    assert_int_equal(tide_rl_jobs(&s, TIDE_RL_LENT, 0, &j, &e), -1);
+    assert_non_null(strstr(e.msg, "rollout_gpus"));
 }
 
 static void test_spec_errors(void **st)
