@@ -19,7 +19,7 @@ TEST_TOOLS := node:nodejs npm:npm
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-step bench-federation bench-policy bench-serve bench-latency bench-slurm bench-deps bench-questions fuzz clean
+.PHONY: install deb npm-deps all deps test-deps build test test-fast asan demo bench bench-rl bench-step bench-federation bench-policy bench-serve bench-latency bench-slurm bench-deps bench-questions fuzz clean
 
 all: build
 
@@ -154,3 +154,15 @@ fuzz: deps
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out
+
+# Agentic RL (docs/rl.md): one RL job on the seed200 cluster (2 days of its
+# inference demand, the forecast warm from another week of it), rollouts from
+# a fixed pool at min, a fixed pool at max, and tide's lent pool, side by
+# side. Deterministic.
+RL_OUT ?= out/bench-rl
+bench-rl: build
+	$(BUILD)/tide gen --scenario seed200 --days 2 --out $(RL_OUT)/workload >/dev/null
+	$(BUILD)/tide gen --scenario seed200 --days 7 --seed 2 --out $(RL_OUT)/history >/dev/null
+	$(BUILD)/tide sim --cluster 25x8:H100 --services $(RL_OUT)/workload/services.csv \
+	  --demand $(RL_OUT)/workload/demand.csv --demand-history $(RL_OUT)/history/demand.csv \
+	  --rl examples/rl/rl.csv --horizon 2d --out $(RL_OUT)

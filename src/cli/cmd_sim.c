@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "formats/cluster_file.h"
 #include "sim/pipesim.h"
+#include "sim/rl_sim.h"
 #include "sim/sim.h"
 #include "formats/workload_io.h"
 #include "util/util.h"
@@ -30,7 +31,12 @@ static void sim_usage(FILE *f)
             "      --cluster-file F    cluster description in YAML (docs/formats.md)\n"
             "      --services S.csv    inference services (required)\n"
             "      --demand D.csv      demand per service over time (required)\n"
-            "      --jobs J.csv        training jobs (required)\n"
+            "      --jobs J.csv        training jobs (required, but with --rl)\n"
+            "      --rl R.csv          agentic RL job (docs/rl.md): run it under fixed-min,\n"
+            "                          fixed-max and lent rollout pools (first policy of\n"
+            "                          --policy, default elastic; --jobs, if given, are\n"
+            "                          background jobs); write DIR/<variant>/, DIR/rl.json,\n"
+            "                          DIR/rl.csv and print the side-by-side table\n"
             "      --demand-history H.csv\n"
             "                          past demand (demand.csv format; its latest time_s\n"
             "                          is the replay's start) fed to the forecast first,\n"
@@ -115,6 +121,7 @@ typedef struct cmdline {
     int fairshare; /* -1 not given */
     tide_inject_t inject; /* --inject (owned) */
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
+    const char *rl;             /* --rl R.csv (NULL = not given) */
     unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
     tide_pipesim_opts_t pipe; /* --publish-every etc. (every_s 0 = off) */
     double bulk_qos;      /* --bulk-qos (0 = off) */
@@ -193,7 +200,7 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
-enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS };
+enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -224,6 +231,7 @@ static const struct option longopts[] = {
     {"publish-service", required_argument, NULL, O_PUB_SERVICE},
     {"regress-every", required_argument, NULL, O_REGRESS},
     {"bulk-qos", required_argument, NULL, O_BULK_QOS},
+    {"rl", required_argument, NULL, O_RL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -247,6 +255,7 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_PROGRESS: c->progress = 1; break;
         case O_REPORT: c->report = optarg; break;
         case O_SWEEP: c->sweep = optarg; break;
+        case O_RL: c->rl = optarg; break;
         case O_OUTPUTS: {
             tide_error_t oe = {0};
             if (tide_sim_outputs_parse(optarg, &c->outputs, &oe) != 0)
@@ -340,8 +349,10 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         return bad("--services S.csv is required");
     if (!c->demand)
         return bad("--demand D.csv is required");
-    if (!c->jobs)
+    if (!c->jobs && !c->rl)
         return bad("--jobs J.csv is required");
+    if (c->rl && (c->sweep || c->report || c->pipe.every_s))
+        return bad("--rl cannot be combined with --sweep, --report or --publish-every");
     if (!c->out)
         return bad("--out DIR is required");
     if (c->bulk_qos > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
@@ -356,12 +367,14 @@ typedef struct inputs {
     tide_demand_t *dem;
     tide_demand_t *hist; /* --demand-history, aligned to end at 0 */
     tide_jobs_t *jobs;
+    tide_rl_specs_t *rl; /* --rl */
     tide_governance_t gov;
 } inputs_t;
 
 static void inputs_free(inputs_t *in)
 {
     tide_jobs_free(in->jobs);
+    tide_rl_specs_free(in->rl);
     tide_demand_free(in->dem);
     tide_demand_free(in->hist);
     tide_services_free(in->svcs);
@@ -383,8 +396,16 @@ static int load_inputs(const cmdline_t *c, inputs_t *in, tide_error_t *err)
     if (c->history && (!(in->hist = tide_demand_read_file(c->history, in->svcs, &ro, err)) ||
                        tide_demand_history_align(in->hist, 0, err) < 0))
         return tide_err_prefix(err, "--demand-history %s: ", c->history);
-    if (!(in->jobs = tide_jobs_read_file(c->jobs, &ro, err)))
+    static const char no_jobs[] = "job_id,submit_s,team,priority,gpus,duration_s\n";
+    if (c->jobs ? !(in->jobs = tide_jobs_read_file(c->jobs, &ro, err))
+                : !(in->jobs = tide_jobs_read_mem(no_jobs, sizeof no_jobs - 1, "(none)", &ro,
+                                                  err)))
         return -1;
+    if (c->rl && !(in->rl = tide_rl_specs_read_file(c->rl, &ro, err)))
+        return -1;
+    if (in->rl && in->rl->n != 1)
+        return tide_errf(err, TIDE_EINVAL, "%s: one RL job expected, found %zu", c->rl,
+                         in->rl->n);
     return 0;
 }
 
@@ -504,6 +525,12 @@ int tide_cmd_sim(int argc, char **argv)
     if (c.report && c.outputs && (c.outputs & need) != need) {
         rc = bad("--report reads summary.json, timeline.csv and events.csv: add them to "
                  "--outputs");
+        goto out;
+    }
+    if (in.rl) {
+        rc = tide_sim_rl_run(&o, &in.rl->v[0], stdout, NULL, &err) != 0 ? fail(&err) : 0;
+        if (rc == 0)
+            printf("tide sim: wrote %s/rl.json, %s/rl.csv\n", c.out, c.out);
         goto out;
     }
     if (tide_sim_run(&o, &err) != 0) {

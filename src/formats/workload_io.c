@@ -741,3 +741,123 @@ void tide_jobs_free(tide_jobs_t *j)
     free(j->ckpt_gb);
     free(j);
 }
+
+/* ------------------------------------------------------------------ rl.csv */
+
+enum {
+    L_ID, L_SUBMIT, L_TEAM, L_PRIO, L_DUR, L_TGPUS, L_STEP, L_BATCH, L_RGPUS, L_TPS, L_STALE,
+    L_MIN, L_MAX, /* required */
+    L_TGANG, L_SLOTS, L_SIGMA, L_SYNC, L_DRAIN, L_SEED, L_NCOLS
+};
+static const char *const rl_cols[L_NCOLS] = {
+    "rl_id", "submit_s", "team", "priority", "duration_s", "trainer_gpus", "step_s", "batch",
+    "rollout_gpus", "replica_tps", "max_staleness", "min_replicas", "max_replicas",
+    "trainer_gang_gpus", "replica_slots", "len_sigma", "sync_s", "drain_s", "seed"};
+#define L_NREQ 13
+
+typedef struct rl_ctx {
+    tide_rl_specs_t *out;
+    size_t cap;
+    int cols[L_NCOLS];
+    struct tide_name_index *ids;
+} rl_ctx_t;
+
+static int rl_optional(const tide_csv_t *csv, const int *c, tide_rl_spec_t *s, tide_error_t *err)
+{
+    int seed = 0;
+    s->len_sigma = 0;
+    if (get_int(csv, c[L_TGANG], 1, TIDE_IO_MAX_COUNT, 0, &s->trainer_gang_gpus, err) < 0 ||
+        get_int(csv, c[L_SLOTS], 1, 65536, 16, &s->replica_slots, err) < 0 ||
+        get_secs(csv, c[L_SYNC], 1, 30, &s->sync_s, err) < 0 ||
+        get_secs(csv, c[L_DRAIN], 1, 120, &s->drain_s, err) < 0 ||
+        get_int(csv, c[L_SEED], 0, 2147483647, 1, &seed, err) < 0)
+        return -1;
+    if (*fld(csv, c[L_SIGMA]) && get_double(csv, c[L_SIGMA], 0, 0, 4, &s->len_sigma, err) < 0)
+        return -1;
+    s->seed = (uint64_t)seed;
+    return 0;
+}
+
+static int rl_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
+{
+    rl_ctx_t *x = vctx;
+    const int *c = x->cols;
+    tide_rl_spec_t s;
+    memset(&s, 0, sizeof s);
+    const char *id = "", *team = "";
+    if (get_str(csv, c[L_ID], &id, err) < 0 ||
+        get_secs(csv, c[L_SUBMIT], 0, NODEF, &s.submit_s, err) < 0 ||
+        get_str(csv, c[L_TEAM], &team, err) < 0 ||
+        get_prio(csv, c[L_PRIO], &s.priority, err) < 0 ||
+        get_secs(csv, c[L_DUR], 1, NODEF, &s.duration_s, err) < 0 ||
+        get_int(csv, c[L_TGPUS], 1, TIDE_IO_MAX_COUNT, NODEF, &s.trainer_gpus, err) < 0 ||
+        get_secs(csv, c[L_STEP], 1, NODEF, &s.step_s, err) < 0 ||
+        get_int(csv, c[L_BATCH], 1, 100000000, NODEF, &s.batch, err) < 0 ||
+        get_int(csv, c[L_RGPUS], 1, TIDE_IO_MAX_COUNT, NODEF, &s.rollout_gpus, err) < 0 ||
+        get_double(csv, c[L_TPS], 0, 1, TIDE_MAX_RPS, &s.replica_tps, err) < 0 ||
+        get_int(csv, c[L_STALE], 0, 1000, NODEF, &s.max_staleness, err) < 0 ||
+        get_int(csv, c[L_MIN], 1, 100000, NODEF, &s.min_replicas, err) < 0 ||
+        get_int(csv, c[L_MAX], 1, 100000, NODEF, &s.max_replicas, err) < 0 ||
+        rl_optional(csv, c, &s, err) < 0)
+        return -1;
+    s.id = id;
+    s.team = team;
+    tide_error_t e;
+    if (tide_rl_spec_normalize(&s, &e) != 0)
+        return tide_csv_fail(csv, err, -1, TIDE_EINVAL, "%s", e.msg);
+    int prev = idx_get(x->ids, id);
+    if (prev >= 0)
+        return tide_csv_fail(csv, err, c[L_ID], TIDE_EEXIST,
+                             "duplicate rl id '%.100s' (first defined on line %d)", id, prev);
+    s.id = tide_xstrdup(id);
+    s.team = tide_xstrdup(team);
+    TIDE_PUSH(x->out->v, x->out->n, x->cap, s);
+    idx_put(x->ids, s.id, tide_csv_line(csv));
+    return 0;
+}
+
+static tide_rl_specs_t *read_rl(tide_csv_t *csv, const tide_read_opts_t *o, tide_error_t *err)
+{
+    if (!csv)
+        return NULL;
+    if (!o)
+        o = &default_opts;
+    rl_ctx_t x;
+    memset(&x, 0, sizeof x);
+    x.out = tide_xcalloc(1, sizeof *x.out);
+    x.ids = idx_new();
+    int rc = find_cols(csv, rl_cols, L_NREQ, L_NCOLS, x.cols, err);
+    if (rc == 0)
+        rc = each_row(csv, o, rl_row, &x, &x.out->skipped, &x.out->first_skip, err);
+    idx_free(x.ids);
+    tide_csv_close(csv);
+    if (rc < 0) {
+        tide_rl_specs_free(x.out);
+        return NULL;
+    }
+    return x.out;
+}
+
+tide_rl_specs_t *tide_rl_specs_read_mem(const char *buf, size_t len, const char *name,
+                                        const tide_read_opts_t *opts, tide_error_t *err)
+{
+    return read_rl(tide_csv_open_mem(buf, len, name, err), opts, err);
+}
+
+tide_rl_specs_t *tide_rl_specs_read_file(const char *path, const tide_read_opts_t *opts,
+                                         tide_error_t *err)
+{
+    return read_rl(tide_csv_open_file(path, err), opts, err);
+}
+
+void tide_rl_specs_free(tide_rl_specs_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free((char *)r->v[i].id);
+        free((char *)r->v[i].team);
+    }
+    free(r->v);
+    free(r);
+}

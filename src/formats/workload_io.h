@@ -17,6 +17,7 @@
 
 #include "tide/cluster.h"
 #include "tide/engine.h"
+#include "tide/rl.h"
 #include "tide/types.h"
 
 #define TIDE_IO_MAX_SECONDS 100000000000LL /* ~3000 years: larger times are rejected */
@@ -156,5 +157,29 @@ tide_jobs_t *tide_jobs_read_mem(const char *buf, size_t len, const char *name,
 tide_jobs_t *tide_jobs_read_file(const char *path, const tide_read_opts_t *opts,
                                  tide_error_t *err);
 void tide_jobs_free(tide_jobs_t *j); /* NULL is a no-op */
+
+/* ------------------------------------------------------------------ rl.csv */
+
+/* Agentic RL jobs (docs/formats.md, docs/rl.md) in file order, normalized
+ * (tide_rl_spec_normalize). The id and team strings belong to the container. */
+typedef struct tide_rl_specs {
+    tide_rl_spec_t *v;
+    size_t n;
+    size_t skipped;
+    tide_error_t first_skip;
+} tide_rl_specs_t;
+
+/* Read rl.csv. Required: rl_id, submit_s, team, priority, duration_s,
+ * trainer_gpus, step_s, batch, rollout_gpus, replica_tps, max_staleness,
+ * min_replicas, max_replicas. Optional (default): trainer_gang_gpus
+ * (min(trainer_gpus, 8)), replica_slots (16), len_sigma (0), sync_s (30),
+ * drain_s (120), seed (1). Checks as tide_rl_spec_normalize, unique ids.
+ * Returns a container the caller owns (free with tide_rl_specs_free), or
+ * NULL with err (EINVAL, EEXIST for a duplicate id, ENOENT, EIO). */
+tide_rl_specs_t *tide_rl_specs_read_mem(const char *buf, size_t len, const char *name,
+                                        const tide_read_opts_t *opts, tide_error_t *err);
+tide_rl_specs_t *tide_rl_specs_read_file(const char *path, const tide_read_opts_t *opts,
+                                         tide_error_t *err);
+void tide_rl_specs_free(tide_rl_specs_t *r); /* NULL is a no-op */
 
 #endif

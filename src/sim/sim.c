@@ -498,7 +498,7 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
         return tide_err_prefix(err, "policy %s: model pipeline at t=%lld: ", r->policy,
                                (long long)t);
     if (r->o->observe) {
-        tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w,
+        tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w, .world = r->w,
                               .events = r->ev, .n_events = r->nev, .acts = &r->acts};
         r->o->observe(r->o->observe_ctx, &si);
     }

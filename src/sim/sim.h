@@ -39,6 +39,8 @@ typedef struct tide_sim_step {
     tide_time_t t;
     const tide_engine_t *e;
     const tide_world_t *w;
+    tide_world_t *world;          /* the same world, for observers that act on it
+                                     (tide_world_ckpt_early: sim/rl_sim.c) */
     const tide_event_t *events;
     size_t n_events;
     const tide_actions_t *acts;

@@ -595,6 +595,16 @@ static void act_job_ckpt(tide_world_t *w, tide_time_t now, const tide_action_t *
     }
 }
 
+int tide_world_ckpt_early(tide_world_t *w, tide_time_t now, int32_t job)
+{
+    wjob_t *j = active_job(w, job);
+    if (!j || j->phase != TIDE_PHASE_CHECKPOINTING || j->xfer || j->phase_end <= now)
+        return -1;
+    j->phase_end = now;
+    job_schedule(w, job, j);
+    return 0;
+}
+
 static void act_job_resize(tide_world_t *w, tide_time_t now, const tide_action_t *a)
 {
     wjob_t *j = active_job(w, a->job);

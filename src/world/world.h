@@ -42,6 +42,14 @@ void tide_world_destroy(tide_world_t *w);
  * naming unknown jobs or services are ignored. */
 void tide_world_apply(tide_world_t *w, tide_time_t now, const tide_actions_t *acts);
 
+/* A checkpointing job's commit comes at `now` (>= the world's time) instead
+ * of at its declared end: for a job whose "checkpoint" is a drain that
+ * finished early (an RL rollout job, docs/rl.md), as its driver learned.
+ * EV_CKPT_COMMITTED is then due at now. Returns 0, or -1 (nothing changes)
+ * when the job is not checkpointing, moves bytes through the storage model,
+ * or would commit by now anyway. */
+int tide_world_ckpt_early(tide_world_t *w, tide_time_t now, int32_t job);
+
 /* Time of the world's next pending event, or TIDE_TIME_NEVER. */
 tide_time_t tide_world_next(const tide_world_t *w);
 

@@ -1,0 +1,265 @@
+/* tide simulator: the agentic RL comparison (sim/rl_sim.h, docs/rl.md). */
+#include "sim/rl_sim.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/json.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+static const char *const variant_names[TIDE_SIM_RL_NVAR] = {"fixed-min", "fixed-max", "lent"};
+
+/* The observer's state: the model, the RL jobs' ids and handles. */
+typedef struct rl_obs {
+    tide_rl_t *rl;
+    const tide_rl_jobs_t *jobs;
+    int32_t *h;            /* engine handles of jobs->v (-1: not yet known) */
+    tide_stats_t last;
+    tide_time_t t;
+    int failed;
+    tide_error_t err;
+    double hour_gpu_s[24];    /* lent GPU-seconds by hour of day */
+    int lent_gpus;            /* lent GPUs since x->t */
+    tide_sim_observe_fn user; /* the caller's observer, called after ours */
+    void *user_ctx;
+} rl_obs_t;
+
+/* Active, phase and width of RL job k as the world sees it. */
+static int world_job(rl_obs_t *x, const tide_sim_step_t *s, int k, tide_world_job_t *wj)
+{
+    memset(wj, 0, sizeof *wj);
+    if (k >= x->jobs->n)
+        return 0;
+    if (x->h[k] < 0)
+        x->h[k] = tide_engine_job_find(s->e, x->jobs->id[k]);
+    return x->h[k] >= 0 && tide_world_job(s->w, x->h[k], wj) == 0 && wj->active;
+}
+
+/* Pool jobs whose replicas all drained (nothing in flight) commit now
+ * instead of at the drain bound: replicas are interchangeable, so the
+ * drained ones are handed to the draining jobs in handle order. */
+static void drains_done(rl_obs_t *x, const tide_sim_step_t *s)
+{
+    int drained = tide_rl_drained(x->rl), g = x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+    tide_world_job_t po;
+    for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n && drained > 0; k++) {
+        if (!world_job(x, s, k, &po) || po.phase != TIDE_PHASE_CHECKPOINTING)
+            continue;
+        int reps = po.width * x->jobs->v[k].gang_gpus / g;
+        if (reps <= drained && tide_world_ckpt_early(s->world, s->t, x->h[k]) == 0)
+            drained -= reps;
+    }
+}
+
+/* After every engine step: give the model the capacity the jobs hold. */
+static void observe(void *ctx, const tide_sim_step_t *s)
+{
+    rl_obs_t *x = ctx;
+    tide_world_job_t tr, ro, po;
+    tide_rl_capacity_t cap = {0};
+    if (world_job(x, s, TIDE_RL_JOB_TRAINER, &tr)) {
+        cap.trainer_held = 1;
+        cap.trainer = tr.phase == TIDE_PHASE_TRAINING;
+    }
+    if (world_job(x, s, TIDE_RL_JOB_ROLLOUT, &ro))
+        cap.dedicated = ro.width;
+    for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n; k++) {
+        if (!world_job(x, s, k, &po))
+            continue;
+        int reps = po.width * x->jobs->v[k].gang_gpus / x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+        cap.lent += reps;
+        if (po.phase == TIDE_PHASE_CHECKPOINTING)
+            cap.draining += reps;
+    }
+    if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
+        x->failed = 1;
+    drains_done(x, s);
+    if (s->t > x->t) /* steps are at most a tick apart: bucket by the start */
+        x->hour_gpu_s[x->t % 86400 / 3600] += (double)(s->t - x->t) * x->lent_gpus;
+    x->lent_gpus = cap.lent * x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+    tide_engine_stats(s->e, &x->last);
+    x->t = s->t;
+    if (x->user)
+        x->user(x->user_ctx, s);
+}
+
+static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_rl_spec_t *rl,
+                        const tide_rl_jobs_t *jobs, int v)
+{
+    memset(r, 0, sizeof *r);
+    r->variant = variant_names[v];
+    tide_rl_stats(x->rl, &r->st);
+    const double *st = tide_rl_step_times(x->rl, &r->steps);
+    double sum = 0;
+    for (size_t i = 0; i < r->steps; i++)
+        sum += st[i];
+    r->step_mean = r->steps ? sum / (double)r->steps : 0;
+    r->step_p50 = tide_quantile(st, r->steps, 0.5);
+    r->step_p99 = tide_quantile(st, r->steps, 0.99);
+    for (int k = 0; k <= rl->max_staleness; k++)
+        r->stale_hist[k < 7 ? k : 7] += tide_rl_staleness_count(x->rl, k);
+    const tide_stats_t *es = &x->last;
+    r->served_frac = es->requests_demanded > 0 ? es->requests_served / es->requests_demanded : 1;
+    r->borrowed_gpu_s = es->borrowed_gpu_s;
+    r->reclaims_late = es->reclaims_late;
+    r->max_staleness = rl->max_staleness;
+    r->dedicated_gpus = jobs->v[TIDE_RL_JOB_TRAINER].gpus + jobs->v[TIDE_RL_JOB_ROLLOUT].gpus;
+    double days = (double)(x->t - rl->submit_s) / 86400.0;
+    for (int h = 0; h < 24; h++)
+        r->lent_gpus_by_hour[h] = days > 0 ? x->hour_gpu_s[h] / 3600.0 / days : 0;
+}
+
+/* One variant: the RL jobs added to the background jobs, one sim run. */
+static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, int v,
+                       tide_sim_rl_result_t *res, tide_error_t *err)
+{
+    tide_rl_jobs_t jobs;
+    int mode = v == TIDE_SIM_RL_LENT ? TIDE_RL_LENT : TIDE_RL_FIXED;
+    int fixed = v == TIDE_SIM_RL_FIXED_MIN ? rl->min_replicas : rl->max_replicas;
+    if (tide_rl_jobs(rl, mode, fixed, &jobs, err) != 0)
+        return -1;
+    tide_sim_opts_t o = *base;
+    size_t n = base->n_jobs + (size_t)jobs.n;
+    tide_job_spec_t *all = tide_xmalloc(n * sizeof *all);
+    memcpy(all, jobs.v, (size_t)jobs.n * sizeof *all);
+    if (base->n_jobs)
+        memcpy(all + jobs.n, base->jobs, base->n_jobs * sizeof *all);
+    o.jobs = all;
+    o.n_jobs = n;
+    o.job_ckpt_gb = NULL;
+    static const char *const elastic[] = {"elastic"};
+    if (!base->n_policies) {
+        o.policies = elastic;
+        o.n_policies = 1;
+    } else {
+        o.n_policies = 1;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", base->out_dir, variant_names[v]);
+    o.out_dir = dir;
+    o.table = NULL;
+    rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t))};
+    for (int k = 0; k < jobs.n; k++)
+        x.h[k] = -1;
+    x.rl = tide_rl_create(rl, rl->submit_s, err);
+    x.user = base->observe;
+    x.user_ctx = base->observe_ctx;
+    o.observe = observe;
+    o.observe_ctx = &x;
+    int rc = x.rl ? tide_sim_run(&o, err) : -1;
+    if (rc == 0 && x.failed) {
+        *err = x.err;
+        rc = -1;
+    }
+    if (rc == 0) {
+        tide_time_t h = base->horizon_s ? base->horizon_s : tide_sim_auto_horizon(&o);
+        tide_rl_advance(x.rl, h > x.t ? h : x.t);
+        fill_result(res, &x, rl, &jobs, v);
+    }
+    tide_rl_destroy(x.rl);
+    free(x.h);
+    free(all);
+    tide_rl_jobs_free(&jobs);
+    return rc;
+}
+
+static json_t *result_json(const tide_sim_rl_result_t *r)
+{
+    json_t *hours = json_array();
+    for (int h = 0; h < 24; h++)
+        json_array_append_new(hours, tide_json_round(r->lent_gpus_by_hour[h], 1));
+    json_t *st = json_array();
+    for (int k = 0; k < 8 && k <= r->max_staleness; k++)
+        json_array_append_new(st, json_integer(r->stale_hist[k]));
+    const tide_rl_stats_t *s = &r->st;
+    return json_pack(
+        "{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i,"
+        " s:i, s:i, s:o, s:i, s:o, s:o}",
+        "variant", r->variant, "dedicated_gpus", r->dedicated_gpus, "steps", (int)r->steps,
+        "step_mean_s", tide_json_round(r->step_mean, 2), "step_p50_s",
+        tide_json_round(r->step_p50, 2), "step_p99_s", tide_json_round(r->step_p99, 2),
+        "trainer_wait_s", tide_json_round(s->wait_s, 1), "trainer_gpu_h",
+        tide_json_round(s->trainer_gpu_s / 3600, 2), "dedicated_rollout_gpu_h",
+        tide_json_round(s->dedicated_gpu_s / 3600, 2), "lent_rollout_gpu_h",
+        tide_json_round(s->lent_gpu_s / 3600, 2), "lent_idle_gpu_h",
+        tide_json_round(s->lent_idle_gpu_s / 3600, 2), "inference_served",
+        tide_json_round(r->served_frac, 6), "generated", (json_int_t)s->generated, "accepted",
+        (json_int_t)s->accepted, "dropped_stale", (json_int_t)s->dropped_stale, "abandoned",
+        (json_int_t)s->abandoned, "max_staleness", r->max_staleness, "max_accepted_staleness",
+        s->max_accepted_staleness, "drains", s->drains, "staleness_hist", st, "drains_clean",
+        s->drains_clean, "borrowed_gpu_h", tide_json_round(r->borrowed_gpu_s / 3600, 2),
+        "lent_gpus_by_hour", hours);
+}
+
+static int write_outputs(const char *dir, const tide_sim_rl_result_t *r, tide_error_t *err)
+{
+    char path[4096];
+    json_t *arr = json_array();
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++)
+        json_array_append_new(arr, result_json(&r[v]));
+    snprintf(path, sizeof path, "%s/rl.json", dir);
+    int rc = json_dump_file(arr, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(arr);
+    if (rc != 0)
+        return tide_errf(err, TIDE_EIO, "%s: cannot write", path);
+    snprintf(path, sizeof path, "%s/rl.csv", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return tide_errf(err, TIDE_EIO, "%s: cannot write", path);
+    fprintf(f, "variant,dedicated_gpus,steps,step_mean_s,step_p50_s,step_p99_s,trainer_wait_s,"
+               "dedicated_rollout_gpu_h,lent_rollout_gpu_h,inference_served,"
+               "max_accepted_staleness,max_staleness,dropped_stale,abandoned,drains\n");
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
+        const tide_sim_rl_result_t *x = &r[v];
+        fprintf(f, "%s,%d,%zu,%.2f,%.2f,%.2f,%.1f,%.2f,%.2f,%.6f,%d,%d,%ld,%ld,%d\n", x->variant,
+                x->dedicated_gpus, x->steps, x->step_mean, x->step_p50, x->step_p99,
+                x->st.wait_s, x->st.dedicated_gpu_s / 3600, x->st.lent_gpu_s / 3600,
+                x->served_frac, x->st.max_accepted_staleness, x->max_staleness,
+                x->st.dropped_stale, x->st.abandoned, x->st.drains);
+    }
+    if (fclose(f) != 0)
+        return tide_errf(err, TIDE_EIO, "%s: write failed", path);
+    return 0;
+}
+
+static void print_table(FILE *f, const tide_sim_rl_result_t *r)
+{
+    fprintf(f, "%-10s %5s %6s %8s %8s %8s %7s %9s %9s %10s %6s %7s %6s\n", "rollouts",
+            "dedGPU", "steps", "mean_s", "p50_s", "p99_s", "wait%", "ded_gpu_h", "lent_gpu_h",
+            "inf_served", "stale", "dropped", "drains");
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
+        const tide_sim_rl_result_t *x = &r[v];
+        double run = x->st.wait_s + x->st.compute_s;
+        fprintf(f, "%-10s %5d %6zu %8.1f %8.1f %8.1f %6.1f%% %9.1f %9.1f %9.4f%% %3d/%-2d %7ld %6d\n",
+                x->variant, x->dedicated_gpus, x->steps, x->step_mean, x->step_p50, x->step_p99,
+                run > 0 ? 100 * x->st.wait_s / run : 0,
+                (x->st.trainer_gpu_s + x->st.dedicated_gpu_s) / 3600, x->st.lent_gpu_s / 3600,
+                100 * x->served_frac, x->st.max_accepted_staleness, x->max_staleness,
+                x->st.dropped_stale, x->st.drains);
+    }
+}
+
+int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE *table,
+                    tide_sim_rl_result_t *res, tide_error_t *err)
+{
+    tide_rl_spec_t s = *rl;
+    if (tide_rl_spec_normalize(&s, err) != 0)
+        return -1;
+    if (!base->out_dir)
+        return tide_errf(err, TIDE_EINVAL, "no output directory");
+    if (tide_mkdir_p(base->out_dir, err) != 0)
+        return -1;
+    tide_sim_rl_result_t r[TIDE_SIM_RL_NVAR];
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++)
+        if (run_variant(base, &s, v, &r[v], err) != 0)
+            return tide_err_prefix(err, "rl %s: ", variant_names[v]);
+    if (write_outputs(base->out_dir, r, err) != 0)
+        return -1;
+    if (table)
+        print_table(table, r);
+    if (res)
+        memcpy(res, r, sizeof r);
+    return 0;
+}
