@@ -386,6 +386,8 @@ typedef struct tide_forecast_info {
     int samples;              /* burst samples seen */
     tide_time_t lead_s;       /* reclaim lead now (elastic, timeshare) or warm-up lead */
     tide_time_t late_s;       /* measured lateness of capacity added to the lead */
+    const char *rule;         /* sizing rule in use: "forecast", or the rule the
+                                 sizing ensemble picked (static storage) */
 } tide_forecast_info_t;
 int tide_engine_forecast(const tide_engine_t *e, int service, tide_time_t horizon,
                          tide_forecast_info_t *out);

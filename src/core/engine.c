@@ -685,9 +685,10 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
             service_t *sv = &e->svcs[s];
             tide_time_t lead = tide__decision_window(e, s);
             tide__fc_learn(&sv->fc, now, lead, sv->slo_target, tide__capacity_due(e, s, now), &e->cfg);
-            if (tide__ensemble_on(e))
-                tide__ens_learn(&sv->fc, now, lead, e->cfg.scale_down_hold_s,
-                                tide__fc_budget(&sv->fc, sv->slo_target));
+            if (tide__ensemble_on(e)) {
+                tide_ens_win_t w = {lead, tide__warmup_lead(e, s), e->cfg.scale_down_hold_s};
+                tide__ens_learn(&sv->fc, now, &w, tide__fc_budget(&sv->fc, sv->slo_target));
+            }
         }
         tide__lease_plan(e, now);
         tide__lease_tick(e, now);
@@ -1042,6 +1043,7 @@ int tide_engine_forecast(const tide_engine_t *e, int s, tide_time_t horizon, tid
     /* the lead caches quantiles of measured samples: not a visible change */
     out->lead_s = tide__decision_window((tide_engine_t *)e, s);
     out->late_s = sv->late_extra;
+    out->rule = tide__ens_rule_name(tide__ensemble_on(e) ? sv->fc.ens_pick : 0);
     return 0;
 }
 

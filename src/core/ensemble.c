@@ -10,16 +10,21 @@
  *
  * Counterfactual. Every tick each rule's proposal is recorded with the demand
  * seen. At time t, a rule's capacity is what the engine would hold had it
- * followed that rule with capacity arriving one lead late: its highest
- * proposal over the scale-down hold ending one lead ago (the hold keeps it)
- * and the highest demand of the lead before that (the engine reacts to the
- * demand it sees, and keeps that for a lead). Cost = that capacity x seconds,
- * misses = demand above it x seconds, both decayed with half-life a day.
- * Only proposals made at least one lead ago are read: no look-ahead.
+ * followed that rule, with capacity arriving one warm-up late (`delay`): its
+ * highest proposal over the scale-down hold ending one delay ago (the hold
+ * keeps it) and the highest demand of the lead before that (the engine
+ * reacts to the demand it sees, and keeps that for a lead). Cost = that
+ * capacity x seconds, plus one lead of every capacity added (warm-up, and
+ * the checkpoint and restore of the training stopped for it); misses =
+ * demand above it x seconds; both decayed with half-life a day. Only
+ * proposals made at least one delay ago are read: no look-ahead.
  *
- * Choice: among rules whose misses stayed within the budget of the requests
- * (the forecast's SLO budget with its feedback factor), the cheapest; when
- * none did, the one that missed least. The rule in use is kept unless another
+ * Choice. The forecast is the incumbent: its own SLO feedback calibrates it
+ * against the misses really measured, which the counterfactual only
+ * approximates. Another rule is used when it is cheaper and its
+ * counterfactual misses stayed within the budget of the requests (the
+ * forecast's SLO budget with its feedback factor) or no higher than the
+ * forecast's; the cheapest such rule. The rule in use is kept unless another
  * one is cheaper by ENS_SWITCH (hysteresis), and the forecast is used until
  * ENS_MIN_S of demand was scored. */
 #include <math.h>
@@ -37,8 +42,11 @@ static const struct ens_rule {
 } rules[ENS_RULES] = {
     {"forecast", 1, -1},
     {"observed+10%", 0, 0.10},
-    {"observed+25%", 0, 0.25},
+    {"observed+20%", 0, 0.20},
+    {"observed+30%", 0, 0.30},
+    {"observed+40%", 0, 0.40},
     {"observed+50%", 0, 0.50},
+    {"observed+75%", 0, 0.75},
     {"observed+100%", 0, 1.00},
     {"max(forecast,observed+25%)", 1, 0.25},
 };
@@ -59,11 +67,11 @@ double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t hori
     return n;
 }
 
-/* Capacity each rule would hold now (cap[]); 0 when no proposal is one lead
- * old yet. */
-static int ens_capacity(const forecast_t *f, tide_time_t now, tide_time_t lead, tide_time_t hold,
-                        double *cap)
+/* Capacity each rule would hold now (cap[]); 0 when no proposal is one
+ * delay old yet. */
+static int ens_capacity(const forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double *cap)
 {
+    tide_time_t lead = w->lead, hold = w->hold, delay = w->delay;
     int any = 0;
     double dem = 0;
     tide_time_t top = -1; /* age of the newest proposal at least one lead old */
@@ -72,16 +80,16 @@ static int ens_capacity(const forecast_t *f, tide_time_t now, tide_time_t lead, 
     for (size_t i = 0; i < f->ens_n; i++) {
         const struct fc_ens_prop *p = &f->ens_prop[(f->ens_pos + ENS_RING - 1 - i) % ENS_RING];
         tide_time_t age = now - p->t;
-        if (age < lead)
+        if (age < delay)
             continue;
-        if (any && age >= lead + hold && age >= 2 * lead)
+        if (any && age >= delay + hold && age >= delay + lead)
             break;
         if (!any)
             top = age;
         any = 1;
-        if ((age < 2 * lead || age == top) && p->dem > dem)
+        if ((age < delay + lead || age == top) && p->dem > dem)
             dem = p->dem;
-        if (age < lead + hold || age == top)
+        if (age < delay + hold || age == top)
             for (int r = 0; r < ENS_RULES; r++)
                 if (p->need[r] > cap[r])
                     cap[r] = p->need[r];
@@ -92,18 +100,22 @@ static int ens_capacity(const forecast_t *f, tide_time_t now, tide_time_t lead, 
     return any;
 }
 
-static void ens_score(forecast_t *f, tide_time_t now, tide_time_t lead, tide_time_t hold)
+static void ens_score(forecast_t *f, tide_time_t now, const tide_ens_win_t *w)
 {
     double dt = f->ens_at >= 0 ? (double)(now - f->ens_at) : 0;
     f->ens_at = now;
     double cap[ENS_RULES];
-    if (!(dt > 0) || !ens_capacity(f, now, lead, hold, cap))
+    if (!(dt > 0) || !ens_capacity(f, now, w, cap))
         return;
     double d = exp(-dt * 0.6931471805599453 / ENS_HL_S), x = f->cur;
     f->ens_dem = f->ens_dem * d + x * dt;
     f->ens_dur = f->ens_dur * d + dt;
     for (int r = 0; r < ENS_RULES; r++) {
-        f->ens_cost[r] = f->ens_cost[r] * d + cap[r] * dt;
+        /* capacity added costs one lead of it (warm-up, and the training
+         * stopped for it loses its checkpoint and restore) */
+        double add = f->ens_last[r] >= 0 && cap[r] > f->ens_last[r] ? cap[r] - f->ens_last[r] : 0;
+        f->ens_last[r] = cap[r];
+        f->ens_cost[r] = f->ens_cost[r] * d + cap[r] * dt + add * (double)w->lead;
         f->ens_miss[r] = f->ens_miss[r] * d + (x > cap[r] ? x - cap[r] : 0) * dt;
     }
 }
@@ -113,34 +125,30 @@ static int ens_choose(const forecast_t *f, double budget)
     if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0))
         return 0;
     double allow = budget * f->ens_dem;
-    int best = -1, least = 0;
-    for (int r = 0; r < ENS_RULES; r++) {
-        if (f->ens_miss[r] < f->ens_miss[least])
-            least = r;
-        if (f->ens_miss[r] <= allow && (best < 0 || f->ens_cost[r] < f->ens_cost[best]))
+    if (f->ens_miss[0] > allow)
+        allow = f->ens_miss[0];
+    int best = 0;
+    for (int r = 1; r < ENS_RULES; r++)
+        if (f->ens_miss[r] <= allow && f->ens_cost[r] < f->ens_cost[best])
             best = r;
-    }
-    if (best < 0)
-        return least;
     int cur = f->ens_pick;
     if (cur != best && f->ens_miss[cur] <= allow && f->ens_cost[best] > ENS_SWITCH * f->ens_cost[cur])
         return cur;
     return best;
 }
 
-void tide__ens_learn(forecast_t *f, tide_time_t now, tide_time_t lead, tide_time_t hold,
-                     double budget)
+void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget)
 {
     if (!f->have)
         return;
     if (f->ens_n && f->ens_prop[(f->ens_pos + ENS_RING - 1) % ENS_RING].t >= now)
         return; /* once per time */
-    ens_score(f, now, lead, hold);
+    ens_score(f, now, w);
     struct fc_ens_prop *p = &f->ens_prop[f->ens_pos];
     p->t = now;
     p->dem = f->cur;
     for (int r = 0; r < ENS_RULES; r++)
-        p->need[r] = tide__ens_need(f, r, now, lead);
+        p->need[r] = tide__ens_need(f, r, now, w->lead);
     f->ens_pos = (f->ens_pos + 1) % ENS_RING;
     if (f->ens_n < ENS_RING)
         f->ens_n++;

@@ -100,6 +100,8 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->q = 1.0 + margin0;
     f->margin = margin0;
     f->ens_at = -1;
+    for (int r = 0; r < ENS_RULES; r++)
+        f->ens_last[r] = -1;
 }
 
 double tide__fc_budget(const forecast_t *f, double slo_target)

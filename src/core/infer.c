@@ -47,12 +47,17 @@ double tide__warmup_floor(const service_t *s, double w)
     return s->rh_done > 0 && s->rh_last > w ? s->rh_last : w;
 }
 
-tide_time_t tide__decision_window(tide_engine_t *e, int si)
+tide_time_t tide__warmup_lead(tide_engine_t *e, int si)
 {
     service_t *s = &e->svcs[si];
+    return warmup_p99(s) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+}
+
+tide_time_t tide__decision_window(tide_engine_t *e, int si)
+{
     if (e->pol->use_lead)
         return tide__reclaim_lead(e, si);
-    return warmup_p99(s) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+    return tide__warmup_lead(e, si);
 }
 
 /* Capacity (rps) that decisions taken up to one warm-up ago should have

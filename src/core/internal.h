@@ -132,7 +132,7 @@ typedef struct lease {
  * earlier) from which the burst multiplier for the SLO target is chosen. */
 #define FC_BINS 640           /* log-spaced bins of the burst ratio */
 #define FC_PRED_RING 512      /* recent baseline predictions (one per tick) */
-#define ENS_RULES 6           /* sizing rules the ensemble scores (ensemble.c) */
+#define ENS_RULES 9           /* sizing rules the ensemble scores (ensemble.c) */
 #define ENS_RING 256          /* their recent proposals (one per tick) */
 typedef struct fc_sample {
     int16_t bin;
@@ -182,6 +182,7 @@ typedef struct forecast {
     struct fc_ens_prop { tide_time_t t; double dem; double need[ENS_RULES]; } ens_prop[ENS_RING];
     size_t ens_n, ens_pos;
     double ens_cost[ENS_RULES], ens_miss[ENS_RULES];
+    double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
     double ens_dem, ens_dur;  /* decayed requests and seconds scored */
     tide_time_t ens_at;       /* last scored (-1: never) */
     int ens_pick;             /* rule in use (0: the forecast) */
@@ -513,12 +514,20 @@ double tide__fc_budget(const forecast_t *f, double slo_target);
 /* Sizing ensemble (ensemble.c). Need (rps) of rule `rule` at now for a
  * decision window `horizon` (rule 0 is tide__fc_need). */
 double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t horizon);
-/* Score every rule's proposal of one lead ago against the demand seen now
- * (capacity = its highest proposal over the hold, and the demand reacted to
- * for one lead), record this tick's proposals, pick the cheapest rule whose
- * misses stayed within `budget` of the requests. Past only. */
-void tide__ens_learn(forecast_t *f, tide_time_t now, tide_time_t lead, tide_time_t hold,
-                     double budget);
+/* Windows of the counterfactual: the decision window (lead), how late
+ * capacity comes (delay: the warm-up lead), the scale-down hold. */
+typedef struct tide_ens_win {
+    tide_time_t lead, delay, hold;
+} tide_ens_win_t;
+/* Score every rule's proposals of one delay ago against the demand seen
+ * now (capacity = its highest proposal over the hold, and the demand
+ * reacted to for one lead), record this tick's proposals, pick the rule:
+ * the forecast, or a cheaper one that missed within `budget` of the
+ * requests or no more than the forecast. Past only. */
+void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget);
+/* The warm-up lead of a service: P99 warm-up + lead_extra_s + measured
+ * lateness + one tick (the decision window of policies without reclaim). */
+tide_time_t tide__warmup_lead(tide_engine_t *e, int si);
 /* The policy sizes with the ensemble (cfg.sizing_ensemble and a policy
  * that allows it). */
 int tide__ensemble_on(const tide_engine_t *e);

@@ -126,7 +126,7 @@ static const tide_field_t fc_f[] = {
     F(forecast_t, q), F(forecast_t, margin), F(forecast_t, dem_d), F(forecast_t, miss_d),
     F(forecast_t, logk), F(forecast_t, dem_p), F(forecast_t, miss_p), F(forecast_t, dur_p),
     F(forecast_t, dem_new), F(forecast_t, miss_new), F(forecast_t, fb_at), F(forecast_t, fb_on),
-    F(forecast_t, samples), F(forecast_t, ens_n), F(forecast_t, ens_pos), F(forecast_t, ens_cost),
+    F(forecast_t, samples), F(forecast_t, ens_n), F(forecast_t, ens_pos), F(forecast_t, ens_cost), F(forecast_t, ens_last),
     F(forecast_t, ens_miss), F(forecast_t, ens_dem), F(forecast_t, ens_dur), F(forecast_t, ens_at),
     F(forecast_t, ens_pick)};
 

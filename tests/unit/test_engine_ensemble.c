@@ -19,6 +19,7 @@
 #define TICK 60
 #define LEAD 900
 #define HOLD 1800
+#define DELAY 660
 #define MAXT (8 * DAY / TICK + 1)
 
 typedef double (*series_fn)(tide_time_t t, unsigned salt);
@@ -81,10 +82,11 @@ static void drive(run_t *r, series_fn fn, tide_time_t until, tide_time_t alter_a
     for (tide_time_t t = 0; t <= until && r->n < MAXT; t += TICK) {
         series_fn g = alter_after >= 0 && t > alter_after ? other : fn;
         tide__fc_observe(&r->f, t, g(t, 7));
-        int back = r->n - LEAD / TICK;
+        int back = r->n - DELAY / TICK;
         double cap = back >= 0 ? r->need[back] : g(t, 7);
         tide__fc_learn(&r->f, t, LEAD, 0.999, cap, &cfg);
-        tide__ens_learn(&r->f, t, LEAD, HOLD, tide__fc_budget(&r->f, 0.999));
+        tide_ens_win_t w = {LEAD, DELAY, HOLD};
+        tide__ens_learn(&r->f, t, &w, tide__fc_budget(&r->f, 0.999));
         r->picks[r->n] = r->f.ens_pick;
         r->need[r->n] = tide__ens_need(&r->f, r->f.ens_pick, t, LEAD);
         r->n++;
