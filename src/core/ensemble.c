@@ -32,7 +32,7 @@
 #include "core/internal.h"
 
 #define ENS_HL_S 86400.0   /* half-life of the scores */
-#define ENS_MIN_S 21600.0  /* scored seconds before any other rule is used */
+#define ENS_MIN_S 86400.0  /* scored seconds before any other rule is used: a day */
 #define ENS_SWITCH 0.97    /* another rule must cost this much of the current one or less */
 
 static const struct ens_rule {
@@ -41,13 +41,17 @@ static const struct ens_rule {
     double headroom; /* observed x (1 + headroom); < 0: none */
 } rules[ENS_RULES] = {
     {"forecast", 1, -1},
+    {"observed+5%", 0, 0.05},
     {"observed+10%", 0, 0.10},
+    {"observed+15%", 0, 0.15},
     {"observed+20%", 0, 0.20},
+    {"observed+25%", 0, 0.25},
     {"observed+30%", 0, 0.30},
     {"observed+40%", 0, 0.40},
     {"observed+50%", 0, 0.50},
     {"observed+75%", 0, 0.75},
     {"observed+100%", 0, 1.00},
+    {"max(forecast,observed+10%)", 1, 0.10},
     {"max(forecast,observed+25%)", 1, 0.25},
 };
 

@@ -132,7 +132,7 @@ typedef struct lease {
  * earlier) from which the burst multiplier for the SLO target is chosen. */
 #define FC_BINS 640           /* log-spaced bins of the burst ratio */
 #define FC_PRED_RING 512      /* recent baseline predictions (one per tick) */
-#define ENS_RULES 9           /* sizing rules the ensemble scores (ensemble.c) */
+#define ENS_RULES 13          /* sizing rules the ensemble scores (ensemble.c) */
 #define ENS_RING 256          /* their recent proposals (one per tick) */
 typedef struct fc_sample {
     int16_t bin;

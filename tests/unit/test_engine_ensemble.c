@@ -144,8 +144,8 @@ static void test_diurnal_keeps_the_forecast(void **state)
     for (int k = 1; k < ENS_RULES; k++)
         if (r->f.ens_miss[k] <= tide__fc_budget(&r->f, 0.999) * r->f.ens_dem)
             assert_true(r->f.ens_cost[0] < r->f.ens_cost[k]);
-    /* the first hours (nothing scored yet) use the forecast */
-    for (int i = 0; i < 6 * 3600 / TICK; i++)
+    /* the first day (too little scored yet) uses the forecast */
+    for (int i = 0; i < DAY / TICK; i++)
         assert_int_equal(r->picks[i], 0);
     run_free(r);
 }
