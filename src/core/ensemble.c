@@ -32,7 +32,8 @@
 #include "core/internal.h"
 
 #define ENS_HL_S 86400.0   /* half-life of the scores */
-#define ENS_MIN_S 86400.0  /* scored seconds before any other rule is used: a day */
+#define ENS_MIN_S 62324.0  /* decayed seconds scored before any other rule is used:
+                              a day (a day at half-life a day: HL / ln 2 / 2) */
 #define ENS_SWITCH 0.97    /* another rule must cost this much of the current one or less */
 
 static const struct ens_rule {
