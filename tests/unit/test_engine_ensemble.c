@@ -228,6 +228,45 @@ static void test_engine_uses_the_pick(void **state)
     tide_cluster_destroy(c);
 }
 
+/* A snapshot taken mid-run, with the ensemble scoring, restores to an
+ * engine that takes the same decisions and picks the same rules. */
+static void test_snapshot_same_run(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.sizing_ensemble = 1;
+    ef_t *f = ef_new("40x8", &cfg);
+    ef_service(f, "chat", 1, 10, 1, 300);
+    engine_steps(f, 2 * DAY);
+    assert_true(f->e->svcs[0].fc.ens_n > 0);
+    size_t n;
+    void *b = tide_engine_snapshot(f->e, &n);
+    tide_error_t err = {0};
+    tide_engine_t *e = tide_engine_restore(f->e, b, n, &err);
+    if (!e)
+        fail_msg("restore: %s", err.msg);
+    tide_actions_t a;
+    tide_actions_init(&a);
+    for (tide_time_t t = f->now + TICK; t <= 2 * DAY + 12 * 3600; t += TICK) {
+        tide_event_t ev = ef_ev(TIDE_EV_DEMAND);
+        ev.service = 0;
+        ev.value = steps(t, 7);
+        ef_step(f, t, &ev, 1);
+        assert_int_equal(tide_engine_step(e, t, &ev, 1, &a, &err), 0);
+        assert_int_equal(a.n, f->acts.n);
+        for (size_t i = 0; i < a.n; i++)
+            assert_true(ef_same_action(&a, i, &f->acts));
+        tide_forecast_info_t x, y;
+        assert_int_equal(tide_engine_forecast(f->e, 0, 600, &x), 0);
+        assert_int_equal(tide_engine_forecast(e, 0, 600, &y), 0);
+        assert_string_equal(x.rule, y.rule);
+    }
+    tide_actions_free(&a);
+    tide_engine_destroy(e);
+    free(b);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_no_look_ahead),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_engine_uses_the_pick),
+        cmocka_unit_test(test_snapshot_same_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
