@@ -130,7 +130,7 @@ static int ens_choose(const forecast_t *f, double budget)
     if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0))
         return 0;
     double allow = budget * f->ens_dem;
-    if (f->ens_miss[0] > allow)
+    if (f->ens_miss[0] < allow)
         allow = f->ens_miss[0];
     int best = 0;
     for (int r = 1; r < ENS_RULES; r++)
@@ -148,7 +148,12 @@ void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, do
         return;
     if (f->ens_n && f->ens_prop[(f->ens_pos + ENS_RING - 1) % ENS_RING].t >= now)
         return; /* once per time */
-    ens_score(f, now, w);
+    /* the forecast's cold start (no day of history yet) says nothing of
+     * how it forecasts now: scoring starts once it has a day */
+    if (tide__fc_day_seen(f))
+        ens_score(f, now, w);
+    else
+        f->ens_at = now;
     struct fc_ens_prop *p = &f->ens_prop[f->ens_pos];
     p->t = now;
     p->dem = f->cur;

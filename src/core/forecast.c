@@ -299,8 +299,7 @@ static double peak_seen(forecast_t *f)
     return f->peak_seen;
 }
 
-/* The memory holds a whole day. */
-static int fc_day_seen(const forecast_t *f)
+int tide__fc_day_seen(const forecast_t *f)
 {
     return f->filled && f->last_bucket - f->first_bucket + 1 > f->nb;
 }
@@ -312,7 +311,7 @@ double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon)
     /* bursts never call for more than the highest demand seen, unless the
      * baseline itself goes there; before a whole day is seen, the day's peak
      * is not known yet, and the cap allows the burst multiplier over it */
-    if (!fc_day_seen(f))
+    if (!tide__fc_day_seen(f))
         cap *= f->q;
     if (n > cap)
         n = cap > b ? cap : b;

@@ -509,6 +509,8 @@ double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tid
 /* Demand to size for over [now, now + horizon]: baseline peak x burst
  * multiplier, capped at the highest demand seen (unless the baseline is higher). */
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon);
+/* The forecast memory holds a whole day. */
+int tide__fc_day_seen(const forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
 double tide__fc_budget(const forecast_t *f, double slo_target);
 /* Sizing ensemble (ensemble.c). Need (rps) of rule `rule` at now for a
