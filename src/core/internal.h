@@ -146,6 +146,7 @@ typedef struct forecast {
     double *mx;              /* ring: highest demand observed in the bucket */
     double peak_seen;        /* highest of mx (cached) */
     int peak_dirty;
+    int ens_pick;            /* sizing ensemble (below): rule in use (0: the forecast) */
     int64_t last_bucket;     /* absolute bucket index last filled (times may be < 0) */
     int64_t first_bucket;
     int filled;              /* last_bucket and first_bucket are set */
@@ -185,7 +186,6 @@ typedef struct forecast {
     double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
     double ens_dem, ens_dur;  /* decayed requests and seconds scored */
     tide_time_t ens_at;       /* last scored (-1: never) */
-    int ens_pick;             /* rule in use (0: the forecast) */
 } forecast_t;
 
 /* A lazily integrated GPU counter: acc GPU-seconds up to t, n GPUs since. */
