@@ -21,6 +21,8 @@
 #   POLICIES     comma-separated policies (default: static,preempt,elastic, then
 #                every other policy the binary lists in `tide sim --help`)
 #   RESULTS      output file (default bench/policy_results.md)
+#   SIM_ARGS     extra `tide sim` options for every replay, e.g. "--sizing ensemble"
+#                (recorded in the commands; default none)
 #   KEEP=1       keep the workload directory (its path is printed on stderr)
 #
 # Workloads (64 x 8 GPUs, the same Philly jobs in all of them, training saturated):
@@ -179,6 +181,11 @@ if [ "$SHORT" = 1 ]; then DAYS=${DAYS:-2}; else DAYS=${DAYS:-14}; fi
 PEAK=${PEAK_GPUS:-152}
 SCALE=${SCALE_ARRIVALS:-1}
 RES=${RESULTS:-bench/policy_results.md}
+read -r -a SIM_EXTRA <<<"${SIM_ARGS:-}"
+for a in ${SIM_EXTRA[@]+"${SIM_EXTRA[@]}"}; do
+    [[ "$a" =~ ^[A-Za-z0-9_.:,=+-]+$ ]] ||
+        { echo "policy_quality: SIM_ARGS: '$a' is not a plain option or value" >&2; exit 2; }
+done
 [[ "$SCALE" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
     { echo "policy_quality: SCALE_ARRIVALS must be a number in (0, 100]" >&2; exit 2; }
 SCALE_OPT=()
@@ -278,7 +285,8 @@ run_sims() {
     local w
     for w in $WORKLOADS; do
         step "$w" "$TIDE" sim --cluster 64x8 --services "$W/$w/services.csv" --demand "$W/$w/demand.csv" \
-            --jobs "$JOBS" --policy "$POLICIES" --horizon "${DAYS}d" --out "$W/$w/sim" || FAILED=1
+            --jobs "$JOBS" --policy "$POLICIES" --horizon "${DAYS}d" ${SIM_EXTRA[@]+"${SIM_EXTRA[@]}"} \
+            --out "$W/$w/sim" || FAILED=1
     done
 }
 

@@ -100,6 +100,11 @@ typedef struct tide_config {
     tide_time_t hpa_window_s;  /* `k8s`: scale-down stabilisation window, the
                                   highest recommendation over it is kept
                                   (HPA's default, 300) */
+    int sizing_ensemble;       /* `elastic`: size each service by the rule (the
+                                  forecast, or observed demand x (1 + h) for a
+                                  few h) that met the error budget at the lowest
+                                  counterfactual cost over the last day (1), or
+                                  by the forecast alone (0, default) */
 } tide_config_t;
 
 /* Fill c with defaults (elastic). */
@@ -385,6 +390,8 @@ typedef struct tide_forecast_info {
     int samples;              /* burst samples seen */
     tide_time_t lead_s;       /* reclaim lead now (elastic, timeshare) or warm-up lead */
     tide_time_t late_s;       /* measured lateness of capacity added to the lead */
+    const char *rule;         /* sizing rule in use: "forecast", or the rule the
+                                 sizing ensemble picked (static storage) */
 } tide_forecast_info_t;
 int tide_engine_forecast(const tide_engine_t *e, int service, tide_time_t horizon,
                          tide_forecast_info_t *out);

@@ -60,6 +60,10 @@ static void sim_usage(FILE *f)
             "      --headroom X        preempt/k8s: replicas = ceil(demand x (1+X) / replica_rps)\n"
             "                          (default 0.25: an autoscaler's 80%% utilisation target)\n"
             "      --hpa-window D      k8s: scale-down stabilisation window (default 5m, HPA's)\n"
+            "      --sizing R          elastic: forecast (default: the forecast x the learned\n"
+            "                          burst multiplier) or ensemble (the cheapest of the\n"
+            "                          forecast and observed x (1+h) rules that met the error\n"
+            "                          budget, scored on the last day; docs/engine.md)\n"
             "run:\n"
             "      --seed N            seed recorded in summary.json (default 0)\n"
             "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"
@@ -115,6 +119,7 @@ typedef struct cmdline {
     double margin;              /* < 0 = not given */
     double headroom;            /* < 0 = not given */
     int64_t hpa_window;         /* < 0 = not given */
+    int sizing;                 /* --sizing: -1 not given, 0 forecast, 1 ensemble */
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
@@ -199,7 +204,7 @@ enum {
     O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
 };
 enum { O_INJECT = 1000 };
-enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
+enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING };
 enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
@@ -225,6 +230,7 @@ static const struct option longopts[] = {
     {"report", required_argument, NULL, O_REPORT},
     {"sweep", required_argument, NULL, O_SWEEP},
     {"headroom", required_argument, NULL, O_HEADROOM},
+    {"sizing", required_argument, NULL, O_SIZING},
     {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
     {"outputs", required_argument, NULL, O_OUTPUTS},
     {"publish-every", required_argument, NULL, O_PUB_EVERY},
@@ -301,6 +307,12 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_HPA_WINDOW:
             if (tide_parse_duration(optarg, &c->hpa_window) < 0 || c->hpa_window < 0)
                 return bad("--hpa-window: '%s' is not a duration (90s, 5m, 1h)", optarg);
+            break;
+        case O_SIZING:
+            if (!strcmp(optarg, "forecast") || !strcmp(optarg, "ensemble"))
+                c->sizing = !strcmp(optarg, "ensemble");
+            else
+                return bad("--sizing: '%s' is not forecast or ensemble", optarg);
             break;
         case O_SEED:
             if (parse_seed(optarg, &c->seed) < 0)
@@ -438,6 +450,8 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
         cfg->headroom = c->headroom;
     if (c->hpa_window >= 0)
         cfg->hpa_window_s = c->hpa_window;
+    if (c->sizing >= 0)
+        cfg->sizing_ensemble = c->sizing;
     return -1;
 }
 
@@ -460,7 +474,7 @@ static void print_written(const char *dir, unsigned outputs)
 int tide_cmd_sim(int argc, char **argv)
 {
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
-                   .margin = -1, .headroom = -1, .hpa_window = -1};
+                   .margin = -1, .headroom = -1, .hpa_window = -1, .sizing = -1};
     inputs_t in = {0};
     tide_error_t err = {0};
     const char **cmd_argv = NULL;

@@ -69,7 +69,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         cfg->night_start_h < 0 ||
         cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
         cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0 ||
-        !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0) {
+        !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0 ||
+        cfg->sizing_ensemble < 0 || cfg->sizing_ensemble > 1) {
         tide_errf(err, TIDE_EINVAL, "invalid engine configuration (a period, margin or hour out of range)");
         return NULL;
     }
@@ -682,8 +683,12 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         tide__infer_observe(e, now);
         for (int s = 0; s < e->n_svcs; s++) {
             service_t *sv = &e->svcs[s];
-            tide__fc_learn(&sv->fc, now, tide__decision_window(e, s), sv->slo_target,
-                           tide__capacity_due(e, s, now), &e->cfg);
+            tide_time_t lead = tide__decision_window(e, s);
+            tide__fc_learn(&sv->fc, now, lead, sv->slo_target, tide__capacity_due(e, s, now), &e->cfg);
+            if (tide__ensemble_on(e)) {
+                tide_ens_win_t w = {lead, tide__warmup_lead(e, s), e->cfg.scale_down_hold_s};
+                tide__ens_learn(&sv->fc, now, &w, tide__fc_budget(&sv->fc, sv->slo_target));
+            }
         }
         tide__lease_plan(e, now);
         tide__lease_tick(e, now);
@@ -1047,6 +1052,7 @@ int tide_engine_forecast(const tide_engine_t *e, int s, tide_time_t horizon, tid
     /* the lead caches quantiles of measured samples: not a visible change */
     out->lead_s = tide__decision_window((tide_engine_t *)e, s);
     out->late_s = sv->late_extra;
+    out->rule = tide__ens_rule_name(tide__ensemble_on(e) ? sv->fc.ens_pick : 0);
     return 0;
 }
 

@@ -99,6 +99,17 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
         f->shape_tag[i] = INT64_MIN;
     f->q = 1.0 + margin0;
     f->margin = margin0;
+    f->ens_at = -1;
+    for (int r = 0; r < ENS_RULES; r++)
+        f->ens_last[r] = -1;
+}
+
+double tide__fc_budget(const forecast_t *f, double slo_target)
+{
+    double budget = 1.0 - slo_target;
+    if (budget < 1e-6)
+        budget = 1e-6;
+    return budget * exp(f->logk);
 }
 
 void tide__fc_free(forecast_t *f)
@@ -288,8 +299,7 @@ static double peak_seen(forecast_t *f)
     return f->peak_seen;
 }
 
-/* The memory holds a whole day. */
-static int fc_day_seen(const forecast_t *f)
+int tide__fc_day_seen(const forecast_t *f)
 {
     return f->filled && f->last_bucket - f->first_bucket + 1 > f->nb;
 }
@@ -301,7 +311,7 @@ double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon)
     /* bursts never call for more than the highest demand seen, unless the
      * baseline itself goes there; before a whole day is seen, the day's peak
      * is not known yet, and the cap allows the burst multiplier over it */
-    if (!fc_day_seen(f))
+    if (!tide__fc_day_seen(f))
         cap *= f->q;
     if (n > cap)
         n = cap > b ? cap : b;
@@ -541,6 +551,11 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
          * made of the prediction. Capacity that comes late is the lead's
          * business (learned separately), not the bursts'. */
         double unit = capacity / f->pred[back].q;
+        /* when another rule of the ensemble sized the service, the
+         * capacity says nothing about the forecast: its own prediction is
+         * the unit */
+        if (f->pred[back].rule != 0)
+            unit = f->pred[back].base;
         if (unit > 0)
             add_sample(f, f->cur / unit, unit);
         else if (f->cur > 0)
@@ -549,6 +564,7 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
     f->pred[f->pred_pos].t = now;
     f->pred[f->pred_pos].q = f->q;
     f->pred[f->pred_pos].base = tide__fc_peak(f, now, now, now + horizon);
+    f->pred[f->pred_pos].rule = f->ens_pick;
     f->pred_pos = (f->pred_pos + 1) % FC_PRED_RING;
     if (f->pred_n < FC_PRED_RING)
         f->pred_n++;

@@ -47,12 +47,17 @@ double tide__warmup_floor(const service_t *s, double w)
     return s->rh_done > 0 && s->rh_last > w ? s->rh_last : w;
 }
 
-tide_time_t tide__decision_window(tide_engine_t *e, int si)
+tide_time_t tide__warmup_lead(tide_engine_t *e, int si)
 {
     service_t *s = &e->svcs[si];
+    return warmup_p99(s) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+}
+
+tide_time_t tide__decision_window(tide_engine_t *e, int si)
+{
     if (e->pol->use_lead)
         return tide__reclaim_lead(e, si);
-    return warmup_p99(s) + e->cfg.lead_extra_s + s->late_extra + e->cfg.tick_s;
+    return tide__warmup_lead(e, si);
 }
 
 /* Capacity (rps) that decisions taken up to one warm-up ago should have
@@ -153,7 +158,9 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         tide_time_t h = tide__decision_window(e, si);
         /* the forecast need; and at least what is observed now (react to a
          * rise the forecast missed), which the scale-down does not hold on to */
-        *down = tide__replicas_for(s, tide__fc_need(&s->fc, now, h), 0);
+        double need = tide__ensemble_on(e) ? tide__ens_need(&s->fc, s->fc.ens_pick, now, h)
+                                           : tide__fc_need(&s->fc, now, h);
+        *down = tide__replicas_for(s, need, 0);
         int now_need = tide__replicas_for(s, s->demand, 0);
         *up = now_need > *down ? now_need : *down;
         return;

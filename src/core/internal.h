@@ -132,6 +132,8 @@ typedef struct lease {
  * earlier) from which the burst multiplier for the SLO target is chosen. */
 #define FC_BINS 640           /* log-spaced bins of the burst ratio */
 #define FC_PRED_RING 512      /* recent baseline predictions (one per tick) */
+#define ENS_RULES 13          /* sizing rules the ensemble scores (ensemble.c) */
+#define ENS_RING 256          /* their recent proposals (one per tick) */
 typedef struct fc_sample {
     int16_t bin;
     float w;
@@ -144,6 +146,7 @@ typedef struct forecast {
     double *mx;              /* ring: highest demand observed in the bucket */
     double peak_seen;        /* highest of mx (cached) */
     int peak_dirty;
+    int ens_pick;            /* sizing ensemble (below): rule in use (0: the forecast) */
     int64_t last_bucket;     /* absolute bucket index last filled (times may be < 0) */
     int64_t first_bucket;
     int filled;              /* last_bucket and first_bucket are set */
@@ -161,7 +164,7 @@ typedef struct forecast {
     int64_t *shape_tag, *shape_epoch;
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
-    struct fc_pred { tide_time_t t; double base, q; } pred[FC_PRED_RING];
+    struct fc_pred { tide_time_t t; double base, q; int rule; } pred[FC_PRED_RING];
     size_t pred_n, pred_pos;
     double q;                /* burst multiplier in use (1 + margin) */
     double margin;           /* q - 1 */
@@ -175,6 +178,14 @@ typedef struct forecast {
     tide_time_t fb_at;
     int fb_on;
     int samples;             /* burst samples seen */
+    /* sizing ensemble (ensemble.c): every rule's proposal per tick, and its
+     * counterfactual cost and misses against the demand seen (decayed) */
+    struct fc_ens_prop { tide_time_t t; double dem; double need[ENS_RULES]; } ens_prop[ENS_RING];
+    size_t ens_n, ens_pos;
+    double ens_cost[ENS_RULES], ens_miss[ENS_RULES];
+    double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
+    double ens_dem, ens_dur;  /* decayed requests and seconds scored */
+    tide_time_t ens_at;       /* last scored (-1: never) */
 } forecast_t;
 
 /* A lazily integrated GPU counter: acc GPU-seconds up to t, n GPUs since. */
@@ -406,6 +417,8 @@ typedef struct tide_policy {
     int scale_mode;
     int reclaim_mode;
     int use_lead;              /* forecast window includes checkpoint lead */
+    int ensemble;              /* with cfg.sizing_ensemble: the sizing ensemble
+                                  picks the rule (SCALE_FORECAST only) */
     int renew_leases;          /* renew leases nobody needs before they expire */
     /* latest return for a lease granted now */
     tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
@@ -496,6 +509,32 @@ double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tid
 /* Demand to size for over [now, now + horizon]: baseline peak x burst
  * multiplier, capped at the highest demand seen (unless the baseline is higher). */
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon);
+/* The forecast memory holds a whole day. */
+int tide__fc_day_seen(const forecast_t *f);
+/* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
+double tide__fc_budget(const forecast_t *f, double slo_target);
+/* Sizing ensemble (ensemble.c). Need (rps) of rule `rule` at now for a
+ * decision window `horizon` (rule 0 is tide__fc_need). */
+double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t horizon);
+/* Windows of the counterfactual: the decision window (lead), how late
+ * capacity comes (delay: the warm-up lead), the scale-down hold. */
+typedef struct tide_ens_win {
+    tide_time_t lead, delay, hold;
+} tide_ens_win_t;
+/* Score every rule's proposals of one delay ago against the demand seen
+ * now (capacity = its highest proposal over the hold, and the demand
+ * reacted to for one lead), record this tick's proposals, pick the rule:
+ * the forecast, or a cheaper one that missed within `budget` of the
+ * requests or no more than the forecast. Past only. */
+void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget);
+/* The warm-up lead of a service: P99 warm-up + lead_extra_s + measured
+ * lateness + one tick (the decision window of policies without reclaim). */
+tide_time_t tide__warmup_lead(tide_engine_t *e, int si);
+/* The policy sizes with the ensemble (cfg.sizing_ensemble and a policy
+ * that allows it). */
+int tide__ensemble_on(const tide_engine_t *e);
+/* Name of a rule, NULL out of range. */
+const char *tide__ens_rule_name(int rule);
 /* Baseline of n buckets from absolute bucket k0 into out[]. */
 void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, double *out);
 /* Once per tick: a burst sample (demand now over the capacity due now, see

@@ -27,7 +27,7 @@ static const tide_field_t cfg_f[] = {
     F(tide_config_t, scale_down_hold_s), F(tide_config_t, forecast_bucket_s),
     F(tide_config_t, forecast_days), F(tide_config_t, backfill_depth), F(tide_config_t, fairshare),
     F(tide_config_t, fairshare_half_life_s), F(tide_config_t, warm_start),
-    F(tide_config_t, headroom), F(tide_config_t, hpa_window_s)};
+    F(tide_config_t, headroom), F(tide_config_t, hpa_window_s), F(tide_config_t, sizing_ensemble)};
 
 static const tide_field_t svc_spec_f[] = {
     F(tide_service_spec_t, gpus_per_replica), F(tide_service_spec_t, replica_rps),
@@ -126,11 +126,15 @@ static const tide_field_t fc_f[] = {
     F(forecast_t, q), F(forecast_t, margin), F(forecast_t, dem_d), F(forecast_t, miss_d),
     F(forecast_t, logk), F(forecast_t, dem_p), F(forecast_t, miss_p), F(forecast_t, dur_p),
     F(forecast_t, dem_new), F(forecast_t, miss_new), F(forecast_t, fb_at), F(forecast_t, fb_on),
-    F(forecast_t, samples)};
+    F(forecast_t, samples), F(forecast_t, ens_n), F(forecast_t, ens_pos), F(forecast_t, ens_cost), F(forecast_t, ens_last),
+    F(forecast_t, ens_miss), F(forecast_t, ens_dem), F(forecast_t, ens_dur), F(forecast_t, ens_at),
+    F(forecast_t, ens_pick)};
 
 static const tide_field_t fcs_f[] = {F(fc_sample_t, bin), F(fc_sample_t, w)};
 static const tide_field_t pred_f[] = {F(struct fc_pred, t), F(struct fc_pred, base),
-                                      F(struct fc_pred, q)};
+                                      F(struct fc_pred, q), F(struct fc_pred, rule)};
+static const tide_field_t ens_f[] = {F(struct fc_ens_prop, t), F(struct fc_ens_prop, dem),
+                                     F(struct fc_ens_prop, need)};
 static const tide_field_t hpa_f[] = {F(struct hpa_rec, t), F(struct hpa_rec, n)};
 static const tide_field_t orc_f[] = {F(oracle_job_t, vf), F(oracle_job_t, gpus),
                                      F(oracle_job_t, useful)};
@@ -158,7 +162,7 @@ static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
-    F(forecast_t, shape_epoch)};
+    F(forecast_t, shape_epoch), F(forecast_t, ens_prop)};
 static const tide_field_t team_skip[] __attribute__((unused)) = {F(team_t, name), F(team_t, quota), F(team_t, used),
                                          F(team_t, cells)};
 static const tide_field_t engine_skip[] __attribute__((unused)) = {
@@ -281,6 +285,7 @@ static void w_forecast(tide_wbuf_t *b, const forecast_t *f)
     tide_w_arr(b, f->mx, ring, sizeof *f->mx);
     w_structs(b, f->bs, f->bs_cap, sizeof *f->bs, fcs_f, NF(fcs_f));
     w_structs(b, f->pred, FC_PRED_RING, sizeof f->pred[0], pred_f, NF(pred_f));
+    w_structs(b, f->ens_prop, ENS_RING, sizeof f->ens_prop[0], ens_f, NF(ens_f));
 }
 
 static void w_service(tide_wbuf_t *b, const tide_engine_t *e, const service_t *s)
@@ -404,8 +409,10 @@ static void r_forecast(tide_rbuf_t *r, forecast_t *f)
     tide_r_fixed(r, f->mx, ring, sizeof *f->mx);
     r_structs(r, f->bs, &n, (long)f->bs_cap, sizeof *f->bs, fcs_f, NF(fcs_f));
     r_structs(r, f->pred, &n, FC_PRED_RING, sizeof f->pred[0], pred_f, NF(pred_f));
+    r_structs(r, f->ens_prop, &n, ENS_RING, sizeof f->ens_prop[0], ens_f, NF(ens_f));
     if (f->bs_n > f->bs_cap || f->bs_pos >= f->bs_cap || f->pred_n > FC_PRED_RING ||
-        f->pred_pos >= FC_PRED_RING)
+        f->pred_pos >= FC_PRED_RING || f->ens_n > ENS_RING || f->ens_pos >= ENS_RING ||
+        f->ens_pick < 0 || f->ens_pick >= ENS_RULES)
         r->bad = 1;
 }
 
@@ -691,6 +698,7 @@ PAD_FN(service_t, pad_svc)
 PAD_FN(forecast_t, pad_fc)
 PAD_FN(fc_sample_t, pad_fcs)
 PAD_FN(struct fc_pred, pad_pred)
+PAD_FN(struct fc_ens_prop, pad_ens)
 PAD_FN(struct hpa_rec, pad_hpa)
 PAD_FN(oracle_job_t, pad_orc)
 PAD_FN(team_t, pad_team)
@@ -725,6 +733,7 @@ static const layout_t layouts[] = {
     {"forecast_t", sizeof(forecast_t), pad_fc, T2(fc_f, fc_skip)},
     {"fc_sample_t", sizeof(fc_sample_t), pad_fcs, T1(fcs_f)},
     {"struct fc_pred", sizeof(struct fc_pred), pad_pred, T1(pred_f)},
+    {"struct fc_ens_prop", sizeof(struct fc_ens_prop), pad_ens, T1(ens_f)},
     {"struct hpa_rec", sizeof(struct hpa_rec), pad_hpa, T1(hpa_f)},
     {"oracle_job_t", sizeof(oracle_job_t), pad_orc, T1(orc_f)},
     {"team_t", sizeof(team_t), pad_team, T2(team_f, team_skip)},

@@ -2004,6 +2004,7 @@ static json_t *options_json(const tide_sim_opts_t *o, tide_time_t horizon, tide_
     tide_json_set(x, "margin_min", tide_json_real(o->cfg.margin_min));
     tide_json_set(x, "headroom", tide_json_real(o->cfg.headroom));
     tide_json_set(x, "hpa_window_s", json_integer(o->cfg.hpa_window_s));
+    tide_json_set(x, "sizing", json_string(o->cfg.sizing_ensemble ? "ensemble" : "forecast"));
     tide_json_set(x, "fairshare", json_boolean(o->cfg.fairshare));
     tide_json_set(x, "lead_extra_s", json_integer(o->cfg.lead_extra_s));
     tide_json_set(x, "scale_down_hold_s", json_integer(o->cfg.scale_down_hold_s));

@@ -143,6 +143,7 @@ expect 2 "--policy" run "$tmp/x" --policy elastic,nonesuch
 expect 2 "--horizon" run "$tmp/x" --horizon soon
 expect 2 "--night" run "$tmp/x" --night 25-3
 expect 2 "--margin" run "$tmp/x" --margin -1
+expect 2 "--sizing: 'soon'" run "$tmp/x" --sizing soon
 expect 2 "--bogus" run "$tmp/x" --bogus
 expect 2 "--cluster" "$TIDE_BIN" sim --cluster 4y8 --services "$tmp/services.csv" \
     --demand "$tmp/demand.csv" --jobs "$tmp/jobs.csv" --out "$tmp/x"
@@ -174,6 +175,22 @@ import json, sys
 f = json.load(open(sys.argv[1]))["policies"]["elastic"]["faults"]
 assert f["nodes_failed"] == 1 and f["ctl_outages"] == 1 and f["storage"]["gbps"] == 5, f
 ' "$tmp/f1/summary.json" || fail "summary.json faults"
+
+# --sizing ensemble: deterministic, recorded in the options, elastic only (the
+# other policies' rows are the default run's)
+run "$tmp/sz1" --sizing ensemble --check >/dev/null 2>&1 || fail "run with --sizing ensemble failed"
+run "$tmp/sz2" --sizing ensemble --check >/dev/null 2>&1 || fail "second run with --sizing ensemble failed"
+cmp -s <(strip "$tmp/sz1/summary.json") <(strip "$tmp/sz2/summary.json") ||
+    fail "summary.json with --sizing ensemble differs between two runs"
+python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["options"]["sizing"] == "ensemble" and b["options"]["sizing"] == "forecast", (a["options"], b["options"])
+for p in ("isolated", "static", "preempt", "k8s", "timeshare"):
+    a["policies"][p].pop("wall_s", None)
+    b["policies"][p].pop("wall_s", None)
+    assert a["policies"][p] == b["policies"][p], p
+' "$tmp/sz1/summary.json" "$tmp/out1/summary.json" || fail "--sizing ensemble: options or other policies' rows"
 
 "$TIDE_BIN" sim --help >"$tmp/o" 2>&1 || fail "--help did not exit 0"
 grep -q "usage: tide sim" "$tmp/o" || fail "--help printed no usage"

@@ -1,0 +1,171 @@
+/* Sizing ensemble: several sizing rules are scored every tick on what they
+ * WOULD have cost and missed, and the cheapest one that met the error budget
+ * sizes the service. The same move the forecast makes when it picks the
+ * week-ago shape or the 3-day median by running error, one level up.
+ *
+ * Rules (a table): the forecast (baseline peak over the lead x the learned
+ * burst multiplier, tide__fc_need), observed demand x (1 + h) for a few h (an
+ * autoscaler's utilisation targets; which h is learned by the scoring, not
+ * set), and the larger of the forecast and observed x 1.25.
+ *
+ * Counterfactual. Every tick each rule's proposal is recorded with the demand
+ * seen. At time t, a rule's capacity is what the engine would hold had it
+ * followed that rule, with capacity arriving one warm-up late (`delay`): its
+ * highest proposal over the scale-down hold ending one delay ago (the hold
+ * keeps it) and the highest demand of the lead before that (the engine
+ * reacts to the demand it sees, and keeps that for a lead). Cost = that
+ * capacity x seconds, plus one lead of every capacity added (warm-up, and
+ * the checkpoint and restore of the training stopped for it); misses =
+ * demand above it x seconds; both decayed with half-life a day. Only
+ * proposals made at least one delay ago are read: no look-ahead.
+ *
+ * Choice. The forecast is the incumbent: its own SLO feedback calibrates it
+ * against the misses really measured, which the counterfactual only
+ * approximates. Another rule is used when it is cheaper and its
+ * counterfactual misses stayed within the budget of the requests (the
+ * forecast's SLO budget with its feedback factor) or no higher than the
+ * forecast's; the cheapest such rule. The rule in use is kept unless another
+ * one is cheaper by ENS_SWITCH (hysteresis), and the forecast is used until
+ * ENS_MIN_S of demand was scored. */
+#include <math.h>
+
+#include "core/internal.h"
+
+#define ENS_HL_S 86400.0   /* half-life of the scores */
+#define ENS_MIN_S 62324.0  /* decayed seconds scored before any other rule is used:
+                              a day (a day at half-life a day: HL / ln 2 / 2) */
+#define ENS_SWITCH 0.97    /* another rule must cost this much of the current one or less */
+
+static const struct ens_rule {
+    const char *name;
+    int forecast;    /* includes the forecast need */
+    double headroom; /* observed x (1 + headroom); < 0: none */
+} rules[ENS_RULES] = {
+    {"forecast", 1, -1},
+    {"observed+5%", 0, 0.05},
+    {"observed+10%", 0, 0.10},
+    {"observed+15%", 0, 0.15},
+    {"observed+20%", 0, 0.20},
+    {"observed+25%", 0, 0.25},
+    {"observed+30%", 0, 0.30},
+    {"observed+40%", 0, 0.40},
+    {"observed+50%", 0, 0.50},
+    {"observed+75%", 0, 0.75},
+    {"observed+100%", 0, 1.00},
+    {"max(forecast,observed+10%)", 1, 0.10},
+    {"max(forecast,observed+25%)", 1, 0.25},
+};
+
+const char *tide__ens_rule_name(int rule)
+{
+    return rule >= 0 && rule < ENS_RULES ? rules[rule].name : NULL;
+}
+
+double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t horizon)
+{
+    if (rule < 0 || rule >= ENS_RULES)
+        rule = 0;
+    const struct ens_rule *r = &rules[rule];
+    double n = r->forecast ? tide__fc_need(f, now, horizon) : 0;
+    if (r->headroom >= 0 && f->cur * (1.0 + r->headroom) > n)
+        n = f->cur * (1.0 + r->headroom);
+    return n;
+}
+
+/* Capacity each rule would hold now (cap[]); 0 when no proposal is one
+ * delay old yet. */
+static int ens_capacity(const forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double *cap)
+{
+    tide_time_t lead = w->lead, hold = w->hold, delay = w->delay;
+    int any = 0;
+    double dem = 0;
+    tide_time_t top = -1; /* age of the newest proposal at least one lead old */
+    for (int r = 0; r < ENS_RULES; r++)
+        cap[r] = 0;
+    for (size_t i = 0; i < f->ens_n; i++) {
+        const struct fc_ens_prop *p = &f->ens_prop[(f->ens_pos + ENS_RING - 1 - i) % ENS_RING];
+        tide_time_t age = now - p->t;
+        if (age < delay)
+            continue;
+        if (any && age >= delay + hold && age >= delay + lead)
+            break;
+        if (!any)
+            top = age;
+        any = 1;
+        if ((age < delay + lead || age == top) && p->dem > dem)
+            dem = p->dem;
+        if (age < delay + hold || age == top)
+            for (int r = 0; r < ENS_RULES; r++)
+                if (p->need[r] > cap[r])
+                    cap[r] = p->need[r];
+    }
+    for (int r = 0; r < ENS_RULES; r++)
+        if (dem > cap[r])
+            cap[r] = dem;
+    return any;
+}
+
+static void ens_score(forecast_t *f, tide_time_t now, const tide_ens_win_t *w)
+{
+    double dt = f->ens_at >= 0 ? (double)(now - f->ens_at) : 0;
+    f->ens_at = now;
+    double cap[ENS_RULES];
+    if (!(dt > 0) || !ens_capacity(f, now, w, cap))
+        return;
+    double d = exp(-dt * 0.6931471805599453 / ENS_HL_S), x = f->cur;
+    f->ens_dem = f->ens_dem * d + x * dt;
+    f->ens_dur = f->ens_dur * d + dt;
+    for (int r = 0; r < ENS_RULES; r++) {
+        /* capacity added costs one lead of it (warm-up, and the training
+         * stopped for it loses its checkpoint and restore) */
+        double add = f->ens_last[r] >= 0 && cap[r] > f->ens_last[r] ? cap[r] - f->ens_last[r] : 0;
+        f->ens_last[r] = cap[r];
+        f->ens_cost[r] = f->ens_cost[r] * d + cap[r] * dt + add * (double)w->lead;
+        f->ens_miss[r] = f->ens_miss[r] * d + (x > cap[r] ? x - cap[r] : 0) * dt;
+    }
+}
+
+static int ens_choose(const forecast_t *f, double budget)
+{
+    if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0))
+        return 0;
+    double allow = budget * f->ens_dem;
+    if (f->ens_miss[0] < allow)
+        allow = f->ens_miss[0];
+    int best = 0;
+    for (int r = 1; r < ENS_RULES; r++)
+        if (f->ens_miss[r] <= allow && f->ens_cost[r] < f->ens_cost[best])
+            best = r;
+    int cur = f->ens_pick;
+    if (cur != best && f->ens_miss[cur] <= allow && f->ens_cost[best] > ENS_SWITCH * f->ens_cost[cur])
+        return cur;
+    return best;
+}
+
+void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget)
+{
+    if (!f->have)
+        return;
+    if (f->ens_n && f->ens_prop[(f->ens_pos + ENS_RING - 1) % ENS_RING].t >= now)
+        return; /* once per time */
+    /* the forecast's cold start (no day of history yet) says nothing of
+     * how it forecasts now: scoring starts once it has a day */
+    if (tide__fc_day_seen(f))
+        ens_score(f, now, w);
+    else
+        f->ens_at = now;
+    struct fc_ens_prop *p = &f->ens_prop[f->ens_pos];
+    p->t = now;
+    p->dem = f->cur;
+    for (int r = 0; r < ENS_RULES; r++)
+        p->need[r] = tide__ens_need(f, r, now, w->lead);
+    f->ens_pos = (f->ens_pos + 1) % ENS_RING;
+    if (f->ens_n < ENS_RING)
+        f->ens_n++;
+    f->ens_pick = ens_choose(f, budget);
+}
+
+int tide__ensemble_on(const tide_engine_t *e)
+{
+    return e->cfg.sizing_ensemble && e->pol->ensemble && e->pol->scale_mode == SCALE_FORECAST;
+}
