@@ -102,6 +102,10 @@ typedef struct job {
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;
     int stop_pending;        /* checkpoint requested to stop (not just shrink) */
+    /* power (power.c): cap per GPU (0 = none), relative throughput under it,
+     * and what caps cost it (tide_job_info_t) */
+    double cap_w, speed;
+    double capped_s, cap_delay_s, cap_energy_j;
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -388,6 +392,13 @@ struct tide_engine {
     reservation_t resv[TIDE_NPRIO];
     int n_resv;
     tide_actions_t *out;     /* actions of the current step */
+
+    /* power (power.c): power domain of every GPU, scratch per domain */
+    int n_pdom;
+    int power_on;            /* some power domain has a budget */
+    int32_t *gpu_pdom;
+    double *pw_w, *pw_b;     /* [n_pdom] watts planned, budgets */
+    int *pw_n;               /* [n_pdom] scratch GPU counts */
 };
 
 /* ------------------------------------------------------------ policies */
@@ -664,6 +675,19 @@ int tide__snapshot_layout_check(tide_error_t *err);
 
 /* sched.c */
 void tide__sched_pass(tide_engine_t *e, tide_time_t now);
+
+/* power.c: topology (at create), energy up to now (before the step's
+ * events), the capping pass (after the scheduling passes), admission of a
+ * start or growth on GPUs a (taken for job h, not yet its own): 1 if every
+ * power domain can hold it with all training at its lowest cap; the
+ * invariant (a budget exceeded while training there could still be shed) */
+void tide__power_init(tide_engine_t *e);
+void tide__power_free(tide_engine_t *e);
+void tide__power_advance(tide_engine_t *e, tide_time_t now);
+void tide__power_pass(tide_engine_t *e);
+int tide__power_admit(tide_engine_t *e, const alloc_t *a);
+int tide__power_check(const tide_engine_t *e, tide_error_t *err);
+void tide__power_job_reset(job_t *j);
 unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now);
 
 #endif
