@@ -299,6 +299,9 @@ typedef struct tide_power_info {
     int capped_gpus;
 } tide_power_info_t;
 int tide_engine_power(const tide_engine_t *e, int domain, tide_power_info_t *out);
+/* The planned draw of every power domain at once into watts[0 .. min(n,
+ * domains)); returns the number of power domains. */
+int tide_engine_power_all(const tide_engine_t *e, double *watts, int n);
 
 /* Replace GPU type `type`'s power model (e.g. with measured draws); the next
  * step plans with it. 0, or -1 with err (EINVAL: bad type or model). */

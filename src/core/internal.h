@@ -688,6 +688,17 @@ void tide__power_pass(tide_engine_t *e);
 int tide__power_admit(tide_engine_t *e, const alloc_t *a);
 int tide__power_check(const tide_engine_t *e, tide_error_t *err);
 void tide__power_job_reset(job_t *j);
+/* The domains in the order a partition for inference should take them:
+ * with power budgets, round-robin over power domains (the first domain of
+ * every power domain, then the second, ...) so that no power domain is all
+ * serving; without, 0..n_doms-1. */
+void tide__power_spread(const tide_engine_t *e, int *order);
+/* Replica placement: per power domain the worst-case headroom (budget minus
+ * the draw with training at its lowest caps and serving at full load) into
+ * e->pw_w (0 when power is off); tide__power_room then says whether a gang
+ * of n GPUs of domain d would fit there at full load, and takes it. */
+void tide__power_room_init(tide_engine_t *e);
+int tide__power_room(tide_engine_t *e, int d, int n, int take);
 unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now);
 
 #endif

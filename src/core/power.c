@@ -154,14 +154,20 @@ static double service_load(const tide_engine_t *e, int s)
     return cap > 0 ? sv->demand / cap : 0;
 }
 
+/* What domain_watts assumes: the plan as it is, every job at its lowest
+ * cap, or that and every replica at full load (worst case for placement). */
+enum { PW_PLAN = 0, PW_FLOOR, PW_WORST };
+
 /* The draw of a GPU no running job holds (free, a replica, foreign). */
-static double other_watts(const tide_engine_t *e, int g, int *cls)
+static double other_watts(const tide_engine_t *e, int g, int *cls, int mode)
 {
     const tide_power_model_t *m = model_of(e, g);
     switch (e->own_kind[g]) {
     case OWN_REPLICA: {
         const replica_t *r = &e->reps[e->own_id[g]];
         *cls = 0;
+        if (mode == PW_WORST)
+            return m->serve_full_w;
         if (r->state == REP_READY && !r->rehearsal)
             return tide_power_serving(m, service_load(e, r->service));
         return m->ckpt_w;
@@ -198,17 +204,16 @@ static const job_t *holder(const tide_engine_t *e, int g)
     return job_holds(j) ? j : NULL;
 }
 
-/* Planned draw per power domain into w[] (caps as set; every job at its
- * lowest cap when at_floor). */
-static void domain_watts(const tide_engine_t *e, double *w, int at_floor)
+/* Draw per power domain into w[] as `mode` (PW_*) assumes. */
+static void domain_watts(const tide_engine_t *e, double *w, int mode)
 {
     memset(w, 0, (size_t)e->n_pdom * sizeof *w);
     for (int g = 0; g < e->n_gpus; g++) {
         const job_t *j = holder(e, g);
         const tide_power_model_t *m = model_of(e, g);
         int cls;
-        w[e->gpu_pdom[g]] += j ? job_watts(j, m, at_floor ? m->min_cap_w : j->cap_w)
-                               : other_watts(e, g, &cls);
+        w[e->gpu_pdom[g]] += j ? job_watts(j, m, mode != PW_PLAN ? m->min_cap_w : j->cap_w)
+                               : other_watts(e, g, &cls, mode);
     }
 }
 
@@ -242,7 +247,7 @@ void tide__power_advance(tide_engine_t *e, tide_time_t now)
         int cls;
         if (holder(e, g))
             continue;
-        double w = other_watts(e, g, &cls);
+        double w = other_watts(e, g, &cls, PW_PLAN);
         *by_cls[cls] += w * dt;
     }
     for (size_t i = 0; i < e->n_running; i++) {
@@ -253,6 +258,11 @@ void tide__power_advance(tide_engine_t *e, tide_time_t now)
 }
 
 /* ------------------------------------------------------------ capping */
+
+/* Caps are set in steps of CAP_QUANTUM_W and raised only by CAP_RAISE_W or
+ * more (or lifted): fewer actions, no flapping with small load changes. */
+#define CAP_QUANTUM_W 25.0
+#define CAP_RAISE_W 50.0
 
 typedef struct pjob {
     int32_t h;
@@ -319,7 +329,7 @@ static double cap_down(pjob_t *p, const ppair_t *ps, const ppair_t *pr, double e
     double lo = p->floor_w < pr->base ? p->floor_w : pr->base;
     if (cur <= lo)
         return 0;
-    double want = floor(cur - excess / pr->gpus);
+    double want = floor((cur - excess / pr->gpus) / CAP_QUANTUM_W) * CAP_QUANTUM_W;
     if (want < lo)
         want = lo;
     for (size_t k = 0; k < p->n; k++) {
@@ -375,10 +385,9 @@ static void set_cap(tide_engine_t *e, const pjob_t *p)
     job_t *j = e->jobs[p->h];
     const tide_power_model_t *m = model_of(e, j->alloc.gpus[0]);
     double want = p->cap > 0 && p->cap < m->train_w ? p->cap : 0;
-    double step = fmax(10.0, 0.02 * m->train_w);
     if (want == j->cap_w)
         return;
-    if (j->cap_w > 0 && want > 0 && want > j->cap_w && want - j->cap_w < step)
+    if (j->cap_w > 0 && want > j->cap_w && (want > 0 ? want : m->train_w) - j->cap_w < CAP_RAISE_W)
         return;
     j->progress = tide__job_progress_now(j, e->now);
     j->progress_at = e->now;
@@ -398,7 +407,7 @@ void tide__power_pass(tide_engine_t *e)
     if (!e->power_on)
         return;
     double *w = e->pw_w;
-    domain_watts(e, w, 0);
+    domain_watts(e, w, PW_PLAN);
     /* take the running jobs out, put them back uncapped */
     for (size_t i = 0; i < e->n_running; i++) {
         const job_t *j = e->jobs[e->running[i]];
@@ -423,7 +432,7 @@ void tide__power_pass(tide_engine_t *e)
     free(js);
     free(ps);
     e->st.power_capped_gpus = capped;
-    domain_watts(e, w, 0);
+    domain_watts(e, w, PW_PLAN);
     for (int d = 0; d < e->n_pdom; d++)
         if (e->pw_b[d] > 0 && w[d] > e->pw_b[d] + 1e-6) {
             e->st.power_breaches++;
@@ -437,7 +446,7 @@ int tide__power_admit(tide_engine_t *e, const alloc_t *a)
     if (!e->power_on || a->n == 0)
         return 1;
     double *w = e->pw_w;
-    domain_watts(e, w, 1);
+    domain_watts(e, w, PW_FLOOR);
     /* GPUs taken for a job that does not run yet count as idle in w */
     for (int k = 0; k < a->n; k++) {
         if (holder(e, a->gpus[k]))
@@ -459,7 +468,7 @@ int tide__power_check(const tide_engine_t *e, tide_error_t *err)
     if (!e->power_on)
         return 0;
     double *w = tide_xcalloc((size_t)e->n_pdom, sizeof *w);
-    domain_watts(e, w, 0);
+    domain_watts(e, w, PW_PLAN);
     int rc = 0;
     for (int d = 0; d < e->n_pdom && rc == 0; d++) {
         if (!(e->pw_b[d] > 0) || w[d] <= e->pw_b[d] + 1e-6)
@@ -480,6 +489,54 @@ int tide__power_check(const tide_engine_t *e, tide_error_t *err)
     return rc;
 }
 
+/* ------------------------------------------------------------ placement */
+
+void tide__power_spread(const tide_engine_t *e, int *order)
+{
+    int n = 0;
+    if (!e->power_on) {
+        for (int d = 0; d < e->n_doms; d++)
+            order[d] = d;
+        return;
+    }
+    /* rank of each domain inside its power domain, then by (rank, index) */
+    int *rank = tide_xcalloc((size_t)e->n_doms + 1, sizeof *rank);
+    int *seen = tide_xcalloc((size_t)e->n_pdom + 1, sizeof *seen);
+    int max_rank = 0;
+    for (int d = 0; d < e->n_doms; d++) {
+        rank[d] = seen[e->gpu_pdom[e->doms[d].first_gpu]]++;
+        if (rank[d] > max_rank)
+            max_rank = rank[d];
+    }
+    for (int r = 0; r <= max_rank; r++)
+        for (int d = 0; d < e->n_doms; d++)
+            if (rank[d] == r)
+                order[n++] = d;
+    free(rank);
+    free(seen);
+}
+
+void tide__power_room_init(tide_engine_t *e)
+{
+    if (!e->power_on)
+        return;
+    domain_watts(e, e->pw_w, PW_WORST);
+    for (int d = 0; d < e->n_pdom; d++)
+        e->pw_w[d] = e->pw_b[d] > 0 ? e->pw_b[d] - e->pw_w[d] : INFINITY;
+}
+
+int tide__power_room(tide_engine_t *e, int d, int n, int take)
+{
+    if (!e->power_on)
+        return 1;
+    int g = e->doms[d].first_gpu, p = e->gpu_pdom[g];
+    const tide_power_model_t *m = model_of(e, g);
+    double need = n * (m->serve_full_w - m->idle_w);
+    if (take)
+        e->pw_w[p] -= need;
+    return e->pw_w[p] >= need;
+}
+
 /* ------------------------------------------------------------ public */
 
 int tide_engine_power(const tide_engine_t *e, int domain, tide_power_info_t *out)
@@ -487,7 +544,7 @@ int tide_engine_power(const tide_engine_t *e, int domain, tide_power_info_t *out
     if (!e || !out || domain < 0 || domain >= e->n_pdom)
         return -1;
     double *w = tide_xcalloc((size_t)e->n_pdom, sizeof *w);
-    domain_watts(e, w, 0);
+    domain_watts(e, w, PW_PLAN);
     memset(out, 0, sizeof *out);
     out->watts = w[domain];
     out->budget_w = e->pw_b[domain];
@@ -499,6 +556,18 @@ int tide_engine_power(const tide_engine_t *e, int domain, tide_power_info_t *out
     }
     free(w);
     return 0;
+}
+
+int tide_engine_power_all(const tide_engine_t *e, double *watts, int n)
+{
+    if (!e)
+        return 0;
+    double *w = tide_xcalloc((size_t)e->n_pdom, sizeof *w);
+    domain_watts(e, w, PW_PLAN);
+    for (int d = 0; d < n && d < e->n_pdom; d++)
+        watts[d] = w[d];
+    free(w);
+    return e->n_pdom;
 }
 
 int tide_engine_set_power_model(tide_engine_t *e, int type, const tide_power_model_t *m,
