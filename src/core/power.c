@@ -387,6 +387,8 @@ static void set_cap(tide_engine_t *e, const pjob_t *p)
     double want = p->cap > 0 && p->cap < m->train_w ? p->cap : 0;
     if (want == j->cap_w)
         return;
+    if (want == 0 && j->phase != TIDE_PHASE_TRAINING && j->cap_w >= m->ckpt_w)
+        return; /* harmless while it checkpoints or restores: keep it for the training after */
     if (j->cap_w > 0 && want > j->cap_w && (want > 0 ? want : m->train_w) - j->cap_w < CAP_RAISE_W)
         return;
     j->progress = tide__job_progress_now(j, e->now);
