@@ -999,6 +999,8 @@ static const char PAGE_BODY[] =
     "<div class=\"chart\" id=\"chart-training\"></div>\n"
     "<div class=\"chart\" id=\"chart-leases\"></div>\n"
     "<div class=\"chart\" id=\"chart-storage\"></div>\n"
+    "<div class=\"chart\" id=\"chart-power\"></div>\n"
+    "<div id=\"power-table\" class=\"tablebox\"></div>\n"
     "<div class=\"chart\" id=\"chart-class-hours\"></div>\n"
     "<div class=\"grid2\"><div class=\"chart\" id=\"chart-team-hours\"></div>"
     "<div class=\"chart\" id=\"chart-team-loss\"></div></div>\n"
