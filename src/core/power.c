@@ -399,7 +399,7 @@ static void set_cap(tide_engine_t *e, const pjob_t *p)
     tide_action_t *a = tide__act_push(e, TIDE_ACT_POWER_CAP, TIDE_R_POWER);
     a->job = p->h;
     a->width = j->width;
-    a->n_gpus = j->alloc.n;
+    tide__act_gpus(e, a, &j->alloc);
     a->value = want;
     e->st.power_caps++;
 }

@@ -116,6 +116,7 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_LEASE_GRANT] = F_GPUS | F_DEADLINE,
     [TIDE_ACT_LEASE_RENEW] = F_DEADLINE,
     [TIDE_ACT_LEASE_RETURN] = F_GPUS,
+    [TIDE_ACT_POWER_CAP] = F_GPUS | F_VALUE,
 };
 
 /* One events.csv row; numeric fields are preformatted ("" = empty). */
