@@ -171,6 +171,32 @@ static int read_int(yp_t *y, const char *key, int min, int max, int *out)
     return 0;
 }
 
+/* The next key of a mapping whose keys are keys[0..nk) (current event: the
+ * mapping's start or the previous value). Returns 1 at the mapping's end, 0
+ * with *k its index and the value as the current event, -1 on an unknown or
+ * repeated key ("WHO: unknown key 'x' (expected LIST)", "WHO: 'x' given
+ * twice"). seen[nk] must start zeroed. */
+static int map_key(yp_t *y, const char *const *keys, int nk, int *seen, const char *who,
+                   const char *list, int *k)
+{
+    if (next(y) < 0)
+        return -1;
+    if (y->ev.type == YAML_MAPPING_END_EVENT)
+        return 1;
+    char key[64];
+    int kline = line_of(&y->ev);
+    if (read_key(y, key, sizeof key) < 0)
+        return -1;
+    for (*k = 0; *k < nk && strcmp(keys[*k], key) != 0;)
+        (*k)++;
+    if (*k == nk)
+        return fail(y, kline, TIDE_EINVAL, "%s: unknown key '%s' (expected %s)", who, key, list);
+    if (seen[*k])
+        return fail(y, kline, TIDE_EINVAL, "%s: '%s' given twice", who, key);
+    seen[*k] = 1;
+    return next(y);
+}
+
 static int read_watts(yp_t *y, const char *key, double *out);
 
 /* One group mapping (current event: MAPPING_START). */
@@ -185,28 +211,18 @@ static int read_group(yp_t *y, tide_cluster_t *c, int gi)
                                           "domain_nodes", "rack_nodes",    "power_nodes",
                                           "power_budget_w"};
     int seen[K_N] = {0};
+    char who[32];
+    snprintf(who, sizeof who, "group %d", gi);
     for (;;) {
-        if (next(y) < 0)
+        int k, end = map_key(y, keys, K_N, seen, who,
+                             "count, gpus_per_node, gpu_type, domain_nodes, rack_nodes, "
+                             "power_nodes, power_budget_w",
+                             &k);
+        if (end < 0)
             return -1;
-        if (y->ev.type == YAML_MAPPING_END_EVENT)
+        if (end)
             break;
-        char key[64];
-        int kline = line_of(&y->ev);
-        if (read_key(y, key, sizeof key) < 0)
-            return -1;
-        int k = 0;
-        while (k < K_N && strcmp(keys[k], key) != 0)
-            k++;
-        if (k == K_N)
-            return fail(y, kline, TIDE_EINVAL,
-                        "group %d: unknown key '%s' (expected count, gpus_per_node, gpu_type, "
-                        "domain_nodes, rack_nodes, power_nodes, power_budget_w)",
-                        gi, key);
-        if (seen[k])
-            return fail(y, kline, TIDE_EINVAL, "group %d: '%s' given twice", gi, key);
-        seen[k] = 1;
-        if (next(y) < 0)
-            return -1;
+        const char *key = keys[k];
         int rc = 0;
         switch (k) {
         case K_COUNT: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.count); break;
@@ -680,30 +696,16 @@ static int read_power_model(yp_t *y, rawpower_t *p)
         return fail(y, line_of(&y->ev), TIDE_EINVAL,
                     "power model of '%s' must be a map like {tdp: 700, training: 650}, got %s",
                     p->type, kind_name(y->ev.type));
+    char who[TIDE_MAX_TYPE_NAME + 40];
+    snprintf(who, sizeof who, "power model of '%s'", p->type);
     for (;;) {
-        if (next(y) < 0)
-            return -1;
-        if (y->ev.type == YAML_MAPPING_END_EVENT)
-            return 0;
-        char key[64];
-        int kline = line_of(&y->ev);
-        if (read_key(y, key, sizeof key) < 0)
-            return -1;
-        size_t k = 0;
-        while (k < NK && strcmp(keys[k], key) != 0)
-            k++;
-        if (k == NK)
-            return fail(y, kline, TIDE_EINVAL,
-                        "power model of '%s': unknown key '%s' (expected tdp, idle, serving_idle, "
-                        "serving_full, training, checkpoint, min_cap, curve)",
-                        p->type, key);
-        if (seen[k])
-            return fail(y, kline, TIDE_EINVAL, "power model of '%s': '%s' given twice", p->type,
-                        key);
-        seen[k] = 1;
-        if (next(y) < 0)
-            return -1;
-        if ((dst[k] ? read_watts(y, key, dst[k]) : read_curve(y, &p->m)) < 0)
+        int k, end = map_key(y, keys, NK, seen, who,
+                             "tdp, idle, serving_idle, serving_full, training, checkpoint, "
+                             "min_cap, curve",
+                             &k);
+        if (end)
+            return end < 0 ? -1 : 0;
+        if ((dst[k] ? read_watts(y, keys[k], dst[k]) : read_curve(y, &p->m)) < 0)
             return -1;
     }
 }
