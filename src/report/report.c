@@ -432,8 +432,8 @@ static int smap_get(const smap_t *m, const char *key)
 /* Kinds documented in docs/sim.md; other kinds are fault rows. */
 static const char *const KNOWN_KINDS[] = {
     "job_start", "ckpt_notice", "job_resize", "job_stop", "replica_start", "replica_stop",
-    "lease_grant", "lease_renew", "lease_return", "submit", "ckpt_committed", "job_finished",
-    "replica_ready"};
+    "lease_grant", "lease_renew", "lease_return", "power_cap", "submit", "ckpt_committed",
+    "job_finished", "replica_ready"};
 
 static int kind_known(const char *k)
 {

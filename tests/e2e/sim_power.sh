@@ -46,6 +46,14 @@ for d in w["series"]["domains"]:
 PY
 grep -q ',power_cap,' p85/events.csv || fail "no power_cap action in events.csv"
 grep -q 'id="chart-power"' p85/report.html || fail "no power chart in the report"
+python3 - p85/report.html <<'PY' || fail "the report's data: power_cap counted as a fault"
+import json, re, sys
+html = open(sys.argv[1]).read()
+m = re.search(r'<script type="application/json" id="tide-data">(.*?)</script>', html, re.S)
+d = json.loads(m.group(1))
+faults = json.dumps(d.get("faults", {}))
+assert "power_cap" not in faults, faults[:300]
+PY
 
 sim --cluster 25x8:H100 --out p100 --outputs summary >/dev/null 2>&1 || fail "tide sim without budget"
 python3 - p100/summary.json <<'PY' || fail "summary.json power (no budget)"
