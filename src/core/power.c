@@ -212,8 +212,11 @@ static void domain_watts(const tide_engine_t *e, double *w, int mode)
         const job_t *j = holder(e, g);
         const tide_power_model_t *m = model_of(e, g);
         int cls;
-        w[e->gpu_pdom[g]] += j ? job_watts(j, m, mode != PW_PLAN ? m->min_cap_w : j->cap_w)
-                               : other_watts(e, g, &cls, mode);
+        /* at the floor a job draws its lowest cap whatever its phase: a
+         * restoring or checkpointing job trains again soon */
+        w[e->gpu_pdom[g]] += !j               ? other_watts(e, g, &cls, mode)
+                             : mode != PW_PLAN ? m->min_cap_w
+                                               : job_watts(j, m, j->cap_w);
     }
 }
 
@@ -454,7 +457,7 @@ int tide__power_admit(tide_engine_t *e, const alloc_t *a)
         if (holder(e, a->gpus[k]))
             continue; /* growth: already counted at the job's lowest cap */
         const tide_power_model_t *m = model_of(e, a->gpus[k]);
-        double lo = m->min_cap_w < m->ckpt_w ? m->min_cap_w : m->ckpt_w;
+        double lo = m->min_cap_w; /* it will train: at best at its lowest cap */
         w[e->gpu_pdom[a->gpus[k]]] += lo - m->idle_w;
     }
     for (int d = 0; d < e->n_pdom; d++)

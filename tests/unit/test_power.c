@@ -168,6 +168,38 @@ static void test_start_held(void **state)
     ef_free(f);
 }
 
+/* Measured draws make the caps insufficient: the lowest cap the GPUs accept
+ * is now 600 W. The P3 job is stopped (requeued, reason power) - the last
+ * resort -, the P2 job keeps running capped, and the P3 job is then held
+ * back rather than restarted into a breach. */
+static void test_stop_last_resort(void **state)
+{
+    (void)state;
+    ef_t *f = train_only("4x8", 0.85);
+    tide_job_spec_t p2 = ef_job("p2", 2, 16, 8, 2, 36000);
+    tide_job_spec_t p3 = ef_job("p3", 3, 16, 8, 2, 36000);
+    int32_t h2 = ef_submit(f, 0, &p2);
+    int32_t h3 = ef_submit(f, 0, &p3);
+    tide_power_model_t m = *tide_cluster_power_model(tide_engine_cluster(f->e), 0);
+    m.min_cap_w = 600;
+    tide_error_t err = {0};
+    assert_int_equal(tide_engine_set_power_model(f->e, 0, &m, &err), 0);
+    size_t from = f->nlog;
+    ef_tick(f, 60);
+    assert_non_null(ef_find(f, from, TIDE_ACT_JOB_STOP, TIDE_R_POWER, h3));
+    assert_null(ef_find(f, from, TIDE_ACT_JOB_STOP, TIDE_R_POWER, h2));
+    assert_int_equal(ef_info(f, h2).state, TIDE_JOB_RUNNING);
+    assert_int_equal(ef_info(f, h3).state, TIDE_JOB_QUEUED);
+    assert_within(f);
+    ef_ticks(f, 3600, 300);
+    assert_int_equal(ef_info(f, h3).state, TIDE_JOB_QUEUED);
+    tide_stats_t st;
+    tide_engine_stats(f->e, &st);
+    assert_int_equal(st.power_stops, 1);
+    assert_true(st.power_held > 0);
+    ef_free(f);
+}
+
 /* Serving is never capped: replicas for the demand come up and serve it; the
  * training next to them is what gives way. */
 static void test_serving_first(void **state)
@@ -276,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_cluster_budgets),
         cmocka_unit_test(test_caps_p3_first_and_lift),
         cmocka_unit_test(test_start_held),
+        cmocka_unit_test(test_stop_last_resort),
         cmocka_unit_test(test_serving_first),
         cmocka_unit_test(test_capped_slower),
         cmocka_unit_test(test_property_budget),
