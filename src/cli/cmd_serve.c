@@ -243,6 +243,34 @@ static int audit_opt(cmdline_t *c, int o)
     return -1;
 }
 
+/* --lease-max, --lead-extra, --control-period, --scale-down-hold,
+ * --deadline-slack: a duration in (0, 30d]. -1 to go on, else the status. */
+static int duration_opt(cmdline_t *c, int o)
+{
+    int64_t v;
+    const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
+                     : o == O_SLACK ? "--deadline-slack" : o == O_HOLD ? "--scale-down-hold"
+                     : "--control-period";
+    if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
+        return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
+    *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
+      : o == O_SLACK ? &c->deadline_slack : o == O_HOLD ? &c->scale_down_hold
+      : &c->control_period) = v;
+    return -1;
+}
+
+/* --policy: a known policy name. */
+static int policy_opt(cmdline_t *c)
+{
+    int known = 0;
+    for (const char *const *n = tide_policy_names(); *n; n++)
+        known |= !strcmp(*n, optarg);
+    if (!known)
+        return bad("--policy: unknown policy '%s'", optarg);
+    c->policy = optarg;
+    return -1;
+}
+
 static int one_opt(cmdline_t *c, int o, char **argv)
 {
     switch (o) {
@@ -267,15 +295,7 @@ static int one_opt(cmdline_t *c, int o, char **argv)
         if (tide_parse_int(optarg, &c->per_ip) < 0 || c->per_ip < 1 || c->per_ip > 100000)
             return bad("--max-conns-per-ip: '%s' is not a count in 1..100000", optarg);
         break;
-    case O_POLICY: {
-        int known = 0;
-        for (const char *const *n = tide_policy_names(); *n; n++)
-            known |= !strcmp(*n, optarg);
-        if (!known)
-            return bad("--policy: unknown policy '%s'", optarg);
-        c->policy = optarg;
-        break;
-    }
+    case O_POLICY: return policy_opt(c);
     case O_SPEED:
         if (tide_parse_double(optarg, &c->speed) < 0 || !(c->speed > 0) || c->speed > 1e6)
             return bad("--speed: '%s' is not a number in (0, 1000000]", optarg);
@@ -332,27 +352,12 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_LEAD_EXTRA:
     case O_CONTROL_PERIOD:
     case O_HOLD:
-    case O_SLACK: {
-        int64_t v;
-        const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
-                         : o == O_SLACK ? "--deadline-slack" : o == O_HOLD ? "--scale-down-hold"
-                         : "--control-period";
-        if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
-            return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
-        *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
-          : o == O_SLACK ? &c->deadline_slack : o == O_HOLD ? &c->scale_down_hold
-          : &c->control_period) = v;
-        break;
-    }
+    case O_SLACK: return duration_opt(c, o);
     case O_SLURM_CONF: c->slurm_conf = optarg; break;
     case O_PARTITION: c->partition = optarg; break;
     case O_INFER_PARTITION: c->infer_partition = optarg; break;
     case O_REPLICA_CMD: c->replica_command = optarg; break;
-    case O_POWER_CAP_CMD:
-        if (!*optarg)
-            return bad("--power-cap-cmd: empty command");
-        c->power_cap_cmd = optarg;
-        break;
+    case O_POWER_CAP_CMD: c->power_cap_cmd = *optarg ? optarg : NULL; break;
     case O_WORKDIR:
         if (optarg[0] != '/')
             return bad("--workdir: '%s' is not an absolute path (Slurm jobs start there)", optarg);

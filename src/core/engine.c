@@ -790,6 +790,24 @@ static int check_foreign(const tide_engine_t *e, uint8_t *seen, int *allocated, 
     return 0;
 }
 
+/* Every queued job is QUEUED and the queue's GPU counter adds up. */
+static int check_queue(const tide_engine_t *e, tide_error_t *err)
+{
+    int qg = 0;
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            const job_t *j = e->jobs[e->q[p][i]];
+            if (j->state != TIDE_JOB_QUEUED)
+                return tide_errf(err, TIDE_ESTATE, "job %s in the queue while %s", j->spec.id,
+                                 tide_job_state_name(j->state));
+            qg += j->spec.gpus;
+        }
+    if (qg != e->queue_gpus)
+        return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
+                         e->queue_gpus);
+    return 0;
+}
+
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 {
     uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
@@ -901,18 +919,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
     if (fabs(sum - want) > 1e-6 * (want + 1) + 1e-3)
         return tide_errf(err, TIDE_ESTATE, "GPU-seconds do not add up: %.3f counted, %.3f elapsed",
                          sum, want);
-    int qg = 0;
-    for (int p = 0; p < TIDE_NPRIO; p++)
-        for (size_t i = 0; i < e->qn[p]; i++) {
-            const job_t *j = e->jobs[e->q[p][i]];
-            if (j->state != TIDE_JOB_QUEUED)
-                return tide_errf(err, TIDE_ESTATE, "job %s in the queue while %s", j->spec.id,
-                                 tide_job_state_name(j->state));
-            qg += j->spec.gpus;
-        }
-    if (qg != e->queue_gpus)
-        return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
-                         e->queue_gpus);
+    if (check_queue(e, err) < 0)
+        return -1;
     return tide__power_check(e, err);
 }
 
