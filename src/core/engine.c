@@ -950,9 +950,7 @@ int tide_engine_job(const tide_engine_t *e, int32_t h, tide_job_info_t *out)
     out->lease = j->lease;
     out->cap_w = j->cap_w;
     out->speed = j->speed;
-    out->capped_s = j->capped_s;
-    out->cap_delay_s = j->cap_delay_s;
-    out->cap_energy_j = j->cap_energy_j;
+    tide__power_job_live(e, j, out);
     return 0;
 }
 

@@ -105,7 +105,9 @@ typedef struct job {
     /* power (power.c): cap per GPU (0 = none), relative throughput under it,
      * and what caps cost it (tide_job_info_t) */
     double cap_w, speed;
-    double capped_s, cap_delay_s, cap_energy_j;
+    double capped_s, cap_delay_s, cap_energy_j; /* up to pw_at */
+    double pw_w;             /* its draw in the running total (W) */
+    tide_time_t pw_at;
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -399,6 +401,9 @@ struct tide_engine {
     int32_t *gpu_pdom;
     double *pw_w, *pw_b;     /* [n_pdom] watts planned, budgets */
     int *pw_n;               /* [n_pdom] scratch GPU counts */
+    double pw_idle_mean, pw_train_mean; /* the models' mean idle / training draw */
+    double pw_train_w;       /* running jobs' draw now (sum of their pw_w) */
+    int pw_capped;           /* their GPUs under a cap now */
 };
 
 /* ------------------------------------------------------------ policies */
@@ -688,6 +693,9 @@ void tide__power_pass(tide_engine_t *e);
 int tide__power_admit(tide_engine_t *e, const alloc_t *a);
 int tide__power_check(const tide_engine_t *e, tide_error_t *err);
 void tide__power_job_reset(job_t *j);
+void tide__power_job_off(tide_engine_t *e, job_t *j);
+void tide__power_job_on(tide_engine_t *e, job_t *j);
+void tide__power_job_live(const tide_engine_t *e, const job_t *j, tide_job_info_t *out);
 /* The domains in the order a partition for inference should take them:
  * with power budgets, round-robin over power domains (the first domain of
  * every power domain, then the second, ...) so that no power domain is all

@@ -103,6 +103,19 @@ double tide_power_serving(const tide_power_model_t *m, double load)
 
 /* ------------------------------------------------------------ topology */
 
+static const tide_power_model_t *model_of(const tide_engine_t *e, int gpu);
+
+/* The cluster's mean idle and training draw per GPU (energy of free and
+ * foreign GPUs). */
+static void power_means(tide_engine_t *e)
+{
+    e->pw_idle_mean = e->pw_train_mean = 0;
+    for (int g = 0; g < e->n_gpus; g++) {
+        e->pw_idle_mean += model_of(e, g)->idle_w / e->n_gpus;
+        e->pw_train_mean += model_of(e, g)->train_w / e->n_gpus;
+    }
+}
+
 void tide__power_init(tide_engine_t *e)
 {
     e->n_pdom = tide_cluster_power_domains(e->cluster);
@@ -118,6 +131,7 @@ void tide__power_init(tide_engine_t *e)
     e->pw_w = tide_xcalloc((size_t)e->n_pdom, sizeof *e->pw_w);
     e->pw_b = tide_xcalloc((size_t)e->n_pdom, sizeof *e->pw_b);
     e->pw_n = tide_xcalloc((size_t)e->n_pdom, sizeof *e->pw_n);
+    power_means(e);
     e->power_on = 0;
     for (int d = 0; d < e->n_pdom; d++) {
         e->pw_b[d] = tide_cluster_power_budget(e->cluster, d);
@@ -222,42 +236,94 @@ static void domain_watts(const tide_engine_t *e, double *w, int mode)
 
 /* ------------------------------------------------------------ energy */
 
-static void job_energy(tide_engine_t *e, job_t *j, double dt)
+/* What job j's caps cost over dt seconds (its cap, phase and speed constant
+ * over them) into *capped, *delay, *energy. */
+static void cap_cost(const tide_engine_t *e, const job_t *j, double dt, double *capped,
+                     double *delay, double *energy)
 {
+    if (j->cap_w <= 0 || dt <= 0 || !job_holds(j))
+        return;
     const tide_power_model_t *m = model_of(e, j->alloc.gpus[0]);
     double w = job_watts(j, m, j->cap_w), base = job_watts(j, m, 0);
-    e->st.energy_training_j += w * j->alloc.n * dt;
-    if (j->cap_w <= 0)
-        return;
-    j->capped_s += dt;
-    e->st.capped_gpu_s += j->alloc.n * dt;
-    double uncapped_for_progress = base;
+    *capped += dt;
     if (j->phase == TIDE_PHASE_TRAINING) {
-        j->cap_delay_s += dt * (1.0 - j->speed) * j->width / j->dp_max;
-        uncapped_for_progress = base * j->speed;
+        *delay += dt * (1.0 - j->speed) * j->width / j->dp_max;
+        base *= j->speed; /* the uncapped draw for the same progress */
     }
-    j->cap_energy_j += (w - uncapped_for_progress) * j->alloc.n * dt;
+    *energy += (w - base) * j->alloc.n * dt;
 }
 
+/* A job's draw leaves / joins the running totals (tide__acct_job_set calls
+ * these around every change of its GPUs, phase or cap): energy is then the
+ * totals integrated at each step, at a cost independent of the jobs. */
+void tide__power_job_off(tide_engine_t *e, job_t *j)
+{
+    cap_cost(e, j, (double)(e->now - j->pw_at), &j->capped_s, &j->cap_delay_s, &j->cap_energy_j);
+    e->pw_train_w -= j->pw_w;
+    if (j->cap_w > 0)
+        e->pw_capped -= j->alloc.n;
+    j->pw_w = 0;
+    j->pw_at = e->now;
+}
+
+void tide__power_job_on(tide_engine_t *e, job_t *j)
+{
+    j->pw_at = e->now;
+    j->pw_w = 0;
+    if (!job_holds(j))
+        return;
+    j->pw_w = j->alloc.n * job_watts(j, model_of(e, j->alloc.gpus[0]), j->cap_w);
+    e->pw_train_w += j->pw_w;
+    if (j->cap_w > 0)
+        e->pw_capped += j->alloc.n;
+}
+
+void tide__power_job_live(const tide_engine_t *e, const job_t *j, tide_job_info_t *out)
+{
+    out->capped_s = j->capped_s;
+    out->cap_delay_s = j->cap_delay_s;
+    out->cap_energy_j = j->cap_energy_j;
+    cap_cost(e, j, (double)(e->now - j->pw_at), &out->capped_s, &out->cap_delay_s,
+             &out->cap_energy_j);
+}
+
+/* The model a service's replicas are accounted at: its first accepted GPU
+ * type's (type 0 when it accepts any). */
+static const tide_power_model_t *service_model(const tide_engine_t *e, const service_t *sv)
+{
+    int t = 0;
+    while (sv->spec.gpu_types && t < 31 && !(sv->spec.gpu_types & (1u << t)))
+        t++;
+    const tide_power_model_t *m = tide_cluster_power_model(e->cluster, t);
+    return m ? m : tide_cluster_power_model(e->cluster, 0);
+}
+
+/* Energy of [e->now, now) at a cost per step of the services (not jobs or
+ * GPUs): jobs at their GPU type's draw and cap (running totals), ready replicas at their
+ * service's load and warming ones at `checkpoint` (service_model), free and
+ * foreign GPUs at the cluster's mean idle and training draw (exact on one GPU
+ * type). GPUs on nodes that are down draw nothing. */
 void tide__power_advance(tide_engine_t *e, tide_time_t now)
 {
     if (!e->started || now <= e->now)
         return;
     double dt = (double)(now - e->now);
-    double *by_cls[4] = {&e->st.energy_serving_j, &e->st.energy_training_j,
-                         &e->st.energy_idle_j, &e->st.energy_other_j};
-    for (int g = 0; g < e->n_gpus; g++) {
-        int cls;
-        if (holder(e, g))
-            continue;
-        double w = other_watts(e, g, &cls, PW_PLAN);
-        *by_cls[cls] += w * dt;
+    e->st.energy_training_j += dt * e->pw_train_w;
+    e->st.capped_gpu_s += dt * e->pw_capped;
+    for (int s = 0; s < e->n_svcs; s++) {
+        const service_t *sv = &e->svcs[s];
+        const tide_power_model_t *m = service_model(e, sv);
+        int g = sv->spec.gpus_per_replica;
+        e->st.energy_serving_j += dt * g * (sv->ready * tide_power_serving(m, service_load(e, s)) +
+                                            sv->warming * m->ckpt_w);
     }
-    for (size_t i = 0; i < e->n_running; i++) {
-        job_t *j = e->jobs[e->running[i]];
-        if (job_holds(j))
-            job_energy(e, j, dt);
+    int free_gpus = 0, foreign = 0;
+    for (int z = 0; z < Z_COUNT; z++) {
+        free_gpus += e->zone_free[z];
+        foreign += e->zone_foreign[z];
     }
+    e->st.energy_idle_j += dt * free_gpus * e->pw_idle_mean;
+    e->st.energy_other_j += dt * foreign * e->pw_train_mean;
 }
 
 /* ------------------------------------------------------------ capping */
@@ -396,8 +462,10 @@ static void set_cap(tide_engine_t *e, const pjob_t *p)
         return;
     j->progress = tide__job_progress_now(j, e->now);
     j->progress_at = e->now;
+    tide__acct_job_set(e, j, 0);
     j->cap_w = want;
     j->speed = tide_power_speed(m, want);
+    tide__acct_job_set(e, j, 1);
     tide__end_index_set(e, p->h, tide__job_expected_end(j, e->now));
     tide_action_t *a = tide__act_push(e, TIDE_ACT_POWER_CAP, TIDE_R_POWER);
     a->job = p->h;
@@ -580,5 +648,8 @@ int tide_engine_set_power_model(tide_engine_t *e, int type, const tide_power_mod
 {
     if (!e)
         return tide_errf(err, TIDE_EINVAL, "no engine");
-    return tide_cluster_set_power_model(e->cluster, type, m, err);
+    if (tide_cluster_set_power_model(e->cluster, type, m, err) < 0)
+        return -1;
+    power_means(e);
+    return 0;
 }

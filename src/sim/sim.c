@@ -466,6 +466,10 @@ static void power_sample(run_t *r, tide_time_t t)
             r->pw_step = r->interval;
     }
     size_t b = t > 0 ? (size_t)(t / r->pw_step) : 0;
+    /* without budgets one sample per bucket (the series is for the chart);
+     * with them every step (what the budget is held to) */
+    if (b < r->pw_nb && !tide_cluster_power_budgeted(r->o->cluster))
+        return;
     if (b >= r->pw_nb) {
         size_t old = r->pw_nb;
         tide_grow((void **)&r->pw_max, &r->pw_cap, (b + 1) * (size_t)r->pw_nd, sizeof *r->pw_max);
