@@ -2,6 +2,7 @@
 #ifndef TIDE_CLUSTER_H
 #define TIDE_CLUSTER_H
 
+#include "tide/power.h"
 #include "tide/types.h"
 
 #ifdef __cplusplus
@@ -25,6 +26,7 @@ typedef struct tide_node_group {
     int domain_nodes;   /* >= 1, must divide count */
     int rack_nodes;     /* >= 1 (0 = 4) */
     int power_nodes;    /* >= 1 (0 = rack_nodes) */
+    double power_budget_w; /* budget of each of its power domains in watts (0 = none) */
 } tide_node_group_t;
 
 /* Create an empty cluster. Caller owns it; free with tide_cluster_destroy. */
@@ -85,6 +87,25 @@ int tide_cluster_max_domain_gpus(const tide_cluster_t *c);
 /* Number of racks and of power domains (global, consecutive ids like domains). */
 int tide_cluster_racks(const tide_cluster_t *c);
 int tide_cluster_power_domains(const tide_cluster_t *c);
+
+/* Power. Every GPU type has a model (tide_power_model_default until set);
+ * every power domain a budget in watts (0 = unlimited; from its group's
+ * power_budget_w). set_power_model: EINVAL for a bad type or an inconsistent
+ * model (message says why). set_power_budget: EINVAL for a bad domain or a
+ * negative or non-finite budget. power_model returns a borrowed pointer (NULL
+ * for a bad type). power_budget: the budget (0 for none or a bad domain).
+ * power_nameplate: the sum of the TDPs of the domain's GPUs (-1 for all
+ * domains together). scale_power_budgets: every domain's budget becomes
+ * factor x its nameplate (factor > 0; EINVAL otherwise). */
+int tide_cluster_set_power_model(tide_cluster_t *c, int type, const tide_power_model_t *m,
+                                 tide_error_t *err);
+const tide_power_model_t *tide_cluster_power_model(const tide_cluster_t *c, int type);
+int tide_cluster_set_power_budget(tide_cluster_t *c, int domain, double watts, tide_error_t *err);
+double tide_cluster_power_budget(const tide_cluster_t *c, int domain);
+double tide_cluster_power_nameplate(const tide_cluster_t *c, int domain);
+int tide_cluster_scale_power_budgets(tide_cluster_t *c, double factor, tide_error_t *err);
+/* 1 if any power domain has a budget. */
+int tide_cluster_power_budgeted(const tide_cluster_t *c);
 
 /* Node groups as added (defaults filled in: domain_nodes, rack_nodes and
  * power_nodes >= 1, gpu_type never NULL). out->gpu_type is borrowed from c.

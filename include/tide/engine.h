@@ -193,6 +193,9 @@ typedef enum tide_action_kind {
     TIDE_ACT_LEASE_GRANT,     /* lease, job, n_gpus, deadline = latest return */
     TIDE_ACT_LEASE_RENEW,     /* lease, job, deadline = new latest return */
     TIDE_ACT_LEASE_RETURN,    /* lease, job, reason: GPUs are back */
+    TIDE_ACT_POWER_CAP,       /* job, n_gpus, value = watts per GPU (0 = lift the cap):
+                                 cap the job's GPUs; training slows by the type's
+                                 throughput-vs-cap curve (tide/power.h) */
     TIDE_ACT_KIND_COUNT
 } tide_action_kind_t;
 
@@ -209,6 +212,7 @@ typedef enum tide_reason {
     TIDE_R_WINDOW,        /* time-share window closing */
     TIDE_R_QUOTA,         /* a team takes its guaranteed quota back from a borrower */
     TIDE_R_REHEARSAL,     /* a warm-up rehearsal's replica (start and stop) */
+    TIDE_R_POWER,         /* a power domain's budget (caps were not enough) */
     TIDE_R_COUNT
 } tide_reason_t;
 
@@ -292,6 +296,23 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
 int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *events,
                      size_t n_events, tide_actions_t *out, tide_error_t *err);
 
+/* Power by power domain (tide_cluster_power_domains) as the engine plans it
+ * now: modelled draw of the domain's GPUs in their current states, with caps,
+ * its budget (0 = none) and GPUs under a cap. 0, or -1 for a bad domain. */
+typedef struct tide_power_info {
+    double watts, budget_w, nameplate_w;
+    int capped_gpus;
+} tide_power_info_t;
+int tide_engine_power(const tide_engine_t *e, int domain, tide_power_info_t *out);
+/* The planned draw of every power domain at once into watts[0 .. min(n,
+ * domains)); returns the number of power domains. */
+int tide_engine_power_all(const tide_engine_t *e, double *watts, int n);
+
+/* Replace GPU type `type`'s power model (e.g. with measured draws); the next
+ * step plans with it. 0, or -1 with err (EINVAL: bad type or model). */
+int tide_engine_set_power_model(tide_engine_t *e, int type, const tide_power_model_t *m,
+                                tide_error_t *err);
+
 /* Check every invariant (no GPU allocated twice, gangs whole inside one
  * domain, Tier A never lent, GPU-seconds add up, counters consistent).
  * Returns 0 or -1 with a message naming the first violation. */
@@ -330,6 +351,12 @@ typedef struct tide_job_info {
     int preemptions;
     double lost_gpu_s;
     int32_t lease;              /* current lease or -1 */
+    double cap_w;               /* power cap per GPU now (0 = none) */
+    double speed;               /* relative training throughput under it (1 = none) */
+    double capped_s;            /* seconds it ran under a cap (all runs) */
+    double cap_delay_s;         /* full-width seconds of progress the caps cost */
+    double cap_energy_j;        /* energy under caps minus what the same progress
+                                   took uncapped (negative: energy saved) */
 } tide_job_info_t;
 
 /* The engine's copy of its cluster (borrowed: valid while the engine lives). */
@@ -481,6 +508,16 @@ typedef struct tide_stats {
     int queue_jobs, queue_gpus;
     double demand_rps, ready_rps;  /* summed over services */
     int replicas_ready, replicas_warming;
+    /* power and energy (modelled draw, tide/power.h): joules by what the GPUs
+     * did - serving (inference replicas), training (jobs), idle (free), other
+     * (foreign jobs) -; power caps set (actions), jobs stopped because caps
+     * were not enough, starts held back for power; GPU-seconds under a cap;
+     * steps that ended above a budget (0 unless only serving or foreign load
+     * is left there) and the largest such excess in watts */
+    double energy_serving_j, energy_training_j, energy_idle_j, energy_other_j;
+    int power_caps, power_stops, power_held, power_breaches;
+    double capped_gpu_s, power_excess_w;
+    int power_capped_gpus;         /* now */
 } tide_stats_t;
 
 /* Fill out with the totals. */

@@ -74,7 +74,7 @@ int tide_backend_enact(tide_backend_t *b, tide_time_t now, const tide_actions_t 
             continue;
         tide_backend_act_t x = {.now = now, .a = a, .gpus = NULL, .work = work ? work[i] : NULL};
         if ((a->kind == TIDE_ACT_JOB_START || a->kind == TIDE_ACT_JOB_RESIZE ||
-             a->kind == TIDE_ACT_REPLICA_START) &&
+             a->kind == TIDE_ACT_REPLICA_START || a->kind == TIDE_ACT_POWER_CAP) &&
             a->n_gpus > 0 && a->gpu_off + (size_t)a->n_gpus <= acts->ngpus)
             x.gpus = acts->gpus + a->gpu_off;
         tide_error_t e1 = {0};

@@ -20,6 +20,14 @@
 #include "tide/engine.h"
 #include "tide/types.h"
 
+/* The power-cap command: tmpl with {node} and {watts} replaced (node names of
+ * [A-Za-z0-9._-] only, EINVAL otherwise; ERANGE when out (n bytes) is too
+ * small), and that run with /bin/sh -c, waiting for it: 0, or -1 with err
+ * (EIO: it could not run or exited non-zero). */
+int tide_power_cmd_expand(const char *tmpl, const char *node, long watts, char *out, size_t n,
+                          tide_error_t *err);
+int tide_power_cmd_run(const char *tmpl, const char *node, long watts, tide_error_t *err);
+
 /* Options of the backends (borrowed: the driver keeps them alive as long as
  * the backend). Zero means the default. */
 typedef struct tide_backend_opts {
@@ -28,6 +36,9 @@ typedef struct tide_backend_opts {
     const char *infer_partition;   /* replicas; NULL: the training partition */
     int ckpt_signal;               /* signal number for a checkpoint notice (SIGUSR1) */
     const char *replica_command;   /* run by every inference replica (required with services) */
+    const char *power_cap_cmd;     /* per-node power cap: a /bin/sh command with {node} and
+                                      {watts} (a lifted cap: the GPU type's tdp); NULL = caps
+                                      are not enacted (tide_power_cmd_run) */
     const char *workdir;           /* jobs' working directory and TIDE_WORKDIR (cwd) */
     const char *api_url;           /* TIDE_API given to jobs */
     tide_time_t deadline_slack_s;  /* time limits end this much before a lease's latest
@@ -70,6 +81,7 @@ typedef struct tide_backend_status {
     long exits_ok, exits_failed, timeouts; /* jobs the backend saw end */
     long pending_ops;   /* changes waiting because the cluster engine did not answer */
     long refused;       /* writes a read-only backend refused (shadow mode) */
+    long power_cmds, power_cmd_failures; /* per-node power-cap commands run, and failed */
 } tide_backend_status_t;
 
 /* The work of a training job as submitted (or of a replica: the model version

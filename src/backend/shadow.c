@@ -91,7 +91,7 @@ static const tide_backend_ops_t shadow_ops = {
             [TIDE_ACT_JOB_RESIZE] = sh_act, [TIDE_ACT_JOB_STOP] = sh_act,
             [TIDE_ACT_REPLICA_START] = sh_act, [TIDE_ACT_REPLICA_STOP] = sh_act,
             [TIDE_ACT_LEASE_GRANT] = sh_act, [TIDE_ACT_LEASE_RENEW] = sh_act,
-            [TIDE_ACT_LEASE_RETURN] = sh_act},
+            [TIDE_ACT_LEASE_RETURN] = sh_act, [TIDE_ACT_POWER_CAP] = sh_act},
     .poll = sh_poll,
     .next_event = sh_next,
     .job_alive = sh_job_alive,

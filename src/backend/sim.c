@@ -107,7 +107,7 @@ const tide_backend_ops_t tide_backend_sim_ops = {
             [TIDE_ACT_JOB_RESIZE] = sim_act, [TIDE_ACT_JOB_STOP] = sim_act,
             [TIDE_ACT_REPLICA_START] = sim_act, [TIDE_ACT_REPLICA_STOP] = sim_act,
             [TIDE_ACT_LEASE_GRANT] = sim_act, [TIDE_ACT_LEASE_RENEW] = sim_act,
-            [TIDE_ACT_LEASE_RETURN] = sim_act},
+            [TIDE_ACT_LEASE_RETURN] = sim_act, [TIDE_ACT_POWER_CAP] = sim_act},
     .poll = sim_poll,
     .next_event = sim_next,
     .job_alive = sim_job_alive,

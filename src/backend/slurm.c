@@ -89,6 +89,7 @@ typedef struct slurmbe {
     void *h;
     tide_backend_opts_t o;
     char *conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
+    char *power_cap_cmd;
     /* nodes */
     int nnodes;
     char (*node_name)[64];
@@ -999,6 +1000,44 @@ static int be_lease(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
     return 0;
 }
 
+/* A power cap (value W per GPU, 0 = lifted: the GPU type's tdp) on every node
+ * of the action's GPUs (the job's), through the --power-cap-cmd command. */
+static int be_power(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
+{
+    slurmbe_t *s = ctx;
+    const tide_action_t *a = x->a;
+    sjob_t *j = job_get(s, a->job, 0);
+    if (!s->power_cap_cmd || !j || !j->active || !x->gpus)
+        return 0;
+    if (s->o.read_only) {
+        s->st.refused++;
+        return 0;
+    }
+    const tide_cluster_t *c = tide_engine_cluster(s->e);
+    uint8_t *seen = tide_xcalloc((size_t)s->nnodes + 1, 1);
+    int rc = 0;
+    for (int i = 0; i < a->n_gpus; i++) {
+        int g = x->gpus[i];
+        int n = g >= 0 && g < s->ngpus_total ? s->gpu_node[g] : -1;
+        if (n < 0 || n >= s->nnodes || seen[n])
+            continue;
+        seen[n] = 1;
+        tide_node_info_t ni;
+        tide_cluster_node(c, n, &ni);
+        double w = a->value > 0 ? a->value : tide_cluster_power_model(c, ni.type)->tdp_w;
+        tide_error_t ce = {0};
+        s->st.power_cmds++;
+        if (tide_power_cmd_run(s->power_cap_cmd, s->node_name[n], (long)w, &ce) < 0) {
+            s->st.power_cmd_failures++;
+            blog(s, "job %s: %s", j->id, ce.msg);
+            if (rc == 0)
+                rc = tide_errf(err, ce.code, "%s", ce.msg);
+        }
+    }
+    free(seen);
+    return rc;
+}
+
 static void rep_env_set(srep_t *p, const tide_backend_work_t *w)
 {
     for (char **e = p->env; e && *e; e++)
@@ -1657,6 +1696,7 @@ static void be_destroy(void *ctx)
     free(s->partition);
     free(s->infer_partition);
     free(s->replica_command);
+    free(s->power_cap_cmd);
     free(s->workdir);
     free(s->api_url);
     free(s);
@@ -1671,7 +1711,7 @@ const tide_backend_ops_t tide_backend_slurm_ops = {
             [TIDE_ACT_JOB_RESIZE] = be_resize, [TIDE_ACT_JOB_STOP] = be_stop,
             [TIDE_ACT_REPLICA_START] = be_rstart, [TIDE_ACT_REPLICA_STOP] = be_rstop,
             [TIDE_ACT_LEASE_GRANT] = be_lease, [TIDE_ACT_LEASE_RENEW] = be_lease,
-            [TIDE_ACT_LEASE_RETURN] = be_lease},
+            [TIDE_ACT_LEASE_RETURN] = be_lease, [TIDE_ACT_POWER_CAP] = be_power},
     .poll = be_poll,
     .next_event = NULL,
     .job_alive = be_job_alive,
@@ -1786,6 +1826,8 @@ tide_backend_t *tide_backend_slurm_create(const tide_engine_t *e, const tide_bac
     s->partition = tide_xstrdup_nonempty(o->partition);
     s->infer_partition = tide_xstrdup_nonempty(o->infer_partition ? o->infer_partition : o->partition);
     s->replica_command = tide_xstrdup_nonempty(o->replica_command);
+    s->power_cap_cmd = tide_xstrdup_nonempty(o->power_cap_cmd);
+    s->o.power_cap_cmd = NULL;
     s->api_url = tide_xstrdup_nonempty(o->api_url);
     if (o->workdir && *o->workdir) {
         s->workdir = tide_xstrdup(o->workdir);

@@ -114,6 +114,10 @@ static void serve_usage(FILE *f)
             "      --ckpt-signal SIG   checkpoint notice signal (default USR1)\n"
             "      --replica-command CMD\n"
             "                          what an inference replica runs (required with services)\n"
+            "      --power-cap-cmd CMD per-node power cap: a /bin/sh command with {node} and\n"
+            "                          {watts}, e.g. 'ssh {node} sudo nvidia-smi -pl {watts}'\n"
+            "                          (run for every node of a capped job; a lifted cap\n"
+            "                          writes the GPU type's TDP; default: caps not enacted)\n"
             "      --workdir DIR       jobs' working directory and TIDE_WORKDIR (default: cwd)\n"
             "      --api-url URL       the API URL jobs get as TIDE_API (default: http://LISTEN)\n"
             "      --deadline-slack D  Slurm time limits end this long before a lease's latest\n"
@@ -164,6 +168,7 @@ static int parse_tick(const char *s, double *out)
 typedef struct cmdline {
     const char *cluster, *cluster_file, *services, *db, *listen, *tokens, *backend, *policy;
     const char *slurm_conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
+    const char *power_cap_cmd;
     int ckpt_signal;
     int64_t lease_max, lead_extra, control_period, deadline_slack, scale_down_hold;
     long long reserve, split_i, split_t;
@@ -196,7 +201,7 @@ enum {
     O_CLUSTER = 256, O_CLUSTER_FILE, O_SERVICES, O_DB, O_LISTEN, O_TOKENS, O_BACKEND, O_SPEED,
     O_TICK, O_POLICY, O_RESERVE, O_SPLIT, O_DEMAND_QUERY, O_USAGE, O_CHECK, O_LEASE_MAX,
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
-    O_CKPT_SIGNAL, O_REPLICA_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
+    O_CKPT_SIGNAL, O_REPLICA_CMD, O_POWER_CAP_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
     O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD,
     O_AUDIT_KEEP, O_AUDIT_MAX, O_MODE, O_REHEARSE, O_WARM_FACTOR, O_SNAP_EVERY, O_SNAP_INTERVAL
 };
@@ -238,6 +243,34 @@ static int audit_opt(cmdline_t *c, int o)
     return -1;
 }
 
+/* --lease-max, --lead-extra, --control-period, --scale-down-hold,
+ * --deadline-slack: a duration in (0, 30d]. -1 to go on, else the status. */
+static int duration_opt(cmdline_t *c, int o)
+{
+    int64_t v;
+    const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
+                     : o == O_SLACK ? "--deadline-slack" : o == O_HOLD ? "--scale-down-hold"
+                     : "--control-period";
+    if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
+        return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
+    *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
+      : o == O_SLACK ? &c->deadline_slack : o == O_HOLD ? &c->scale_down_hold
+      : &c->control_period) = v;
+    return -1;
+}
+
+/* --policy: a known policy name. */
+static int policy_opt(cmdline_t *c)
+{
+    int known = 0;
+    for (const char *const *n = tide_policy_names(); *n; n++)
+        known |= !strcmp(*n, optarg);
+    if (!known)
+        return bad("--policy: unknown policy '%s'", optarg);
+    c->policy = optarg;
+    return -1;
+}
+
 static int one_opt(cmdline_t *c, int o, char **argv)
 {
     switch (o) {
@@ -262,15 +295,7 @@ static int one_opt(cmdline_t *c, int o, char **argv)
         if (tide_parse_int(optarg, &c->per_ip) < 0 || c->per_ip < 1 || c->per_ip > 100000)
             return bad("--max-conns-per-ip: '%s' is not a count in 1..100000", optarg);
         break;
-    case O_POLICY: {
-        int known = 0;
-        for (const char *const *n = tide_policy_names(); *n; n++)
-            known |= !strcmp(*n, optarg);
-        if (!known)
-            return bad("--policy: unknown policy '%s'", optarg);
-        c->policy = optarg;
-        break;
-    }
+    case O_POLICY: return policy_opt(c);
     case O_SPEED:
         if (tide_parse_double(optarg, &c->speed) < 0 || !(c->speed > 0) || c->speed > 1e6)
             return bad("--speed: '%s' is not a number in (0, 1000000]", optarg);
@@ -327,22 +352,12 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_LEAD_EXTRA:
     case O_CONTROL_PERIOD:
     case O_HOLD:
-    case O_SLACK: {
-        int64_t v;
-        const char *flag = o == O_LEASE_MAX ? "--lease-max" : o == O_LEAD_EXTRA ? "--lead-extra"
-                         : o == O_SLACK ? "--deadline-slack" : o == O_HOLD ? "--scale-down-hold"
-                         : "--control-period";
-        if (tide_parse_duration(optarg, &v) < 0 || v <= 0 || v > 30LL * 86400)
-            return bad("%s: '%s' is not a duration in (0, 30d] (90s, 5m, 6h)", flag, optarg);
-        *(o == O_LEASE_MAX ? &c->lease_max : o == O_LEAD_EXTRA ? &c->lead_extra
-          : o == O_SLACK ? &c->deadline_slack : o == O_HOLD ? &c->scale_down_hold
-          : &c->control_period) = v;
-        break;
-    }
+    case O_SLACK: return duration_opt(c, o);
     case O_SLURM_CONF: c->slurm_conf = optarg; break;
     case O_PARTITION: c->partition = optarg; break;
     case O_INFER_PARTITION: c->infer_partition = optarg; break;
     case O_REPLICA_CMD: c->replica_command = optarg; break;
+    case O_POWER_CAP_CMD: c->power_cap_cmd = *optarg ? optarg : NULL; break;
     case O_WORKDIR:
         if (optarg[0] != '/')
             return bad("--workdir: '%s' is not an absolute path (Slurm jobs start there)", optarg);
@@ -400,6 +415,7 @@ static const struct option longopts[] = {
     {"slurm-infer-partition", required_argument, NULL, O_INFER_PARTITION},
     {"ckpt-signal", required_argument, NULL, O_CKPT_SIGNAL},
     {"replica-command", required_argument, NULL, O_REPLICA_CMD},
+    {"power-cap-cmd", required_argument, NULL, O_POWER_CAP_CMD},
     {"workdir", required_argument, NULL, O_WORKDIR},
     {"api-url", required_argument, NULL, O_API_URL},
     {"deadline-slack", required_argument, NULL, O_SLACK},
@@ -526,8 +542,10 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         return bad("--db FILE is required");
     int slurm = c->backend && !strcmp(c->backend, "slurm");
     if (!slurm && (c->slurm_conf || c->partition || c->infer_partition || c->replica_command ||
+                   c->power_cap_cmd ||
                    c->workdir || c->api_url || c->ckpt_signal || c->deadline_slack))
-        return bad("the --slurm-*, --ckpt-signal, --replica-command, --workdir, --api-url and "
+        return bad("the --slurm-*, --ckpt-signal, --replica-command, --power-cap-cmd, --workdir, "
+                   "--api-url and "
                    "--deadline-slack options need --backend slurm");
     const tide_backend_ops_t *be = tide_backend_find(c->backend ? c->backend : "sim");
     if (be && be->wall_clock && c->speed > 0 && c->speed != 1)
@@ -746,6 +764,7 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
         .infer_partition = c->infer_partition,
         .ckpt_signal = c->ckpt_signal,
         .replica_command = c->replica_command,
+        .power_cap_cmd = c->power_cap_cmd,
         .workdir = c->workdir,
         .api_url = c->api_url,
         .deadline_slack_s = c->deadline_slack,

@@ -64,6 +64,9 @@ static void sim_usage(FILE *f)
             "                          burst multiplier) or ensemble (the cheapest of the\n"
             "                          forecast and observed x (1+h) rules that met the error\n"
             "                          budget, scored on the last day; docs/engine.md)\n"
+            "      --power-budget F    every power domain's budget = F x its nameplate draw\n"
+            "                          (the sum of its GPUs' TDPs), e.g. 0.85; replaces the\n"
+            "                          cluster file's budgets (default: the file's, or none)\n"
             "run:\n"
             "      --seed N            seed recorded in summary.json (default 0)\n"
             "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"
@@ -120,6 +123,7 @@ typedef struct cmdline {
     double headroom;            /* < 0 = not given */
     int64_t hpa_window;         /* < 0 = not given */
     int sizing;                 /* --sizing: -1 not given, 0 forecast, 1 ensemble */
+    double power_budget;        /* <= 0 = not given */
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
@@ -205,7 +209,7 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING };
-enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL };
+enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL, O_POWER_BUDGET };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -238,6 +242,7 @@ static const struct option longopts[] = {
     {"regress-every", required_argument, NULL, O_REGRESS},
     {"bulk-qos", required_argument, NULL, O_BULK_QOS},
     {"rl", required_argument, NULL, O_RL},
+    {"power-budget", required_argument, NULL, O_POWER_BUDGET},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -277,6 +282,12 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_POLICY:
             if ((rc = parse_policies(c, optarg)) != 0)
                 return rc;
+            break;
+        case O_POWER_BUDGET:
+            if (tide_parse_decimal(optarg, &c->power_budget) < 0 || !(c->power_budget > 0) ||
+                c->power_budget > 100)
+                return bad("--power-budget: '%s' is not a fraction of nameplate in (0, 100]",
+                           optarg);
             break;
         case O_RESERVE:
             if (tide_parse_int(optarg, &c->reserve) < 0 || c->reserve < 0)
@@ -482,6 +493,11 @@ int tide_cmd_sim(int argc, char **argv)
     if (rc >= 0)
         goto out;
     if (load_inputs(&c, &in, &err) != 0) {
+        rc = fail(&err);
+        goto out;
+    }
+    if (c.power_budget > 0 &&
+        tide_cluster_scale_power_budgets(in.cluster, c.power_budget, &err) < 0) {
         rc = fail(&err);
         goto out;
     }

@@ -37,6 +37,7 @@ static const struct {
     {"demand-history-days", K_IGNORED, 0}, {"slurm-conf", K_IGNORED, 0},
     {"slurm-partition", K_IGNORED, 0}, {"slurm-infer-partition", K_IGNORED, 0},
     {"ckpt-signal", K_IGNORED, 0}, {"replica-command", K_IGNORED, 0},
+    {"power-cap-cmd", K_IGNORED, 0},
     {"workdir", K_IGNORED, 0}, {"api-url", K_IGNORED, 0}, {"deadline-slack", K_IGNORED, 0},
     {"tls-cert", K_IGNORED, 0}, {"tls-key", K_IGNORED, 0}, {"insecure", K_IGNORED, 0},
     {"max-conns-per-ip", K_IGNORED, 0}, {"audit-keep", K_IGNORED, 0},

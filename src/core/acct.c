@@ -237,6 +237,7 @@ void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta)
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
 {
     int sign = on ? 1 : -1;
+    (on ? tide__power_job_on : tide__power_job_off)(e, j);
     if (on) {
         j->acct_state = job_state_of(j);
         j->acct_tier_own = TIDE_T_D;

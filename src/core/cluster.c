@@ -20,6 +20,9 @@ struct tide_cluster {
     int ngpus;
     int ndomains, nracks, npower;
     int max_domain_gpus;
+    tide_power_model_t pmodel[TIDE_MAX_GPU_TYPES];
+    double *pbudget;           /* [npower] watts, 0 = none */
+    size_t pbcap;
 };
 
 tide_cluster_t *tide_cluster_create(void)
@@ -35,6 +38,7 @@ void tide_cluster_destroy(tide_cluster_t *c)
         free(c->types[i]);
     free(c->nodes);
     free(c->groups);
+    free(c->pbudget);
     free(c);
 }
 
@@ -92,6 +96,9 @@ int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_e
     int pn = g->power_nodes == 0 ? rn : g->power_nodes;
     if (pn < 1)
         return tide_errf(err, TIDE_EINVAL, "power_nodes must be >= 1 (got %d)", g->power_nodes);
+    if (!(g->power_budget_w >= 0) || g->power_budget_w > 1e12)
+        return tide_errf(err, TIDE_EINVAL, "power_budget_w must be 0..1e12 watts (got %g)",
+                         g->power_budget_w);
     if ((size_t)g->count > TIDE_MAX_NODES - c->nnodes)
         return tide_errf(err, TIDE_ERANGE, "too many nodes: the cluster would have %zu (max %d)",
                          c->nnodes + (size_t)g->count, TIDE_MAX_NODES);
@@ -106,6 +113,7 @@ int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_e
                              TIDE_MAX_GPU_TYPES, tname);
         type = c->ntypes;
         c->types[c->ntypes++] = tide_xstrdup(tname);
+        tide_power_model_default(&c->pmodel[type]);
     }
 
     tide_grow((void **)&c->nodes, &c->ncap, c->nnodes + (size_t)g->count, sizeof *c->nodes);
@@ -118,6 +126,10 @@ int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_e
         n->power = c->npower + i / pn;
         n->first_gpu = c->ngpus + i * g->gpus_per_node;
     }
+    int new_power = (g->count + pn - 1) / pn;
+    tide_grow((void **)&c->pbudget, &c->pbcap, (size_t)(c->npower + new_power), sizeof *c->pbudget);
+    for (int i = 0; i < new_power; i++)
+        c->pbudget[c->npower + i] = g->power_budget_w;
     c->nnodes += (size_t)g->count;
     c->ngpus += g->count * g->gpus_per_node;
     c->ndomains += g->count / dn;
@@ -149,11 +161,78 @@ tide_cluster_t *tide_cluster_copy(const tide_cluster_t *c)
     d->gcap = c->ngroups;
     for (int i = 0; i < c->ntypes; i++)
         d->types[i] = tide_xstrdup(c->types[i]);
+    d->pbudget = tide_xmalloc((c->npower ? (size_t)c->npower : 1) * sizeof *d->pbudget);
+    d->pbcap = c->npower ? (size_t)c->npower : 1;
+    if (c->npower)
+        memcpy(d->pbudget, c->pbudget, (size_t)c->npower * sizeof *d->pbudget);
     for (size_t i = 0; i < c->ngroups; i++) {
         d->groups[i] = c->groups[i];
         d->groups[i].gpu_type = d->types[tide_cluster_type_find(c, c->groups[i].gpu_type)];
     }
     return d;
+}
+
+/* ------------------------------------------------------------------ power */
+
+int tide_cluster_set_power_model(tide_cluster_t *c, int type, const tide_power_model_t *m,
+                                 tide_error_t *err)
+{
+    if (!c || !m || type < 0 || type >= c->ntypes)
+        return tide_errf(err, TIDE_EINVAL, "power model: no such GPU type (%d)", type);
+    const char *why = NULL;
+    if (tide_power_model_check(m, &why) < 0)
+        return tide_errf(err, TIDE_EINVAL, "power model of %s: %s", c->types[type], why);
+    c->pmodel[type] = *m;
+    return 0;
+}
+
+const tide_power_model_t *tide_cluster_power_model(const tide_cluster_t *c, int type)
+{
+    return c && type >= 0 && type < c->ntypes ? &c->pmodel[type] : NULL;
+}
+
+int tide_cluster_set_power_budget(tide_cluster_t *c, int domain, double watts, tide_error_t *err)
+{
+    if (!c || domain < 0 || domain >= c->npower)
+        return tide_errf(err, TIDE_EINVAL, "no power domain %d", domain);
+    if (!(watts >= 0) || watts > 1e12)
+        return tide_errf(err, TIDE_EINVAL, "power budget must be 0..1e12 watts (got %g)", watts);
+    c->pbudget[domain] = watts;
+    return 0;
+}
+
+double tide_cluster_power_budget(const tide_cluster_t *c, int domain)
+{
+    return c && domain >= 0 && domain < c->npower ? c->pbudget[domain] : 0;
+}
+
+double tide_cluster_power_nameplate(const tide_cluster_t *c, int domain)
+{
+    double w = 0;
+    for (size_t n = 0; c && n < c->nnodes; n++)
+        if (domain < 0 || c->nodes[n].power == domain)
+            w += c->nodes[n].gpus * c->pmodel[c->nodes[n].type].tdp_w;
+    return w;
+}
+
+int tide_cluster_scale_power_budgets(tide_cluster_t *c, double factor, tide_error_t *err)
+{
+    if (!c || !(factor > 0) || factor > 100)
+        return tide_errf(err, TIDE_EINVAL, "power budget factor must be in (0, 100] (got %g)",
+                         factor);
+    for (int d = 0; d < c->npower; d++)
+        c->pbudget[d] = 0;
+    for (size_t n = 0; n < c->nnodes; n++)
+        c->pbudget[c->nodes[n].power] += factor * c->nodes[n].gpus * c->pmodel[c->nodes[n].type].tdp_w;
+    return 0;
+}
+
+int tide_cluster_power_budgeted(const tide_cluster_t *c)
+{
+    for (int d = 0; c && d < c->npower; d++)
+        if (c->pbudget[d] > 0)
+            return 1;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ parse */

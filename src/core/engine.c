@@ -134,6 +134,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->n_types = tide_cluster_types(c) > 0 ? tide_cluster_types(c) : 1;
     e->foreign_cells = tide_xcalloc((size_t)TIDE_T_COUNT * (size_t)e->n_types,
                                     sizeof *e->foreign_cells);
+    tide__power_init(e);
     return e;
 }
 
@@ -205,6 +206,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->scratch_a);
     free(e->scratch_b);
     free(e->scratch_c);
+    tide__power_free(e);
     free(e->gpu_dom);
     free(e->own_kind);
     free(e->own_id);
@@ -318,6 +320,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     j->notice_at = -1;
     j->lease = -1;
     j->run_idx = -1;
+    tide__power_job_reset(j);
     if (e->n_jobs * 2 > e->idx_cap)
         idx_rehash(e);
     else
@@ -666,6 +669,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         return tide_errf(err, TIDE_EINVAL, "time went backwards (%lld < %lld)", (long long)now,
                          (long long)e->now);
     }
+    tide__power_advance(e, now);
     tide__acct_advance(e, now);
     e->now = now;
     e->st.now = now;
@@ -712,6 +716,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
         e->sched_dirty = 0;
         tide__sched_pass(e, now);
     }
+    tide__power_pass(e);
     tide_time_t wake = e->next_tick;
     if (e->next_deadline < wake)
         wake = e->next_deadline;
@@ -787,6 +792,24 @@ static int check_foreign(const tide_engine_t *e, uint8_t *seen, int *allocated, 
                              n, free_up, nd->foreign_want - held);
         *allocated += held;
     }
+    return 0;
+}
+
+/* Every queued job is QUEUED and the queue's GPU counter adds up. */
+static int check_queue(const tide_engine_t *e, tide_error_t *err)
+{
+    int qg = 0;
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            const job_t *j = e->jobs[e->q[p][i]];
+            if (j->state != TIDE_JOB_QUEUED)
+                return tide_errf(err, TIDE_ESTATE, "job %s in the queue while %s", j->spec.id,
+                                 tide_job_state_name(j->state));
+            qg += j->spec.gpus;
+        }
+    if (qg != e->queue_gpus)
+        return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
+                         e->queue_gpus);
     return 0;
 }
 
@@ -901,19 +924,9 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
     if (fabs(sum - want) > 1e-6 * (want + 1) + 1e-3)
         return tide_errf(err, TIDE_ESTATE, "GPU-seconds do not add up: %.3f counted, %.3f elapsed",
                          sum, want);
-    int qg = 0;
-    for (int p = 0; p < TIDE_NPRIO; p++)
-        for (size_t i = 0; i < e->qn[p]; i++) {
-            const job_t *j = e->jobs[e->q[p][i]];
-            if (j->state != TIDE_JOB_QUEUED)
-                return tide_errf(err, TIDE_ESTATE, "job %s in the queue while %s", j->spec.id,
-                                 tide_job_state_name(j->state));
-            qg += j->spec.gpus;
-        }
-    if (qg != e->queue_gpus)
-        return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
-                         e->queue_gpus);
-    return 0;
+    if (check_queue(e, err) < 0)
+        return -1;
+    return tide__power_check(e, err);
 }
 
 /* ------------------------------------------------------------ inspection */
@@ -940,6 +953,9 @@ int tide_engine_job(const tide_engine_t *e, int32_t h, tide_job_info_t *out)
     out->preemptions = j->preemptions;
     out->lost_gpu_s = j->lost_gpu_s;
     out->lease = j->lease;
+    out->cap_w = j->cap_w;
+    out->speed = j->speed;
+    tide__power_job_live(e, j, out);
     return 0;
 }
 

@@ -102,6 +102,12 @@ typedef struct job {
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;
     int stop_pending;        /* checkpoint requested to stop (not just shrink) */
+    /* power (power.c): cap per GPU (0 = none), relative throughput under it,
+     * and what caps cost it (tide_job_info_t) */
+    double cap_w, speed;
+    double capped_s, cap_delay_s, cap_energy_j; /* up to pw_at */
+    double pw_w;             /* its draw in the running total (W) */
+    tide_time_t pw_at;
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -399,6 +405,16 @@ struct tide_engine {
     reservation_t resv[TIDE_NPRIO];
     int n_resv;
     tide_actions_t *out;     /* actions of the current step */
+
+    /* power (power.c): power domain of every GPU, scratch per domain */
+    int n_pdom;
+    int power_on;            /* some power domain has a budget */
+    int32_t *gpu_pdom;
+    double *pw_w, *pw_b;     /* [n_pdom] watts planned, budgets */
+    int *pw_n;               /* [n_pdom] scratch GPU counts */
+    double pw_idle_mean, pw_train_mean; /* the models' mean idle / training draw */
+    double pw_train_w;       /* running jobs' draw now (sum of their pw_w) */
+    int pw_capped;           /* their GPUs under a cap now */
 };
 
 /* ------------------------------------------------------------ policies */
@@ -703,6 +719,33 @@ int tide__snapshot_layout_check(tide_error_t *err);
 
 /* sched.c */
 void tide__sched_pass(tide_engine_t *e, tide_time_t now);
+
+/* power.c: topology (at create), energy up to now (before the step's
+ * events), the capping pass (after the scheduling passes), admission of a
+ * start or growth on GPUs a (taken for job h, not yet its own): 1 if every
+ * power domain can hold it with all training at its lowest cap; the
+ * invariant (a budget exceeded while training there could still be shed) */
+void tide__power_init(tide_engine_t *e);
+void tide__power_free(tide_engine_t *e);
+void tide__power_advance(tide_engine_t *e, tide_time_t now);
+void tide__power_pass(tide_engine_t *e);
+int tide__power_admit(tide_engine_t *e, const alloc_t *a);
+int tide__power_check(const tide_engine_t *e, tide_error_t *err);
+void tide__power_job_reset(job_t *j);
+void tide__power_job_off(tide_engine_t *e, job_t *j);
+void tide__power_job_on(tide_engine_t *e, job_t *j);
+void tide__power_job_live(const tide_engine_t *e, const job_t *j, tide_job_info_t *out);
+/* The domains in the order a partition for inference should take them:
+ * with power budgets, round-robin over power domains (the first domain of
+ * every power domain, then the second, ...) so that no power domain is all
+ * serving; without, 0..n_doms-1. */
+void tide__power_spread(const tide_engine_t *e, int *order);
+/* Replica placement: per power domain the worst-case headroom (budget minus
+ * the draw with training at its lowest caps and serving at full load) into
+ * e->pw_w (0 when power is off); tide__power_room then says whether a gang
+ * of n GPUs of domain d would fit there at full load, and takes it. */
+void tide__power_room_init(tide_engine_t *e);
+int tide__power_room(tide_engine_t *e, int d, int n, int take);
 unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now);
 
 #endif

@@ -12,7 +12,7 @@ double tide__job_progress_now(const job_t *j, tide_time_t now)
     double p = j->progress;
     if ((j->state == TIDE_JOB_RUNNING || j->state == TIDE_JOB_RECLAIMING) &&
         j->phase == TIDE_PHASE_TRAINING && now > j->progress_at)
-        p += (double)(now - j->progress_at) * j->width / j->dp_max;
+        p += (double)(now - j->progress_at) * j->width / j->dp_max * (j->speed > 0 ? j->speed : 1);
     if (p > (double)j->spec.duration_s)
         p = (double)j->spec.duration_s;
     return p;
@@ -24,7 +24,7 @@ tide_time_t tide__job_expected_end(const job_t *j, tide_time_t now)
     if (rem < 0)
         rem = 0;
     int w = j->width > 0 ? j->width : j->dp_max;
-    double t = rem * j->dp_max / w;
+    double t = rem * j->dp_max / w / (j->speed > 0 ? j->speed : 1);
     t += floor(t / (double)j->spec.ckpt_interval_s) * (double)j->spec.ckpt_s;
     if (j->state == TIDE_JOB_QUEUED) {
         if (j->committed > 0)
@@ -226,6 +226,7 @@ void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
     j->progress = j->committed;
     j->progress_at = e->now;
     j->run_start = e->now;
+    tide__power_job_reset(j);
     j->stop_pending = 0;
     if (j->first_start < 0) {
         j->first_start = e->now;
@@ -291,6 +292,7 @@ void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
     j->progress = j->committed;
     j->progress_at = e->now;
     j->stop_pending = 0;
+    tide__power_job_reset(j);
     switch (reason) {
     case TIDE_R_COMPLETE:
         j->state = TIDE_JOB_DONE;

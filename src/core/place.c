@@ -295,6 +295,9 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
     static const int rank_train[Z_COUNT] = {[Z_TRAIN] = 0, [Z_SHARED] = 1, [Z_INF] = 2, [Z_RESERVE] = 3};
     const int *rank = prefer_inference ? rank_inf : rank_train;
     int start_n = out->n, placed = 0;
+    int power = kind == OWN_REPLICA && e->power_on;
+    if (power)
+        tide__power_room_init(e);
     for (; placed < want; placed++) {
         if (gang <= e->max_dom_gpus) {
             /* the domains with f >= gang free GPUs, by f then index: equal
@@ -308,6 +311,8 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
                         continue;
                     long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
                                  (long)rank[d->zone] * 10000L + (d->free - gang);
+                    if (power && !tide__power_room(e, i, gang, 0))
+                        continue; /* would not fit its power budget at full load */
                     if (best < 0 || score < best_score) {
                         best = i;
                         best_score = score;
@@ -315,6 +320,8 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
                 }
             if (best < 0)
                 break;
+            if (power)
+                tide__power_room(e, best, gang, 1);
             take_in_domain(e, &e->doms[best], gang, kind, owner, out);
         } else {
             /* whole free domains of one size: try each size that divides the gang */

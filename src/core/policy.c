@@ -1,4 +1,5 @@
 /* The policy table and the helpers policies share (layouts, night window). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -30,11 +31,15 @@ int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zo
                          "policy %s: %d inference GPUs do not fit in a cluster of %d GPUs",
                          e->pol->name, inf_gpus, e->n_gpus);
     int got = 0;
-    for (int d = 0; d < e->n_doms; d++) {
+    int *order = tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *order);
+    tide__power_spread(e, order); /* identity without power budgets */
+    for (int k = 0; k < e->n_doms; k++) {
+        int d = order[k];
         e->doms[d].zone = got < inf_gpus ? inf_zone : rest_zone;
         if (e->doms[d].zone == inf_zone)
             got += e->doms[d].gpus;
     }
+    free(order);
     return 0;
 }
 

@@ -334,7 +334,7 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
         alloc_t a = {0};
         int got = tide__place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
                               tz, OWN_JOB, h, &a, 0);
-        if (got && quota_ok(e, h, &a, tz))
+        if (got && quota_ok(e, h, &a, tz) && tide__power_admit(e, &a))
             tide__job_grow(e, h, &a, got);
         else
             for (int k = 0; k < a.n; k++)
@@ -433,7 +433,8 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                 alloc_t a = {0};
                 int w = tide__place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
                                     h, &a, 0);
-                if (w && respects(e, h, &a, w, now) && quota_ok(e, h, &a, tz)) {
+                if (w && respects(e, h, &a, w, now) && quota_ok(e, h, &a, tz) &&
+                    tide__power_admit(e, &a)) {
                     tide__job_start(e, h, &a, w);
                     free_gpus -= w * g;
                     tide__alloc_free(&a);

@@ -57,7 +57,8 @@ static const tide_field_t engine_f[] = {
     F(tide_engine_t, next_deadline), F(tide_engine_t, reserve_target),
     F(tide_engine_t, reserve_short), F(tide_engine_t, reserve_dirty), F(tide_engine_t, need_t0),
     F(tide_engine_t, need_avail), F(tide_engine_t, ret_lead), F(tide_engine_t, min_term),
-    F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt)};
+    F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt), F(tide_engine_t, pw_train_w),
+    F(tide_engine_t, pw_capped)};
 
 static const tide_field_t stats_f[] = {
     F(tide_stats_t, start), F(tide_stats_t, now), F(tide_stats_t, cluster_gpus),
@@ -71,7 +72,12 @@ static const tide_field_t stats_f[] = {
     F(tide_stats_t, tier_a_breach_gpu_s), F(tide_stats_t, tier_a_target_gpus),
     F(tide_stats_t, tier_a_short_gpus), F(tide_stats_t, gpus_now), F(tide_stats_t, queue_jobs),
     F(tide_stats_t, queue_gpus), F(tide_stats_t, demand_rps), F(tide_stats_t, ready_rps),
-    F(tide_stats_t, replicas_ready), F(tide_stats_t, replicas_warming)};
+    F(tide_stats_t, replicas_ready), F(tide_stats_t, replicas_warming),
+    F(tide_stats_t, energy_serving_j), F(tide_stats_t, energy_training_j),
+    F(tide_stats_t, energy_idle_j), F(tide_stats_t, energy_other_j), F(tide_stats_t, power_caps),
+    F(tide_stats_t, power_stops), F(tide_stats_t, power_held), F(tide_stats_t, power_breaches),
+    F(tide_stats_t, capped_gpu_s), F(tide_stats_t, power_excess_w),
+    F(tide_stats_t, power_capped_gpus)};
 
 static const tide_field_t job_spec_f[] = {
     F(tide_job_spec_t, priority), F(tide_job_spec_t, gpus), F(tide_job_spec_t, gang_gpus),
@@ -86,7 +92,9 @@ static const tide_field_t job_f[] = {
     F(job_t, notice_at), F(job_t, deadline), F(job_t, preemptions), F(job_t, lost_gpu_s),
     F(job_t, lease), F(job_t, n_leased), F(job_t, acct_state), F(job_t, acct_tier_own),
     F(job_t, tr_c), F(job_t, tr_d), F(job_t, tr_at), F(job_t, run_idx), F(job_t, exp_end),
-    F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order)};
+    F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order),
+    F(job_t, cap_w), F(job_t, speed), F(job_t, capped_s), F(job_t, cap_delay_s),
+    F(job_t, cap_energy_j), F(job_t, pw_w), F(job_t, pw_at)};
 
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, tier), F(replica_t, started),
@@ -190,7 +198,9 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cap_empty), F(tide_engine_t, plan_cost), F(tide_engine_t, plan_ok),
     F(tide_engine_t, dom_free_bits), F(tide_engine_t, dom_words), F(tide_engine_t, dl),
     F(tide_engine_t, n_dl), F(tide_engine_t, cap_dl), F(tide_engine_t, lease_merge),
-    F(tide_engine_t, cap_lease_merge)};
+    F(tide_engine_t, cap_lease_merge), F(tide_engine_t, n_pdom), F(tide_engine_t, power_on),
+    F(tide_engine_t, gpu_pdom), F(tide_engine_t, pw_w), F(tide_engine_t, pw_b),
+    F(tide_engine_t, pw_n), F(tide_engine_t, pw_idle_mean), F(tide_engine_t, pw_train_mean)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */

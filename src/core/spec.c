@@ -115,14 +115,14 @@ void tide_config_default(tide_config_t *c)
 
 static const char *const action_names[TIDE_ACT_KIND_COUNT] = {
     "job_start", "ckpt_notice", "job_resize", "job_stop", "replica_start", "replica_stop",
-    "lease_grant", "lease_renew", "lease_return"};
+    "lease_grant", "lease_renew", "lease_return", "power_cap"};
 static const char *const event_names[TIDE_EV_KIND_COUNT] = {
     "tick", "submit", "cancel", "demand", "replica_ready", "replica_failed", "job_phase",
     "ckpt_committed", "job_finished", "rank_failed", "node_failed", "node_recovered", "job_expired",
     "foreign", "rehearse", "surge", "replica_retire"};
 static const char *const reason_names[TIDE_R_COUNT] = {
     "", "reclaim", "preempt", "priority", "deadline", "cancel", "failure", "complete", "scale",
-    "window", "quota", "rehearsal"};
+    "window", "quota", "rehearsal", "power"};
 static const char *const phase_names[TIDE_PHASE_COUNT] = {"restoring", "training",
                                                            "checkpointing"};
 static const char *const state_names[TIDE_S_COUNT] = {

@@ -123,6 +123,7 @@ static void backend_opts_copy(tide_daemon_t *d, const tide_backend_opts_t *o)
     d->bopts.partition = d->bo_part = dup_opt(d->bopts.partition);
     d->bopts.infer_partition = d->bo_ipart = dup_opt(d->bopts.infer_partition);
     d->bopts.replica_command = d->bo_rcmd = dup_opt(d->bopts.replica_command);
+    d->bopts.power_cap_cmd = d->bo_pcmd = dup_opt(d->bopts.power_cap_cmd);
     d->bopts.workdir = d->bo_workdir = dup_opt(d->bopts.workdir);
     d->bopts.api_url = d->bo_api = dup_opt(d->bopts.api_url);
     d->bopts.probe_thread = 1; /* never hold the daemon lock through Slurm's timeouts */
@@ -471,6 +472,7 @@ static void daemon_free(tide_daemon_t *d)
     free(d->bo_part);
     free(d->bo_ipart);
     free(d->bo_rcmd);
+    free(d->bo_pcmd);
     free(d->bo_workdir);
     free(d->bo_api);
     pthread_cond_destroy(&d->loop_cv);

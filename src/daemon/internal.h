@@ -186,6 +186,7 @@ struct tide_daemon {
     const tide_backend_ops_t *be_ops; /* the backend's table: its capabilities */
     tide_backend_opts_t bopts;  /* strings owned (bo_*) */
     char *bo_conf, *bo_part, *bo_ipart, *bo_rcmd, *bo_workdir, *bo_api;
+    char *bo_pcmd;           /* --power-cap-cmd */
     double speed, tick_s;
     tide_time_t usage_interval_s;
     int check;

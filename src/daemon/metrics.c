@@ -241,6 +241,8 @@ static void m_backend(tide_daemon_t *d, tide_prom_t *p)
             {"tide_backend_signals_total", "counter", "Checkpoint signals delivered.", (double)bs.signals},
             {"tide_backend_cancels_total", "counter", "Jobs the backend cancelled.", (double)bs.cancels},
             {"tide_backend_pending_ops", "gauge", "Changes waiting for the cluster engine to answer.", (double)bs.pending_ops},
+            {"tide_backend_power_cmds_total", "counter", "Per-node power-cap commands run (--power-cap-cmd).", (double)bs.power_cmds},
+            {"tide_backend_power_cmd_failures_total", "counter", "Per-node power-cap commands that failed.", (double)bs.power_cmd_failures},
         };
         const char *bl[] = {"backend", d->backend_name};
         tide_prom_scalars(p, bf, sizeof bf / sizeof bf[0], bl, 1);
@@ -253,6 +255,40 @@ static void m_backend(tide_daemon_t *d, tide_prom_t *p)
             tide_prom_sample(p, "tide_backend_job_ends_total", l, 2, ev[i]);
         }
     }
+}
+
+/* One gauge family with a value per power domain (label domain="K"). */
+static void per_domain(tide_prom_t *p, const char *name, const char *help, const double *v, int n)
+{
+    tide_prom_family(p, name, "gauge", help);
+    for (int k = 0; k < n; k++) {
+        char dom[16];
+        snprintf(dom, sizeof dom, "%d", k);
+        const char *l[] = {"domain", dom};
+        tide_prom_sample(p, name, l, 1, v[k]);
+    }
+}
+
+/* Power per power domain as the engine plans it, budgets, capped GPUs, energy. */
+static void m_power(tide_daemon_t *d, tide_prom_t *p, const tide_stats_t *st)
+{
+    const tide_cluster_t *c = tide_engine_cluster(d->e);
+    int n = tide_cluster_power_domains(c);
+    double *w = tide_xcalloc(2 * (size_t)n + 1, sizeof *w), *b = w + n;
+    tide_engine_power_all(d->e, w, n);
+    for (int k = 0; k < n; k++)
+        b[k] = tide_cluster_power_budget(c, k);
+    per_domain(p, "tide_power_watts", "Planned draw of each power domain (modelled, with caps).", w, n);
+    per_domain(p, "tide_power_budget_watts", "Budget of each power domain (0 = none).", b, n);
+    free(w);
+    const tide_prom_scalar_t m[] = {
+        {"tide_power_capped_gpus", "gauge", "GPUs of training jobs under a power cap now.", (double)st->power_capped_gpus},
+        {"tide_power_caps_total", "counter", "Power caps set, raised or lifted (power_cap actions).", (double)st->power_caps},
+        {"tide_power_stops_total", "counter", "Jobs stopped because caps could not hold a budget.", (double)st->power_stops},
+        {"tide_energy_joules_total", "counter", "Modelled energy of all GPUs since the engine started.",
+         st->energy_serving_j + st->energy_training_j + st->energy_idle_j + st->energy_other_j},
+    };
+    tide_prom_scalars(p, m, sizeof m / sizeof m[0], NULL, 0);
 }
 
 /* The store: its counters (tide_store_stats) and the degraded state. */
@@ -373,6 +409,7 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_engine(d, &p);
     m_snapshots(d, &p);
     m_backend(d, &p);
+    m_power(d, &p, &st);
     m_teams(d, &p);
     m_store(d, &p);
     m_forecast(d, &p);

@@ -45,6 +45,13 @@ typedef struct rawprice {
     int given[TIDE_COST_COUNT];
 } rawprice_t;
 
+/* A power model as read (resolved against the cluster's types at the end). */
+typedef struct rawpower {
+    char type[TIDE_MAX_TYPE_NAME + 1];
+    int line;
+    tide_power_model_t m;
+} rawpower_t;
+
 typedef struct gov_raw {
     rawteam_t *teams;
     size_t n_teams;
@@ -56,6 +63,9 @@ typedef struct gov_raw {
     int n_qos;               /* qos: NAME: 1..3 */
     char qos_names[TIDE_GOV_MAX_QOS][64];
     int qos_prio[TIDE_GOV_MAX_QOS];
+    int have_power;
+    rawpower_t *power;       /* power: TYPE: {...} */
+    size_t n_power;
 } gov_raw_t;
 
 static void gov_raw_free(gov_raw_t *r)
@@ -66,6 +76,7 @@ static void gov_raw_free(gov_raw_t *r)
     }
     free(r->teams);
     free(r->prices);
+    free(r->power);
     memset(r, 0, sizeof *r);
 }
 
@@ -160,6 +171,34 @@ static int read_int(yp_t *y, const char *key, int min, int max, int *out)
     return 0;
 }
 
+/* The next key of a mapping whose keys are keys[0..nk) (current event: the
+ * mapping's start or the previous value). Returns 1 at the mapping's end, 0
+ * with *k its index and the value as the current event, -1 on an unknown or
+ * repeated key ("WHO: unknown key 'x' (expected LIST)", "WHO: 'x' given
+ * twice"). seen[nk] must start zeroed. */
+static int map_key(yp_t *y, const char *const *keys, int nk, int *seen, const char *who,
+                   const char *list, int *k)
+{
+    if (next(y) < 0)
+        return -1;
+    if (y->ev.type == YAML_MAPPING_END_EVENT)
+        return 1;
+    char key[64];
+    int kline = line_of(&y->ev);
+    if (read_key(y, key, sizeof key) < 0)
+        return -1;
+    for (*k = 0; *k < nk && strcmp(keys[*k], key) != 0;)
+        (*k)++;
+    if (*k == nk)
+        return fail(y, kline, TIDE_EINVAL, "%s: unknown key '%s' (expected %s)", who, key, list);
+    if (seen[*k])
+        return fail(y, kline, TIDE_EINVAL, "%s: '%s' given twice", who, key);
+    seen[*k] = 1;
+    return next(y);
+}
+
+static int read_watts(yp_t *y, const char *key, double *out);
+
 /* One group mapping (current event: MAPPING_START). */
 static int read_group(yp_t *y, tide_cluster_t *c, int gi)
 {
@@ -167,32 +206,23 @@ static int read_group(yp_t *y, tide_cluster_t *c, int gi)
     tide_node_group_t g;
     memset(&g, 0, sizeof g);
     char type[TIDE_MAX_TYPE_NAME + 1] = "";
-    enum { K_COUNT, K_GPUS, K_TYPE, K_DOMAIN, K_RACK, K_POWER, K_N };
-    static const char *const keys[K_N] = {"count",      "gpus_per_node", "gpu_type",
-                                          "domain_nodes", "rack_nodes",  "power_nodes"};
+    enum { K_COUNT, K_GPUS, K_TYPE, K_DOMAIN, K_RACK, K_POWER, K_BUDGET, K_N };
+    static const char *const keys[K_N] = {"count",        "gpus_per_node", "gpu_type",
+                                          "domain_nodes", "rack_nodes",    "power_nodes",
+                                          "power_budget_w"};
     int seen[K_N] = {0};
+    char who[32];
+    snprintf(who, sizeof who, "group %d", gi);
     for (;;) {
-        if (next(y) < 0)
+        int k, end = map_key(y, keys, K_N, seen, who,
+                             "count, gpus_per_node, gpu_type, domain_nodes, rack_nodes, "
+                             "power_nodes, power_budget_w",
+                             &k);
+        if (end < 0)
             return -1;
-        if (y->ev.type == YAML_MAPPING_END_EVENT)
+        if (end)
             break;
-        char key[64];
-        int kline = line_of(&y->ev);
-        if (read_key(y, key, sizeof key) < 0)
-            return -1;
-        int k = 0;
-        while (k < K_N && strcmp(keys[k], key) != 0)
-            k++;
-        if (k == K_N)
-            return fail(y, kline, TIDE_EINVAL,
-                        "group %d: unknown key '%s' (expected count, gpus_per_node, gpu_type, "
-                        "domain_nodes, rack_nodes, power_nodes)",
-                        gi, key);
-        if (seen[k])
-            return fail(y, kline, TIDE_EINVAL, "group %d: '%s' given twice", gi, key);
-        seen[k] = 1;
-        if (next(y) < 0)
-            return -1;
+        const char *key = keys[k];
         int rc = 0;
         switch (k) {
         case K_COUNT: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.count); break;
@@ -200,6 +230,7 @@ static int read_group(yp_t *y, tide_cluster_t *c, int gi)
         case K_DOMAIN: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.domain_nodes); break;
         case K_RACK: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.rack_nodes); break;
         case K_POWER: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.power_nodes); break;
+        case K_BUDGET: rc = read_watts(y, key, &g.power_budget_w); break;
         case K_TYPE:
             if (y->ev.type != YAML_SCALAR_EVENT)
                 return fail(y, line_of(&y->ev), TIDE_EINVAL, "'gpu_type' must be a name, got %s",
@@ -606,6 +637,121 @@ static int read_qos(yp_t *y, gov_raw_t *r)
     }
 }
 
+/* Watts: a plain decimal number in 0..1e9. */
+static int read_watts(yp_t *y, const char *key, double *out)
+{
+    if (want_plain(y, key, "a number of watts") < 0)
+        return -1;
+    double v;
+    if (tide_parse_decimal(scalar(y), &v) < 0 || !(v >= 0) || v > 1e9)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be watts in 0..1e9, got '%.40s'",
+                    key, scalar(y));
+    *out = v;
+    return 0;
+}
+
+/* curve: {CAP_FRACTION: SPEED, ...} (current event), highest fraction first. */
+static int read_curve(yp_t *y, tide_power_model_t *m)
+{
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "'curve' must be a map of cap fraction to speed {1.0: 1.0, 0.8: 0.95}, got %s",
+                    kind_name(y->ev.type));
+    m->n_curve = 0;
+    for (;;) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        if (m->n_curve >= TIDE_POWER_CURVE_MAX)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL, "'curve' has more than %d points",
+                        TIDE_POWER_CURVE_MAX);
+        double f, s;
+        if (want_plain(y, "curve", "a cap fraction") < 0)
+            return -1;
+        if (tide_parse_decimal(scalar(y), &f) < 0)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL, "'curve': '%.40s' is not a number",
+                        scalar(y));
+        if (next(y) < 0 || want_plain(y, "curve", "a speed") < 0)
+            return -1;
+        if (tide_parse_decimal(scalar(y), &s) < 0)
+            return fail(y, line_of(&y->ev), TIDE_EINVAL, "'curve': '%.40s' is not a number",
+                        scalar(y));
+        m->curve_frac[m->n_curve] = f;
+        m->curve_speed[m->n_curve++] = s;
+    }
+    return 0;
+}
+
+/* One GPU type's power model {tdp: 700, idle: 90, ...} (current event). */
+static int read_power_model(yp_t *y, rawpower_t *p)
+{
+    static const char *const keys[] = {"tdp",      "idle",       "serving_idle", "serving_full",
+                                       "training", "checkpoint", "min_cap",      "curve"};
+    double *dst[] = {&p->m.tdp_w,   &p->m.idle_w, &p->m.serve_idle_w, &p->m.serve_full_w,
+                     &p->m.train_w, &p->m.ckpt_w, &p->m.min_cap_w,    NULL};
+    enum { NK = sizeof keys / sizeof keys[0] };
+    int seen[NK] = {0};
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "power model of '%s' must be a map like {tdp: 700, training: 650}, got %s",
+                    p->type, kind_name(y->ev.type));
+    char who[TIDE_MAX_TYPE_NAME + 40];
+    snprintf(who, sizeof who, "power model of '%s'", p->type);
+    for (;;) {
+        int k, end = map_key(y, keys, NK, seen, who,
+                             "tdp, idle, serving_idle, serving_full, training, checkpoint, "
+                             "min_cap, curve",
+                             &k);
+        if (end)
+            return end < 0 ? -1 : 0;
+        if ((dst[k] ? read_watts(y, keys[k], dst[k]) : read_curve(y, &p->m)) < 0)
+            return -1;
+    }
+}
+
+/* power: {TYPE: model, ...}: keys a model leaves out keep the defaults. */
+static int read_power(yp_t *y, gov_raw_t *r)
+{
+    if (y->ev.type != YAML_MAPPING_START_EVENT)
+        return fail(y, line_of(&y->ev), TIDE_EINVAL,
+                    "'power' must be a map of GPU type to power model, got %s",
+                    kind_name(y->ev.type));
+    for (;;) {
+        if (next(y) < 0)
+            return -1;
+        if (y->ev.type == YAML_MAPPING_END_EVENT)
+            return 0;
+        rawpower_t p;
+        memset(&p, 0, sizeof p);
+        p.line = line_of(&y->ev);
+        tide_power_model_default(&p.m);
+        if (read_name(y, "power", TIDE_MAX_TYPE_NAME, p.type) < 0)
+            return -1;
+        for (size_t i = 0; i < r->n_power; i++)
+            if (!strcmp(r->power[i].type, p.type))
+                return fail(y, p.line, TIDE_EINVAL, "power model of '%s' given twice", p.type);
+        if (next(y) < 0 || read_power_model(y, &p) < 0)
+            return -1;
+        r->power = tide_xrealloc(r->power, (r->n_power + 1) * sizeof *r->power);
+        r->power[r->n_power++] = p;
+    }
+}
+
+/* Set the power models on the cluster (types resolved now). */
+static int resolve_power(yp_t *y, const gov_raw_t *r, tide_cluster_t *c)
+{
+    for (size_t i = 0; i < r->n_power; i++) {
+        int k = tide_cluster_type_find(c, r->power[i].type);
+        if (k < 0)
+            return fail(y, r->power[i].line, TIDE_EINVAL,
+                        "power model for unknown GPU type '%s'", r->power[i].type);
+        if (tide_cluster_set_power_model(c, k, &r->power[i].m, y->err) < 0)
+            return tide_err_prefix(y->err, "%s:%d: ", y->name, r->power[i].line);
+    }
+    return 0;
+}
+
 /* Resolve GPU type names of the raw section against cluster c into g
  * (initialised here). Errors name the line. */
 static int resolve_gov(yp_t *y, const gov_raw_t *r, const tide_cluster_t *c,
@@ -725,11 +871,12 @@ static int read_doc(yp_t *y, tide_cluster_t *c, gov_raw_t *r)
                     : !strcmp(key, "prices")    ? &r->have_prices
                     : !strcmp(key, "fairshare") ? &r->have_fairshare
                     : !strcmp(key, "qos")       ? &r->have_qos
+                    : !strcmp(key, "power")     ? &r->have_power
                                                 : NULL;
         if (!seen)
             return fail(y, kline, TIDE_EINVAL,
-                        "unknown key '%s' (expected 'groups', 'teams', 'prices', 'fairshare' or "
-                        "'qos')",
+                        "unknown key '%s' (expected 'groups', 'teams', 'prices', 'fairshare', "
+                        "'qos' or 'power')",
                         key);
         if (*seen)
             return fail(y, kline, TIDE_EINVAL, "'%s' given twice", key);
@@ -740,6 +887,7 @@ static int read_doc(yp_t *y, tide_cluster_t *c, gov_raw_t *r)
                  : seen == &r->have_teams  ? read_teams(y, r)
                  : seen == &r->have_prices ? read_prices(y, r)
                  : seen == &r->have_qos    ? read_qos(y, r)
+                 : seen == &r->have_power  ? read_power(y, r)
                                            : read_fairshare(y, r);
         if (rc < 0)
             return -1;
@@ -770,6 +918,8 @@ static tide_cluster_t *load(yp_t *y, tide_governance_t *gov)
     yaml_parser_delete(&y->p);
     tide_governance_t g;
     tide_governance_init(&g, NULL);
+    if (rc == 0)
+        rc = resolve_power(y, &raw, c);
     if (rc == 0)
         rc = resolve_gov(y, &raw, c, &g);
     gov_raw_free(&raw);

@@ -432,8 +432,8 @@ static int smap_get(const smap_t *m, const char *key)
 /* Kinds documented in docs/sim.md; other kinds are fault rows. */
 static const char *const KNOWN_KINDS[] = {
     "job_start", "ckpt_notice", "job_resize", "job_stop", "replica_start", "replica_stop",
-    "lease_grant", "lease_renew", "lease_return", "submit", "ckpt_committed", "job_finished",
-    "replica_ready", "version"};
+    "lease_grant", "lease_renew", "lease_return", "power_cap", "submit", "ckpt_committed",
+    "job_finished", "replica_ready", "version"};
 
 static int kind_known(const char *k)
 {
@@ -1013,6 +1013,8 @@ static const char PAGE_BODY[] =
     "<div class=\"chart\" id=\"chart-leases\"></div>\n"
     "<div class=\"chart\" id=\"chart-pipeline\"></div>\n"
     "<div class=\"chart\" id=\"chart-storage\"></div>\n"
+    "<div class=\"chart\" id=\"chart-power\"></div>\n"
+    "<div id=\"power-table\" class=\"tablebox\"></div>\n"
     "<div class=\"chart\" id=\"chart-class-hours\"></div>\n"
     "<div class=\"grid2\"><div class=\"chart\" id=\"chart-team-hours\"></div>"
     "<div class=\"chart\" id=\"chart-team-loss\"></div></div>\n"

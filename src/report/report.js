@@ -1149,7 +1149,7 @@
   function renderPolicy() {
     var pol = state.policy, tl = D.timeline[pol];
     var ids = ['chart-gpu-state', 'chart-forecast', 'chart-gpu-class', 'chart-training', 'chart-leases', 'chart-pipeline', 'chart-storage',
-      'chart-team-hours', 'chart-class-hours', 'chart-team-loss'];
+      'chart-team-hours', 'chart-class-hours', 'chart-team-loss', 'chart-power'];
     ids.forEach(function (id) { delete drawn[id]; delete expected[id]; });
     var tabs = document.querySelectorAll('#policy-tabs button');
     for (var i = 0; i < tabs.length; i++) tabs[i].className = tabs[i].getAttribute('data-policy') === pol ? 'on' : '';
@@ -1228,6 +1228,7 @@
       sbox.style.display = 'none';
       sbox.innerHTML = '';
     }
+    powerSection(pol);
     expected['chart-team-hours'] = 1;
     drawn['chart-team-hours'] = teamHours('chart-team-hours', pol);
     expected['chart-class-hours'] = 1;
@@ -1238,6 +1239,50 @@
     renderTeams();
     renderSignals();
     report();
+  }
+
+  /* Power by domain (summary.json policies.<pol>.power.series): each power
+   * domain's highest planned draw per bucket as a share of its budget (of its
+   * nameplate without one), the 100% line, and the jobs that were capped. */
+  var POWER_COLORS = ['#1c7ed6', '#e8590c', '#2b8a3e', '#862e9c', '#c92a2a', '#0b7285', '#5f3dc4', '#d9480f', '#087f5b', '#495057'];
+  function powerSection(pol) {
+    var P = (S.policies[pol] || {}).power, box = $('chart-power'), tb = $('power-table');
+    if (!P || !P.series || !P.series.domains || !P.series.domains.length) {
+      box.style.display = 'none'; box.innerHTML = ''; tb.innerHTML = '';
+      return;
+    }
+    box.style.display = '';
+    var se = P.series, doms = se.domains, n = doms[0].max_w.length, t = [];
+    for (var i = 0; i < n; i++) t.push(i * se.step_s);
+    var ptl = { t: t, step: se.step_s, raw_step: se.step_s, n_raw: n, factor: 1, cols: {} };
+    var lines = doms.map(function (d, k) {
+      var ref = d.budget_w > 0 ? d.budget_w : d.nameplate_w;
+      return { name: 'domain ' + k + (d.budget_w > 0 ? ' (budget ' + num(d.budget_w / 1000, 1) + ' kW)' : ' (no budget)'),
+        color: POWER_COLORS[k % POWER_COLORS.length], axis: 1, unit: '%', digits: 1, width: 1.3,
+        v: d.max_w.map(function (w) { return ok(w) && ref > 0 ? 100 * w / ref : null; }) };
+    });
+    lines.push({ name: 'budget (100%)', color: '#c92a2a', dash: '6,3', axis: 1, unit: '%', width: 1.6,
+      v: t.map(function () { return 100; }) });
+    expected['chart-power'] = 1;
+    var en = P.energy_kwh || {};
+    drawn['chart-power'] = timeChart('chart-power', { tl: ptl, height: 260,
+      title: 'Power by domain against its budget (highest planned draw per ' + dur(se.step_s) + ')',
+      stacks: [], lines: lines, yLabel: P.budgeted ? '% of budget' : '% of nameplate',
+      note: 'Energy ' + num(en.total, 0) + ' kWh (serving ' + num(en.serving, 0) + ', training ' + num(en.training, 0) +
+        ', idle ' + num(en.idle, 0) + '); ' + num(P.energy_per_request_j, 1) + ' J per served request, ' +
+        num(P.energy_per_useful_training_gpu_hour_kwh, 3) + ' kWh per training GPU-hour. Budget breaches: ' +
+        num(P.breaches) + '; caps set ' + num(P.caps) + ', starts held ' + num(P.starts_held) + ', jobs stopped for power ' +
+        num(P.stops) + '.' });
+    if (!P.capped_jobs) { tb.innerHTML = P.budgeted ? '<p class="note">No training was capped.</p>' : ''; return; }
+    var h = '<p class="note">' + num(P.capped_jobs) + ' jobs ran under a power cap for ' + num(P.capped_gpu_hours, 0) +
+      ' GPU-hours in all; the caps cost ' + num(P.cap_delay_h, 1) + ' h of full-width progress and changed energy by ' +
+      num(P.cap_energy_kwh, 1) + ' kWh (negative: saved) against the same progress uncapped. The most capped:</p>' +
+      '<table><thead><tr><th>job</th><th>priority</th><th>GPUs</th><th>capped h</th><th>delay h</th><th>energy kWh</th></tr></thead><tbody>';
+    (P.jobs || []).slice(0, 20).forEach(function (j) {
+      h += '<tr><td>' + esc(j.job) + '</td><td>P' + j.priority + '</td><td>' + num(j.gpus) + '</td><td>' + num(j.capped_h, 1) +
+        '</td><td>' + num(j.delay_h, 2) + '</td><td>' + num(j.energy_kwh, 1) + '</td></tr>';
+    });
+    tb.innerHTML = h + '</tbody></table>';
   }
 
   function dayControls() {

@@ -118,6 +118,7 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_LEASE_GRANT] = F_GPUS | F_DEADLINE,
     [TIDE_ACT_LEASE_RENEW] = F_DEADLINE,
     [TIDE_ACT_LEASE_RETURN] = F_GPUS,
+    [TIDE_ACT_POWER_CAP] = F_GPUS | F_VALUE,
 };
 
 /* One events.csv row; numeric fields are preformatted ("" = empty). */
@@ -354,6 +355,12 @@ typedef struct run {
     double fix_demanded, fix_served, fix_useful; /* true minus the engine's books */
     tide_pipesim_t *ps;          /* the model pipeline (NULL = none) */
     tide_latency_t *lat;         /* latency as users feel it (world/latency.h) */
+    /* power by domain: the highest planned draw of each bucket of pw_step
+     * seconds (pw_nb buckets x pw_nd domains) */
+    double *pw_max, *pw_now;
+    size_t pw_nb, pw_cap;
+    int pw_nd;
+    tide_time_t pw_step;
 } run_t;
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
@@ -453,6 +460,37 @@ static void note_losses(run_t *r, tide_time_t t, double lost_delta)
 }
 
 /* One engine step at t with the gathered events; log and enact. */
+#define PW_POINTS 500 /* buckets of the power series at most */
+
+/* The planned draw of every power domain after a step, into its bucket. */
+static void power_sample(run_t *r, tide_time_t t)
+{
+    if (r->pw_nd <= 0)
+        return;
+    if (!r->pw_step) {
+        r->pw_step = r->horizon / PW_POINTS + 1;
+        if (r->pw_step < r->interval)
+            r->pw_step = r->interval;
+    }
+    size_t b = t > 0 ? (size_t)(t / r->pw_step) : 0;
+    /* without budgets one sample per bucket (the series is for the chart);
+     * with them every step (what the budget is held to) */
+    if (b < r->pw_nb && !tide_cluster_power_budgeted(r->o->cluster))
+        return;
+    if (b >= r->pw_nb) {
+        size_t old = r->pw_nb;
+        tide_grow((void **)&r->pw_max, &r->pw_cap, (b + 1) * (size_t)r->pw_nd, sizeof *r->pw_max);
+        for (size_t k = old * (size_t)r->pw_nd; k < (b + 1) * (size_t)r->pw_nd; k++)
+            r->pw_max[k] = -1;
+        r->pw_nb = b + 1;
+    }
+    tide_engine_power_all(r->e, r->pw_now, r->pw_nd);
+    double *row = r->pw_max + b * (size_t)r->pw_nd;
+    for (int d = 0; d < r->pw_nd; d++)
+        if (r->pw_now[d] > row[d])
+            row[d] = r->pw_now[d];
+}
+
 static int step(run_t *r, tide_time_t t, tide_error_t *err)
 {
     tide_stats_t before;
@@ -467,6 +505,7 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
         r->ndeaths = 0;
     r->steps++;
     r->input_events += (long)r->nev;
+    power_sample(r, t);
     if (r->o->check && tide_engine_check(r->e, err) != 0) {
         if (err)
             err->code = TIDE_ESTATE;
@@ -1441,6 +1480,107 @@ static void reserve_json(const run_t *r, const tide_stats_t *st, json_t *ta, tab
 
 static json_t *latency_json(const run_t *r, tabrow_t *tab);
 
+/* Energy in kWh. */
+static json_t *kwh(double joules) { return tide_json_real(joules / 3.6e6); }
+
+static int capped_cmp(const void *a, const void *b)
+{
+    const tide_job_info_t *x = a, *y = b;
+    return (x->capped_s < y->capped_s) - (x->capped_s > y->capped_s);
+}
+
+/* Jobs that ran under a power cap (the most capped first, at most 100) and
+ * their totals into o. */
+static void capped_jobs_json(const run_t *r, json_t *o)
+{
+    int n = tide_engine_jobs(r->e), k = 0;
+    tide_job_info_t *v = tide_xcalloc((size_t)n + 1, sizeof *v);
+    double delay = 0, energy = 0;
+    for (int h = 0; h < n; h++)
+        if (tide_engine_job(r->e, h, &v[k]) == 0 && v[k].capped_s > 0) {
+            delay += v[k].cap_delay_s;
+            energy += v[k].cap_energy_j;
+            k++;
+        }
+    qsort(v, (size_t)k, sizeof *v, capped_cmp);
+    json_t *a = json_array();
+    for (int i = 0; i < k && i < 100; i++) {
+        json_t *x = json_object();
+        tide_json_set(x, "job", json_string(v[i].spec->id));
+        tide_json_set(x, "priority", json_integer(v[i].spec->priority));
+        tide_json_set(x, "gpus", json_integer(v[i].spec->gpus));
+        tide_json_set(x, "capped_h", tide_json_real(v[i].capped_s / 3600.0));
+        tide_json_set(x, "delay_h", tide_json_real(v[i].cap_delay_s / 3600.0));
+        tide_json_set(x, "energy_kwh", kwh(v[i].cap_energy_j));
+        json_array_append_new(a, x);
+    }
+    tide_json_set(o, "capped_jobs", json_integer(k));
+    tide_json_set(o, "cap_delay_h", tide_json_real(delay / 3600.0));
+    tide_json_set(o, "cap_energy_kwh", kwh(energy));
+    tide_json_set(o, "jobs", a);
+    free(v);
+}
+
+/* The power series: per domain its budget and the highest planned draw of
+ * every pw_step bucket (null where no step fell). */
+static json_t *power_series_json(const run_t *r)
+{
+    const tide_cluster_t *c = tide_engine_cluster(r->e);
+    json_t *o = json_object(), *dom = json_array();
+    tide_json_set(o, "step_s", json_integer(r->pw_step));
+    for (int d = 0; d < r->pw_nd; d++) {
+        json_t *x = json_object(), *w = json_array();
+        tide_json_set(x, "budget_w", tide_json_real(tide_cluster_power_budget(c, d)));
+        tide_json_set(x, "nameplate_w", tide_json_real(tide_cluster_power_nameplate(c, d)));
+        for (size_t b = 0; b < r->pw_nb; b++) {
+            double v = r->pw_max[b * (size_t)r->pw_nd + (size_t)d];
+            json_array_append_new(w, v < 0 ? json_null() : tide_json_round(v, 0));
+        }
+        tide_json_set(x, "max_w", w);
+        json_array_append_new(dom, x);
+    }
+    tide_json_set(o, "domains", dom);
+    return o;
+}
+
+/* summary.json policies.<name>.power (docs/sim.md). */
+static json_t *power_json(const run_t *r, const tide_stats_t *st)
+{
+    const tide_cluster_t *c = tide_engine_cluster(r->e);
+    json_t *o = json_object(), *en = json_object();
+    double total = st->energy_serving_j + st->energy_training_j + st->energy_idle_j +
+                   st->energy_other_j;
+    double budget = 0;
+    for (int d = 0; d < tide_cluster_power_domains(c); d++)
+        budget += tide_cluster_power_budget(c, d);
+    tide_json_set(o, "budgeted", json_boolean(tide_cluster_power_budgeted(c)));
+    tide_json_set(o, "budget_w", tide_json_real(budget));
+    tide_json_set(o, "nameplate_w", tide_json_real(tide_cluster_power_nameplate(c, -1)));
+    tide_json_set(en, "serving", kwh(st->energy_serving_j));
+    tide_json_set(en, "training", kwh(st->energy_training_j));
+    tide_json_set(en, "idle", kwh(st->energy_idle_j));
+    tide_json_set(en, "other", kwh(st->energy_other_j));
+    tide_json_set(en, "total", kwh(total));
+    tide_json_set(o, "energy_kwh", en);
+    double train_s = 0;
+    for (int cl = TIDE_C_P1; cl <= TIDE_C_P3; cl++)
+        for (int t = 0; t < TIDE_T_COUNT; t++)
+            train_s += st->gpu_s[cl][TIDE_S_TRAINING][t];
+    tide_json_set(o, "energy_per_request_j",
+                  tide_json_real(ratio(st->energy_serving_j, st->requests_served)));
+    tide_json_set(o, "energy_per_useful_training_gpu_hour_kwh",
+                  tide_json_real(ratio(st->energy_training_j / 3.6e6, train_s / 3600.0)));
+    tide_json_set(o, "caps", json_integer(st->power_caps));
+    tide_json_set(o, "stops", json_integer(st->power_stops));
+    tide_json_set(o, "starts_held", json_integer(st->power_held));
+    tide_json_set(o, "breaches", json_integer(st->power_breaches));
+    tide_json_set(o, "max_excess_w", tide_json_real(st->power_excess_w));
+    tide_json_set(o, "capped_gpu_hours", tide_json_real(st->capped_gpu_s / 3600.0));
+    capped_jobs_json(r, o);
+    tide_json_set(o, "series", power_series_json(r));
+    return o;
+}
+
 static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
 {
     tide_stats_t st;
@@ -1521,6 +1661,7 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     if (r->o->inject && r->o->inject->n > 0)
         tide_json_set(o, "faults", faults_json(r));
     tide_json_set(o, "teams", teams_json(r->e));
+    tide_json_set(o, "power", power_json(r, &st));
     tide_json_set(o, "events", json_integer(r->rows));
     tide_json_set(o, "steps", json_integer(r->steps));
     tide_json_set(o, "input_events", json_integer(r->input_events));
@@ -1666,6 +1807,8 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
         return NULL;
     }
     tide_actions_init(&r->acts);
+    r->pw_nd = tide_cluster_power_domains(o->cluster);
+    r->pw_now = tide_xcalloc((size_t)r->pw_nd + 1, sizeof *r->pw_now);
     r->w = tide_world_create(r->e);
     r->lat = latency_create(o);
     if (o->inject && o->inject->n > 0) {
@@ -1705,6 +1848,8 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);
+    free(r->pw_max);
+    free(r->pw_now);
     free(r->fc_rows);
     free(r->fc_prev);
     r->fc_rows = r->fc_prev = NULL;

@@ -815,6 +815,7 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_LEASE_GRANT] = AF_DEADLINE,
     [TIDE_ACT_LEASE_RENEW] = AF_DEADLINE,
     [TIDE_ACT_LEASE_RETURN] = 0,
+    [TIDE_ACT_POWER_CAP] = AF_GPUS | AF_VALUE,
 };
 
 int tide_store_action_append(tide_store_t *s, int64_t step, tide_time_t t, const tide_action_t *a,

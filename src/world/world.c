@@ -55,6 +55,7 @@ typedef struct wjob {
     int phase;
     int width, W;               /* current and full data-parallel width */
     double progress, committed; /* full-width seconds */
+    double speed;               /* relative throughput under a power cap (1 = none) */
     double ckpt_value;          /* progress at the start of the pending checkpoint */
     tide_time_t t_last;         /* progress and train_s are as of this time */
     tide_time_t train_s;        /* training time since (re)start or last commit */
@@ -206,7 +207,7 @@ static void job_advance(wjob_t *j, tide_time_t now)
     if (j->phase == TIDE_PHASE_TRAINING) {
         tide_time_t dt = now - j->t_last;
         if (j->width > 0 && j->W > 0)
-            j->progress += (double)dt * j->width / j->W;
+            j->progress += (double)dt * j->width / j->W * (j->speed > 0 ? j->speed : 1.0);
         double dur = (double)j->duration_s;
         if (j->progress > dur)
             j->progress = dur;
@@ -418,7 +419,7 @@ static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
             rem = 0;
         double fin = INFINITY;
         if (j->width > 0 && j->W > 0)
-            fin = (double)j->t_last + rem * j->W / j->width;
+            fin = (double)j->t_last + rem * j->W / j->width / (j->speed > 0 ? j->speed : 1.0);
         if (fin <= (double)ckpt_at && fin < 9.0e18) {
             x.kind = W_FINISH;
             /* a hair of slack so that 3600.0000000001 still finishes at 3600 */
@@ -549,6 +550,7 @@ static void act_job_start(tide_world_t *w, tide_time_t now, const tide_action_t 
     j->gang = info.spec->gang_gpus;
     j->W = info.dp_max > 0 ? info.dp_max : 1;
     j->width = a->width;
+    j->speed = 1.0;
     j->progress = j->committed;
     j->t_last = now;
     j->train_s = 0;
@@ -612,6 +614,18 @@ static void act_job_resize(tide_world_t *w, tide_time_t now, const tide_action_t
         return;
     job_advance(j, now);
     j->width = a->width;
+    job_schedule(w, a->job, j);
+}
+
+/* A power cap: training from now on at the engine's throughput under it. */
+static void act_power_cap(tide_world_t *w, tide_time_t now, const tide_action_t *a)
+{
+    wjob_t *j = active_job(w, a->job);
+    tide_job_info_t info;
+    if (!j || tide_engine_job(w->e, a->job, &info) != 0)
+        return;
+    job_advance(j, now);
+    j->speed = info.speed > 0 ? info.speed : 1.0;
     job_schedule(w, a->job, j);
 }
 
@@ -698,6 +712,7 @@ static const act_fn act_table[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_LEASE_GRANT] = act_lease_set,
     [TIDE_ACT_LEASE_RENEW] = act_lease_set,
     [TIDE_ACT_LEASE_RETURN] = act_lease_return,
+    [TIDE_ACT_POWER_CAP] = act_power_cap,
 };
 
 /* ------------------------------------------------------------- delivery */

@@ -412,6 +412,9 @@ EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
             case TIDE_R_CANCEL:
                 ok = ef_has_event(ev, nev, TIDE_EV_JOB_CANCEL, x->job);
                 break;
+            case TIDE_R_POWER: /* caps were not enough for a power budget */
+                ok = 1;
+                break;
             case TIDE_R_PREEMPT:
                 /* the policies that stop training at once for inference */
                 ok = f->policy && (!strcmp(f->policy, "preempt") || !strcmp(f->policy, "k8s"));

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "tide/cluster.h"
@@ -364,6 +365,8 @@ static tide_backend_t *fx_backend(fx_t *f, tide_error_t *err)
 }
 
 static tide_time_t fx_lease_max = 600; /* the engine's lease_max_s for the next fixture */
+static double fx_power_factor;         /* > 0: power budgets of the next fixture (x nameplate) */
+static const char *fx_power_cmd;       /* its --power-cap-cmd */
 
 static fx_t *fx_new_svcs(int services)
 {
@@ -371,6 +374,8 @@ static fx_t *fx_new_svcs(int services)
     fk_default(&f->fk);
     tide_error_t err = {0};
     f->c = tide_cluster_parse("4x8:h100", &err);
+    if (fx_power_factor > 0)
+        assert_int_equal(tide_cluster_scale_power_budgets(f->c, fx_power_factor, &err), 0);
     tide_config_t cfg;
     tide_config_default(&cfg);
     cfg.policy = "elastic";
@@ -393,7 +398,8 @@ static fx_t *fx_new_svcs(int services)
     f->o = (tide_backend_opts_t){.slurm = &fk_ops, .unix_clock = clock_fn,
                                  .unix_clock_ctx = &f->fk, .log = f->log,
                                  .replica_command = "serve --port 8000", .workdir = "/srv/tide",
-                                 .api_url = "http://ctl:7070", .partition = "gpu"};
+                                 .api_url = "http://ctl:7070", .partition = "gpu",
+                                 .power_cap_cmd = fx_power_cmd};
     f->b = fx_backend(f, &err);
     if (!f->b)
         fail_msg("backend: %s", err.msg);
@@ -1982,6 +1988,78 @@ static void names_round_trip(void **state)
     }
 }
 
+/* Power caps are enacted per node through the command: {node} and {watts}
+ * for every node of the job's GPUs; a lift writes the GPU type's TDP; a
+ * failing command is counted and logged. */
+static void power_cap_command(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tide-pcap.XXXXXX", path[300], cmd[700];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/calls", dir);
+    snprintf(cmd, sizeof cmd, "echo {node} {watts} >> %s", path);
+    fx_power_factor = 0.5;
+    fx_power_cmd = cmd;
+    fx_t *f = fx_new();
+    fx_power_factor = 0;
+    fx_power_cmd = NULL;
+    fx_training(f);
+    const tide_action_t *cap = fx_act(f, TIDE_ACT_POWER_CAP, f->job);
+    assert_non_null(cap);
+    assert_true(cap->value > 200 && cap->value < 650);
+    const tide_action_t *st = fx_act(f, TIDE_ACT_JOB_START, f->job);
+    char used[2][16], want[2][64], line[128];
+    for (int k = 0; k < 2; k++) {
+        node_of(f, st, k, used[k]);
+        snprintf(want[k], sizeof want[k], "%s %ld\n", used[k], (long)cap->value);
+    }
+    FILE *in = fopen(path, "r");
+    assert_non_null(in);
+    int n = 0, hit[2] = {0, 0};
+    while (fgets(line, sizeof line, in)) {
+        n++;
+        for (int k = 0; k < 2; k++)
+            hit[k] += !strcmp(line, want[k]);
+    }
+    fclose(in);
+    assert_int_equal(n, 2);
+    assert_true(hit[0] == 1 && hit[1] == 1);
+    tide_backend_status_t bs;
+    tide_backend_status(f->b, &bs);
+    assert_int_equal(bs.power_cmds, 2);
+    assert_int_equal(bs.power_cmd_failures, 0);
+    /* a lift: the TDP (700 W by default) on the same nodes */
+    tide_action_t lift = *cap;
+    lift.value = 0;
+    tide_actions_t one;
+    tide_actions_init(&one);
+    one.v = &lift;
+    one.n = 1;
+    one.gpus = f->acts.gpus;
+    one.ngpus = f->acts.ngpus;
+    tide_error_t err = {0};
+    assert_int_equal(tide_backend_enact(f->b, f->now, &one, NULL, &err), 0);
+    in = fopen(path, "r");
+    n = 0;
+    while (fgets(line, sizeof line, in))
+        n += strstr(line, " 700\n") != NULL;
+    fclose(in);
+    assert_int_equal(n, 2);
+    /* a node name a shell would read: refused, nothing run */
+    assert_int_equal(tide_power_cmd_run(cmd, "n1;rm -rf /", 300, &err), -1);
+    assert_int_equal(err.code, TIDE_EINVAL);
+    assert_int_equal(tide_power_cmd_run("exit 3", "n1", 300, &err), -1);
+    assert_int_equal(err.code, TIDE_EIO);
+    char buf[16];
+    assert_int_equal(tide_power_cmd_expand("{node}:{watts}:{node}", "n1", 450, buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "n1:450:n1");
+    assert_int_equal(tide_power_cmd_expand("{node}{node}{node}{node}{node}", "node1", 1, buf,
+                                           sizeof buf, &err), -1);
+    unlink(path);
+    rmdir(dir);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2016,6 +2094,7 @@ int main(void)
         cmocka_unit_test_teardown(regression_adopted_gangs_resize_right_gang, fx_cleanup),
         cmocka_unit_test_teardown(regression_grown_gang_indices_in_range, fx_cleanup),
         cmocka_unit_test_teardown(shadow_reads_only, fx_cleanup),
+        cmocka_unit_test_teardown(power_cap_command, fx_cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

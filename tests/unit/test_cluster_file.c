@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,7 @@ static void test_bad(void **state)
     expect_bad("groups:\n  - 3\n", TIDE_EINVAL, "c.yaml:2: group 1 must be a mapping");
     expect_bad("nodes: 3\n", TIDE_EINVAL,
                "c.yaml:1: unknown key 'nodes' (expected 'groups', 'teams', 'prices', "
-               "'fairshare' or 'qos')");
+               "'fairshare', 'qos' or 'power')");
     /* the governance section is parsed (tests/unit/test_governance.c) and
      * validated even by the functions that discard it */
     /* weights and prices: plain decimals up to TIDE_CF_MAX_REAL */
@@ -228,12 +229,47 @@ static void test_qos(void **state)
                "c.yaml:4:");
 }
 
+/* power: budgets per power domain (per group) and models per GPU type. */
+static void test_power(void **state)
+{
+    (void)state;
+    const char *y = "groups:\n  - {count: 8, gpus_per_node: 8, gpu_type: H100, power_nodes: 4,\n"
+                    "     power_budget_w: 19040}\n  - {count: 2, gpus_per_node: 4, gpu_type: L4}\n"
+                    "power:\n  L4: {tdp: 72, idle: 16, serving_idle: 20, serving_full: 70,\n"
+                    "       training: 70, checkpoint: 30, min_cap: 40,\n"
+                    "       curve: {1.0: 1.0, 0.75: 0.9, 0.5: 0.7}}\n  H100: {training: 620}\n";
+    tide_error_t err = {0};
+    tide_cluster_t *c = load_str(y, &err);
+    if (!c)
+        fail_msg("%s", err.msg);
+    assert_int_equal(tide_cluster_power_domains(c), 3);
+    assert_true(tide_cluster_power_budget(c, 0) == 19040);
+    assert_true(tide_cluster_power_budget(c, 1) == 19040);
+    assert_true(tide_cluster_power_budget(c, 2) == 0);
+    const tide_power_model_t *h = tide_cluster_power_model(c, 0), *l = tide_cluster_power_model(c, 1);
+    assert_true(h->train_w == 620 && h->tdp_w == 700); /* the rest are defaults */
+    assert_true(l->tdp_w == 72 && l->min_cap_w == 40 && l->n_curve == 3);
+    assert_true(fabs(tide_power_speed(l, 0.75 * 70) - 0.9) < 1e-9);
+    tide_cluster_destroy(c);
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8, power_budget_w: -5}\n", TIDE_EINVAL,
+               "c.yaml:2: 'power_budget_w' must be watts in 0..1e9, got '-5'");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8}\npower:\n  A100: {tdp: 400}\n",
+               TIDE_EINVAL, "c.yaml:4: power model for unknown GPU type 'A100'");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8}\npower:\n  gpu: {min_cap: 900}\n",
+               TIDE_EINVAL, "c.yaml:4: power model of gpu: need 0 < min_cap <= training");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8}\npower:\n  gpu: {watts: 9}\n",
+               TIDE_EINVAL, "c.yaml:4: power model of 'gpu': unknown key 'watts'");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8}\npower:\n  gpu: {curve: {0.5: 0.9, 0.8: 0.95}}\n",
+               TIDE_EINVAL, "curve cap fractions must descend");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_qos),
+        cmocka_unit_test(test_power),
         cmocka_unit_test(test_file_and_arg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

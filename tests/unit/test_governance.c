@@ -258,7 +258,7 @@ static void test_yaml_bad(void **state)
     expect_bad(G1 "fairshare: on\n", "gov.yaml:3: 'fairshare' must be a map");
     expect_bad(G1 "budget: 3\n",
                "gov.yaml:3: unknown key 'budget' (expected 'groups', 'teams', 'prices', "
-               "'fairshare' or 'qos')");
+               "'fairshare', 'qos' or 'power')");
 }
 
 /* -------------------------------------------------------- engine scenarios */
