@@ -232,7 +232,7 @@ API_HANDLER(api_job_submit)
     dmn_unlock_read(d);
     if (!refused) {
         char old[32];
-        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0) {
+        if (dmn_job_submit(d, req, &jr, old, sizeof old, &err) == 0) {
             tide_daemon_lock(d);
             dmn_pipe_publish_set(d, jr.id, model, every);
             tide_daemon_unlock(d);
@@ -404,7 +404,7 @@ API_HANDLER(api_job_cancel)
         return;
     const char *state;
     tide_error_t err = {0};
-    if (dmn_job_cancel(d, id, &state, &err) < 0)
+    if (dmn_job_cancel(d, req, id, &state, &err) < 0)
         write_failed(d, rep, &err);
     else
         tide_http_reply_json(rep, 200, json_pack("{s:o,s:s}", "id", api_str(id), "state", state));
@@ -438,7 +438,7 @@ API_HANDLER(api_job_ckpt)
         return;
     double value;
     int dup = 0;
-    if (dmn_job_checkpoint(d, id, &ck, &value, &dup, &err) < 0) {
+    if (dmn_job_checkpoint(d, req, id, &ck, &value, &dup, &err) < 0) {
         write_failed(d, rep, &err);
     } else {
         if (ck.committed && !dup)

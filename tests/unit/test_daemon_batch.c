@@ -44,7 +44,7 @@ static void *submit_one(void *arg)
     jr.spec.priority = 3;
     jr.spec.duration_s = 600;
     char old[32];
-    w->rc = dmn_job_submit(w->d, &jr, old, sizeof old, &w->err);
+    w->rc = dmn_job_submit(w->d, NULL, &jr, old, sizeof old, &w->err);
     tide_job_request_free(&jr);
     return NULL;
 }
