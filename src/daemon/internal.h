@@ -623,6 +623,8 @@ void dmn_pipe_route(tide_daemon_t *d, int model, double *weight, int *version, i
 json_t *dmn_pipe_version_json(const tide_version_info_t *v);
 
 /* ---- api.c: helpers the handlers share */
+/* Mark the quick routes of the table on r (tide_router_set_quick). */
+void dmn_api_set_quick(tide_router_t *r);
 #define API_D(app) ((tide_daemon_t *)(app))
 json_t *api_num(double v);            /* finite or 0 */
 json_t *api_time(tide_time_t t);      /* null when < 0 or never */
