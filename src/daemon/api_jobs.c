@@ -233,9 +233,11 @@ API_HANDLER(api_job_submit)
     if (!refused) {
         char old[32];
         if (dmn_job_submit(d, req, &jr, old, sizeof old, &err) == 0) {
-            tide_daemon_lock(d);
-            dmn_pipe_publish_set(d, jr.id, model, every);
-            tide_daemon_unlock(d);
+            if (model) { /* the write lock waits for the next commit in flight */
+                tide_daemon_lock(d);
+                dmn_pipe_publish_set(d, jr.id, model, every);
+                tide_daemon_unlock(d);
+            }
             tide_http_reply_json(rep, 201,
                                  json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
         } else if (err.code == TIDE_EEXIST)
