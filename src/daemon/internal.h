@@ -83,6 +83,7 @@ struct dmn_op {
     int audit_status;
     int audited;               /* that row was committed with the write */
     int done;
+    pthread_cond_t cv;         /* its writer waits here (gc_mu): answered, or to lead */
     dmn_op_t *next;
 };
 
@@ -169,7 +170,7 @@ struct tide_daemon {
     pthread_mutex_t rd_mu;
     tide_store_t *rd;          /* readers' connection (committed rows only); NULL: use st */
     pthread_mutex_t gc_mu;
-    pthread_cond_t gc_cv;      /* a batch was answered / a write was queued */
+    pthread_cond_t gc_cv;      /* a write was queued (for observers: writers wait on their op's) */
     dmn_op_t *gc_head, **gc_tail;
     int gc_busy;               /* a leader is committing */
     long gc_queued;            /* writes waiting for the next batch */

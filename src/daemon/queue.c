@@ -226,20 +226,25 @@ static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
     pthread_mutex_unlock(&d->db_mu);
 }
 
+/* Each waiting writer sleeps on its own condition variable: a finished
+ * batch wakes its own writers and the next leader, not every writer queued
+ * (with a hundred requests in flight, one broadcast woke them all to
+ * contend for gc_mu). */
 int dmn_commit(tide_daemon_t *d, dmn_op_t *op)
 {
     op->done = 0;
     op->next = NULL;
+    pthread_cond_init(&op->cv, NULL);
     pthread_mutex_lock(&d->gc_mu);
     if (!d->gc_tail)
         d->gc_tail = &d->gc_head;
     *d->gc_tail = op;
     d->gc_tail = &op->next;
     d->gc_queued++;
-    pthread_cond_broadcast(&d->gc_cv);
+    pthread_cond_broadcast(&d->gc_cv); /* no waiter but a test's: cheap */
     while (!op->done) {
         if (d->gc_busy) {
-            pthread_cond_wait(&d->gc_cv, &d->gc_mu);
+            pthread_cond_wait(&op->cv, &d->gc_mu);
             continue;
         }
         /* lead: everything queued so far (op among it) is this batch */
@@ -252,13 +257,17 @@ int dmn_commit(tide_daemon_t *d, dmn_op_t *op)
         batch_run(d, batch);
         pthread_mutex_lock(&d->gc_mu);
         for (dmn_op_t *o = batch, *next; o; o = next) {
-            next = o->next; /* o may be gone once done is seen */
+            next = o->next; /* o may be gone once done is seen (after gc_mu) */
             o->done = 1;
+            if (o != op)
+                pthread_cond_signal(&o->cv);
         }
         d->gc_busy = 0;
-        pthread_cond_broadcast(&d->gc_cv);
+        if (d->gc_head) /* the first one queued meanwhile leads the next batch */
+            pthread_cond_signal(&d->gc_head->cv);
     }
     pthread_mutex_unlock(&d->gc_mu);
+    pthread_cond_destroy(&op->cv);
     dmn_audit_committed(op);
     return op->rc;
 }
