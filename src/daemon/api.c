@@ -179,6 +179,16 @@ static const tide_route_t routes[] = {
     {"GET", "/ui/{file}", TIDE_ROLE_PUBLIC, api_ui_asset, NULL},
 };
 
+/* Quick routes (tide_router_set_quick): short reads that wait on nothing
+ * but the state lock, answered on the server's I/O thread. */
+static const char *const quick_routes[][2] = {{"GET", "/v1/jobs/{id}"}, {"GET", "/livez"}};
+
+void dmn_api_set_quick(tide_router_t *r)
+{
+    for (size_t i = 0; i < sizeof quick_routes / sizeof quick_routes[0]; i++)
+        tide_router_set_quick(r, quick_routes[i][0], quick_routes[i][1]);
+}
+
 const tide_route_t *tide_daemon_routes(size_t *n)
 {
     *n = sizeof routes / sizeof routes[0];

@@ -232,10 +232,12 @@ API_HANDLER(api_job_submit)
     dmn_unlock_read(d);
     if (!refused) {
         char old[32];
-        if (dmn_job_submit(d, &jr, old, sizeof old, &err) == 0) {
-            tide_daemon_lock(d);
-            dmn_pipe_publish_set(d, jr.id, model, every);
-            tide_daemon_unlock(d);
+        if (dmn_job_submit(d, req, &jr, old, sizeof old, &err) == 0) {
+            if (model) { /* the write lock waits for the next commit in flight */
+                tide_daemon_lock(d);
+                dmn_pipe_publish_set(d, jr.id, model, every);
+                tide_daemon_unlock(d);
+            }
             tide_http_reply_json(rep, 201,
                                  json_pack("{s:o,s:s}", "id", api_str(jr.id), "state", "queued"));
         } else if (err.code == TIDE_EEXIST)
@@ -331,39 +333,61 @@ API_HANDLER(api_jobs_list)
     tide_http_reply_json(rep, 200, o);
 }
 
+/* A job's "backend" member (state lock held), or NULL when the backend has none. */
+static json_t *backend_json(tide_daemon_t *d, int32_t h)
+{
+    tide_backend_job_info_t bi;
+    if (h < 0 || !d->be || tide_backend_job_info(d->be, h, &bi) != 0)
+        return NULL;
+    json_t *b = json_object();
+    api_set(b, "name", json_string(d->backend_name));
+    api_set(b, "ids", json_string(bi.ids));
+    api_set(b, "state", json_string(bi.state));
+    api_set(b, "nodes", json_string(bi.nodes));
+    api_set(b, "exit_code", bi.exit_code >= 0 ? json_integer(bi.exit_code) : json_null());
+    api_set(b, "restarts", json_integer(bi.restarts));
+    return b;
+}
+
+/* The committed rows come from the read connection without the state lock
+ * (which steps, writes and every other read share); the lock is held only
+ * for the engine's view, and the answer is encoded after it. */
 API_HANDLER(api_job_get)
 {
     tide_daemon_t *d = API_D(app);
-    dmn_lock_read(d);
+    int locked = !d->rd; /* no read connection: the writer's needs the lock */
+    if (locked)
+        dmn_lock_read(d);
     tide_store_job_t row;
-    int32_t h;
-    if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
-        if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
-            tide_queue_info_t qi;
-            queue_view_t qv = {.q = &qi, .one = -1};
-            if (queue_info_cached(d, h, &qi) == 0)
-                qv.one = h;
-            json_t *o = job_json(d, &row, h, &qv);
-            tide_error_t err = {0};
-            int64_t nck = tide_store_checkpoints_count(dmn_rd(d), row.spec.id, &err);
-            dmn_rd_done(d);
-            api_set(o, "checkpoints", json_integer(nck > 0 ? nck : 0));
-            tide_backend_job_info_t bi;
-            if (h >= 0 && d->be && tide_backend_job_info(d->be, h, &bi) == 0) {
-                json_t *b = json_object();
-                api_set(b, "name", json_string(d->backend_name));
-                api_set(b, "ids", json_string(bi.ids));
-                api_set(b, "state", json_string(bi.state));
-                api_set(b, "nodes", json_string(bi.nodes));
-                api_set(b, "exit_code", bi.exit_code >= 0 ? json_integer(bi.exit_code) : json_null());
-                api_set(b, "restarts", json_integer(bi.restarts));
-                api_set(o, "backend", b);
-            }
-            tide_http_reply_json(rep, 200, o);
-        }
-        tide_store_job_free(&row);
+    tide_error_t err = {0};
+    tide_store_t *rd = dmn_rd(d);
+    int rc = tide_store_job_get(rd, req->params[0], &row, &err);
+    int64_t nck = rc == 0 ? tide_store_checkpoints_count(rd, row.spec.id, &err) : 0;
+    dmn_rd_done(d);
+    json_t *o = NULL;
+    if (rc < 0)
+        api_fail(rep, &err);
+    else if (api_team_ok(req, row.spec.team, row.spec.id, rep)) {
+        if (!locked)
+            dmn_lock_read(d);
+        locked = 1;
+        int32_t h = tide_engine_job_find(d->e, row.spec.id);
+        tide_queue_info_t qi;
+        queue_view_t qv = {.q = &qi, .one = -1};
+        if (queue_info_cached(d, h, &qi) == 0)
+            qv.one = h;
+        o = job_json(d, &row, h, &qv);
+        api_set(o, "checkpoints", json_integer(nck > 0 ? nck : 0));
+        json_t *b = backend_json(d, h);
+        if (b)
+            api_set(o, "backend", b);
     }
-    dmn_unlock_read(d);
+    if (locked)
+        dmn_unlock_read(d);
+    if (rc == 0)
+        tide_store_job_free(&row);
+    if (o)
+        tide_http_reply_json(rep, 200, o);
 }
 
 /* The job and the caller's right to it (mu alone, released on return): 0,
@@ -404,7 +428,7 @@ API_HANDLER(api_job_cancel)
         return;
     const char *state;
     tide_error_t err = {0};
-    if (dmn_job_cancel(d, id, &state, &err) < 0)
+    if (dmn_job_cancel(d, req, id, &state, &err) < 0)
         api_write_failed(d, rep, &err);
     else
         tide_http_reply_json(rep, 200, json_pack("{s:o,s:s}", "id", api_str(id), "state", state));
@@ -438,7 +462,7 @@ API_HANDLER(api_job_ckpt)
         return;
     double value;
     int dup = 0;
-    if (dmn_job_checkpoint(d, id, &ck, &value, &dup, &err) < 0) {
+    if (dmn_job_checkpoint(d, req, id, &ck, &value, &dup, &err) < 0) {
         api_write_failed(d, rep, &err);
     } else {
         if (ck.committed && !dup)

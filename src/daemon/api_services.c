@@ -134,7 +134,7 @@ API_HANDLER(api_demand)
     }
     /* through the group commit (no lock held here): the service is looked up
      * inside the batch */
-    if (dmn_demand_set(d, req->params[0], rps, &err) < 0) {
+    if (dmn_demand_set(d, req, req->params[0], rps, &err) < 0) {
         if (err.code == TIDE_ESTATE)
             tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
         else
@@ -158,7 +158,7 @@ API_HANDLER(api_replica_ready)
     char svc[128];
     int ready;
     tide_error_t err = {0};
-    if (dmn_replica_ready(d, (int32_t)r, svc, sizeof svc, &ready, &err) < 0) {
+    if (dmn_replica_ready(d, req, (int32_t)r, svc, sizeof svc, &ready, &err) < 0) {
         if (err.code == TIDE_ESTATE)
             tide_http_reply_error(rep, 503, "ESTATE", "%s", err.msg);
         else

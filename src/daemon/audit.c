@@ -4,14 +4,16 @@
  * from where (the client's address), what (method, path, a bounded copy of
  * the body and its SHA-256) and the outcome (status, error code, message).
  *
- * Durability: the row goes through the group commit (queue.c) like any
- * write, so concurrent requests share one fsync, and the reply leaves only
- * after the row is committed: every acknowledged write has its row on disk.
- * The write itself committed just before (its own batch), so a crash in
- * between can leave a write with no row, but that write was never
- * acknowledged. Refused requests (401, 403, 400, 503) get the same
- * treatment, best effort: when the store cannot write (degraded) their row
- * is lost and the failure counted and logged. Retention prunes rows older
+ * Durability: a write the group commit (queue.c) accepts has its row
+ * written in the same transaction (dmn_audit_op, with the status its
+ * handler answers on success), so one commit makes both durable: no
+ * committed write without its row, and no second fsync before the answer
+ * (should the answer's status differ, a second row records the answer).
+ * Every other request to an audited route (refused: 401, 403, 400, 409,
+ * 503; or a write outside the group commit) gets its row here, through the
+ * group commit as a write of its own, before the reply leaves; best effort:
+ * when the store cannot write (degraded) the row is lost and the failure
+ * counted and logged. Retention prunes rows older
  * than --audit-keep and beyond --audit-max-rows every AUDIT_PRUNE_EVERY rows,
  * in the same transaction. */
 #include <stdio.h>
@@ -31,9 +33,9 @@ static double wall_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int audit_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
+/* Append a (and prune every AUDIT_PRUNE_EVERY rows): in a transaction. */
+static int audit_row(tide_daemon_t *d, tide_store_audit_t *a, tide_error_t *err)
 {
-    tide_store_audit_t *a = op->arg;
     if (tide_store_audit_append(d->st, a, err) < 0)
         return -1;
     if (a->id % AUDIT_PRUNE_EVERY == 0) {
@@ -42,6 +44,45 @@ static int audit_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
             return -1;
     }
     return 0;
+}
+
+static int audit_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
+{
+    return audit_row(d, op->arg, err);
+}
+
+/* The row of req answered status (error code and message: NULL or ""). */
+static tide_store_audit_t audit_of(const tide_http_req_t *req, int status, const char *code,
+                                   const char *msg)
+{
+    return (tide_store_audit_t){
+        .time = wall_now(), .team = req->who.authenticated ? req->who.team : "",
+        .role = req->who.authenticated ? tide_role_name(req->who.role) : "none",
+        .peer = req->peer, .method = req->method, .path = req->path,
+        .kind = req->route ? req->route->audit : "", .request = req->body,
+        .bytes = (int64_t)req->body_len, .status = status,
+        .error = code && code[0] ? code : NULL, .message = msg && msg[0] ? msg : NULL};
+}
+
+int dmn_audit_op(tide_daemon_t *d, const dmn_op_t *op, tide_error_t *err)
+{
+    tide_store_audit_t a = audit_of(op->audit_req, op->audit_status, NULL, NULL);
+    return audit_row(d, &a, err);
+}
+
+/* The request whose row its write's transaction carried, on this thread
+ * (the router runs the handler and then the hook on one thread). */
+static _Thread_local struct {
+    const tide_http_req_t *req;
+    int status;
+} t_done;
+
+void dmn_audit_committed(const dmn_op_t *op)
+{
+    if (op->audited) {
+        t_done.req = op->audit_req;
+        t_done.status = op->audit_status;
+    }
 }
 
 /* The error code and message of an error reply ({"error": {...}}). */
@@ -62,14 +103,15 @@ static void reply_error(const tide_http_reply_t *rep, char *code, size_t cn, cha
 void dmn_audit_hook(void *app, const tide_http_req_t *req, const tide_http_reply_t *rep)
 {
     tide_daemon_t *d = app;
+    int carried = t_done.req == req && t_done.status == rep->status;
+    t_done.req = NULL;
+    if (carried) { /* committed with the write, before this answer */
+        __atomic_add_fetch(&d->audit_rows, 1, __ATOMIC_RELAXED);
+        return;
+    }
     char code[32], msg[600];
     reply_error(rep, code, sizeof code, msg, sizeof msg);
-    tide_store_audit_t a = {
-        .time = wall_now(), .team = req->who.authenticated ? req->who.team : "",
-        .role = req->who.authenticated ? tide_role_name(req->who.role) : "none",
-        .peer = req->peer, .method = req->method, .path = req->path,
-        .kind = req->route->audit, .request = req->body, .bytes = (int64_t)req->body_len,
-        .status = rep->status, .error = code[0] ? code : NULL, .message = msg[0] ? msg : NULL};
+    tide_store_audit_t a = audit_of(req, rep->status, code, msg);
     dmn_op_t op = {.apply = audit_apply, .arg = &a};
     if (dmn_commit(d, &op) == 0) {
         __atomic_add_fetch(&d->audit_rows, 1, __ATOMIC_RELAXED);

@@ -509,8 +509,10 @@ void tide_daemon_crash(tide_daemon_t *d) { daemon_free(d); }
 void tide_daemon_set_router(tide_daemon_t *d, tide_router_t *r)
 {
     d->router = r;
-    if (r)
+    if (r) {
         tide_router_set_audit(r, dmn_audit_hook);
+        dmn_api_set_quick(r);
+    }
 }
 void tide_daemon_lock(tide_daemon_t *d)
 {

@@ -76,7 +76,14 @@ struct dmn_op {
     int n_ev;
     int rc;                    /* the answer: 0, or -1 with err */
     tide_error_t err;
+    /* the request this write answers (NULL: none): when apply accepts it,
+     * its audit row (audit.c) is written in the same transaction, with
+     * audit_status (apply may change it) as the answer's status */
+    const tide_http_req_t *audit_req;
+    int audit_status;
+    int audited;               /* that row was committed with the write */
     int done;
+    pthread_cond_t cv;         /* its writer waits here (gc_mu): answered, or to lead */
     dmn_op_t *next;
 };
 
@@ -163,7 +170,7 @@ struct tide_daemon {
     pthread_mutex_t rd_mu;
     tide_store_t *rd;          /* readers' connection (committed rows only); NULL: use st */
     pthread_mutex_t gc_mu;
-    pthread_cond_t gc_cv;      /* a batch was answered / a write was queued */
+    pthread_cond_t gc_cv;      /* a write was queued (for observers: writers wait on their op's) */
     dmn_op_t *gc_head, **gc_tail;
     int gc_busy;               /* a leader is committing */
     long gc_queued;            /* writes waiting for the next batch */
@@ -452,28 +459,33 @@ void dmn_work_release(tide_daemon_t *d, const tide_actions_t *acts);
 /* ---- ops.c: the API's writes, through the group commit (dmn_commit): called
  * with NO lock held; each checks the request against the state inside the
  * batch and is answered after the commit */
+/* req (NULL: none) is the HTTP request each answers: an accepted write's
+ * audit row is committed with it (the router's audit hook then skips it). */
 /* Submit jr (an id is made when it has none; jr->id then owned by jr).
  * EEXIST: the id is taken (*old_state gets that job's state). */
-int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, size_t n,
-                   tide_error_t *err);
+int dmn_job_submit(tide_daemon_t *d, const tide_http_req_t *req, tide_job_request_t *jr,
+                   char *old_state, size_t n, tide_error_t *err);
 /* Cancel job id. *state: its state after (or "cancelling"): the loop is
  * waited for (up to 5 s) to feed the cancel. ESTATE: already done or
  * cancelled. */
-int dmn_job_cancel(tide_daemon_t *d, const char *id, const char **state, tide_error_t *err);
+int dmn_job_cancel(tide_daemon_t *d, const tide_http_req_t *req, const char *id,
+                   const char **state, tide_error_t *err);
 /* Record a checkpoint manifest; a committed one feeds CKPT_COMMITTED (and
  * a progress resync for backends whose jobs report it). *value: the
  * progress used. A committed report whose step is not above the last one
  * counted in this run (another gang's report of the same commit) changes
  * nothing: *dup = 1 and *value the job's committed progress. ESTATE:
  * committed while the job does not run. */
-int dmn_job_checkpoint(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
-                       double *value, int *dup, tide_error_t *err);
+int dmn_job_checkpoint(tide_daemon_t *d, const tide_http_req_t *req, const char *id,
+                       const tide_ckpt_request_t *ck, double *value, int *dup,
+                       tide_error_t *err);
 /* Demand of the service named svc (ENOENT: unknown). */
-int dmn_demand_set(tide_daemon_t *d, const char *svc, double rps, tide_error_t *err);
+int dmn_demand_set(tide_daemon_t *d, const tide_http_req_t *req, const char *svc, double rps,
+                   tide_error_t *err);
 /* Replica r reports ready: *ready 1 when it already was. ENOENT: not running.
  * service (n bytes): its service's name. */
-int dmn_replica_ready(tide_daemon_t *d, int32_t r, char *service, size_t n, int *ready,
-                      tide_error_t *err);
+int dmn_replica_ready(tide_daemon_t *d, const tide_http_req_t *req, int32_t r, char *service,
+                      size_t n, int *ready, tide_error_t *err);
 /* The lock held (tide_daemon_lock, or mu alone for the ack). */
 /* Acknowledge job h's notice (*id: its id). ESTATE: none to acknowledge. */
 int dmn_notice_ack(tide_daemon_t *d, const char *id, int32_t h, uint64_t *notice_id,
@@ -486,8 +498,15 @@ int dmn_service_bounds(tide_daemon_t *d, int s, int min_r, int has_min, int max_
 
 /* ---- audit.c */
 /* The router's audit hook (tide_router_set_audit): one row per request to
- * an audited route, committed before the reply is sent (no lock held). */
+ * an audited route, committed before the reply is sent (no lock held);
+ * skipped when the write's own transaction carried it (dmn_audit_op). */
 void dmn_audit_hook(void *app, const tide_http_req_t *req, const tide_http_reply_t *rep);
+/* In a batch (mu held, the transaction open): the audit row of op, a write
+ * its apply accepted, for op->audit_req answered op->audit_status. */
+int dmn_audit_op(tide_daemon_t *d, const dmn_op_t *op, tide_error_t *err);
+/* On the answering thread, after the commit: op's row is on disk (when
+ * op->audited), so the hook about to run for op->audit_req skips it. */
+void dmn_audit_committed(const dmn_op_t *op);
 
 /* ---- shadow.c: shadow mode and warm-up rehearsals */
 /* The backend to enact through: the real one, or its shadow (d->shadow). */
@@ -619,6 +638,8 @@ void dmn_pipe_route(tide_daemon_t *d, int model, double *weight, int *version, i
 json_t *dmn_pipe_version_json(const tide_version_info_t *v);
 
 /* ---- api.c: helpers the handlers share */
+/* Mark the quick routes of the table on r (tide_router_set_quick). */
+void dmn_api_set_quick(tide_router_t *r);
 #define API_D(app) ((tide_daemon_t *)(app))
 json_t *api_num(double v);            /* finite or 0 */
 json_t *api_time(tide_time_t t);      /* null when < 0 or never */

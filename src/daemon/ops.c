@@ -105,11 +105,11 @@ static int submit_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     return dmn_op_event(d, op, &ev, &x, err);
 }
 
-int dmn_job_submit(tide_daemon_t *d, tide_job_request_t *jr, char *old_state, size_t n,
-                   tide_error_t *err)
+int dmn_job_submit(tide_daemon_t *d, const tide_http_req_t *req, tide_job_request_t *jr,
+                   char *old_state, size_t n, tide_error_t *err)
 {
     submit_req_t r = {.jr = jr, .old_state = old_state, .n = n};
-    dmn_op_t op = {.apply = submit_apply, .arg = &r};
+    dmn_op_t op = {.apply = submit_apply, .arg = &r, .audit_req = req, .audit_status = 201};
     if (dmn_commit(d, &op) < 0 && err)
         *err = op.err;
     return op.rc;
@@ -163,11 +163,12 @@ static int cancel_batched(const tide_daemon_t *d, const dmn_op_t *op, const char
     return 0;
 }
 
-int dmn_job_cancel(tide_daemon_t *d, const char *id, const char **state, tide_error_t *err)
+int dmn_job_cancel(tide_daemon_t *d, const tide_http_req_t *req, const char *id,
+                   const char **state, tide_error_t *err)
 {
     *state = "cancelling";
     cancel_req_t r = {.id = id};
-    dmn_op_t op = {.apply = cancel_apply, .arg = &r};
+    dmn_op_t op = {.apply = cancel_apply, .arg = &r, .audit_req = req, .audit_status = 200};
     if (dmn_commit(d, &op) < 0) {
         if (err)
             *err = op.err;
@@ -244,11 +245,12 @@ static int ckpt_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     return 0;
 }
 
-int dmn_job_checkpoint(tide_daemon_t *d, const char *id, const tide_ckpt_request_t *ck,
-                       double *value, int *dup, tide_error_t *err)
+int dmn_job_checkpoint(tide_daemon_t *d, const tide_http_req_t *req, const char *id,
+                       const tide_ckpt_request_t *ck, double *value, int *dup,
+                       tide_error_t *err)
 {
     ckpt_req_t r = {.id = id, .ck = ck};
-    dmn_op_t op = {.apply = ckpt_apply, .arg = &r};
+    dmn_op_t op = {.apply = ckpt_apply, .arg = &r, .audit_req = req, .audit_status = 201};
     if (dmn_commit(d, &op) < 0 && err)
         *err = op.err;
     *value = r.value;
@@ -298,10 +300,11 @@ static int demand_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     return dmn_op_event(d, op, &ev, &x, err);
 }
 
-int dmn_demand_set(tide_daemon_t *d, const char *svc, double rps, tide_error_t *err)
+int dmn_demand_set(tide_daemon_t *d, const tide_http_req_t *req, const char *svc, double rps,
+                   tide_error_t *err)
 {
     demand_req_t r = {.svc = svc, .rps = rps};
-    dmn_op_t op = {.apply = demand_apply, .arg = &r};
+    dmn_op_t op = {.apply = demand_apply, .arg = &r, .audit_req = req, .audit_status = 200};
     if (dmn_commit(d, &op) < 0 && err)
         *err = op.err;
     return op.rc;
@@ -327,6 +330,7 @@ static int ready_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     snprintf(q->service, sizeof q->service, "%s", svc ? svc : "");
     if (d->reps[r].state == REP_UP) {
         q->ready = 1;
+        op->audit_status = 200; /* the answer says it already was */
         return 0;
     }
     tide_event_t ev = dmn_blank_event(TIDE_EV_REPLICA_READY);
@@ -336,11 +340,11 @@ static int ready_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     return dmn_op_event(d, op, &ev, &x, err);
 }
 
-int dmn_replica_ready(tide_daemon_t *d, int32_t r, char *service, size_t n, int *ready,
-                      tide_error_t *err)
+int dmn_replica_ready(tide_daemon_t *d, const tide_http_req_t *req, int32_t r, char *service,
+                      size_t n, int *ready, tide_error_t *err)
 {
     ready_req_t q = {.r = r};
-    dmn_op_t op = {.apply = ready_apply, .arg = &q};
+    dmn_op_t op = {.apply = ready_apply, .arg = &q, .audit_req = req, .audit_status = 202};
     if (dmn_commit(d, &op) < 0 && err)
         *err = op.err;
     snprintf(service, n, "%s", q.service);

@@ -166,8 +166,28 @@ static int op_rejected(int code)
            code == TIDE_EINVAL;
 }
 
-/* The leader: one transaction for every write of the batch, the events
- * queued only once it committed. Takes db_mu, then mu. */
+/* One write of the batch: its apply, then (accepted) its audit row. 0, or
+ * -1 when the batch fails (*err); a rejection only sets op->rc. */
+static int op_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
+{
+    tide_error_t oe = {0};
+    int rc = op->apply(d, op, &oe);
+    int rejected = rc < 0 && op_rejected(oe.code);
+    if (rc == 0 && op->audit_req && dmn_audit_op(d, op, &oe) < 0)
+        rc = -1; /* a store write: the batch fails */
+    if (rc == 0)
+        return 0;
+    op->rc = -1;
+    op->err = oe;
+    if (rejected)
+        return 0;
+    *err = oe;
+    return -1;
+}
+
+/* The leader: one transaction for every write of the batch and the audit
+ * rows of those accepted, the events queued only once it committed. Takes
+ * db_mu, then mu. */
 static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
 {
     pthread_mutex_lock(&d->db_mu);
@@ -179,17 +199,9 @@ static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
     for (dmn_op_t *op = ops; op; op = op->next, n++) {
         op->n_ev = 0;
         op->rc = 0;
-        if (!ok)
-            continue;
-        tide_error_t oe = {0};
-        if (op->apply(d, op, &oe) < 0) {
-            op->rc = -1;
-            op->err = oe;
-            if (!op_rejected(oe.code)) {
-                ok = 0;
-                err = oe;
-            }
-        }
+        op->audited = 0;
+        if (ok && op_apply(d, op, &err) < 0)
+            ok = 0;
     }
     d->gc_applying = NULL;
     if (ok)
@@ -202,6 +214,7 @@ static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
             op->err = err;
             continue;
         }
+        op->audited = op->rc == 0 && op->audit_req;
         for (int i = 0; op->rc == 0 && i < op->n_ev; i++)
             dmn_queue(d, &op->ev[i], &op->x[i], op->seq[i], op->t[i]);
     }
@@ -213,20 +226,25 @@ static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
     pthread_mutex_unlock(&d->db_mu);
 }
 
+/* Each waiting writer sleeps on its own condition variable: a finished
+ * batch wakes its own writers and the next leader, not every writer queued
+ * (with a hundred requests in flight, one broadcast woke them all to
+ * contend for gc_mu). */
 int dmn_commit(tide_daemon_t *d, dmn_op_t *op)
 {
     op->done = 0;
     op->next = NULL;
+    pthread_cond_init(&op->cv, NULL);
     pthread_mutex_lock(&d->gc_mu);
     if (!d->gc_tail)
         d->gc_tail = &d->gc_head;
     *d->gc_tail = op;
     d->gc_tail = &op->next;
     d->gc_queued++;
-    pthread_cond_broadcast(&d->gc_cv);
+    pthread_cond_broadcast(&d->gc_cv); /* no waiter but a test's: cheap */
     while (!op->done) {
         if (d->gc_busy) {
-            pthread_cond_wait(&d->gc_cv, &d->gc_mu);
+            pthread_cond_wait(&op->cv, &d->gc_mu);
             continue;
         }
         /* lead: everything queued so far (op among it) is this batch */
@@ -239,12 +257,17 @@ int dmn_commit(tide_daemon_t *d, dmn_op_t *op)
         batch_run(d, batch);
         pthread_mutex_lock(&d->gc_mu);
         for (dmn_op_t *o = batch, *next; o; o = next) {
-            next = o->next; /* o may be gone once done is seen */
+            next = o->next; /* o may be gone once done is seen (after gc_mu) */
             o->done = 1;
+            if (o != op)
+                pthread_cond_signal(&o->cv);
         }
         d->gc_busy = 0;
-        pthread_cond_broadcast(&d->gc_cv);
+        if (d->gc_head) /* the first one queued meanwhile leads the next batch */
+            pthread_cond_signal(&d->gc_head->cv);
     }
     pthread_mutex_unlock(&d->gc_mu);
+    pthread_cond_destroy(&op->cv);
+    dmn_audit_committed(op);
     return op->rc;
 }

@@ -246,6 +246,7 @@ struct tide_router {
     tide_router_audit_fn audit;
     pthread_mutex_t mu;
     counter_t *counts; /* n + 1: the last one is "unmatched" */
+    unsigned char *quick; /* n: tide_router_set_quick */
 };
 
 tide_router_t *tide_router_create(const tide_route_t *routes, size_t n, tide_auth_t *auth, void *app)
@@ -257,6 +258,7 @@ tide_router_t *tide_router_create(const tide_route_t *routes, size_t n, tide_aut
     r->app = app;
     pthread_mutex_init(&r->mu, NULL);
     r->counts = tide_xcalloc(n + 1, sizeof *r->counts);
+    r->quick = tide_xcalloc(n ? n : 1, 1);
     return r;
 }
 
@@ -268,6 +270,7 @@ void tide_router_destroy(tide_router_t *r)
         return;
     pthread_mutex_destroy(&r->mu);
     free(r->counts);
+    free(r->quick);
     free(r);
 }
 
@@ -337,6 +340,29 @@ static void dispatch_route(tide_router_t *r, const tide_http_input_t *in, tide_h
     rt->fn(r->app, req, out);
     if (out->status == 0)
         tide_http_reply_error(out, 500, "EIO", "handler gave no answer");
+}
+
+int tide_router_quick(const tide_router_t *r, const char *method, const char *path)
+{
+    char buf[512];
+    const char *params[TIDE_HTTP_MAX_PARAMS];
+    size_t np;
+    int why;
+    if (!method || !path || strlen(path) + TIDE_HTTP_MAX_PARAMS + 1 > sizeof buf)
+        return 0;
+    int ri = tide_route_match(r->routes, r->n, method, path, buf, sizeof buf, params, &np, &why,
+                              NULL, 0);
+    return ri >= 0 && r->quick[ri];
+}
+
+int tide_router_set_quick(tide_router_t *r, const char *method, const char *pattern)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->routes[i].method, method) && !strcmp(r->routes[i].pattern, pattern)) {
+            r->quick[i] = 1;
+            return 0;
+        }
+    return -1;
 }
 
 void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http_reply_t *out)

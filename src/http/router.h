@@ -160,6 +160,14 @@ typedef struct tide_http_input {
  * or freed before; the caller frees it. */
 void tide_router_handle(tide_router_t *r, const tide_http_input_t *in, tide_http_reply_t *out);
 
+/* Mark the route method pattern (as in the table) quick: it answers at once
+ * (a short read: no long poll, no commit, no stream), so the server runs it
+ * on its I/O thread instead of handing it to a handler thread. -1 when the
+ * table has no such route. */
+int tide_router_set_quick(tide_router_t *r, const char *method, const char *pattern);
+/* 1 when method and raw path match a route marked quick, else 0. */
+int tide_router_quick(const tide_router_t *r, const char *method, const char *path);
+
 /* The audit hook: called (in the request's thread, before the reply is
  * sent) for every request that matched a route whose audit kind is set,
  * with the request as the handler saw it (or would have: who is the

@@ -436,6 +436,15 @@ static const char *req_header(void *ctx, const char *name)
     return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
 }
 
+/* Send the handler's answer (r->done). */
+static enum MHD_Result answer(tide_http_server_t *s, reqctx_t *r)
+{
+    enum MHD_Result res =
+        r->rep.stream ? send_stream(s, r->conn, &r->rep) : send_reply(r->conn, &r->rep);
+    tide_http_reply_free(&r->rep);
+    return res;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -456,12 +465,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_size = 0;
         return MHD_YES;
     }
-    if (r->done) {
-        enum MHD_Result res =
-            r->rep.stream ? send_stream(s, conn, &r->rep) : send_reply(conn, &r->rep);
-        tide_http_reply_free(&r->rep);
-        return res;
-    }
+    if (r->done)
+        return answer(s, r);
     if (*upload_size) {
         if (!r->too_large) {
             if (r->n + *upload_size > TIDE_HTTP_MAX_BODY) {
@@ -496,6 +501,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .header = req_header,
         .header_ctx = conn,
     };
+    if (tide_router_quick(s->router, method, url)) { /* here, on the I/O thread */
+        tide_router_handle(s->router, &r->in, &r->rep);
+        r->done = 1;
+        return answer(s, r);
+    }
     if (dispatch(s, r) < 0)
         return reply_error(r, 503, "EBUSY", "the server is busy or shutting down: retry");
     MHD_suspend_connection(conn);

@@ -31,11 +31,19 @@ static int prep(tide_store_t *s, const char *sql, sqlite3_stmt **st, tide_error_
 
 int tide_store_audit_append(tide_store_t *s, tide_store_audit_t *a, tide_error_t *err)
 {
-    sqlite3_stmt *st;
-    if (prep(s, "INSERT INTO audit(time, team, role, peer, method, path, kind, request, bytes, "
-                "digest, status, error, message) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-             &st, err) < 0)
-        return -1;
+    /* one row per write: prepared once, kept with the connection */
+    if (!s->audit_ins &&
+        sqlite3_prepare_v3(s->db,
+                           "INSERT INTO audit(time, team, role, peer, method, path, kind, request, "
+                           "bytes, digest, status, error, message) "
+                           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, SQLITE_PREPARE_PERSISTENT, &s->audit_ins, NULL) != SQLITE_OK) {
+        s->audit_ins = NULL;
+        return tide__store_db_err(s, err, "audit");
+    }
+    sqlite3_stmt *st = s->audit_ins;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     const char *body = a->request ? a->request : "";
     size_t len = a->bytes >= 0 ? (size_t)a->bytes : strlen(body);
     char digest[65];
@@ -56,7 +64,7 @@ int tide_store_audit_append(tide_store_t *s, tide_store_audit_t *a, tide_error_t
     if (a->message)
         bind_str(st, 13, a->message, -1);
     int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return tide__store_db_err(s, err, "audit");
     a->id = sqlite3_last_insert_rowid(s->db);

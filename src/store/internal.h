@@ -34,6 +34,7 @@ enum { TIDE__FID_DB, TIDE__FID_WAL, TIDE__FID_SHM, TIDE__FID_COUNT };
 struct tide_store {
     sqlite3 *db;
     sqlite3_stmt *st[Q_COUNT];
+    sqlite3_stmt *audit_ins; /* audit.c's INSERT, prepared once */
     int in_tx;
     long fail_at;       /* countdown of the fault injection (0 = off) */
     int64_t next_seq;   /* shared sequence of events_in and actions */

@@ -362,6 +362,7 @@ void tide_store_close(tide_store_t *s)
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize(s->st[i]);
+    sqlite3_finalize(s->audit_ins);
     sqlite3_close(s->db);
     free(s->path);
     free(s);

@@ -4,7 +4,9 @@
 #  1. Three rounds, each killed during a burst of concurrent submissions
 #     (xargs -P 16 curl POSTs with job ids, carried by group commits of
 #     several writes): after the restarts every job that got a 201 is there
-#     exactly once, and no id is listed twice.
+#     exactly once, and no id is listed twice; every job there (answered or
+#     not) has its audit row (job.submit, 201), written in the job's own
+#     transaction, and no 201 row names a job that is not there.
 #  2. During a reclaim (after the job's notice, before its checkpoint commits):
 #     after the restart no GPU is owned twice (/v1/nodes, /v1/cluster stats add
 #     up), /healthz is ok, the job is queued or running again, and the work it
@@ -99,6 +101,30 @@ sent = {i for i, c in got}
 extra = sorted(set(count) - sent)
 assert not extra, "jobs nobody submitted: %s" % extra[:10]
 print("bursts: %d committed, all present once; %d in all after restart" % (len(ok), len(count)))
+EOF
+# the audit trail: a submission's row commits with it, so the jobs and the 201 rows
+# match exactly, whatever the kills interrupted
+: >"$tmp/audit.jsonl"
+after=0
+while :; do
+    curl -sf "$SERVE_URL/v1/audit?kind=job.submit&limit=5000&after=$after" >"$tmp/audit.page" ||
+        fail "GET /v1/audit after the restart failed"
+    n=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [print(json.dumps(r)) for r in d["audit"]]; print(len(d["audit"]), d["next"], file=sys.stderr)' "$tmp/audit.page" 2>&1 >>"$tmp/audit.jsonl")
+    [ "${n% *}" = 0 ] && break
+    after=${n#* }
+done
+python3 - "$tmp/burst.txt" "$tmp/jobs1.json" "$tmp/audit.jsonl" <<'EOF' || fail "burst: audit rows and committed jobs differ"
+import json, sys
+ok = {l.split()[0] for l in open(sys.argv[1]) if l.split()[1] == "201"}
+jobs = {j["id"] for j in json.load(open(sys.argv[2]))["jobs"] if j["id"].startswith("k")}
+rows = [json.loads(l) for l in open(sys.argv[3])]
+audited = {json.loads(r["request"])["job_id"] for r in rows if r["status"] == 201}
+missing = sorted(jobs - audited)
+assert not missing, "%d committed jobs have no 201 audit row: %s" % (len(missing), missing[:10])
+assert ok <= audited
+ghost = sorted(audited - jobs)
+assert not ghost, "201 audit rows for jobs that are not there: %s" % ghost[:10]
+print("bursts: %d jobs, each with its 201 audit row (%d rows of job.submit)" % (len(jobs), len(rows)))
 EOF
 # each committed job readable by id, and resubmitting one is a conflict (not a duplicate)
 first_ok=$(grep ' 201$' "$tmp/burst.txt" | head -1 | cut -d' ' -f1)

@@ -3,7 +3,8 @@
  * after it. Deterministic: the test holds the daemon's lock so that the
  * first writer's commit cannot start, waits (on the batcher's condition
  * variable, no sleeping) until every other writer queued behind it, then
- * lets go: exactly two transactions carry the N writes. */
+ * lets go: exactly two transactions carry the N writes. An accepted write's
+ * audit row commits in its own transaction (the hook adds none after). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@ static double manual_clock(void *ctx) { return *(double *)ctx; }
 
 typedef struct writer {
     tide_daemon_t *d;
+    const tide_http_req_t *req; /* the HTTP request it answers (NULL: none) */
     char id[32];
     int rc;
     tide_error_t err;
@@ -44,33 +46,60 @@ static void *submit_one(void *arg)
     jr.spec.priority = 3;
     jr.spec.duration_s = 600;
     char old[32];
-    w->rc = dmn_job_submit(w->d, &jr, old, sizeof old, &w->err);
+    w->rc = dmn_job_submit(w->d, w->req, &jr, old, sizeof old, &w->err);
     tide_job_request_free(&jr);
     return NULL;
+}
+
+/* A daemon on a fresh database in a new folder (dir: its name, removed by
+ * done_daemon). */
+typedef struct fixture {
+    char dir[32], db[96];
+    tide_cluster_t *c;
+    double clock;
+    FILE *log;
+    tide_daemon_t *d;
+} fixture_t;
+
+static void open_daemon(fixture_t *f)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/tide-batch-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->db, sizeof f->db, "%s/tide.db", f->dir);
+    tide_error_t err = {0};
+    f->c = tide_cluster_parse("4x8", &err);
+    f->clock = 1000;
+    f->log = fopen("/dev/null", "w");
+    tide_daemon_opts_t o;
+    tide_daemon_opts_default(&o);
+    o.db_path = f->db;
+    o.cluster = f->c;
+    o.speed = 1;
+    o.clock = manual_clock;
+    o.clock_ctx = &f->clock;
+    o.log = f->log;
+    f->d = tide_daemon_open(&o, &err);
+    if (!f->d)
+        fail_msg("open: %s", err.msg);
+}
+
+static void done_daemon(fixture_t *f)
+{
+    tide_daemon_close(f->d);
+    tide_cluster_destroy(f->c);
+    fclose(f->log);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void concurrent_submits_share_transactions(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/tide-batch-XXXXXX", db[96];
-    assert_non_null(mkdtemp(dir));
-    snprintf(db, sizeof db, "%s/tide.db", dir);
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
     tide_error_t err = {0};
-    tide_cluster_t *c = tide_cluster_parse("4x8", &err);
-    assert_non_null(c);
-    double clock = 1000;
-    FILE *log = fopen("/dev/null", "w");
-    tide_daemon_opts_t o;
-    tide_daemon_opts_default(&o);
-    o.db_path = db;
-    o.cluster = c;
-    o.speed = 1;
-    o.clock = manual_clock;
-    o.clock_ctx = &clock;
-    o.log = log;
-    tide_daemon_t *d = tide_daemon_open(&o, &err);
-    if (!d)
-        fail_msg("open: %s", err.msg);
 
     writer_t w[N];
     pthread_t th[N];
@@ -118,12 +147,7 @@ static void concurrent_submits_share_transactions(void **state)
         if (w[i].rc == 0)
             assert_true(tide_engine_job_find(tide_daemon_engine(d), w[i].id) >= 0);
     tide_daemon_unlock(d);
-    tide_daemon_close(d);
-    tide_cluster_destroy(c);
-    fclose(log);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    done_daemon(&f);
 }
 
 /* A batch whose commit fails answers every write in it with the error and
@@ -131,23 +155,10 @@ static void concurrent_submits_share_transactions(void **state)
 static void failed_commit_answers_all(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/tide-batch-XXXXXX", db[96];
-    assert_non_null(mkdtemp(dir));
-    snprintf(db, sizeof db, "%s/tide.db", dir);
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
     tide_error_t err = {0};
-    tide_cluster_t *c = tide_cluster_parse("4x8", &err);
-    double clock = 1000;
-    FILE *log = fopen("/dev/null", "w");
-    tide_daemon_opts_t o;
-    tide_daemon_opts_default(&o);
-    o.db_path = db;
-    o.cluster = c;
-    o.speed = 1;
-    o.clock = manual_clock;
-    o.clock_ctx = &clock;
-    o.log = log;
-    tide_daemon_t *d = tide_daemon_open(&o, &err);
-    assert_non_null(d);
     writer_t w[4];
     pthread_t th[4];
     tide_daemon_lock(d);
@@ -186,12 +197,53 @@ static void failed_commit_answers_all(void **state)
     snprintf(again.id, sizeof again.id, "%s", w[lost].id);
     submit_one(&again);
     assert_int_equal(again.rc, 0);
-    tide_daemon_close(d);
-    tide_cluster_destroy(c);
-    fclose(log);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    done_daemon(&f);
+}
+
+static int count_rows(void *ctx, const tide_store_audit_t *a)
+{
+    int *n = ctx;
+    n[0]++;
+    n[1] += a->status == 201 && !strcmp(a->kind, "job.submit");
+    return 0;
+}
+
+/* An accepted write's audit row is in the write's own transaction (one
+ * commit for both); the router's hook then writes no second row for it,
+ * but does for a request whose row no write carried (a refusal). */
+static void audit_row_in_the_write_transaction(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    static const tide_route_t rt = {"POST", "/v1/jobs", TIDE_ROLE_SUBMITTER, NULL, "job.submit"};
+    tide_http_req_t req = {.method = "POST", .path = "/v1/jobs", .body = "{\"job_id\":\"a1\"}",
+                           .body_len = 16, .peer = "127.0.0.1", .route = &rt};
+    tide_store_stats_t s0, s1;
+    tide_store_stats(tide_daemon_store(f.d), &s0);
+    writer_t w = {.d = f.d, .req = &req, .id = "a1"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    tide_store_stats(tide_daemon_store(f.d), &s1);
+    assert_int_equal(s1.commits - s0.commits, 1);
+    tide_http_reply_t rep = {.status = 201};
+    dmn_audit_hook(f.d, &req, &rep); /* carried: no second row, no commit */
+    tide_store_stats(tide_daemon_store(f.d), &s0);
+    assert_int_equal(s0.commits, s1.commits);
+    int n[2] = {0, 0};
+    tide_error_t err = {0};
+    tide_store_audit_query_t q = {.limit = 100};
+    assert_int_equal(tide_store_audit_list(tide_daemon_store(f.d), &q, count_rows, n, &err), 1);
+    assert_int_equal(n[1], 1);
+    /* the same id again: refused in the batch (409), so the hook records it */
+    submit_one(&w);
+    assert_int_equal(w.err.code, TIDE_EEXIST);
+    rep.status = 409;
+    dmn_audit_hook(f.d, &req, &rep);
+    n[0] = n[1] = 0;
+    assert_int_equal(tide_store_audit_list(tide_daemon_store(f.d), &q, count_rows, n, &err), 2);
+    assert_int_equal(n[1], 1);
+    done_daemon(&f);
 }
 
 int main(void)
@@ -199,6 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(concurrent_submits_share_transactions),
         cmocka_unit_test(failed_commit_answers_all),
+        cmocka_unit_test(audit_row_in_the_write_transaction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

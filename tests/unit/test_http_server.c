@@ -1,7 +1,7 @@
 /* The HTTP server (src/http/server.c) over real loopback sockets: blocking
  * handlers (long polls) hold no I/O thread, so a quick request is answered
  * while many block; a request finding every handler thread busy gets a JSON
- * 503; requests blocked at shutdown get their answers; 413 comes before any
+ * 503, except on a route marked quick (answered on the I/O thread); requests blocked at shutdown get their answers; 413 comes before any
  * 100 Continue; conflicting Content-Length and Content-Length with
  * Transfer-Encoding are refused with JSON; a client silent past the
  * inactivity timeout is dropped; the per-address connection limit; TLS
@@ -190,31 +190,79 @@ static void test_long_polls_hold_no_io_thread(void **state)
     stop(&v);
 }
 
+/* Two blocking requests on connections fd[0], fd[1]: both handler threads
+ * of a max_handlers = 2 server busy. */
+static void occupy_two(const srv_t *v, int fd[2])
+{
+    for (int i = 0; i < 2; i++) {
+        fd[i] = connect_to(v->port, NULL);
+        assert_int_equal(send_all(fd[i], GET_BLOCK), 0);
+    }
+    wait_blocked(2);
+}
+
+/* Release them: each gets its 200. */
+static void release_two(int fd[2])
+{
+    char buf[2048];
+    int eof;
+    release_all();
+    for (int i = 0; i < 2; i++) {
+        read_for(fd[i], buf, sizeof buf, 2000, &eof);
+        assert_non_null(strstr(buf, "HTTP/1.1 200"));
+        close(fd[i]);
+    }
+}
+
+/* Send req on a new connection; the answer (within 2 s) into buf. */
+static void ask(const srv_t *v, const char *req, char *buf, size_t n)
+{
+    int c = connect_to(v->port, NULL), eof;
+    assert_int_equal(send_all(c, req), 0);
+    read_for(c, buf, n, 2000, &eof);
+    close(c);
+}
+
 static void test_busy_is_json_503(void **state)
 {
     (void)state;
     srv_t v;
     tide_http_server_opts_t o = {.max_handlers = 2};
     start(&v, &o);
-    int a = connect_to(v.port, NULL), b = connect_to(v.port, NULL), eof;
-    assert_int_equal(send_all(a, GET_BLOCK), 0);
-    assert_int_equal(send_all(b, GET_BLOCK), 0);
-    wait_blocked(2);
-    int c = connect_to(v.port, NULL);
-    assert_int_equal(send_all(c, GET_QUICK), 0);
+    int fd[2];
+    occupy_two(&v, fd);
     char buf[2048];
-    read_for(c, buf, sizeof buf, 2000, &eof);
-    close(c);
+    ask(&v, GET_QUICK, buf, sizeof buf);
     assert_non_null(strstr(buf, "HTTP/1.1 503"));
     assert_non_null(strstr(buf, "Retry-After: 1"));
     assert_non_null(strstr(buf, "\"code\":\"EBUSY\""));
-    release_all();
-    read_for(a, buf, sizeof buf, 2000, &eof);
+    release_two(fd);
+    stop(&v);
+}
+
+/* A route marked quick is answered on the I/O thread: still 200 while every
+ * handler thread is busy (another route then gets 503). */
+static void test_quick_route_on_io_thread(void **state)
+{
+    (void)state;
+    srv_t v;
+    tide_http_server_opts_t o = {.max_handlers = 2};
+    start(&v, &o);
+    assert_int_equal(tide_router_set_quick(v.rt, "GET", "/quick"), 0);
+    assert_int_equal(tide_router_set_quick(v.rt, "GET", "/nowhere"), -1);
+    assert_int_equal(tide_router_quick(v.rt, "GET", "/quick"), 1);
+    assert_int_equal(tide_router_quick(v.rt, "POST", "/quick"), 0);
+    assert_int_equal(tide_router_quick(v.rt, "GET", "/block"), 0);
+    int fd[2];
+    occupy_two(&v, fd);
+    char buf[2048];
+    ask(&v, GET_QUICK, buf, sizeof buf);
     assert_non_null(strstr(buf, "HTTP/1.1 200"));
-    read_for(b, buf, sizeof buf, 2000, &eof);
-    assert_non_null(strstr(buf, "HTTP/1.1 200"));
-    close(a);
-    close(b);
+    assert_non_null(strstr(buf, "{\"len\":0}"));
+    ask(&v, "POST /quick HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        buf, sizeof buf);
+    assert_non_null(strstr(buf, "HTTP/1.1 503"));
+    release_two(fd);
     stop(&v);
 }
 
@@ -407,6 +455,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_long_polls_hold_no_io_thread),
         cmocka_unit_test(test_busy_is_json_503),
+        cmocka_unit_test(test_quick_route_on_io_thread),
         cmocka_unit_test(test_shutdown_answers_long_polls),
         cmocka_unit_test(test_protocol_errors_json),
         cmocka_unit_test(test_silent_client_dropped),
