@@ -100,6 +100,16 @@ typedef struct tide_config {
     tide_time_t hpa_window_s;  /* `k8s`: scale-down stabilisation window, the
                                   highest recommendation over it is kept
                                   (HPA's default, 300) */
+    int spread_max_skew;       /* failure domains: inference replicas of a service (and
+                                  the Tier A reserve) spread across racks and power
+                                  domains; a replica goes where its rack's and power
+                                  domain's replica counts exceed the least loaded
+                                  candidate's by at most this (1); 0 = no spreading
+                                  (first fit, the reserve on the first domains) */
+    double survive_share;      /* invariant (tide_engine_check): losing any one rack or
+                                  power domain leaves each service at least this share
+                                  of its Tier A floor (min_replicas) in placed replicas;
+                                  0 = not checked (0) */
 } tide_config_t;
 
 /* Fill c with defaults (elastic). */

@@ -69,7 +69,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         cfg->night_start_h < 0 ||
         cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
         cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0 ||
-        !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0) {
+        !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0 ||
+        cfg->spread_max_skew < 0 || !(cfg->survive_share >= 0 && cfg->survive_share <= 1)) {
         tide_errf(err, TIDE_EINVAL, "invalid engine configuration (a period, margin or hour out of range)");
         return NULL;
     }
@@ -98,10 +99,14 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
             d->first_node = n;
             d->first_gpu = ni.first_gpu;
             d->type = ni.type;
+            d->rack = ni.rack;
+            d->power = ni.power;
         }
         d->n_nodes++;
         d->gpus += ni.gpus;
     }
+    e->n_racks = tide_cluster_racks(c);
+    e->n_power = tide_cluster_power_domains(c);
     e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
     e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
     for (int d = 0; d < e->n_doms; d++) {
@@ -163,6 +168,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].warm.v);
         free(e->svcs[s].hpa);
         free(e->svcs[s].orc_off);
+        free(e->svcs[s].spread);
     }
     free(e->reserve_type);
     free(e->foreign_cells);
@@ -238,6 +244,7 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->rh_at = -1;
     sv->slo_target = s->slo_target > 0 ? s->slo_target : e->cfg.slo_target;
     sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
+    tide__spread_alloc(e, sv);
     tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.tick_s,
                   e->cfg.margin_min);
     return e->n_svcs++;
@@ -908,7 +915,7 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
     if (qg != e->queue_gpus)
         return tide_errf(err, TIDE_ESTATE, "queue holds %d GPUs of demand, counter says %d", qg,
                          e->queue_gpus);
-    return 0;
+    return tide__spread_check(e, err);
 }
 
 /* ------------------------------------------------------------ inspection */

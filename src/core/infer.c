@@ -197,6 +197,7 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
             d->claim_kind = CLAIM_NONE;
     }
     tide__acct_rep_set(e, r, 1);
+    tide__spread_add(e, r, 1);
     if (rehearsal)
         s->rh_rep = id;
     else if (r->state == REP_READY)
@@ -268,6 +269,7 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
     } else {
         s->warming--;
     }
+    tide__spread_add(e, r, -1);
     for (int k = 0; k < r->alloc.n; k++)
         tide__dom_release(e, r->alloc.gpus[k]);
     r->state = REP_STOPPED;
@@ -279,20 +281,38 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
     e->sched_dirty = 1;
 }
 
+/* The replica of service si scale_down stops next in its pass (state, in
+ * the reserve or not): the one on the most loaded rack and power domain
+ * when spreading, newest first among equals; -1 if none. */
+static int32_t scale_down_pick(const tide_engine_t *e, int si, int want_state, int want_reserve)
+{
+    int32_t best = -1;
+    int best_load = -1;
+    for (size_t i = e->n_reps; i-- > 0;) {
+        const replica_t *r = &e->reps[i];
+        if (r->service != si || r->state != want_state || r->rehearsal || r->cut ||
+            (r->tier == TIDE_T_A) != want_reserve)
+            continue;
+        int load = e->cfg.spread_max_skew > 0 ? tide__spread_load(e, r) : 0;
+        if (load > best_load) {
+            best = (int32_t)i;
+            best_load = load;
+        }
+        if (!e->cfg.spread_max_skew)
+            break;
+    }
+    return best;
+}
+
 /* Stop n replicas of a service: warming before ready, lendable zones before
- * the reserve, newest first. */
+ * the reserve, the most crowded failure domains first, newest first. */
 static void scale_down(tide_engine_t *e, int si, int n)
 {
     for (int pass = 0; pass < 4 && n > 0; pass++) {
-        int want_state = pass < 2 ? REP_WARMING : REP_READY;
-        int want_reserve = pass % 2;
-        for (size_t i = e->n_reps; i-- > 0 && n > 0;) {
-            replica_t *r = &e->reps[i];
-            if (r->service != si || r->state != want_state || r->rehearsal)
-                continue;
-            if ((r->tier == TIDE_T_A) != want_reserve)
-                continue;
-            tide__replica_stop(e, (int32_t)i, TIDE_R_SCALE);
+        int32_t id;
+        while (n > 0 && (id = scale_down_pick(e, si, pass < 2 ? REP_WARMING : REP_READY,
+                                              pass % 2)) >= 0) {
+            tide__replica_stop(e, id, TIDE_R_SCALE);
             n--;
         }
     }

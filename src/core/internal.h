@@ -55,6 +55,7 @@ typedef struct domain {
     int borrowed;          /* a shared domain standing in for failed reserve GPUs */
     int foreign;           /* GPUs foreign jobs hold (OWN_FOREIGN) */
     int free_slot;         /* free count it is indexed under (dom_free_bits) */
+    int rack, power;       /* failure domains of its first node */
 } domain_t;
 
 typedef struct node {
@@ -63,6 +64,8 @@ typedef struct node {
     int up;
     int foreign_want;      /* GPUs foreign jobs hold, as last reported */
     int foreign;           /* ... of which marked OWN_FOREIGN (taken from free GPUs) */
+    int cut;               /* unreachable (TIDE_EV_NODE_UNREACHABLE): not up for
+                              placement, but what runs there keeps its GPUs */
 } node_t;
 
 /* One (domain, count) pair of an allocation. */
@@ -114,6 +117,7 @@ typedef struct replica {
     tide_time_t started, ready_at;
     tide_time_t notice_at;   /* reclaim notice that freed its GPUs, or -1 */
     int rehearsal;           /* a warm-up rehearsal: not capacity, stops when ready */
+    int cut;                 /* on an unreachable node: not counted in ready/warming */
 } replica_t;
 
 typedef struct lease {
@@ -246,6 +250,8 @@ typedef struct service {
     tide_time_t rh_at;
     int surge;                 /* replicas held above the sizing (TIDE_EV_SURGE) */
     int target;                /* the sizing's `up` at the last pass (its need) */
+    int *spread;               /* placed replicas per rack, then per power domain
+                                  (spread.c; derived from the replicas) */
 } service_t;
 
 typedef struct team {
@@ -300,6 +306,7 @@ struct tide_engine {
     int n_doms;
     int n_gpus;
     int max_dom_gpus;
+    int n_racks, n_power;    /* failure domains (spread.c) */
     int32_t *gpu_dom;        /* per GPU: its domain */
     uint8_t *own_kind;       /* per GPU */
     int32_t *own_id;         /* per GPU */
@@ -484,6 +491,26 @@ int tide__gangs_on_empty(const domain_t *doms, int n_doms, int gang, uint32_t ty
 int tide__capacity_empty(tide_engine_t *e, int gang, uint32_t types); /* on an empty cluster (memoised) */
 void tide__alloc_free(alloc_t *a);
 void tide__alloc_push(alloc_t *a, int32_t gpu);
+
+/* spread.c: failure domains */
+/* Count replica r (placed, not a rehearsal) into its service's rack and power
+ * domain counts (delta +1 / -1). */
+void tide__spread_add(tide_engine_t *e, const replica_t *r, int delta);
+/* Recount every service's counts from the replicas (after a restore). */
+void tide__spread_rebuild(tide_engine_t *e);
+void tide__spread_alloc(tide_engine_t *e, service_t *s);
+/* Placement penalty of domain d for one more replica of service si: how far
+ * its rack's and power domain's counts would exceed the least loaded
+ * candidate's (min_rack, min_power) by more than spread_max_skew. */
+long tide__spread_excess(const tide_engine_t *e, int si, const domain_t *d, int min_rack,
+                         int min_power);
+/* Domains in the order a spread layout fills a zone: round robin over power
+ * domains and racks (into order[0..n_doms)). */
+void tide__spread_order(const tide_engine_t *e, int *order);
+/* The survival invariant (cfg.survive_share). 0 or -1 with err. */
+int tide__spread_check(const tide_engine_t *e, tide_error_t *err);
+/* Load of replica r's rack and power domain (for scale-down: most loaded first). */
+int tide__spread_load(const tide_engine_t *e, const replica_t *r);
 
 /* forecast.c */
 void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t tick_s, double margin0);

@@ -29,11 +29,20 @@ int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zo
         return tide_errf(err, TIDE_EINVAL,
                          "policy %s: %d inference GPUs do not fit in a cluster of %d GPUs",
                          e->pol->name, inf_gpus, e->n_gpus);
+    /* spreading: the zone takes domains round robin over power domains and
+     * racks, so losing one takes the fewest of its GPUs */
+    int *order = e->scratch_a;
+    if (e->cfg.spread_max_skew > 0)
+        tide__spread_order(e, order);
+    else
+        for (int d = 0; d < e->n_doms; d++)
+            order[d] = d;
     int got = 0;
-    for (int d = 0; d < e->n_doms; d++) {
-        e->doms[d].zone = got < inf_gpus ? inf_zone : rest_zone;
-        if (e->doms[d].zone == inf_zone)
-            got += e->doms[d].gpus;
+    for (int i = 0; i < e->n_doms; i++) {
+        domain_t *d = &e->doms[order[i]];
+        d->zone = got < inf_gpus ? inf_zone : rest_zone;
+        if (d->zone == inf_zone)
+            got += d->gpus;
     }
     return 0;
 }
