@@ -144,7 +144,13 @@ typedef enum tide_event_kind {
     TIDE_EV_CKPT_COMMITTED,  /* job, value = progress saved (manifest committed) */
     TIDE_EV_JOB_FINISHED,    /* job completed its work */
     TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts (value: progress
-                                reached, when known; 0 = the engine's estimate) */
+                                reached, when known; 0 = the engine's estimate;
+                                node: where, -1 = unknown). An elastic job running
+                                above dp_min drops that gang (the one with GPUs on
+                                node, else its last) and goes on: JOB_RESIZE with
+                                reason failure, grown back from the next tick on;
+                                any other job stops and restarts from its
+                                committed checkpoint */
     TIDE_EV_NODE_FAILED,     /* node */
     TIDE_EV_NODE_RECOVERED,  /* node */
     TIDE_EV_JOB_EXPIRED,     /* job: the backend ended it at its lease deadline

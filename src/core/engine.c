@@ -134,6 +134,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->scratch_b = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
     e->scratch_c = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
     e->next_deadline = TIDE_TIME_NEVER;
+    e->grow_at = TIDE_TIME_NEVER;
     e->st.cluster_gpus = e->n_gpus;
     e->n_types = tide_cluster_types(c) > 0 ? tide_cluster_types(c) : 1;
     e->foreign_cells = tide_xcalloc((size_t)TIDE_T_COUNT * (size_t)e->n_types,
@@ -322,6 +323,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     j->first_start = -1;
     j->finished = -1;
     j->notice_at = -1;
+    j->grow_after = INT64_MIN;
     j->lease = -1;
     j->run_idx = -1;
     if (e->n_jobs * 2 > e->idx_cap)
@@ -606,7 +608,8 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
         report_progress(e, j, ev);
-        tide__job_stop(e, ev->job, TIDE_R_FAILURE, 1);
+        if (!tide__job_rank_lost(e, ev->job, ev->node))
+            tide__job_stop(e, ev->job, TIDE_R_FAILURE, 1);
         return 0;
     case TIDE_EV_JOB_EXPIRED:
         if (running_job(e, ev->job, err, &j) < 0)
@@ -703,6 +706,10 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     } else if (now >= e->next_deadline) {
         tide__lease_tick(e, now);
     }
+    if (now >= e->grow_at) {
+        e->grow_at = TIDE_TIME_NEVER; /* a job that lost a rank may grow back */
+        e->sched_dirty = 1;
+    }
     if (e->reserve_dirty)
         tide__reserve_update(e, now);
     if (e->infer_dirty) {
@@ -717,6 +724,8 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     tide_time_t wake = e->next_tick;
     if (e->next_deadline < wake)
         wake = e->next_deadline;
+    if (e->grow_at < wake)
+        wake = e->grow_at;
     if (e->pol->wake) {
         tide_time_t w = e->pol->wake(e, now);
         if (w < wake)

@@ -506,6 +506,8 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
             while (n > 0 && start_replica(e, si, now))
                 n--;
             deficit = n;
+        } else if (tide__spread_short(e, si)) {
+            start_replica(e, si, now); /* repair the spread (after a failure) */
         }
         /* the surge's replicas are not the sizing's to scale down */
         int own = active > s->surge ? active - s->surge : 0;

@@ -105,6 +105,7 @@ typedef struct job {
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
     int reclaim_reason;
     int stop_pending;        /* checkpoint requested to stop (not just shrink) */
+    tide_time_t grow_after;  /* lost a rank: grows back from this time on */
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -362,6 +363,7 @@ struct tide_engine {
     lc_t *foreign_cells;     /* GPUs foreign jobs hold: [tier][type] */
     int quotas_on;           /* some team has a quota */
     tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
+    tide_time_t grow_at;     /* earliest grow_after of a job that lost a rank (a wake) */
     int reserve_target;      /* Tier A GPUs the layout gave the reserve */
     int *reserve_type;       /* ... per GPU type */
     int reserve_short;       /* healthy reserve GPUs missing now */
@@ -509,6 +511,11 @@ long tide__spread_excess(const tide_engine_t *e, int si, const domain_t *d, int 
 void tide__spread_order(const tide_engine_t *e, int *order);
 /* The survival invariant (cfg.survive_share). 0 or -1 with err. */
 int tide__spread_check(const tide_engine_t *e, tide_error_t *err);
+/* Would losing service si's most loaded rack or power domain leave less
+ * than survive_share of its floor (it has its floor, none warming)? Then the
+ * inference pass adds a replica (placed on the least loaded one); scale-down
+ * later takes one from the most loaded. */
+int tide__spread_short(const tide_engine_t *e, int si);
 /* Load of replica r's rack and power domain (for scale-down: most loaded first). */
 int tide__spread_load(const tide_engine_t *e, const replica_t *r);
 
@@ -552,6 +559,11 @@ tide_time_t tide__job_expected_end(const job_t *j, tide_time_t now);
 void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width);
 void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue);
 void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
+/* Job h lost a rank on node `node` (-1: unknown): an elastic job running
+ * above dp_min drops the gang holding it and goes on (RESIZE, reason
+ * failure; it grows back from the next tick on). Returns 1, or 0 when the job
+ * cannot shrink (the caller stops it: it restarts from its checkpoint). */
+int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node);
 void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 void tide__queue_insert(tide_engine_t *e, int32_t h);

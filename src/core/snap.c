@@ -60,7 +60,7 @@ static const tide_field_t engine_f[] = {
     F(tide_engine_t, next_deadline), F(tide_engine_t, reserve_target),
     F(tide_engine_t, reserve_short), F(tide_engine_t, reserve_dirty), F(tide_engine_t, need_t0),
     F(tide_engine_t, need_avail), F(tide_engine_t, ret_lead), F(tide_engine_t, min_term),
-    F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt)};
+    F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt), F(tide_engine_t, grow_at)};
 
 static const tide_field_t stats_f[] = {
     F(tide_stats_t, start), F(tide_stats_t, now), F(tide_stats_t, cluster_gpus),
@@ -89,7 +89,8 @@ static const tide_field_t job_f[] = {
     F(job_t, notice_at), F(job_t, deadline), F(job_t, preemptions), F(job_t, lost_gpu_s),
     F(job_t, lease), F(job_t, n_leased), F(job_t, acct_state), F(job_t, acct_tier_own),
     F(job_t, tr_c), F(job_t, tr_d), F(job_t, tr_at), F(job_t, run_idx), F(job_t, exp_end),
-    F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order)};
+    F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order),
+    F(job_t, grow_after)};
 
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, tier), F(replica_t, started),

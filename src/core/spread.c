@@ -51,6 +51,19 @@ long tide__spread_excess(const tide_engine_t *e, int si, const domain_t *d, int 
     return (x > 0 ? x : 0) + (y > 0 ? y : 0);
 }
 
+int tide__spread_short(const tide_engine_t *e, int si)
+{
+    const service_t *s = &e->svcs[si];
+    int all = s->ready + s->warming, floor_n = s->spec.min_replicas;
+    if (!(e->cfg.survive_share > 0) || e->cfg.spread_max_skew <= 0 || floor_n <= 0 ||
+        all < floor_n || s->warming > 0)
+        return 0;
+    int most = 0;
+    for (int x = 0; x < e->n_racks + e->n_power; x++)
+        most = TIDE_MAX(most, s->spread[x]);
+    return all - most < e->cfg.survive_share * floor_n - 1e-9;
+}
+
 int tide__spread_load(const tide_engine_t *e, const replica_t *r)
 {
     if (r->alloc.n == 0)
@@ -165,6 +178,10 @@ int tide__spread_check(const tide_engine_t *e, tide_error_t *err)
 {
     if (!(e->cfg.survive_share > 0))
         return 0;
+    /* "losing one": while a node is down or cut off, one is lost already */
+    for (int n = 0; n < e->n_nodes; n++)
+        if (!e->nodes[n].up)
+            return 0;
     size_t nx = (size_t)(e->n_racks + e->n_power) + 1;
     int *in = tide_xmalloc(nx * sizeof *in);
     int32_t *stamp = tide_xmalloc(nx * sizeof *stamp);

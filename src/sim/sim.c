@@ -1005,6 +1005,15 @@ static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
         }
     }
     double lost = 0;
+    tide_job_info_t ji;
+    /* an elastic job above dp_min loses the gang and goes on (the engine shrinks it) */
+    int shrink = job >= 0 && tide_engine_job(r->e, job, &ji) == 0 &&
+                 ji.state == TIDE_JOB_RUNNING && ji.width >= 2 && ji.width - 1 >= ji.spec->dp_min;
+    if (shrink && tide_world_fail_gang(r->w, t, job) == 0) {
+        r->fs.rank_failures++;
+        fault_row(r, t, "fault_rank_fail_shrink", job_id(r->e, job), NULL, -1, -1, 0, 1);
+        return;
+    }
     if (job < 0 || tide_world_fail_rank(r->w, t, job, &lost) != 0) {
         r->fs.rank_failures_skipped++;
         fault_row(r, t, "fault_rank_fail_skipped", f->u < 0 ? rf->target : NULL, NULL, -1, -1,

@@ -876,6 +876,18 @@ int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *
     return 0;
 }
 
+int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job)
+{
+    wjob_t *j = active_job(w, job);
+    if (!j || j->width < 2)
+        return -1;
+    job_advance(j, now);
+    j->width--;
+    job_schedule(w, job, j);
+    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run});
+    return 0;
+}
+
 int tide_world_kill_job(tide_world_t *w, tide_time_t now, int32_t job, int *phase,
                         double *progress)
 {
