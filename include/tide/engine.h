@@ -151,8 +151,14 @@ typedef enum tide_event_kind {
                                 reason failure, grown back from the next tick on;
                                 any other job stops and restarts from its
                                 committed checkpoint */
-    TIDE_EV_NODE_FAILED,     /* node */
-    TIDE_EV_NODE_RECOVERED,  /* node */
+    TIDE_EV_NODE_FAILED,     /* node: down (fenced); what ran there is gone. value 1:
+                                unreachable only (a network partition): its
+                                replicas stop counting as capacity and nothing new
+                                goes there, but its jobs keep their GPUs (they may
+                                still run) and their leases are not renewed: they
+                                are placed again only once the node is fenced
+                                (NODE_FAILED, value 0) or a lease runs out */
+    TIDE_EV_NODE_RECOVERED,  /* node: up and reachable again */
     TIDE_EV_JOB_EXPIRED,     /* job: the backend ended it at its lease deadline
                                 (e.g. while tide was down); work since the last
                                 commit is lost, the job is requeued (value:

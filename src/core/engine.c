@@ -475,8 +475,10 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     r->state = REP_READY;
     r->ready_at = e->now;
     tide__acct_rep_set(e, r, 1);
-    s->warming--;
-    s->ready++;
+    if (!r->cut) {
+        s->warming--;
+        s->ready++;
+    }
     tide__samples_add(&s->warm, (double)(e->now - r->started));
     tide__samples_add(&e->smp[TIDE_SAMPLE_WARMUP], (double)(e->now - r->started));
     if (r->notice_at >= 0)
@@ -484,9 +486,65 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     return 0;
 }
 
+/* Replicas on node n leave (cut 1) or rejoin (cut 0) their service's
+ * ready / warming counts: unreachable, they serve no one routed to them. */
+static void node_replicas_cut(tide_engine_t *e, int n, int cut)
+{
+    const node_t *nd = &e->nodes[n];
+    for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
+        if (e->own_kind[g] != OWN_REPLICA)
+            continue;
+        replica_t *r = &e->reps[e->own_id[g]];
+        if (r->cut == cut)
+            continue; /* counted at another GPU of it */
+        r->cut = cut;
+        if (r->rehearsal)
+            continue;
+        service_t *s = &e->svcs[r->service];
+        int d = cut ? -1 : 1;
+        if (r->state == REP_READY)
+            s->ready += d;
+        else if (r->state == REP_WARMING)
+            s->warming += d;
+    }
+}
+
+/* Node n becomes unreachable (cut 1: a network partition) or reachable
+ * again. Unreachable, it is not up for placement: its free GPUs leave the
+ * counts, its replicas stop counting as capacity, but what runs there keeps
+ * its GPUs (it may still run: nothing is placed twice) until the node is
+ * fenced (NODE_FAILED) or a job's lease runs out (not renewed meanwhile). */
+static void node_cut(tide_engine_t *e, int n, int cut)
+{
+    node_t *nd = &e->nodes[n];
+    if (nd->cut == cut || (cut && !nd->up))
+        return;
+    domain_t *d = &e->doms[nd->domain];
+    int nfree = 0, sign = cut ? -1 : 1;
+    for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++)
+        nfree += e->own_kind[g] == OWN_FREE;
+    nd->cut = cut;
+    nd->up = !cut;
+    e->n_cut -= sign;
+    d->up_gpus += sign * nd->gpus;
+    d->free += sign * nfree;
+    e->zone_gpus[d->zone] += sign * nd->gpus;
+    e->zone_free[d->zone] += sign * nfree;
+    d->cut_held -= sign * (nd->gpus - nfree);
+    e->zone_cut[d->zone] -= sign * (nd->gpus - nfree);
+    tide__dom_free_mark(e, nd->domain);
+    node_replicas_cut(e, n, cut);
+    if (!cut)
+        tide__foreign_set(e, n, nd->foreign_want);
+    e->reserve_dirty = 1;
+    e->sched_dirty = e->infer_dirty = 1;
+}
+
 static void node_set(tide_engine_t *e, int n, int up)
 {
     node_t *nd = &e->nodes[n];
+    if (nd->cut)
+        node_cut(e, n, 0); /* fenced or back: reachable again first */
     if (nd->up == up)
         return;
     domain_t *d = &e->doms[nd->domain];
@@ -621,7 +679,10 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
     case TIDE_EV_NODE_RECOVERED:
         if (ev->node < 0 || ev->node >= e->n_nodes)
             return tide_errf(err, TIDE_ENOENT, "unknown node %d", ev->node);
-        node_set(e, ev->node, ev->kind == TIDE_EV_NODE_RECOVERED);
+        if (ev->kind == TIDE_EV_NODE_FAILED && ev->value == 1)
+            node_cut(e, ev->node, 1);
+        else
+            node_set(e, ev->node, ev->kind == TIDE_EV_NODE_RECOVERED);
         return 0;
     case TIDE_EV_FOREIGN:
         return ev_foreign(e, ev, err);
@@ -789,7 +850,7 @@ static int check_foreign(const tide_engine_t *e, uint8_t *seen, int *allocated, 
             else
                 held++;
         }
-        if (held != nd->foreign || held > nd->foreign_want || (!nd->up && held))
+        if (held != nd->foreign || held > nd->foreign_want || (!nd->up && !nd->cut && held))
             return tide_errf(err, TIDE_ESTATE,
                              "node %d: %d GPUs marked foreign, count %d, reported %d%s", n, held,
                              nd->foreign, nd->foreign_want, nd->up ? "" : " (down)");

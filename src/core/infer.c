@@ -264,6 +264,8 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
             if (reason != TIDE_R_REHEARSAL)
                 s->rh_failed++; /* its node failed, or it did */
         }
+    } else if (r->cut) {
+        /* not counted while unreachable */
     } else if (r->state == REP_READY) {
         s->ready--;
     } else {

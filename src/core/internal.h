@@ -56,6 +56,7 @@ typedef struct domain {
     int foreign;           /* GPUs foreign jobs hold (OWN_FOREIGN) */
     int free_slot;         /* free count it is indexed under (dom_free_bits) */
     int rack, power;       /* failure domains of its first node */
+    int cut_held;          /* GPUs held on its unreachable nodes (not idle, not up) */
 } domain_t;
 
 typedef struct node {
@@ -315,6 +316,7 @@ struct tide_engine {
     int zone_free[Z_COUNT];  /* free up GPUs per zone */
     int zone_total[Z_COUNT]; /* all GPUs per zone (up or down) */
     int zone_foreign[Z_COUNT]; /* GPUs foreign jobs hold per zone */
+    int zone_cut[Z_COUNT];   /* GPUs held on unreachable nodes per zone (domain_t.cut_held) */
 
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
@@ -364,6 +366,7 @@ struct tide_engine {
     int quotas_on;           /* some team has a quota */
     tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
     tide_time_t grow_at;     /* earliest grow_after of a job that lost a rank (a wake) */
+    int n_cut;               /* nodes unreachable now (node_t.cut) */
     int reserve_target;      /* Tier A GPUs the layout gave the reserve */
     int *reserve_type;       /* ... per GPU type */
     int reserve_short;       /* healthy reserve GPUs missing now */
@@ -564,6 +567,8 @@ void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
  * failure; it grows back from the next tick on). Returns 1, or 0 when the job
  * cannot shrink (the caller stops it: it restarts from its checkpoint). */
 int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node);
+/* Does job j hold a GPU on an unreachable node (it cannot hear of a renewal)? */
+int tide__job_cut(const tide_engine_t *e, const job_t *j);
 void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 void tide__queue_insert(tide_engine_t *e, int32_t h);

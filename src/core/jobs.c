@@ -402,6 +402,20 @@ static int gang_on_node(const tide_engine_t *e, const job_t *j, int n)
     return j->width - 1;
 }
 
+int tide__job_cut(const tide_engine_t *e, const job_t *j)
+{
+    if (!e->n_cut)
+        return 0;
+    for (int k = 0; k < j->alloc.n; k++) {
+        const domain_t *d = &e->doms[dom_of_gpu(e, j->alloc.gpus[k])];
+        for (int n = d->first_node; n < d->first_node + d->n_nodes; n++)
+            if (e->nodes[n].cut && j->alloc.gpus[k] >= e->nodes[n].first_gpu &&
+                j->alloc.gpus[k] < e->nodes[n].first_gpu + e->nodes[n].gpus)
+                return 1;
+    }
+    return 0;
+}
+
 int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node)
 {
     job_t *j = e->jobs[h];

@@ -67,7 +67,10 @@ void tide__dom_release(tide_engine_t *e, int gpu)
     int n = node_of_gpu(e, gpu);
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
-    if (e->nodes[n].up) {
+    if (e->nodes[n].cut) {
+        d->cut_held--; /* down from tide's view until the node is back */
+        e->zone_cut[d->zone]--;
+    } else if (e->nodes[n].up) {
         d->free++;
         e->zone_free[d->zone]++;
         tide__dom_free_mark(e, (int)(d - e->doms));

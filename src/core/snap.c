@@ -48,7 +48,7 @@ static const tide_field_t dom_shape_f[] = {F(domain_t, first_node), F(domain_t, 
 static const tide_field_t dom_f[] = {
     F(domain_t, zone), F(domain_t, up_gpus), F(domain_t, free), F(domain_t, claim_kind),
     F(domain_t, claim_id), F(domain_t, claim_n), F(domain_t, claim_since), F(domain_t, borrowed),
-    F(domain_t, foreign), F(domain_t, free_slot)};
+    F(domain_t, foreign), F(domain_t, free_slot), F(domain_t, cut_held)};
 
 static const tide_field_t engine_f[] = {
     F(tide_engine_t, laid_out), F(tide_engine_t, zone_gpus), F(tide_engine_t, zone_free),
@@ -60,7 +60,8 @@ static const tide_field_t engine_f[] = {
     F(tide_engine_t, next_deadline), F(tide_engine_t, reserve_target),
     F(tide_engine_t, reserve_short), F(tide_engine_t, reserve_dirty), F(tide_engine_t, need_t0),
     F(tide_engine_t, need_avail), F(tide_engine_t, ret_lead), F(tide_engine_t, min_term),
-    F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt), F(tide_engine_t, grow_at)};
+    F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt), F(tide_engine_t, grow_at),
+    F(tide_engine_t, n_cut), F(tide_engine_t, zone_cut)};
 
 static const tide_field_t stats_f[] = {
     F(tide_stats_t, start), F(tide_stats_t, now), F(tide_stats_t, cluster_gpus),

@@ -273,6 +273,201 @@ static void test_property_spread(void **state)
     }
 }
 
+/* ------------------------------------------------------------- partition */
+
+static void node_ev(ef_t *f, tide_time_t t, int kind, int node, double value)
+{
+    tide_event_t ev = ef_ev(kind);
+    ev.node = node;
+    ev.value = value;
+    ef_step(f, t, &ev, 1);
+}
+
+/* elastic on 8x8 (Tier A: one node), a 2-gang rigid job on lent GPUs. */
+static ef_t *partition_setup(int32_t *job, int *node)
+{
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.lease_max_s = 3 * 3600;
+    ef_t *f = ef_topo(8, 8, 1, 2, 2, &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    tide_job_spec_t js = ef_job("train", 2, 16, 8, 2, 100000);
+    *job = ef_submit(f, 60, &js);
+    ticks_ready(f, 600);
+    assert_int_equal(ef_info(f, *job).state, TIDE_JOB_RUNNING);
+    int32_t gp[64];
+    assert_int_equal(ef_job_gpus(f, *job, gp), 16);
+    *node = ef_node_of(f, gp[0]);
+    return f;
+}
+
+/* Unreachable: the job keeps its GPUs and is not started anywhere else (no
+ * GPU is allocated twice: the fixture replays every action); fenced: it
+ * restarts elsewhere. */
+static void test_partition_then_fence(void **state)
+{
+    (void)state;
+    int32_t job;
+    int node;
+    ef_t *f = partition_setup(&job, &node);
+    int32_t before[64], after[64];
+    ef_job_gpus(f, job, before);
+    size_t from = f->nlog;
+    node_ev(f, 700, TIDE_EV_NODE_FAILED, node, 1);
+    ticks_ready(f, 3000);
+    assert_int_equal(ef_count(f, from, TIDE_ACT_JOB_START, -1, job), 0);
+    assert_int_equal(ef_count(f, from, TIDE_ACT_JOB_STOP, -1, job), 0);
+    assert_int_equal(ef_job_gpus(f, job, after), 16);
+    assert_memory_equal(before, after, sizeof(int32_t) * 16);
+    node_ev(f, 3060, TIDE_EV_NODE_FAILED, node, 0);
+    assert_non_null(ef_find(f, from, TIDE_ACT_JOB_STOP, TIDE_R_FAILURE, job));
+    ticks_ready(f, 3600);
+    const ef_act_t *st = ef_find(f, from, TIDE_ACT_JOB_START, -1, job);
+    assert_non_null(st);
+    for (int k = 0; k < st->a.n_gpus; k++)
+        assert_int_not_equal(ef_node_of(f, ef_gpus(f, st)[k]), node);
+    node_ev(f, 3700, TIDE_EV_NODE_RECOVERED, node, 0);
+    ticks_ready(f, 4000);
+    ef_free(f);
+}
+
+/* Unreachable until the lease runs out: not renewed, stopped at its latest
+ * return (the far side expired it on its own), then placed again; never
+ * twice at once. */
+static void test_partition_lease_expires(void **state)
+{
+    (void)state;
+    int32_t job;
+    int node;
+    ef_t *f = partition_setup(&job, &node);
+    tide_job_info_t ji = ef_info(f, job);
+    tide_lease_info_t li;
+    assert_true(ji.lease >= 0);
+    assert_int_equal(tide_engine_lease(f->e, ji.lease, &li), 0);
+    tide_time_t until = li.latest_return;
+    size_t from = f->nlog;
+    node_ev(f, 700, TIDE_EV_NODE_FAILED, node, 1);
+    ticks_ready(f, until + 600);
+    assert_int_equal(ef_count(f, from, TIDE_ACT_LEASE_RENEW, -1, job), 0);
+    const ef_act_t *stop = ef_find(f, from, TIDE_ACT_JOB_STOP, -1, job);
+    assert_non_null(stop);
+    assert_true(stop->t >= until);
+    const ef_act_t *start = ef_find(f, from, TIDE_ACT_JOB_START, -1, job);
+    assert_non_null(start);
+    assert_true(start->t >= stop->t);
+    ef_free(f);
+}
+
+/* An unreachable node's replica is not capacity: a replacement starts
+ * elsewhere while it keeps its GPUs; reachable again, it counts again. */
+static void test_partition_replica(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    ef_t *f = ef_topo(4, 8, 1, 1, 1, &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    ticks_ready(f, 600);
+    int32_t owner = -1;
+    int node = -1;
+    for (int g = 0; g < f->ngpus && node < 0; g++)
+        if (tide_engine_gpu_owner(f->e, g, &owner) == 2)
+            node = ef_node_of(f, g);
+    assert_true(node >= 0);
+    size_t from = f->nlog;
+    node_ev(f, 660, TIDE_EV_NODE_FAILED, node, 1);
+    tide_stats_t st;
+    tide_engine_stats(f->e, &st);
+    assert_int_equal(ef_count(f, from, TIDE_ACT_REPLICA_STOP, -1, -1), 0);
+    /* replacements (the sizing reacts to the lost capacity), none on the node */
+    assert_true(ef_count(f, from, TIDE_ACT_REPLICA_START, -1, -1) >= 1);
+    for (size_t i = from; i < f->nlog; i++)
+        if (f->log[i].a.kind == TIDE_ACT_REPLICA_START)
+            assert_int_not_equal(ef_node_of(f, ef_gpus(f, &f->log[i])[0]), node);
+    assert_int_equal(st.replicas_ready, 0);
+    int32_t o2;
+    tide_node_info_t ni = node_info(f, node);
+    assert_int_equal(tide_engine_gpu_owner(f->e, ni.first_gpu, &o2), 2);
+    assert_int_equal(o2, owner);
+    ticks_ready(f, 900);
+    tide_engine_stats(f->e, &st);
+    int ready = st.replicas_ready;
+    assert_true(ready >= 1);
+    node_ev(f, 960, TIDE_EV_NODE_RECOVERED, node, 0);
+    tide_engine_stats(f->e, &st);
+    assert_true(st.replicas_ready >= ready); /* it counts again (the sizing may drop one) */
+    ticks_ready(f, 20000); /* the extra ones are scaled down after the hold */
+    tide_engine_stats(f->e, &st);
+    assert_true(st.replicas_ready < ready + 1);
+    ef_free(f);
+}
+
+/* ------------------------------------------------------------- rank loss */
+
+static void rank_failed(ef_t *f, tide_time_t t, int32_t job, int node)
+{
+    tide_event_t ev = ef_ev(TIDE_EV_RANK_FAILED);
+    ev.job = job;
+    ev.node = node;
+    ef_step(f, t, &ev, 1);
+}
+
+/* A 4-gang elastic job (dp_min 2) loses a rank in its third gang: it goes on
+ * at 3 gangs without that gang's GPUs, then grows back to 4. */
+static void test_rank_loss_elastic(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    ef_t *f = ef_topo(6, 8, 1, 2, 2, &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    tide_job_spec_t js = ef_job("big", 2, 32, 8, 2, 100000);
+    int32_t job = ef_submit(f, 60, &js);
+    ticks_ready(f, 600);
+    assert_int_equal(ef_info(f, job).width, 4);
+    const ef_act_t *last = ef_find_last(f, TIDE_ACT_JOB_START, -1, job);
+    assert_non_null(last);
+    int node = ef_node_of(f, ef_gpus(f, last)[2 * 8]); /* gang 2 */
+    size_t from = f->nlog;
+    rank_failed(f, 610, job, node);
+    const ef_act_t *rs = ef_find(f, from, TIDE_ACT_JOB_RESIZE, TIDE_R_FAILURE, job);
+    assert_non_null(rs);
+    assert_int_equal(rs->a.width, 3);
+    for (int k = 0; k < rs->a.n_gpus; k++)
+        assert_int_not_equal(ef_node_of(f, ef_gpus(f, rs)[k]), node);
+    tide_job_info_t ji = ef_info(f, job);
+    assert_int_equal(ji.state, TIDE_JOB_RUNNING);
+    assert_int_equal(ji.width, 3);
+    assert_int_equal(ef_count(f, from, TIDE_ACT_JOB_STOP, -1, job), 0);
+    ticks_ready(f, 800);
+    assert_int_equal(ef_info(f, job).width, 4);
+    assert_non_null(ef_find(f, from, TIDE_ACT_JOB_RESIZE, TIDE_R_SCALE, job));
+    ef_free(f);
+}
+
+/* A job at dp_min (not elastic) restarts from its committed checkpoint. */
+static void test_rank_loss_rigid(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    ef_t *f = ef_topo(6, 8, 1, 2, 2, &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    tide_job_spec_t js = ef_job("rigid", 2, 32, 8, 4, 100000);
+    int32_t job = ef_submit(f, 60, &js);
+    ticks_ready(f, 600);
+    ef_commit(f, 620, job, 300);
+    size_t from = f->nlog;
+    rank_failed(f, 900, job, -1);
+    assert_non_null(ef_find(f, from, TIDE_ACT_JOB_STOP, TIDE_R_FAILURE, job));
+    assert_int_equal(ef_count(f, from, TIDE_ACT_JOB_RESIZE, -1, job), 0);
+    ticks_ready(f, 1200);
+    tide_job_info_t ji = ef_info(f, job);
+    assert_true(ef_find(f, from, TIDE_ACT_JOB_START, -1, job) != NULL);
+    assert_true(ji.committed >= 300);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +476,11 @@ int main(void)
         cmocka_unit_test(test_power_domains),
         cmocka_unit_test(test_invariant_reports),
         cmocka_unit_test(test_property_spread),
+        cmocka_unit_test(test_partition_then_fence),
+        cmocka_unit_test(test_partition_lease_expires),
+        cmocka_unit_test(test_partition_replica),
+        cmocka_unit_test(test_rank_loss_elastic),
+        cmocka_unit_test(test_rank_loss_rigid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
