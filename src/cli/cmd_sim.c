@@ -53,6 +53,13 @@ static void sim_usage(FILE *f)
             "      --headroom X        preempt/k8s: replicas = ceil(demand x (1+X) / replica_rps)\n"
             "                          (default 0.25: an autoscaler's 80%% utilisation target)\n"
             "      --hpa-window D      k8s: scale-down stabilisation window (default 5m, HPA's)\n"
+            "failure domains (racks, power domains: the cluster file's rack_nodes, power_nodes):\n"
+            "      --spread N          a service's replicas and the Tier A reserve spread over\n"
+            "                          racks and power domains, at most N apart (default 1;\n"
+            "                          0 = no spreading: first fit)\n"
+            "      --survive X         invariant (checked with --check): losing any one rack or\n"
+            "                          power domain leaves each service X of its floor (0..1,\n"
+            "                          default 0 = not checked)\n"
             "run:\n"
             "      --seed N            seed recorded in summary.json (default 0)\n"
             "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"
@@ -64,7 +71,9 @@ static void sim_usage(FILE *f)
             "      --progress          progress lines on stderr (default only on a terminal)\n"
             "      --inject LIST       inject faults (comma-separated, repeatable): burst:2x@36h+2h,\n"
             "                          burst:SVC:2x@T+D, node-fail:N@T[+D], rank-fail:JOB@T,\n"
-            "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps\n"
+            "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps,\n"
+            "                          rack-fail:R@T[+D], power-fail:P@T[+D] (R, P: index or\n"
+            "                          busiest), partition:NODES@T+D (NODES: 3, 4-7, 1|5)\n"
             "      --report FILE       also write a self-contained HTML report (docs/report.md)\n"
             "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
             "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
@@ -97,6 +106,8 @@ typedef struct cmdline {
     double margin;              /* < 0 = not given */
     double headroom;            /* < 0 = not given */
     int64_t hpa_window;         /* < 0 = not given */
+    long long spread;           /* < 0 = not given */
+    double survive;             /* < 0 = not given */
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
@@ -179,7 +190,7 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY };
-enum { O_OUTPUTS = 1200 };
+enum { O_OUTPUTS = 1200, O_SPREAD, O_SURVIVE };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -206,6 +217,8 @@ static const struct option longopts[] = {
     {"headroom", required_argument, NULL, O_HEADROOM},
     {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
     {"outputs", required_argument, NULL, O_OUTPUTS},
+    {"spread", required_argument, NULL, O_SPREAD},
+    {"survive", required_argument, NULL, O_SURVIVE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -269,6 +282,16 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_HPA_WINDOW:
             if (tide_parse_duration(optarg, &c->hpa_window) < 0 || c->hpa_window < 0)
                 return bad("--hpa-window: '%s' is not a duration (90s, 5m, 1h)", optarg);
+            break;
+        case O_SPREAD:
+            if (tide_parse_int(optarg, &c->spread) < 0 || c->spread < 0 || c->spread > 1000)
+                return bad("--spread: '%s' is not a whole number 0..1000", optarg);
+            break;
+        case O_SURVIVE:
+            if (tide_parse_double(optarg, &c->survive) < 0 || !(c->survive >= 0) ||
+                c->survive > 1)
+                return bad("--survive: '%s' is not a number in 0..1 (0.5 = half the floor)",
+                           optarg);
             break;
         case O_SEED:
             if (parse_seed(optarg, &c->seed) < 0)
@@ -378,6 +401,10 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
         cfg->headroom = c->headroom;
     if (c->hpa_window >= 0)
         cfg->hpa_window_s = c->hpa_window;
+    if (c->spread >= 0)
+        cfg->spread_max_skew = (int)c->spread;
+    if (c->survive >= 0)
+        cfg->survive_share = c->survive;
     return -1;
 }
 
@@ -400,7 +427,8 @@ static void print_written(const char *dir, unsigned outputs)
 int tide_cmd_sim(int argc, char **argv)
 {
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
-                   .margin = -1, .headroom = -1, .hpa_window = -1};
+                   .margin = -1, .headroom = -1, .hpa_window = -1,
+                   .spread = -1, .survive = -1};
     inputs_t in = {0};
     tide_error_t err = {0};
     const char **cmd_argv = NULL;
