@@ -283,34 +283,40 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
     e->sched_dirty = 1;
 }
 
-/* The replica of service si scale_down stops next in its pass (state, in
- * the reserve or not): the one on the most loaded rack and power domain
- * when spreading, newest first among equals; -1 if none. */
+/* The replica of service si scale_down stops next in a pass (state, in the
+ * reserve or not), -1 if none: newest first, or when spreading the one on
+ * the most loaded rack and power domain. With a survival share
+ * (survive_share) there is one pass: load first, whatever the state and
+ * tier (warming, then lendable zones, among equals), so a scale-down never
+ * leaves a failure domain crowded. */
 static int32_t scale_down_pick(const tide_engine_t *e, int si, int want_state, int want_reserve)
 {
+    int spread = e->cfg.spread_max_skew > 0, one_pass = spread && e->cfg.survive_share > 0;
     int32_t best = -1;
     int best_load = -1;
     for (size_t i = e->n_reps; i-- > 0;) {
         const replica_t *r = &e->reps[i];
-        if (r->service != si || r->state != want_state || r->rehearsal || r->cut ||
-            (r->tier == TIDE_T_A) != want_reserve)
+        if (r->service != si || r->rehearsal || r->cut || r->state == REP_STOPPED ||
+            (!one_pass && (r->state != want_state || (r->tier == TIDE_T_A) != want_reserve)))
             continue;
-        int load = e->cfg.spread_max_skew > 0 ? tide__spread_load(e, r) : 0;
+        if (!spread)
+            return (int32_t)i;
+        int load = tide__spread_load(e, r) * 4 + (r->state == REP_WARMING) * 2 +
+                   (r->tier != TIDE_T_A);
         if (load > best_load) {
             best = (int32_t)i;
             best_load = load;
         }
-        if (!e->cfg.spread_max_skew)
-            break;
     }
     return best;
 }
 
 /* Stop n replicas of a service: warming before ready, lendable zones before
- * the reserve, the most crowded failure domains first, newest first. */
+ * the reserve, newest first (spreading: see scale_down_pick). */
 static void scale_down(tide_engine_t *e, int si, int n)
 {
-    for (int pass = 0; pass < 4 && n > 0; pass++) {
+    int passes = e->cfg.spread_max_skew > 0 && e->cfg.survive_share > 0 ? 1 : 4;
+    for (int pass = 0; pass < passes && n > 0; pass++) {
         int32_t id;
         while (n > 0 && (id = scale_down_pick(e, si, pass < 2 ? REP_WARMING : REP_READY,
                                               pass % 2)) >= 0) {
@@ -508,8 +514,6 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
             while (n > 0 && start_replica(e, si, now))
                 n--;
             deficit = n;
-        } else if (tide__spread_short(e, si)) {
-            start_replica(e, si, now); /* repair the spread (after a failure) */
         }
         /* the surge's replicas are not the sizing's to scale down */
         int own = active > s->surge ? active - s->surge : 0;
@@ -517,6 +521,8 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
             hold_forecast(e, si, now, own, up, down);
         else
             hold_reactive(e, si, now, own, up, down);
+        if (!deficit && tide__spread_short(e, si))
+            start_replica(e, si, now); /* repair the spread (after a failure) */
         int incoming = claims_of(e, si);
         if (incoming > deficit)
             drop_claims(e, si, incoming - deficit);
