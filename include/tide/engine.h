@@ -146,11 +146,11 @@ typedef enum tide_event_kind {
     TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts (value: progress
                                 reached, when known; 0 = the engine's estimate;
                                 node: where, -1 = unknown). An elastic job running
-                                above dp_min drops that gang (the one with GPUs on
-                                node, else its last) and goes on: JOB_RESIZE with
+                                above dp_min drops the gang with GPUs on node and
+                                goes on: JOB_RESIZE with
                                 reason failure, grown back from the next tick on;
-                                any other job stops and restarts from its
-                                committed checkpoint */
+                                any other job (or node unknown) stops and restarts
+                                from its committed checkpoint */
     TIDE_EV_NODE_FAILED,     /* node: down (fenced); what ran there is gone. value 1:
                                 unreachable only (a network partition): its
                                 replicas stop counting as capacity and nothing new

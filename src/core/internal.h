@@ -562,10 +562,11 @@ tide_time_t tide__job_expected_end(const job_t *j, tide_time_t now);
 void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width);
 void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue);
 void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
-/* Job h lost a rank on node `node` (-1: unknown): an elastic job running
- * above dp_min drops the gang holding it and goes on (RESIZE, reason
- * failure; it grows back from the next tick on). Returns 1, or 0 when the job
- * cannot shrink (the caller stops it: it restarts from its checkpoint). */
+/* Job h lost a rank on node `node`: an elastic job running above dp_min
+ * drops the gang holding GPUs there and goes on (RESIZE, reason failure; it
+ * grows back from the next tick on). Returns 1, or 0 when the job cannot
+ * shrink or the node holds none of its gangs (-1: unknown) (the caller stops
+ * it: it restarts from its committed checkpoint). */
 int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node);
 /* Does job j hold a GPU on an unreachable node (it cannot hear of a renewal)? */
 int tide__job_cut(const tide_engine_t *e, const job_t *j);

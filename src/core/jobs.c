@@ -388,8 +388,8 @@ static int pick_index(const int32_t *gpus, int g, int k, const void *ctx)
     return k == *(const int *)ctx;
 }
 
-/* The gang of job j with a GPU on node n (the last gang when n is -1 or
- * holds none of its GPUs). */
+/* The gang of job j with a GPU on node n (-1 when n is unknown or holds
+ * none of its GPUs). */
 static int gang_on_node(const tide_engine_t *e, const job_t *j, int n)
 {
     int g = j->spec.gang_gpus;
@@ -399,7 +399,7 @@ static int gang_on_node(const tide_engine_t *e, const job_t *j, int n)
             if (j->alloc.gpus[k] >= nd->first_gpu && j->alloc.gpus[k] < nd->first_gpu + nd->gpus)
                 return k / g;
     }
-    return j->width - 1;
+    return -1;
 }
 
 int tide__job_cut(const tide_engine_t *e, const job_t *j)
@@ -422,6 +422,8 @@ int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node)
     if (j->state != TIDE_JOB_RUNNING || j->width - 1 < j->spec.dp_min || j->width < 2)
         return 0;
     int k = gang_on_node(e, j, node);
+    if (k < 0)
+        return 0; /* where is unknown: the whole job restarts */
     drop_gangs(e, h, pick_index, &k, TIDE_R_FAILURE);
     j->grow_after = e->now + e->cfg.tick_s;
     if (j->grow_after < e->grow_at)

@@ -985,6 +985,22 @@ static void enact_node_recover(run_t *r, tide_time_t t, const tide_fire_t *f)
     r->nfailed = w;
 }
 
+/* The node of the highest GPU job h holds (its last gang's). */
+static int job_last_node(const run_t *r, int32_t h)
+{
+    int nodes = tide_cluster_nodes(r->o->cluster);
+    for (int n = nodes; n-- > 0;) {
+        tide_node_info_t ni;
+        tide_cluster_node(r->o->cluster, n, &ni);
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
+            int32_t o;
+            if (tide_engine_gpu_owner(r->e, g, &o) == 1 && o == h)
+                return n;
+        }
+    }
+    return -1;
+}
+
 static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
 {
     const tide_fault_t *rf = &r->o->inject->v[f->fault];
@@ -1019,7 +1035,7 @@ static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
     /* an elastic job above dp_min loses the gang and goes on (the engine shrinks it) */
     int shrink = job >= 0 && tide_engine_job(r->e, job, &ji) == 0 &&
                  ji.state == TIDE_JOB_RUNNING && ji.width >= 2 && ji.width - 1 >= ji.spec->dp_min;
-    if (shrink && tide_world_fail_gang(r->w, t, job) == 0) {
+    if (shrink && tide_world_fail_gang(r->w, t, job, job_last_node(r, job)) == 0) {
         r->fs.rank_failures++;
         fault_row(r, t, "fault_rank_fail_shrink", job_id(r->e, job), NULL, -1, -1, 0, 1);
         return;

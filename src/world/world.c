@@ -42,7 +42,7 @@ typedef struct wentry {
     uint32_t gen;  /* job generation (timers), run (notes), replica generation,
                       transfer generation or lease generation */
     int phase;     /* notes */
-    int32_t aux;   /* service of a replica */
+    int32_t aux;   /* service of a replica; node of a rank note (-1: unknown) */
     double value;  /* notes */
 } wentry_t;
 
@@ -732,6 +732,7 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
     case W_NOTE_RANK:
         ev->kind = TIDE_EV_RANK_FAILED;
         ev->value = x->value;
+        ev->node = x->aux;
         break;
     default:
         return 0;
@@ -870,13 +871,13 @@ int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *
     job_end(w, now, j);
     /* the event carries the progress the job had reached (docs: engine.h) */
     heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
-                            .value = reached});
+                            .value = reached, .aux = -1});
     if (lost)
         *lost = l;
     return 0;
 }
 
-int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job)
+int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job, int node)
 {
     wjob_t *j = active_job(w, job);
     if (!j || j->width < 2)
@@ -884,7 +885,8 @@ int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job)
     job_advance(j, now);
     j->width--;
     job_schedule(w, job, j);
-    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run});
+    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
+                            .aux = node});
     return 0;
 }
 
