@@ -29,7 +29,9 @@ serve_start part --backend slurm --db "$tmp/p.db" --listen "127.0.0.1:$PORT" \
     --slurm-partition tide --control-period 5s || { fail "daemon did not start"; finish slurm_partition; }
 
 job_field() { api GET "/v1/jobs/$1" && jq_ "$2"; }
-backend_state_is() { [ "$(job_field "$1" "(d.get('backend') or {}).get('state','')")" = "$2" ]; }
+backend_state_is() { # every gang's Slurm state is $2
+    [ "$(job_field "$1" "len(set((d.get('backend') or {}).get('state','').split(','))) == 1 and (d.get('backend') or {}).get('state','').split(',')[0]")" = "$2" ]
+}
 width_is() { [ "$(job_field "$1" "d['width']")" = "$2" ]; }
 ready_replicas_are() { api GET /v1/services && [ "$(jq_ "d['services'][0]['ready']")" = "$1" ]; }
 stage_ok() { [ "$fails" = 0 ] || finish slurm_partition; }

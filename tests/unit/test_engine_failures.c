@@ -117,16 +117,26 @@ static void rack_event(ef_t *f, tide_time_t t, int rack, int up)
 
 /* 16 nodes of 8 GPUs, racks of 4 nodes: a service of 8-GPU replicas with a
  * floor of 4. Returns the fixture after the floor is placed. */
-static ef_t *four_racks(int spread, double share)
+/* elastic on `nodes` nodes of 8 GPUs (racks and power domains as given),
+ * one service of 8-GPU replicas with floor `floor_n`, run to `until`. */
+static ef_t *floor_on(int nodes, int rack_nodes, int power_nodes, int floor_n, int spread,
+                      double share, int check, tide_time_t until)
 {
     tide_config_t cfg = ef_cfg("elastic");
     cfg.spread_max_skew = spread;
     cfg.survive_share = share;
-    ef_t *f = ef_topo(16, 8, 1, 4, 4, &cfg);
-    ef_service(f, "chat", 8, 10, 4, 300);
+    cfg.check_invariants = check;
+    ef_t *f = ef_topo(nodes, 8, 1, rack_nodes, power_nodes, &cfg);
+    f->check = check;
+    ef_service(f, "chat", 8, 10, floor_n, 300);
     ef_demand(f, 0, 0, 5);
-    ticks_ready(f, 600);
+    ticks_ready(f, until);
     return f;
+}
+
+static ef_t *four_racks(int spread, double share)
+{
+    return floor_on(16, 4, 4, 4, spread, share, 1, 600);
 }
 
 static void test_floor_spread_over_racks(void **state)
@@ -186,12 +196,7 @@ static void test_rack_fail_with_and_without_spreading(void **state)
 static void test_power_domains(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.survive_share = 0.5;
-    ef_t *f = ef_topo(16, 8, 1, 2, 4, &cfg); /* 8 racks, 4 power domains */
-    ef_service(f, "chat", 8, 10, 4, 300);
-    ef_demand(f, 0, 0, 5);
-    ef_ticks(f, 600, 60);
+    ef_t *f = floor_on(16, 2, 4, 4, 1, 0.5, 1, 600); /* 8 racks, 4 power domains */
     int cnt[4];
     per_domain(f, 0, 1, cnt, 4);
     for (int p = 0; p < 4; p++)
@@ -203,14 +208,7 @@ static void test_power_domains(void **state)
 static void test_invariant_reports(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.survive_share = 0.5;
-    cfg.check_invariants = 0;
-    ef_t *f = ef_topo(4, 8, 1, 4, 4, &cfg);
-    f->check = 0;
-    ef_service(f, "chat", 8, 10, 2, 300);
-    ef_demand(f, 0, 0, 5);
-    ef_ticks(f, 120, 60);
+    ef_t *f = floor_on(4, 4, 4, 2, 1, 0.5, 0, 120);
     tide_error_t err = {0};
     assert_int_equal(tide_engine_check(f->e, &err), -1);
     assert_non_null(strstr(err.msg, "losing rack 0"));
