@@ -38,7 +38,18 @@ static ef_t *ef_topo(int nodes, int gpn, int dom_nodes, int rack_nodes, int powe
         fail_msg("engine: %s", err.msg);
     f->ngpus = tide_cluster_gpus(f->c);
     ef_init_tables(f, cfg->policy);
+    /* snapshots: a restored engine takes every step too and must decide alike
+     * (spread counts, unreachable nodes, rank-loss wake-ups survive a restore) */
+    f->shadow_at = 3;
+    f->shadow_every = 7;
     return f;
+}
+
+static void ef_done(ef_t *f)
+{
+    if (f->shadow)
+        ef_shadow_finish(f);
+    ef_free(f);
 }
 
 static tide_node_info_t node_info(const ef_t *f, int n)
@@ -154,7 +165,7 @@ static void test_floor_spread_over_racks(void **state)
             a_racks[node_info(f, ef_node_of(f, g)).rack] = 1;
     for (int r = 0; r < 4; r++)
         assert_int_equal(a_racks[r], 1);
-    ef_free(f);
+    ef_done(f);
 }
 
 /* rack-fail on the rack holding the most replicas: with spreading, 3 of the
@@ -187,7 +198,7 @@ static void test_rack_fail_with_and_without_spreading(void **state)
             for (int k = 0; k < 4; k++)
                 assert_int_equal(cnt[k], 1);
         }
-        ef_free(f);
+        ef_done(f);
     }
 }
 
@@ -201,7 +212,7 @@ static void test_power_domains(void **state)
     per_domain(f, 0, 1, cnt, 4);
     for (int p = 0; p < 4; p++)
         assert_int_equal(cnt[p], 1);
-    ef_free(f);
+    ef_done(f);
 }
 
 /* The invariant fails when the topology cannot hold it: one rack. */
@@ -212,7 +223,7 @@ static void test_invariant_reports(void **state)
     tide_error_t err = {0};
     assert_int_equal(tide_engine_check(f->e, &err), -1);
     assert_non_null(strstr(err.msg, "losing rack 0"));
-    ef_free(f);
+    ef_done(f);
 }
 
 /* Property: random clusters and service mixes, demand only rising (so free
@@ -267,7 +278,7 @@ static void test_property_spread(void **state)
                     }
             }
         }
-        ef_free(f);
+        ef_done(f);
     }
 }
 
@@ -326,7 +337,7 @@ static void test_partition_then_fence(void **state)
         assert_int_not_equal(ef_node_of(f, ef_gpus(f, st)[k]), node);
     node_ev(f, 3700, TIDE_EV_NODE_RECOVERED, node, 0);
     ticks_ready(f, 4000);
-    ef_free(f);
+    ef_done(f);
 }
 
 /* Unreachable until the lease runs out: not renewed, stopped at its latest
@@ -353,7 +364,7 @@ static void test_partition_lease_expires(void **state)
     const ef_act_t *start = ef_find(f, from, TIDE_ACT_JOB_START, -1, job);
     assert_non_null(start);
     assert_true(start->t >= stop->t);
-    ef_free(f);
+    ef_done(f);
 }
 
 /* An unreachable node's replica is not capacity: a replacement starts
@@ -397,7 +408,7 @@ static void test_partition_replica(void **state)
     ticks_ready(f, 20000); /* the extra ones are scaled down after the hold */
     tide_engine_stats(f->e, &st);
     assert_true(st.replicas_ready < ready + 1);
-    ef_free(f);
+    ef_done(f);
 }
 
 /* ------------------------------------------------------------- rank loss */
@@ -440,7 +451,7 @@ static void test_rank_loss_elastic(void **state)
     ticks_ready(f, 800);
     assert_int_equal(ef_info(f, job).width, 4);
     assert_non_null(ef_find(f, from, TIDE_ACT_JOB_RESIZE, TIDE_R_SCALE, job));
-    ef_free(f);
+    ef_done(f);
 }
 
 /* A job at dp_min (not elastic) restarts from its committed checkpoint. */
@@ -463,7 +474,7 @@ static void test_rank_loss_rigid(void **state)
     tide_job_info_t ji = ef_info(f, job);
     assert_true(ef_find(f, from, TIDE_ACT_JOB_START, -1, job) != NULL);
     assert_true(ji.committed >= 300);
-    ef_free(f);
+    ef_done(f);
 }
 
 int main(void)
