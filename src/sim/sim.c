@@ -355,6 +355,8 @@ typedef struct run {
     double fix_demanded, fix_served, fix_useful; /* true minus the engine's books */
 } run_t;
 
+static void count_double_starts(run_t *r);
+
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
 
 static tide_event_t blank_event(int kind)
@@ -487,12 +489,7 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
             tide_world_set_job_gb(r->w, tide_engine_job_find(r->e, ev->job_spec->id), gb);
         }
     }
-    for (size_t i = 0; i < r->acts.n; i++) {
-        tide_world_job_t wj;
-        if (r->acts.v[i].kind == TIDE_ACT_JOB_START &&
-            tide_world_job(r->w, r->acts.v[i].job, &wj) == 0 && wj.active)
-            r->fs.double_starts++; /* a gang would run twice */
-    }
+    count_double_starts(r);
     tide_world_apply(r->w, t, &r->acts);
     if (r->o->observe) {
         tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w,
@@ -880,6 +877,22 @@ static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job
         snprintf(row.value, sizeof row.value, "%.2f", value);
     evrow_write(r->evf, r->policy, t, &row);
     r->rows++;
+}
+
+/* A JOB_START of a job the world still runs, not stopped earlier in the same
+ * step: a gang would run twice (faults.double_starts, always 0). */
+static void count_double_starts(run_t *r)
+{
+    for (size_t i = 0; i < r->acts.n; i++) {
+        const tide_action_t *a = &r->acts.v[i];
+        tide_world_job_t wj;
+        if (a->kind != TIDE_ACT_JOB_START || tide_world_job(r->w, a->job, &wj) != 0 || !wj.active)
+            continue;
+        int stopped = 0;
+        for (size_t k = 0; k < i && !stopped; k++)
+            stopped = r->acts.v[k].kind == TIDE_ACT_JOB_STOP && r->acts.v[k].job == a->job;
+        r->fs.double_starts += !stopped;
+    }
 }
 
 /* Demand events for the services a burst item touches (at their new level). */
