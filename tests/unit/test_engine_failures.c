@@ -243,7 +243,7 @@ static void test_property_spread(void **state)
         snprintf(f->tag, sizeof f->tag, "round %d", round);
         int ns = 1 + (int)(rnd(&st) % 3);
         static const int tps[] = {1, 2, 4, 8};
-        char names[3][8];
+        char names[3][16];
         int tp[3];
         for (int s = 0; s < ns; s++) {
             snprintf(names[s], sizeof names[s], "s%d", s);
