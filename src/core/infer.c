@@ -5,6 +5,7 @@
  * others get a checkpoint notice (graceful) or are stopped at once (reactive
  * preemption). P0 replicas are never victims. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -342,8 +343,10 @@ static void plans_stale_job(tide_engine_t *e, int32_t h)
 static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp, int kill, unsigned zones)
 {
     static const int any_training = TIDE_P1;
-    int best = -1;
+    int best = -1, n_ok = 0, min_rack = 0, min_power = 0;
+    int spread = e->cfg.spread_max_skew > 0;
     double best_cost = 0;
+    int *ok = spread ? tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *ok) : NULL;
     for (int di = 0; di < e->n_doms; di++) {
         domain_t *d = &e->doms[di];
         if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
@@ -358,11 +361,29 @@ static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp,
         double c = e->plan_cost[di];
         if (c < 0)
             continue;
-        if (best < 0 || c < best_cost) {
+        if (spread) {
+            int r = s->spread[d->rack], p = s->spread[e->n_racks + d->power];
+            min_rack = n_ok == 0 || r < min_rack ? r : min_rack;
+            min_power = n_ok == 0 || p < min_power ? p : min_power;
+            ok[n_ok++] = di;
+        } else if (best < 0 || c < best_cost) {
             best = di;
             best_cost = c;
         }
     }
+    /* spreading: a domain keeping the skew first, then the cheapest */
+    long best_x = 0;
+    for (int k = 0; k < n_ok; k++) {
+        int di = ok[k];
+        long x = tide__spread_excess(e, si, &e->doms[di], min_rack, min_power);
+        double c = e->plan_cost[di];
+        if (best < 0 || x < best_x || (x == best_x && c < best_cost)) {
+            best = di;
+            best_x = x;
+            best_cost = c;
+        }
+    }
+    free(ok);
     return best;
 }
 
