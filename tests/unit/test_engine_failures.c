@@ -372,11 +372,7 @@ static void test_partition_lease_expires(void **state)
 static void test_partition_replica(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    ef_t *f = ef_topo(4, 8, 1, 1, 1, &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    ticks_ready(f, 600);
+    ef_t *f = floor_on(4, 1, 1, 1, 1, 0, 1, 600);
     int32_t owner = -1;
     int node = -1;
     for (int g = 0; g < f->ngpus && node < 0; g++)
@@ -426,10 +422,7 @@ static void rank_failed(ef_t *f, tide_time_t t, int32_t job, int node)
 static void test_rank_loss_elastic(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    ef_t *f = ef_topo(6, 8, 1, 2, 2, &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
+    ef_t *f = floor_on(6, 2, 2, 1, 1, 0, 1, 0);
     tide_job_spec_t js = ef_job("big", 2, 32, 8, 2, 100000);
     int32_t job = ef_submit(f, 60, &js);
     ticks_ready(f, 600);
@@ -458,10 +451,7 @@ static void test_rank_loss_elastic(void **state)
 static void test_rank_loss_rigid(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    ef_t *f = ef_topo(6, 8, 1, 2, 2, &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
+    ef_t *f = floor_on(6, 2, 2, 1, 1, 0, 1, 0);
     tide_job_spec_t js = ef_job("rigid", 2, 32, 8, 4, 100000);
     int32_t job = ef_submit(f, 60, &js);
     ticks_ready(f, 600);
