@@ -105,6 +105,16 @@ typedef struct tide_config {
                                   few h) that met the error budget at the lowest
                                   counterfactual cost over the last day (1), or
                                   by the forecast alone (0, default) */
+    int spread_max_skew;       /* failure domains: inference replicas of a service (and
+                                  the Tier A reserve) spread across racks and power
+                                  domains; a replica goes where its rack's and power
+                                  domain's replica counts exceed the least loaded
+                                  candidate's by at most this; 0 = no spreading, the default
+                                  (first fit, the reserve on the first domains) */
+    double survive_share;      /* invariant (tide_engine_check): losing any one rack or
+                                  power domain leaves each service at least this share
+                                  of its Tier A floor (min_replicas) in placed replicas;
+                                  0 = not checked (0) */
 } tide_config_t;
 
 /* Fill c with defaults (elastic). */
@@ -139,9 +149,21 @@ typedef enum tide_event_kind {
     TIDE_EV_CKPT_COMMITTED,  /* job, value = progress saved (manifest committed) */
     TIDE_EV_JOB_FINISHED,    /* job completed its work */
     TIDE_EV_RANK_FAILED,     /* job lost a rank: the gang aborts (value: progress
-                                reached, when known; 0 = the engine's estimate) */
-    TIDE_EV_NODE_FAILED,     /* node */
-    TIDE_EV_NODE_RECOVERED,  /* node */
+                                reached, when known; 0 = the engine's estimate;
+                                node: where, -1 = unknown). An elastic job running
+                                above dp_min drops the gang with GPUs on node and
+                                goes on: JOB_RESIZE with
+                                reason failure, grown back from the next tick on;
+                                any other job (or node unknown) stops and restarts
+                                from its committed checkpoint */
+    TIDE_EV_NODE_FAILED,     /* node: down (fenced); what ran there is gone. value 1:
+                                unreachable only (a network partition): its
+                                replicas stop counting as capacity and nothing new
+                                goes there, but its jobs keep their GPUs (they may
+                                still run) and their leases are not renewed: they
+                                are placed again only once the node is fenced
+                                (NODE_FAILED, value 0) or a lease runs out */
+    TIDE_EV_NODE_RECOVERED,  /* node: up and reachable again */
     TIDE_EV_JOB_EXPIRED,     /* job: the backend ended it at its lease deadline
                                 (e.g. while tide was down); work since the last
                                 commit is lost, the job is requeued (value:

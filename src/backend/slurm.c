@@ -756,9 +756,22 @@ static int reconcile_gang(slurmbe_t *s, gang_t *g, int32_t h, sjob_t *j, srep_t 
     return 0;
 }
 
-/* A run of job j failed (once per run): RANK_FAILED, or JOB_CANCEL after
- * max_failures runs in a row. */
-static void job_failed(slurmbe_t *s, int32_t h, sjob_t *j)
+/* The tide node holding GPU g (-1: none). */
+static int gpu_node(const slurmbe_t *s, int32_t g)
+{
+    const tide_cluster_t *c = tide_engine_cluster(s->e);
+    for (int n = 0; n < tide_cluster_nodes(c); n++) {
+        tide_node_info_t ni;
+        if (tide_cluster_node(c, n, &ni) == 0 && g >= ni.first_gpu && g < ni.first_gpu + ni.gpus)
+            return n;
+    }
+    return -1;
+}
+
+/* A run of job j failed (once per run): RANK_FAILED (node: where, when one
+ * gang failed; an elastic job then only loses that gang, see be_resize), or
+ * JOB_CANCEL after max_failures runs in a row. */
+static void job_failed_at(slurmbe_t *s, int32_t h, sjob_t *j, int node)
 {
     if (!j->active || j->end_sent)
         return;
@@ -768,8 +781,10 @@ static void job_failed(slurmbe_t *s, int32_t h, sjob_t *j)
     if (give_up)
         blog(s, "job %s failed %d times in a row (last exit code %d): cancelling it", j->id,
              j->failures, j->last_exit);
-    push_ev(s, give_up ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED, h, -1, -1, -1, 0, 0);
+    push_ev(s, give_up ? TIDE_EV_JOB_CANCEL : TIDE_EV_RANK_FAILED, h, -1, -1, node, 0, 0);
 }
+
+static void job_failed(slurmbe_t *s, int32_t h, sjob_t *j) { job_failed_at(s, h, j, -1); }
 
 static void reconcile_job(slurmbe_t *s, int32_t h, sjob_t *j)
 {
@@ -931,6 +946,8 @@ static int be_resize(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
         return tide_errf(err, TIDE_EINVAL, "resize of job %d: bad action", a->job);
     job_work_set(j, x->work);
     job_deadline(s, a->job, j, now);
+    if (a->reason == TIDE_R_FAILURE)
+        j->end_sent = 0; /* an elastic job went on without its failed gang */
     int want = a->n_gpus / gg;
     uint8_t *kept = tide_xcalloc((size_t)(want ? want : 1), 1);
     /* gangs whose GPUs stay keep running; the others leave */
@@ -1212,6 +1229,25 @@ static int32_t *owned_gpus(const slurmbe_t *s, int kind, int32_t h, int *n)
     return v;
 }
 
+/* What the engine was told of node k (s->node_state[k]) against what Slurm
+ * shows: a node not responding is only unreachable (NODE_FAILED, value 1: its
+ * gangs may still run, nothing is placed again) until Slurm marks it down or
+ * drained (NODE_FAILED, value 0: fenced, its jobs are gone). */
+static void node_tell(slurmbe_t *s, int k, const tide_slurm_node_t *nd, int failed, int bad)
+{
+    int told = s->node_state[k];
+    int want = !bad ? TIDE_SNODE_UP : failed ? nd->state : told;
+    int told_cut = told == TIDE_SNODE_UNREACHABLE, want_cut = want == TIDE_SNODE_UNREACHABLE;
+    if ((told == TIDE_SNODE_UP) == (want == TIDE_SNODE_UP) && (told_cut == want_cut || !told_cut))
+        return; /* as told (a down or drained node not responding changes nothing) */
+    static const char *const what[] = {"back", "down", "drained", "unreachable"};
+    blog(s, "node %s is %s%s%s", nd->name, what[want], want != TIDE_SNODE_UP && nd->reason[0] ? ": " : "",
+         want != TIDE_SNODE_UP ? nd->reason : "");
+    push_ev(s, want == TIDE_SNODE_UP ? TIDE_EV_NODE_RECOVERED : TIDE_EV_NODE_FAILED, -1, -1, -1, k,
+            0, want_cut);
+    s->node_state[k] = want;
+}
+
 static void observe_nodes(slurmbe_t *s)
 {
     tide_slurm_node_t *nv = NULL;
@@ -1241,14 +1277,7 @@ static void observe_nodes(slurmbe_t *s)
             s->node_bad_since[k] = now;
         int failed = nv[i].state == TIDE_SNODE_DRAIN ||
                      (bad && now - s->node_bad_since[k] >= s->o.node_grace_s);
-        int was = s->node_state[k] != TIDE_SNODE_UP;
-        if (failed != was && (failed || !bad)) {
-            blog(s, "node %s is %s%s%s", nv[i].name,
-                 failed ? (nv[i].state == TIDE_SNODE_DOWN ? "down" : "drained") : "back",
-                 failed && nv[i].reason[0] ? ": " : "", failed ? nv[i].reason : "");
-            push_ev(s, failed ? TIDE_EV_NODE_FAILED : TIDE_EV_NODE_RECOVERED, -1, -1, -1, k, 0, 0);
-            s->node_state[k] = failed ? nv[i].state : TIDE_SNODE_UP;
-        }
+        node_tell(s, k, &nv[i], failed, bad);
     }
     free(nv);
 }
@@ -1258,6 +1287,7 @@ static void job_observe(slurmbe_t *s, int32_t h, sjob_t *j, int64_t now)
     if (!j->active || j->end_sent)
         return;
     int running = 0, live = 0, ok_end = 0, bad_end = 0, timeout = 0, exit_code = -1;
+    int bad_node = -1; /* a node of the (first) gang that failed */
     for (int k = 0; k < j->ng; k++) {
         gang_t *g = &j->g[k];
         if (g->want != W_RUN || !g->sid || !g->has_obs)
@@ -1275,8 +1305,8 @@ static void job_observe(slurmbe_t *s, int32_t h, sjob_t *j, int64_t now)
                 ok_end++;
             else if (g->obs.state == TIDE_SJOB_TIMEOUT || g->obs.state == TIDE_SJOB_DEADLINE)
                 timeout++;
-            else
-                bad_end++;
+            else if (bad_end++ == 0 && g->ngpus > 0)
+                bad_node = gpu_node(s, g->gpus[0]);
             if (!g->end_seen) {
                 g->end_seen = 1;
                 blog(s, "job %s gang %d (Slurm job %u) ended %s, exit code %d", j->id, g->index,
@@ -1322,7 +1352,7 @@ static void job_observe(slurmbe_t *s, int32_t h, sjob_t *j, int64_t now)
         blog(s, "job %s reached its Slurm time limit (the lease deadline): work since its last checkpoint is lost", j->id);
         push_ev(s, TIDE_EV_JOB_EXPIRED, h, -1, -1, -1, 0, 0);
     } else if (bad_end) {
-        job_failed(s, h, j);
+        job_failed_at(s, h, j, bad_node);
     } else if (ok_end == live) {
         j->end_sent = 1;
         j->failures = 0;

@@ -19,8 +19,9 @@
 /* Node health as tide sees it. */
 enum {
     TIDE_SNODE_UP = 0, /* idle, mixed, allocated, completing: usable */
-    TIDE_SNODE_DOWN,   /* down, not responding, future, unknown */
+    TIDE_SNODE_DOWN,   /* down (fenced: its jobs are gone), future, unknown */
     TIDE_SNODE_DRAIN,  /* drain / draining / drained / fail: no new work */
+    TIDE_SNODE_UNREACHABLE, /* not responding, not (yet) down: its jobs may still run */
 };
 
 typedef struct tide_slurm_node {

@@ -67,6 +67,13 @@ static void sim_usage(FILE *f)
             "      --power-budget F    every power domain's budget = F x its nameplate draw\n"
             "                          (the sum of its GPUs' TDPs), e.g. 0.85; replaces the\n"
             "                          cluster file's budgets (default: the file's, or none)\n"
+            "failure domains (racks, power domains: the cluster file's rack_nodes, power_nodes):\n"
+            "      --spread N          a service's replicas and the Tier A reserve spread over\n"
+            "                          racks and power domains, at most N apart (default 0 =\n"
+            "                          no spreading: first fit; 1 with --survive)\n"
+            "      --survive X         invariant (checked with --check): losing any one rack or\n"
+            "                          power domain leaves each service X of its floor (0..1,\n"
+            "                          default 0 = not checked)\n"
             "run:\n"
             "      --seed N            seed recorded in summary.json (default 0)\n"
             "      --horizon D         simulated time: 90s, 15m, 36h, 14d (default: last demand\n"
@@ -78,7 +85,9 @@ static void sim_usage(FILE *f)
             "      --progress          progress lines on stderr (default only on a terminal)\n"
             "      --inject LIST       inject faults (comma-separated, repeatable): burst:2x@36h+2h,\n"
             "                          burst:SVC:2x@T+D, node-fail:N@T[+D], rank-fail:JOB@T,\n"
-            "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps\n"
+            "                          rank-fail-rate:R/day, ctl-down@T+D, storage:GBps,\n"
+            "                          rack-fail:R@T[+D], power-fail:P@T[+D] (R, P: index or\n"
+            "                          busiest), partition:NODES@T+D (NODES: 3, 4-7, 1|5)\n"
             "      --publish-every D   the model pipeline: a new version of one service's model\n"
             "                          every D (first at 6h), evaluated by a P1 job, released\n"
             "                          through the gated canary (docs/pipeline.md); figures in\n"
@@ -124,6 +133,8 @@ typedef struct cmdline {
     int64_t hpa_window;         /* < 0 = not given */
     int sizing;                 /* --sizing: -1 not given, 0 forecast, 1 ensemble */
     double power_budget;        /* <= 0 = not given */
+    long long spread;           /* < 0 = not given */
+    double survive;             /* < 0 = not given */
     uint64_t seed;
     int64_t horizon, interval;
     int check, progress;
@@ -209,7 +220,8 @@ enum {
 };
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING };
-enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL, O_POWER_BUDGET };
+enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL, O_POWER_BUDGET,
+       O_SPREAD, O_SURVIVE };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -243,6 +255,8 @@ static const struct option longopts[] = {
     {"bulk-qos", required_argument, NULL, O_BULK_QOS},
     {"rl", required_argument, NULL, O_RL},
     {"power-budget", required_argument, NULL, O_POWER_BUDGET},
+    {"spread", required_argument, NULL, O_SPREAD},
+    {"survive", required_argument, NULL, O_SURVIVE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -324,6 +338,16 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
                 c->sizing = !strcmp(optarg, "ensemble");
             else
                 return bad("--sizing: '%s' is not forecast or ensemble", optarg);
+            break;
+        case O_SPREAD:
+            if (tide_parse_int(optarg, &c->spread) < 0 || c->spread < 0 || c->spread > 1000)
+                return bad("--spread: '%s' is not a whole number 0..1000", optarg);
+            break;
+        case O_SURVIVE:
+            if (tide_parse_double(optarg, &c->survive) < 0 || !(c->survive >= 0) ||
+                c->survive > 1)
+                return bad("--survive: '%s' is not a number in 0..1 (0.5 = half the floor)",
+                           optarg);
             break;
         case O_SEED:
             if (parse_seed(optarg, &c->seed) < 0)
@@ -463,6 +487,12 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
         cfg->hpa_window_s = c->hpa_window;
     if (c->sizing >= 0)
         cfg->sizing_ensemble = c->sizing;
+    if (c->spread >= 0)
+        cfg->spread_max_skew = (int)c->spread;
+    else if (c->survive > 0)
+        cfg->spread_max_skew = 1; /* a share to survive asks for spreading */
+    if (c->survive >= 0)
+        cfg->survive_share = c->survive;
     return -1;
 }
 
@@ -485,7 +515,8 @@ static void print_written(const char *dir, unsigned outputs)
 int tide_cmd_sim(int argc, char **argv)
 {
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
-                   .margin = -1, .headroom = -1, .hpa_window = -1, .sizing = -1};
+                   .margin = -1, .headroom = -1, .hpa_window = -1, .sizing = -1,
+                   .spread = -1, .survive = -1};
     inputs_t in = {0};
     tide_error_t err = {0};
     const char **cmd_argv = NULL;

@@ -156,7 +156,7 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
         if (e->zone_free[z])
             st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][idle_tier[z]] += e->zone_free[z] * dt;
         /* GPUs on nodes that are down are idle, and never part of the reserve */
-        int down = e->zone_total[z] - e->zone_gpus[z];
+        int down = e->zone_total[z] - e->zone_gpus[z] - e->zone_cut[z];
         if (down)
             st->gpu_s[TIDE_C_NONE][TIDE_S_IDLE][z == Z_RESERVE ? TIDE_T_B : idle_tier[z]] += down * dt;
     }

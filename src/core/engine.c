@@ -70,7 +70,8 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
         cfg->night_start_h > 23 || cfg->night_end_h < 0 || cfg->night_end_h > 23 ||
         cfg->forecast_days < 1 || cfg->scale_down_hold_s < 0 || cfg->lead_extra_s < 0 ||
         !(cfg->headroom >= 0) || cfg->headroom > 100 || cfg->hpa_window_s < 0 ||
-        cfg->sizing_ensemble < 0 || cfg->sizing_ensemble > 1) {
+        cfg->sizing_ensemble < 0 || cfg->sizing_ensemble > 1 || cfg->spread_max_skew < 0 ||
+        !(cfg->survive_share >= 0 && cfg->survive_share <= 1)) {
         tide_errf(err, TIDE_EINVAL, "invalid engine configuration (a period, margin or hour out of range)");
         return NULL;
     }
@@ -99,10 +100,14 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
             d->first_node = n;
             d->first_gpu = ni.first_gpu;
             d->type = ni.type;
+            d->rack = ni.rack;
+            d->power = ni.power;
         }
         d->n_nodes++;
         d->gpus += ni.gpus;
     }
+    e->n_racks = tide_cluster_racks(c);
+    e->n_power = tide_cluster_power_domains(c);
     e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
     e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
     for (int d = 0; d < e->n_doms; d++) {
@@ -130,6 +135,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->scratch_b = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
     e->scratch_c = tide_xcalloc((size_t)e->n_doms + 1, sizeof(int));
     e->next_deadline = TIDE_TIME_NEVER;
+    e->grow_at = TIDE_TIME_NEVER;
     e->st.cluster_gpus = e->n_gpus;
     e->n_types = tide_cluster_types(c) > 0 ? tide_cluster_types(c) : 1;
     e->foreign_cells = tide_xcalloc((size_t)TIDE_T_COUNT * (size_t)e->n_types,
@@ -165,6 +171,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].warm.v);
         free(e->svcs[s].hpa);
         free(e->svcs[s].orc_off);
+        free(e->svcs[s].spread);
     }
     free(e->reserve_type);
     free(e->foreign_cells);
@@ -241,6 +248,7 @@ int tide_engine_add_service(tide_engine_t *e, const tide_service_spec_t *s, tide
     sv->rh_at = -1;
     sv->slo_target = s->slo_target > 0 ? s->slo_target : e->cfg.slo_target;
     sv->cells = tide_xcalloc((size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types, sizeof *sv->cells);
+    tide__spread_alloc(e, sv);
     tide__fc_init(&sv->fc, e->cfg.forecast_bucket_s, e->cfg.forecast_days, e->cfg.tick_s,
                   e->cfg.margin_min);
     return e->n_svcs++;
@@ -318,6 +326,7 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     j->first_start = -1;
     j->finished = -1;
     j->notice_at = -1;
+    j->grow_after = INT64_MIN;
     j->lease = -1;
     j->run_idx = -1;
     tide__power_job_reset(j);
@@ -470,8 +479,10 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     r->state = REP_READY;
     r->ready_at = e->now;
     tide__acct_rep_set(e, r, 1);
-    s->warming--;
-    s->ready++;
+    if (!r->cut) {
+        s->warming--;
+        s->ready++;
+    }
     tide__samples_add(&s->warm, (double)(e->now - r->started));
     tide__samples_add(&e->smp[TIDE_SAMPLE_WARMUP], (double)(e->now - r->started));
     if (r->notice_at >= 0)
@@ -479,9 +490,65 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
     return 0;
 }
 
+/* Replicas on node n leave (cut 1) or rejoin (cut 0) their service's
+ * ready / warming counts: unreachable, they serve no one routed to them. */
+static void node_replicas_cut(tide_engine_t *e, int n, int cut)
+{
+    const node_t *nd = &e->nodes[n];
+    for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++) {
+        if (e->own_kind[g] != OWN_REPLICA)
+            continue;
+        replica_t *r = &e->reps[e->own_id[g]];
+        if (r->cut == cut)
+            continue; /* counted at another GPU of it */
+        r->cut = cut;
+        if (r->rehearsal)
+            continue;
+        service_t *s = &e->svcs[r->service];
+        int d = cut ? -1 : 1;
+        if (r->state == REP_READY)
+            s->ready += d;
+        else if (r->state == REP_WARMING)
+            s->warming += d;
+    }
+}
+
+/* Node n becomes unreachable (cut 1: a network partition) or reachable
+ * again. Unreachable, it is not up for placement: its free GPUs leave the
+ * counts, its replicas stop counting as capacity, but what runs there keeps
+ * its GPUs (it may still run: nothing is placed twice) until the node is
+ * fenced (NODE_FAILED) or a job's lease runs out (not renewed meanwhile). */
+static void node_cut(tide_engine_t *e, int n, int cut)
+{
+    node_t *nd = &e->nodes[n];
+    if (nd->cut == cut || (cut && !nd->up))
+        return;
+    domain_t *d = &e->doms[nd->domain];
+    int nfree = 0, sign = cut ? -1 : 1;
+    for (int g = nd->first_gpu; g < nd->first_gpu + nd->gpus; g++)
+        nfree += e->own_kind[g] == OWN_FREE;
+    nd->cut = cut;
+    nd->up = !cut;
+    e->n_cut -= sign;
+    d->up_gpus += sign * nd->gpus;
+    d->free += sign * nfree;
+    e->zone_gpus[d->zone] += sign * nd->gpus;
+    e->zone_free[d->zone] += sign * nfree;
+    d->cut_held -= sign * (nd->gpus - nfree);
+    e->zone_cut[d->zone] -= sign * (nd->gpus - nfree);
+    tide__dom_free_mark(e, nd->domain);
+    node_replicas_cut(e, n, cut);
+    if (!cut)
+        tide__foreign_set(e, n, nd->foreign_want);
+    e->reserve_dirty = 1;
+    e->sched_dirty = e->infer_dirty = 1;
+}
+
 static void node_set(tide_engine_t *e, int n, int up)
 {
     node_t *nd = &e->nodes[n];
+    if (nd->cut)
+        node_cut(e, n, 0); /* fenced or back: reachable again first */
     if (nd->up == up)
         return;
     domain_t *d = &e->doms[nd->domain];
@@ -603,7 +670,8 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
         if (running_job(e, ev->job, err, &j) < 0)
             return -1;
         report_progress(e, j, ev);
-        tide__job_stop(e, ev->job, TIDE_R_FAILURE, 1);
+        if (!tide__job_rank_lost(e, ev->job, ev->node))
+            tide__job_stop(e, ev->job, TIDE_R_FAILURE, 1);
         return 0;
     case TIDE_EV_JOB_EXPIRED:
         if (running_job(e, ev->job, err, &j) < 0)
@@ -615,7 +683,10 @@ static int apply(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
     case TIDE_EV_NODE_RECOVERED:
         if (ev->node < 0 || ev->node >= e->n_nodes)
             return tide_errf(err, TIDE_ENOENT, "unknown node %d", ev->node);
-        node_set(e, ev->node, ev->kind == TIDE_EV_NODE_RECOVERED);
+        if (ev->kind == TIDE_EV_NODE_FAILED && ev->value == 1)
+            node_cut(e, ev->node, 1);
+        else
+            node_set(e, ev->node, ev->kind == TIDE_EV_NODE_RECOVERED);
         return 0;
     case TIDE_EV_FOREIGN:
         return ev_foreign(e, ev, err);
@@ -705,6 +776,10 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     } else if (now >= e->next_deadline) {
         tide__lease_tick(e, now);
     }
+    if (now >= e->grow_at) {
+        e->grow_at = TIDE_TIME_NEVER; /* a job that lost a rank may grow back */
+        e->sched_dirty = 1;
+    }
     if (e->reserve_dirty)
         tide__reserve_update(e, now);
     if (e->infer_dirty) {
@@ -720,6 +795,8 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     tide_time_t wake = e->next_tick;
     if (e->next_deadline < wake)
         wake = e->next_deadline;
+    if (e->grow_at < wake)
+        wake = e->grow_at;
     if (e->pol->wake) {
         tide_time_t w = e->pol->wake(e, now);
         if (w < wake)
@@ -783,7 +860,7 @@ static int check_foreign(const tide_engine_t *e, uint8_t *seen, int *allocated, 
             else
                 held++;
         }
-        if (held != nd->foreign || held > nd->foreign_want || (!nd->up && held))
+        if (held != nd->foreign || held > nd->foreign_want || (!nd->up && !nd->cut && held))
             return tide_errf(err, TIDE_ESTATE,
                              "node %d: %d GPUs marked foreign, count %d, reported %d%s", n, held,
                              nd->foreign, nd->foreign_want, nd->up ? "" : " (down)");
@@ -924,9 +1001,9 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
     if (fabs(sum - want) > 1e-6 * (want + 1) + 1e-3)
         return tide_errf(err, TIDE_ESTATE, "GPU-seconds do not add up: %.3f counted, %.3f elapsed",
                          sum, want);
-    if (check_queue(e, err) < 0)
+    if (check_queue(e, err) < 0 || tide__power_check(e, err) < 0)
         return -1;
-    return tide__power_check(e, err);
+    return tide__spread_check(e, err);
 }
 
 /* ------------------------------------------------------------ inspection */

@@ -5,6 +5,7 @@
  * others get a checkpoint notice (graceful) or are stopped at once (reactive
  * preemption). P0 replicas are never victims. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -204,6 +205,7 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
             d->claim_kind = CLAIM_NONE;
     }
     tide__acct_rep_set(e, r, 1);
+    tide__spread_add(e, r, 1);
     if (rehearsal)
         s->rh_rep = id;
     else if (r->state == REP_READY)
@@ -270,11 +272,14 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
             if (reason != TIDE_R_REHEARSAL)
                 s->rh_failed++; /* its node failed, or it did */
         }
+    } else if (r->cut) {
+        /* not counted while unreachable */
     } else if (r->state == REP_READY) {
         s->ready--;
     } else {
         s->warming--;
     }
+    tide__spread_add(e, r, -1);
     for (int k = 0; k < r->alloc.n; k++)
         tide__dom_release(e, r->alloc.gpus[k]);
     r->state = REP_STOPPED;
@@ -286,20 +291,44 @@ void tide__replica_stop(tide_engine_t *e, int32_t id, int reason)
     e->sched_dirty = 1;
 }
 
+/* The replica of service si scale_down stops next in a pass (state, in the
+ * reserve or not), -1 if none: newest first, or when spreading the one on
+ * the most loaded rack and power domain. With a survival share
+ * (survive_share) there is one pass: load first, whatever the state and
+ * tier (warming, then lendable zones, among equals), so a scale-down never
+ * leaves a failure domain crowded. */
+static int32_t scale_down_pick(const tide_engine_t *e, int si, int want_state, int want_reserve)
+{
+    int spread = e->cfg.spread_max_skew > 0, one_pass = spread && e->cfg.survive_share > 0;
+    int32_t best = -1;
+    int best_load = -1;
+    for (size_t i = e->n_reps; i-- > 0;) {
+        const replica_t *r = &e->reps[i];
+        if (r->service != si || r->rehearsal || r->cut || r->state == REP_STOPPED ||
+            (!one_pass && (r->state != want_state || (r->tier == TIDE_T_A) != want_reserve)))
+            continue;
+        if (!spread)
+            return (int32_t)i;
+        int load = tide__spread_load(e, r) * 4 + (r->state == REP_WARMING) * 2 +
+                   (r->tier != TIDE_T_A);
+        if (load > best_load) {
+            best = (int32_t)i;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
 /* Stop n replicas of a service: warming before ready, lendable zones before
- * the reserve, newest first. */
+ * the reserve, newest first (spreading: see scale_down_pick). */
 static void scale_down(tide_engine_t *e, int si, int n)
 {
-    for (int pass = 0; pass < 4 && n > 0; pass++) {
-        int want_state = pass < 2 ? REP_WARMING : REP_READY;
-        int want_reserve = pass % 2;
-        for (size_t i = e->n_reps; i-- > 0 && n > 0;) {
-            replica_t *r = &e->reps[i];
-            if (r->service != si || r->state != want_state || r->rehearsal)
-                continue;
-            if ((r->tier == TIDE_T_A) != want_reserve)
-                continue;
-            tide__replica_stop(e, (int32_t)i, TIDE_R_SCALE);
+    int passes = e->cfg.spread_max_skew > 0 && e->cfg.survive_share > 0 ? 1 : 4;
+    for (int pass = 0; pass < passes && n > 0; pass++) {
+        int32_t id;
+        while (n > 0 && (id = scale_down_pick(e, si, pass < 2 ? REP_WARMING : REP_READY,
+                                              pass % 2)) >= 0) {
+            tide__replica_stop(e, id, TIDE_R_SCALE);
             n--;
         }
     }
@@ -321,8 +350,10 @@ static void plans_stale_job(tide_engine_t *e, int32_t h)
 static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp, int kill, unsigned zones)
 {
     static const int any_training = TIDE_P1;
-    int best = -1;
+    int best = -1, n_ok = 0, min_rack = 0, min_power = 0;
+    int spread = e->cfg.spread_max_skew > 0;
     double best_cost = 0;
+    int *ok = spread ? tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *ok) : NULL;
     for (int di = 0; di < e->n_doms; di++) {
         domain_t *d = &e->doms[di];
         if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
@@ -337,11 +368,29 @@ static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp,
         double c = e->plan_cost[di];
         if (c < 0)
             continue;
-        if (best < 0 || c < best_cost) {
+        if (spread) {
+            int r = s->spread[d->rack], p = s->spread[e->n_racks + d->power];
+            min_rack = n_ok == 0 || r < min_rack ? r : min_rack;
+            min_power = n_ok == 0 || p < min_power ? p : min_power;
+            ok[n_ok++] = di;
+        } else if (best < 0 || c < best_cost) {
             best = di;
             best_cost = c;
         }
     }
+    /* spreading: a domain keeping the skew first, then the cheapest */
+    long best_x = 0;
+    for (int k = 0; k < n_ok; k++) {
+        int di = ok[k];
+        long x = tide__spread_excess(e, si, &e->doms[di], min_rack, min_power);
+        double c = e->plan_cost[di];
+        if (best < 0 || x < best_x || (x == best_x && c < best_cost)) {
+            best = di;
+            best_x = x;
+            best_cost = c;
+        }
+    }
+    free(ok);
     return best;
 }
 
@@ -500,6 +549,8 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
             hold_forecast(e, si, now, own, up, down);
         else
             hold_reactive(e, si, now, own, up, down);
+        if (!deficit && tide__spread_short(e, si))
+            start_replica(e, si, now); /* repair the spread (after a failure) */
         int incoming = claims_of(e, si);
         if (incoming > deficit)
             drop_claims(e, si, incoming - deficit);

@@ -55,6 +55,8 @@ typedef struct domain {
     int borrowed;          /* a shared domain standing in for failed reserve GPUs */
     int foreign;           /* GPUs foreign jobs hold (OWN_FOREIGN) */
     int free_slot;         /* free count it is indexed under (dom_free_bits) */
+    int rack, power;       /* failure domains of its first node */
+    int cut_held;          /* GPUs held on its unreachable nodes (not idle, not up) */
 } domain_t;
 
 typedef struct node {
@@ -63,6 +65,8 @@ typedef struct node {
     int up;
     int foreign_want;      /* GPUs foreign jobs hold, as last reported */
     int foreign;           /* ... of which marked OWN_FOREIGN (taken from free GPUs) */
+    int cut;               /* unreachable (TIDE_EV_NODE_UNREACHABLE): not up for
+                              placement, but what runs there keeps its GPUs */
 } node_t;
 
 /* One (domain, count) pair of an allocation. */
@@ -108,6 +112,7 @@ typedef struct job {
     double capped_s, cap_delay_s, cap_energy_j; /* up to pw_at */
     double pw_w;             /* its draw in the running total (W) */
     tide_time_t pw_at;
+    tide_time_t grow_after;  /* lost a rank: grows back from this time on */
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -120,6 +125,7 @@ typedef struct replica {
     tide_time_t started, ready_at;
     tide_time_t notice_at;   /* reclaim notice that freed its GPUs, or -1 */
     int rehearsal;           /* a warm-up rehearsal: not capacity, stops when ready */
+    int cut;                 /* on an unreachable node: not counted in ready/warming */
 } replica_t;
 
 typedef struct lease {
@@ -263,6 +269,8 @@ typedef struct service {
     tide_time_t rh_at;
     int surge;                 /* replicas held above the sizing (TIDE_EV_SURGE) */
     int target;                /* the sizing's `up` at the last pass (its need) */
+    int *spread;               /* placed replicas per rack, then per power domain
+                                  (spread.c; derived from the replicas) */
 } service_t;
 
 typedef struct team {
@@ -317,6 +325,7 @@ struct tide_engine {
     int n_doms;
     int n_gpus;
     int max_dom_gpus;
+    int n_racks, n_power;    /* failure domains (spread.c) */
     int32_t *gpu_dom;        /* per GPU: its domain */
     uint8_t *own_kind;       /* per GPU */
     int32_t *own_id;         /* per GPU */
@@ -324,6 +333,7 @@ struct tide_engine {
     int zone_free[Z_COUNT];  /* free up GPUs per zone */
     int zone_total[Z_COUNT]; /* all GPUs per zone (up or down) */
     int zone_foreign[Z_COUNT]; /* GPUs foreign jobs hold per zone */
+    int zone_cut[Z_COUNT];   /* GPUs held on unreachable nodes per zone (domain_t.cut_held) */
 
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
@@ -372,6 +382,8 @@ struct tide_engine {
     lc_t *foreign_cells;     /* GPUs foreign jobs hold: [tier][type] */
     int quotas_on;           /* some team has a quota */
     tide_time_t next_deadline; /* earliest lease / checkpoint deadline (cached) */
+    tide_time_t grow_at;     /* earliest grow_after of a job that lost a rank (a wake) */
+    int n_cut;               /* nodes unreachable now (node_t.cut) */
     int reserve_target;      /* Tier A GPUs the layout gave the reserve */
     int *reserve_type;       /* ... per GPU type */
     int reserve_short;       /* healthy reserve GPUs missing now */
@@ -514,6 +526,31 @@ int tide__capacity_empty(tide_engine_t *e, int gang, uint32_t types); /* on an e
 void tide__alloc_free(alloc_t *a);
 void tide__alloc_push(alloc_t *a, int32_t gpu);
 
+/* spread.c: failure domains */
+/* Count replica r (placed, not a rehearsal) into its service's rack and power
+ * domain counts (delta +1 / -1). */
+void tide__spread_add(tide_engine_t *e, const replica_t *r, int delta);
+/* Recount every service's counts from the replicas (after a restore). */
+void tide__spread_rebuild(tide_engine_t *e);
+void tide__spread_alloc(tide_engine_t *e, service_t *s);
+/* Placement penalty of domain d for one more replica of service si: how far
+ * its rack's and power domain's counts would exceed the least loaded
+ * candidate's (min_rack, min_power) by more than spread_max_skew. */
+long tide__spread_excess(const tide_engine_t *e, int si, const domain_t *d, int min_rack,
+                         int min_power);
+/* Domains in the order a spread layout fills a zone: round robin over power
+ * domains and racks (into order[0..n_doms)). */
+void tide__spread_order(const tide_engine_t *e, int *order);
+/* The survival invariant (cfg.survive_share). 0 or -1 with err. */
+int tide__spread_check(const tide_engine_t *e, tide_error_t *err);
+/* Would losing service si's most loaded rack or power domain leave less
+ * than survive_share of its floor (it has its floor, none warming)? Then the
+ * inference pass adds a replica (placed on the least loaded one); scale-down
+ * later takes one from the most loaded. */
+int tide__spread_short(const tide_engine_t *e, int si);
+/* Load of replica r's rack and power domain (for scale-down: most loaded first). */
+int tide__spread_load(const tide_engine_t *e, const replica_t *r);
+
 /* forecast.c */
 void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t tick_s, double margin0);
 void tide__fc_free(forecast_t *f);
@@ -580,6 +617,14 @@ tide_time_t tide__job_expected_end(const job_t *j, tide_time_t now);
 void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width);
 void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue);
 void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs);
+/* Job h lost a rank on node `node`: an elastic job running above dp_min
+ * drops the gang holding GPUs there and goes on (RESIZE, reason failure; it
+ * grows back from the next tick on). Returns 1, or 0 when the job cannot
+ * shrink or the node holds none of its gangs (-1: unknown) (the caller stops
+ * it: it restarts from its committed checkpoint). */
+int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node);
+/* Does job j hold a GPU on an unreachable node (it cannot hear of a renewal)? */
+int tide__job_cut(const tide_engine_t *e, const job_t *j);
 void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 void tide__queue_insert(tide_engine_t *e, int32_t h);

@@ -327,22 +327,22 @@ static void resize_action(tide_engine_t *e, int32_t h, int reason)
     tide__act_gpus(e, act, &j->alloc);
 }
 
-void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
+/* Release the gangs of job h that pick() chooses (gang k, its GPUs) and
+ * resize it to the rest, with reason. */
+static void drop_gangs(tide_engine_t *e, int32_t h, int (*pick)(const int32_t *gpus, int g, int k,
+                                                                  const void *ctx),
+                       const void *ctx, int reason)
 {
     job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus;
-    const domain_t *d = &e->doms[domain];
     j->progress = tide__job_progress_now(j, e->now);
     j->progress_at = e->now;
     tide__acct_job_set(e, j, 0);
-    int w = 0, removed = 0;
+    int w = 0;
     for (int k = 0; k < j->width; k++) {
-        int32_t first = j->alloc.gpus[k * g];
-        int in_d = first >= d->first_gpu && first < d->first_gpu + d->gpus;
-        if (in_d && removed < gangs) {
+        if (pick(&j->alloc.gpus[k * g], g, k, ctx)) {
             for (int x = 0; x < g; x++)
                 tide__dom_release(e, j->alloc.gpus[k * g + x]);
-            removed++;
             continue;
         }
         if (w != k)
@@ -357,9 +357,80 @@ void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
         tide__lease_update(e, h);
     e->st.shrinks++;
     tide__end_index_set(e, h, tide__job_expected_end(j, e->now));
-    resize_action(e, h, TIDE_R_RECLAIM);
+    resize_action(e, h, reason);
     e->infer_dirty = 1;
     e->sched_dirty = 1;
+}
+
+/* tide__job_shrink's choice: the first `gangs` gangs inside a domain. */
+struct in_dom {
+    const domain_t *d;
+    int left;
+};
+static int pick_in_domain(const int32_t *gpus, int g, int k, const void *ctx)
+{
+    (void)g, (void)k;
+    struct in_dom *x = (struct in_dom *)ctx;
+    int in_d = gpus[0] >= x->d->first_gpu && gpus[0] < x->d->first_gpu + x->d->gpus;
+    if (!in_d || x->left <= 0)
+        return 0;
+    x->left--;
+    return 1;
+}
+
+void tide__job_shrink(tide_engine_t *e, int32_t h, int domain, int gangs)
+{
+    struct in_dom x = {&e->doms[domain], gangs};
+    drop_gangs(e, h, pick_in_domain, &x, TIDE_R_RECLAIM);
+}
+
+static int pick_index(const int32_t *gpus, int g, int k, const void *ctx)
+{
+    (void)gpus, (void)g;
+    return k == *(const int *)ctx;
+}
+
+/* The gang of job j with a GPU on node n (-1 when n is unknown or holds
+ * none of its GPUs). */
+static int gang_on_node(const tide_engine_t *e, const job_t *j, int n)
+{
+    int g = j->spec.gang_gpus;
+    if (n >= 0 && n < e->n_nodes) {
+        const node_t *nd = &e->nodes[n];
+        for (int k = 0; k < j->alloc.n; k++)
+            if (j->alloc.gpus[k] >= nd->first_gpu && j->alloc.gpus[k] < nd->first_gpu + nd->gpus)
+                return k / g;
+    }
+    return -1;
+}
+
+int tide__job_cut(const tide_engine_t *e, const job_t *j)
+{
+    if (!e->n_cut)
+        return 0;
+    for (int k = 0; k < j->alloc.n; k++) {
+        const domain_t *d = &e->doms[dom_of_gpu(e, j->alloc.gpus[k])];
+        for (int n = d->first_node; n < d->first_node + d->n_nodes; n++)
+            if (e->nodes[n].cut && j->alloc.gpus[k] >= e->nodes[n].first_gpu &&
+                j->alloc.gpus[k] < e->nodes[n].first_gpu + e->nodes[n].gpus)
+                return 1;
+    }
+    return 0;
+}
+
+int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node)
+{
+    job_t *j = e->jobs[h];
+    if (j->state != TIDE_JOB_RUNNING || j->width - 1 < j->spec.dp_min || j->width < 2)
+        return 0;
+    int k = gang_on_node(e, j, node);
+    if (k < 0)
+        return 0; /* where is unknown: the whole job restarts */
+    drop_gangs(e, h, pick_index, &k, TIDE_R_FAILURE);
+    j->grow_after = e->now + e->cfg.tick_s;
+    if (j->grow_after < e->grow_at)
+        e->grow_at = j->grow_after;
+    return 1;
 }
 
 void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)

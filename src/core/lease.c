@@ -285,6 +285,8 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
                             ? e->pol->lease_renew_deadline(e, now, before, &cursor)
                             : e->pol->lease_deadline(e, now);
         before += j->n_leased;
+        if (tide__job_cut(e, j))
+            continue; /* the far side cannot hear: its lease runs out on its own */
         tide_time_t left = l->latest_return - now;
         int half = now - l->term_start >= (l->latest_return - l->term_start) / 2;
         if (d < l->latest_return - e->cfg.forecast_bucket_s && d > now)

@@ -67,7 +67,10 @@ void tide__dom_release(tide_engine_t *e, int gpu)
     int n = node_of_gpu(e, gpu);
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
-    if (e->nodes[n].up) {
+    if (e->nodes[n].cut) {
+        d->cut_held--; /* down from tide's view until the node is back */
+        e->zone_cut[d->zone]--;
+    } else if (e->nodes[n].up) {
         d->free++;
         e->zone_free[d->zone]++;
         tide__dom_free_mark(e, (int)(d - e->doms));
@@ -286,6 +289,64 @@ static int claim_match(const domain_t *d, int kind, int32_t owner)
            (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner);
 }
 
+/* Spreading a service's replicas: the least loaded rack and power domain
+ * among the domains one more replica could use now (*spread = 0 when the
+ * placement is not a service's replica or spreading is off). */
+static void spread_floor(const tide_engine_t *e, int gang, uint32_t types, unsigned zones,
+                         int kind, int32_t owner, int *spread, int *min_rack, int *min_power)
+{
+    *spread = kind == OWN_REPLICA && owner >= 0 && e->cfg.spread_max_skew > 0 &&
+              gang <= e->max_dom_gpus;
+    *min_rack = *min_power = 0;
+    if (!*spread)
+        return;
+    const int *c = e->svcs[owner].spread;
+    int first = 1;
+    for (int f = gang; f <= e->max_dom_gpus; f++)
+        for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {
+            const domain_t *d = &e->doms[i];
+            if (!tide__domain_ok(e, d, types, zones, kind, owner))
+                continue;
+            int r = c[d->rack], p = c[e->n_racks + d->power];
+            if (first || r < *min_rack)
+                *min_rack = r;
+            if (first || p < *min_power)
+                *min_power = p;
+            first = 0;
+        }
+}
+
+/* The best domain with room for one gang inside it (-1: none): a domain
+ * claimed for the owner first, then (spreading a service's replicas) one
+ * keeping its rack and power domain within the skew, then the zone order,
+ * then the best fit. The domains with f >= gang free GPUs are visited by f
+ * then index: equal scores have equal f, so the lowest index wins. */
+static int best_domain(tide_engine_t *e, int gang, uint32_t types, unsigned zones,
+                       int kind, int32_t owner, const int *rank, int power)
+{
+    int spread, min_rack, min_power;
+    spread_floor(e, gang, types, zones, kind, owner, &spread, &min_rack, &min_power);
+    int best = -1;
+    long long best_score = 0;
+    for (int f = gang; f <= e->max_dom_gpus; f++)
+        for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {
+            const domain_t *d = &e->doms[i];
+            if (!tide__domain_ok(e, d, types, zones, kind, owner))
+                continue;
+            if (power && !tide__power_room(e, i, gang, 0))
+                continue; /* would not fit its power budget at full load */
+            long long excess = spread ? tide__spread_excess(e, owner, d, min_rack, min_power) : 0;
+            long long score = (long long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000000000LL +
+                              TIDE_MIN(excess, 9999LL) * 100000000LL +
+                              (long long)rank[d->zone] * 10000LL + (d->free - gang);
+            if (best < 0 || score < best_score) {
+                best = i;
+                best_score = score;
+            }
+        }
+    return best;
+}
+
 int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t types, unsigned zones,
                 int kind, int32_t owner, alloc_t *out, int prefer_inference)
 {
@@ -300,24 +361,7 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
         tide__power_room_init(e);
     for (; placed < want; placed++) {
         if (gang <= e->max_dom_gpus) {
-            /* the domains with f >= gang free GPUs, by f then index: equal
-             * scores have equal f, so the lowest index wins as in a scan */
-            int best = -1;
-            long best_score = 0;
-            for (int f = gang; f <= e->max_dom_gpus; f++)
-                for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {
-                    domain_t *d = &e->doms[i];
-                    if (!tide__domain_ok(e, d, types, zones, kind, owner))
-                        continue;
-                    long score = (long)(claim_match(d, kind, owner) ? 0 : 1) * 1000000L +
-                                 (long)rank[d->zone] * 10000L + (d->free - gang);
-                    if (power && !tide__power_room(e, i, gang, 0))
-                        continue; /* would not fit its power budget at full load */
-                    if (best < 0 || score < best_score) {
-                        best = i;
-                        best_score = score;
-                    }
-                }
+            int best = best_domain(e, gang, types, zones, kind, owner, rank, power);
             if (best < 0)
                 break;
             if (power)

@@ -30,16 +30,20 @@ int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zo
         return tide_errf(err, TIDE_EINVAL,
                          "policy %s: %d inference GPUs do not fit in a cluster of %d GPUs",
                          e->pol->name, inf_gpus, e->n_gpus);
+    /* spreading: the zone takes domains round robin over power domains and
+     * racks, so losing one takes the fewest of its GPUs */
+    int *order = e->scratch_a;
+    if (e->cfg.spread_max_skew > 0)
+        tide__spread_order(e, order);
+    else
+        tide__power_spread(e, order); /* over power domains with budgets, else identity */
     int got = 0;
-    int *order = tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *order);
-    tide__power_spread(e, order); /* identity without power budgets */
-    for (int k = 0; k < e->n_doms; k++) {
-        int d = order[k];
-        e->doms[d].zone = got < inf_gpus ? inf_zone : rest_zone;
-        if (e->doms[d].zone == inf_zone)
-            got += e->doms[d].gpus;
+    for (int i = 0; i < e->n_doms; i++) {
+        domain_t *d = &e->doms[order[i]];
+        d->zone = got < inf_gpus ? inf_zone : rest_zone;
+        if (d->zone == inf_zone)
+            got += d->gpus;
     }
-    free(order);
     return 0;
 }
 

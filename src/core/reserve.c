@@ -23,9 +23,11 @@ static void set_zone(tide_engine_t *e, int di, int z)
     e->zone_free[d->zone] -= d->free;
     e->zone_total[d->zone] -= d->gpus;
     e->zone_foreign[d->zone] -= d->foreign;
+    e->zone_cut[d->zone] -= d->cut_held;
     tide__acct_foreign(e, d, -d->foreign);
     d->zone = z;
     e->zone_foreign[z] += d->foreign;
+    e->zone_cut[z] += d->cut_held;
     tide__acct_foreign(e, d, d->foreign);
     e->zone_gpus[z] += d->up_gpus;
     e->zone_free[z] += d->free;

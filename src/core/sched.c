@@ -329,7 +329,7 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
     for (size_t i = 0; i < e->n_running; i++) {
         int32_t h = e->running[i];
         job_t *j = e->jobs[h];
-        if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max)
+        if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max || e->now < j->grow_after)
             continue;
         alloc_t a = {0};
         int got = tide__place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,

@@ -27,7 +27,8 @@ static const tide_field_t cfg_f[] = {
     F(tide_config_t, scale_down_hold_s), F(tide_config_t, forecast_bucket_s),
     F(tide_config_t, forecast_days), F(tide_config_t, backfill_depth), F(tide_config_t, fairshare),
     F(tide_config_t, fairshare_half_life_s), F(tide_config_t, warm_start),
-    F(tide_config_t, headroom), F(tide_config_t, hpa_window_s), F(tide_config_t, sizing_ensemble)};
+    F(tide_config_t, headroom), F(tide_config_t, hpa_window_s), F(tide_config_t, sizing_ensemble),
+    F(tide_config_t, spread_max_skew), F(tide_config_t, survive_share)};
 
 static const tide_field_t svc_spec_f[] = {
     F(tide_service_spec_t, gpus_per_replica), F(tide_service_spec_t, replica_rps),
@@ -37,15 +38,17 @@ static const tide_field_t svc_spec_f[] = {
 
 static const tide_field_t node_shape_f[] = {F(node_t, domain), F(node_t, gpus),
                                             F(node_t, first_gpu)};
-static const tide_field_t node_f[] = {F(node_t, up), F(node_t, foreign_want), F(node_t, foreign)};
+static const tide_field_t node_f[] = {F(node_t, up), F(node_t, foreign_want), F(node_t, foreign),
+                                      F(node_t, cut)};
 
 static const tide_field_t dom_shape_f[] = {F(domain_t, first_node), F(domain_t, n_nodes),
                                            F(domain_t, first_gpu), F(domain_t, gpus),
-                                           F(domain_t, type)};
+                                           F(domain_t, type), F(domain_t, rack),
+                                           F(domain_t, power)};
 static const tide_field_t dom_f[] = {
     F(domain_t, zone), F(domain_t, up_gpus), F(domain_t, free), F(domain_t, claim_kind),
     F(domain_t, claim_id), F(domain_t, claim_n), F(domain_t, claim_since), F(domain_t, borrowed),
-    F(domain_t, foreign), F(domain_t, free_slot)};
+    F(domain_t, foreign), F(domain_t, free_slot), F(domain_t, cut_held)};
 
 static const tide_field_t engine_f[] = {
     F(tide_engine_t, laid_out), F(tide_engine_t, zone_gpus), F(tide_engine_t, zone_free),
@@ -58,7 +61,8 @@ static const tide_field_t engine_f[] = {
     F(tide_engine_t, reserve_short), F(tide_engine_t, reserve_dirty), F(tide_engine_t, need_t0),
     F(tide_engine_t, need_avail), F(tide_engine_t, ret_lead), F(tide_engine_t, min_term),
     F(tide_engine_t, orc_useful), F(tide_engine_t, orc_debt), F(tide_engine_t, pw_train_w),
-    F(tide_engine_t, pw_capped)};
+    F(tide_engine_t, pw_capped), F(tide_engine_t, grow_at), F(tide_engine_t, n_cut),
+    F(tide_engine_t, zone_cut)};
 
 static const tide_field_t stats_f[] = {
     F(tide_stats_t, start), F(tide_stats_t, now), F(tide_stats_t, cluster_gpus),
@@ -94,12 +98,12 @@ static const tide_field_t job_f[] = {
     F(job_t, tr_c), F(job_t, tr_d), F(job_t, tr_at), F(job_t, run_idx), F(job_t, exp_end),
     F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order),
     F(job_t, cap_w), F(job_t, speed), F(job_t, capped_s), F(job_t, cap_delay_s),
-    F(job_t, cap_energy_j), F(job_t, pw_w), F(job_t, pw_at)};
+    F(job_t, cap_energy_j), F(job_t, pw_w), F(job_t, pw_at), F(job_t, grow_after)};
 
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, tier), F(replica_t, started),
                                      F(replica_t, ready_at), F(replica_t, notice_at),
-                                     F(replica_t, rehearsal)};
+                                     F(replica_t, rehearsal), F(replica_t, cut)};
 
 static const tide_field_t lease_f[] = {
     F(lease_t, job), F(lease_t, gpus), F(lease_t, start), F(lease_t, latest_return),
@@ -165,7 +169,8 @@ static const tide_field_t samples_skip[] __attribute__((unused)) = {F(samples_t,
 static const tide_field_t svc_skip[] __attribute__((unused)) = {F(service_t, spec), F(service_t, fc), F(service_t, warm),
                                         F(service_t, hpa), F(service_t, hpa_n),
                                         F(service_t, hpa_cap), F(service_t, cells),
-                                        F(service_t, orc_off), F(service_t, orc_off_cap)};
+                                        F(service_t, orc_off), F(service_t, orc_off_cap),
+                                        F(service_t, spread)};
 static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
@@ -177,6 +182,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cluster), F(tide_engine_t, cfg), F(tide_engine_t, pol),
     F(tide_engine_t, nodes), F(tide_engine_t, n_nodes), F(tide_engine_t, doms),
     F(tide_engine_t, n_doms), F(tide_engine_t, n_gpus), F(tide_engine_t, max_dom_gpus),
+    F(tide_engine_t, n_racks), F(tide_engine_t, n_power),
     F(tide_engine_t, gpu_dom), F(tide_engine_t, own_kind), F(tide_engine_t, own_id),
     F(tide_engine_t, jobs), F(tide_engine_t, n_jobs), F(tide_engine_t, cap_jobs),
     F(tide_engine_t, idx_slots), F(tide_engine_t, idx_cap), F(tide_engine_t, svcs),
@@ -684,6 +690,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
                   r.pos, r.n);
         return NULL;
     }
+    tide__spread_rebuild(e);
     return e;
 }
 

@@ -103,6 +103,7 @@ void tide_config_default(tide_config_t *c)
     c->fairshare_half_life_s = 86400;
     c->headroom = 0.25;
     c->hpa_window_s = 300;
+    c->spread_max_skew = 0; /* opt-in: spreading costs packing (docs/engine.md) */
 #ifdef TIDE_DEBUG_INVARIANTS
     c->check_invariants = 1;
 #endif

@@ -219,7 +219,9 @@ API_HANDLER(api_nodes)
             api_set(o, "name", json_string(bn));
         api_set(o, "type", json_string(tide_cluster_type_name(d->cluster, ni.type)));
         api_set(o, "domain", json_integer(ni.domain));
-        api_set(o, "up", json_boolean(d->node_up[n]));
+        api_set(o, "up", json_boolean(d->node_up[n] == 1));
+        if (d->node_up[n] == 2)
+            api_set(o, "unreachable", json_true());
         int fwant = 0, fheld = tide_engine_node_foreign(d->e, n, &fwant);
         api_set(o, "foreign", json_integer(fheld > 0 ? fheld : 0));
         if (fwant > fheld)
@@ -230,7 +232,7 @@ API_HANDLER(api_nodes)
         api_set(o, "zone", json_string(z));
         json_t *gs = json_array();
         for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++)
-            json_array_append_new(gs, gpu_json(d, req, g, d->node_up[n], &hidden));
+            json_array_append_new(gs, gpu_json(d, req, g, d->node_up[n] == 1, &hidden));
         api_set(o, "gpus", gs);
         json_array_append_new(arr, o);
     }

@@ -107,9 +107,10 @@ static void carries_build(const tide_daemon_t *d, const tide_service_spec_t *v, 
                 carry_add(c, ev, NULL, v[i].name, NULL);
             }
     for (int nd = 0; nd < tide_cluster_nodes(d->cluster); nd++)
-        if (!d->node_up[nd]) {
+        if (d->node_up[nd] != 1) {
             tide_event_t ev = dmn_blank_event(TIDE_EV_NODE_FAILED);
             ev.node = nd;
+            ev.value = d->node_up[nd] == 2; /* unreachable, not down */
             carry_add(c, ev, NULL, NULL, NULL);
         }
 }

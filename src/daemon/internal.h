@@ -237,7 +237,7 @@ struct tide_daemon {
     size_t n_reps;
     djob_t *jobs;
     size_t n_jobs;
-    uint8_t *node_up;
+    uint8_t *node_up;           /* per node: 1 up, 0 down, 2 unreachable (NODE_FAILED value 1) */
     char (*node_reason)[128];  /* why a node was drained through the API ("" none;
                                   NULL until the first drain; not kept by a restart) */
     double *last_demand;       /* per service, -1 unknown */

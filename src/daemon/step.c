@@ -50,7 +50,9 @@ static void derive_event(tide_daemon_t *d, const tide_event_t *x)
     case TIDE_EV_NODE_FAILED:
     case TIDE_EV_NODE_RECOVERED:
         if (x->node >= 0 && x->node < tide_cluster_nodes(d->cluster))
-            d->node_up[x->node] = x->kind == TIDE_EV_NODE_RECOVERED;
+            d->node_up[x->node] = x->kind == TIDE_EV_NODE_RECOVERED ? 1
+                                  : x->value == 1                   ? 2 /* unreachable */
+                                                                    : 0;
         break;
     case TIDE_EV_CKPT_COMMITTED:
         /* a commit answers a checkpoint notice, and shows a resized job runs

@@ -16,7 +16,8 @@
 #define MAX_NODES 65536
 
 static const char *const kind_names[TIDE_FAULT_KIND_COUNT] = {
-    "burst", "node-fail", "rank-fail", "rank-fail-rate", "ctl-down", "storage"};
+    "burst", "node-fail", "rank-fail", "rank-fail-rate", "ctl-down", "storage", "rack-fail",
+    "power-fail", "partition"};
 
 const char *tide_fault_kind_name(int kind)
 {
@@ -46,6 +47,7 @@ static void fault_free(tide_fault_t *f)
 {
     free(f->text);
     free(f->target);
+    free(f->nodes);
 }
 
 void tide_inject_free(tide_inject_t *inj)
@@ -203,6 +205,67 @@ static int parse_node_fail(const char *item, const char *body, tide_fault_t *f,
     return parse_when(item, at + 1, strlen(at + 1), 0, &f->at, &f->dur, err);
 }
 
+/* A whole number 0..MAX_NODES in s[0..n), or -1. */
+static int small_uint(const char *s, size_t n)
+{
+    if (n == 0 || n > 6)
+        return -1;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v <= MAX_NODES ? v : -1;
+}
+
+/* rack-fail:R@T[+D], power-fail:P@T[+D] (R, P: an index or `busiest`) */
+static int parse_domain_fail(const char *item, const char *body, tide_fault_t *f,
+                             tide_error_t *err)
+{
+    const char *at = strchr(body, '@');
+    const char *what = f->kind == TIDE_FAULT_RACK_FAIL ? "rack" : "power domain";
+    if (!at)
+        return item_err(err, item, "expected %s@T[+D], like %s:busiest@30h+2h",
+                        f->kind == TIDE_FAULT_RACK_FAIL ? "rack-fail:R" : "power-fail:P",
+                        f->kind == TIDE_FAULT_RACK_FAIL ? "rack-fail" : "power-fail");
+    size_t n = (size_t)(at - body);
+    if (n == 7 && !strncmp(body, "busiest", 7))
+        f->domain = -1;
+    else if ((f->domain = small_uint(body, n)) < 0)
+        return item_err(err, item, "%s '%.*s' is not an index (0, 1, ...) or 'busiest'", what,
+                        (int)TIDE_MIN(n, 40), body);
+    return parse_when(item, at + 1, strlen(at + 1), 0, &f->at, &f->dur, err);
+}
+
+/* partition:NODES@T+D, NODES = N | A-B joined by '|' */
+static int parse_partition(const char *item, const char *body, tide_fault_t *f,
+                           tide_error_t *err)
+{
+    const char *at = strchr(body, '@');
+    if (!at || at == body)
+        return item_err(err, item, "expected partition:NODES@T+D, like partition:4-7@30h+1h");
+    const char *p = body;
+    size_t cap = 0;
+    while (p < at) {
+        const char *e = p;
+        while (e < at && *e != '|')
+            e++;
+        const char *dash = memchr(p, '-', (size_t)(e - p));
+        int a = small_uint(p, (size_t)((dash ? dash : e) - p));
+        int b = dash ? small_uint(dash + 1, (size_t)(e - dash - 1)) : a;
+        if (a < 0 || b < a || (size_t)(b - a) + (size_t)f->n_nodes > MAX_NODES)
+            return item_err(err, item, "nodes '%.*s': expected N, A-B (A <= B) or N|M|...",
+                            (int)TIDE_MIN((size_t)(e - p), 40), p);
+        for (int x = a; x <= b; x++)
+            TIDE_PUSH(f->nodes, f->n_nodes, cap, x);
+        p = e < at ? e + 1 : e;
+        if (e < at && p == at)
+            return item_err(err, item, "nodes: a trailing '|'");
+    }
+    return parse_when(item, at + 1, strlen(at + 1), 1, &f->at, &f->dur, err);
+}
+
 /* rank-fail:JOB@T */
 static int parse_rank_fail(const char *item, const char *body, tide_fault_t *f,
                            tide_error_t *err)
@@ -277,6 +340,12 @@ static int parse_item(const char *item, tide_fault_t *f, tide_error_t *err)
     } else if (starts(item, "rank-fail:")) {
         f->kind = TIDE_FAULT_RANK_FAIL;
         rc = parse_rank_fail(item, item + 10, f, err);
+    } else if (starts(item, "rack-fail:") || starts(item, "power-fail:")) {
+        f->kind = item[0] == 'r' ? TIDE_FAULT_RACK_FAIL : TIDE_FAULT_POWER_FAIL;
+        rc = parse_domain_fail(item, strchr(item, ':') + 1, f, err);
+    } else if (starts(item, "partition:")) {
+        f->kind = TIDE_FAULT_PARTITION;
+        rc = parse_partition(item, item + 10, f, err);
     } else if (starts(item, "ctl-down@")) {
         f->kind = TIDE_FAULT_CTL_DOWN;
         rc = parse_when(item, item + 9, strlen(item + 9), 1, &f->at, &f->dur, err);
@@ -287,7 +356,7 @@ static int parse_item(const char *item, tide_fault_t *f, tide_error_t *err)
         size_t k = strcspn(item, ":@");
         rc = item_err(err, item,
                       "unknown fault '%.*s' (known: burst, node-fail, rank-fail, "
-                      "rank-fail-rate, ctl-down, storage)",
+                      "rank-fail-rate, rack-fail, power-fail, partition, ctl-down, storage)",
                       (int)TIDE_MIN(k, 40), item);
     }
     if (rc == 0 && f->at + f->dur > MAX_T_S)
@@ -410,6 +479,27 @@ int tide_inject_check(const tide_inject_t *inj, const tide_service_spec_t *svcs,
     return 0;
 }
 
+int tide_inject_check_domains(const tide_inject_t *inj, int n_racks, int n_power, int n_nodes,
+                              tide_error_t *err)
+{
+    for (size_t i = 0; inj && i < inj->n; i++) {
+        const tide_fault_t *f = &inj->v[i];
+        int lim = f->kind == TIDE_FAULT_RACK_FAIL ? n_racks : n_power;
+        if ((f->kind == TIDE_FAULT_RACK_FAIL || f->kind == TIDE_FAULT_POWER_FAIL) &&
+            f->domain >= lim) {
+            item_err(err, f->text, "%s %d but the cluster has %d",
+                     f->kind == TIDE_FAULT_RACK_FAIL ? "rack" : "power domain", f->domain, lim);
+            return tide_err_prefix(err, "--inject: ");
+        }
+        for (int k = 0; f->kind == TIDE_FAULT_PARTITION && k < f->n_nodes; k++)
+            if (f->nodes[k] >= n_nodes) {
+                item_err(err, f->text, "node %d but the cluster has %d", f->nodes[k], n_nodes);
+                return tide_err_prefix(err, "--inject: ");
+            }
+    }
+    return 0;
+}
+
 double tide_inject_storage_gbps(const tide_inject_t *inj)
 {
     for (size_t i = 0; inj && i < inj->n; i++)
@@ -483,6 +573,19 @@ void tide_inject_schedule(const tide_inject_t *inj, tide_time_t horizon, uint64_
             if (f->at <= horizon)
                 add(&v, &n, &cap, f->at, TIDE_FIRE_RANK_FAIL, fi, -1, 0);
             break;
+        case TIDE_FAULT_RACK_FAIL:
+        case TIDE_FAULT_POWER_FAIL:
+        case TIDE_FAULT_PARTITION: {
+            int part = f->kind == TIDE_FAULT_PARTITION;
+            if (f->at <= horizon) {
+                add(&v, &n, &cap, f->at, part ? TIDE_FIRE_PARTITION_START : TIDE_FIRE_DOMAIN_FAIL,
+                    fi, -1, 0);
+                if (f->dur > 0 && f->at + f->dur <= horizon)
+                    add(&v, &n, &cap, f->at + f->dur,
+                        part ? TIDE_FIRE_PARTITION_END : TIDE_FIRE_DOMAIN_RECOVER, fi, -1, 0);
+            }
+            break;
+        }
         case TIDE_FAULT_RANK_FAIL_RATE: {
             if (!(f->per_day > 0))
                 break;

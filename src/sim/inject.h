@@ -12,6 +12,11 @@
  *   rank-fail:JOB@T            training job JOB loses a rank at T
  *   rank-fail-rate:R/day       Poisson rank failures, R per day (or R/h) over
  *                              the running jobs
+ *   rack-fail:R@T[+D]          every node of rack R fails at T (recovers after D);
+ *                              R = busiest: the rack holding the most replicas at T
+ *   power-fail:P@T[+D]         the same for power domain P (or busiest)
+ *   partition:NODES@T+D        NODES (like 3, 4-7 or 1|5|9) are unreachable from
+ *                              T for D: what runs there goes on; tide hears nothing
  *   ctl-down@T+D               tide itself is down from T for D
  *   storage:G                  shared checkpoint / weight-load bandwidth, G GB/s
  *                              (an optional unit: 20, 20GBps, 20GB/s)
@@ -40,6 +45,9 @@ typedef enum tide_fault_kind {
     TIDE_FAULT_RANK_FAIL_RATE,
     TIDE_FAULT_CTL_DOWN,
     TIDE_FAULT_STORAGE,
+    TIDE_FAULT_RACK_FAIL,
+    TIDE_FAULT_POWER_FAIL,
+    TIDE_FAULT_PARTITION,
     TIDE_FAULT_KIND_COUNT
 } tide_fault_kind_t;
 
@@ -51,10 +59,14 @@ typedef struct tide_fault {
                          RANK_FAIL: job id (owned) */
     double factor;    /* BURST: demand multiplier */
     int count;        /* NODE_FAIL: nodes */
+    int domain;       /* RACK_FAIL, POWER_FAIL: rack / power domain, -1 = busiest */
+    int *nodes;       /* PARTITION: node indices (owned), n_nodes of them */
+    int n_nodes;
     double per_day;   /* RANK_FAIL_RATE: failures per day */
     double gbps;      /* STORAGE: GB/s */
     tide_time_t at;   /* BURST, NODE_FAIL, RANK_FAIL, CTL_DOWN: start */
-    tide_time_t dur;  /* BURST, CTL_DOWN: > 0; NODE_FAIL: 0 = never recovers */
+    tide_time_t dur;  /* BURST, CTL_DOWN, PARTITION: > 0; NODE_FAIL, RACK_FAIL,
+                         POWER_FAIL: 0 = never recovers */
 } tide_fault_t;
 
 typedef struct tide_inject {
@@ -82,6 +94,11 @@ int tide_inject_check(const tide_inject_t *inj, const tide_service_spec_t *svcs,
                       const tide_job_spec_t *jobs, size_t n_jobs, int n_nodes,
                       tide_error_t *err);
 
+/* Check failure-domain items against the cluster: rack, power domain and
+ * node indices in range. Returns 0 or -1 with err (EINVAL) naming the item. */
+int tide_inject_check_domains(const tide_inject_t *inj, int n_racks, int n_power, int n_nodes,
+                              tide_error_t *err);
+
 /* Shared storage bandwidth in GB/s, 0 when no storage item was given. */
 double tide_inject_storage_gbps(const tide_inject_t *inj);
 
@@ -95,10 +112,14 @@ double tide_inject_rank_rate(const tide_inject_t *inj);
 typedef enum tide_fire_kind {
     TIDE_FIRE_BURST_END = 0,
     TIDE_FIRE_NODE_RECOVER,
+    TIDE_FIRE_DOMAIN_RECOVER,  /* rack-fail / power-fail end */
+    TIDE_FIRE_PARTITION_END,
     TIDE_FIRE_CTL_UP,
     TIDE_FIRE_CTL_DOWN,
     TIDE_FIRE_BURST_START,
     TIDE_FIRE_NODE_FAIL,
+    TIDE_FIRE_DOMAIN_FAIL,
+    TIDE_FIRE_PARTITION_START,
     TIDE_FIRE_RANK_FAIL,
     TIDE_FIRE_KIND_COUNT
 } tide_fire_kind_t;

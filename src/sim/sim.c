@@ -298,6 +298,10 @@ typedef struct fault_stats {
     int ctl_outages, jobs_expired;
     tide_time_t ctl_down_s;
     long events_held;
+    int domains_failed, partitions;
+    double floor_share_min;   /* least share of its floor a service kept through a
+                                 rack-fail / power-fail (-1: none injected) */
+    long double_starts;       /* JOB_START of a job still running (must stay 0) */
 } fault_stats_t;
 
 /* A node failed by a node-fail item (recovered with it). */
@@ -362,6 +366,8 @@ typedef struct run {
     int pw_nd;
     tide_time_t pw_step;
 } run_t;
+
+static void count_double_starts(run_t *r);
 
 static void push_event(run_t *r, tide_event_t ev) { TIDE_PUSH(r->ev, r->nev, r->cap_ev, ev); }
 
@@ -532,6 +538,7 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
             tide_world_set_job_gb(r->w, tide_engine_job_find(r->e, ev->job_spec->id), gb);
         }
     }
+    count_double_starts(r);
     tide_world_apply(r->w, t, &r->acts);
     if (r->ps && tide_pipesim_after(r->ps, t, &r->acts, r->evf, r->policy, err) < 0)
         return tide_err_prefix(err, "policy %s: model pipeline at t=%lld: ", r->policy,
@@ -924,6 +931,22 @@ static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job
     r->rows++;
 }
 
+/* A JOB_START of a job the world still runs, not stopped earlier in the same
+ * step: a gang would run twice (faults.double_starts, always 0). */
+static void count_double_starts(run_t *r)
+{
+    for (size_t i = 0; i < r->acts.n; i++) {
+        const tide_action_t *a = &r->acts.v[i];
+        tide_world_job_t wj;
+        if (a->kind != TIDE_ACT_JOB_START || tide_world_job(r->w, a->job, &wj) != 0 || !wj.active)
+            continue;
+        int stopped = 0;
+        for (size_t k = 0; k < i && !stopped; k++)
+            stopped = r->acts.v[k].kind == TIDE_ACT_JOB_STOP && r->acts.v[k].job == a->job;
+        r->fs.double_starts += !stopped;
+    }
+}
+
 /* Demand events for the services a burst item touches (at their new level). */
 static void burst_demand(run_t *r, const tide_fault_t *b)
 {
@@ -1027,6 +1050,22 @@ static void enact_node_recover(run_t *r, tide_time_t t, const tide_fire_t *f)
     r->nfailed = w;
 }
 
+/* The node of the highest GPU job h holds (its last gang's). */
+static int job_last_node(const run_t *r, int32_t h)
+{
+    int nodes = tide_cluster_nodes(r->o->cluster);
+    for (int n = nodes; n-- > 0;) {
+        tide_node_info_t ni;
+        tide_cluster_node(r->o->cluster, n, &ni);
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
+            int32_t o;
+            if (tide_engine_gpu_owner(r->e, g, &o) == 1 && o == h)
+                return n;
+        }
+    }
+    return -1;
+}
+
 static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
 {
     const tide_fault_t *rf = &r->o->inject->v[f->fault];
@@ -1057,6 +1096,15 @@ static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
         }
     }
     double lost = 0;
+    tide_job_info_t ji;
+    /* an elastic job above dp_min loses the gang and goes on (the engine shrinks it) */
+    int shrink = job >= 0 && tide_engine_job(r->e, job, &ji) == 0 &&
+                 ji.state == TIDE_JOB_RUNNING && ji.width >= 2 && ji.width - 1 >= ji.spec->dp_min;
+    if (shrink && tide_world_fail_gang(r->w, t, job, job_last_node(r, job)) == 0) {
+        r->fs.rank_failures++;
+        fault_row(r, t, "fault_rank_fail_shrink", job_id(r->e, job), NULL, -1, -1, 0, 1);
+        return;
+    }
     if (job < 0 || tide_world_fail_rank(r->w, t, job, &lost) != 0) {
         r->fs.rank_failures_skipped++;
         fault_row(r, t, "fault_rank_fail_skipped", f->u < 0 ? rf->target : NULL, NULL, -1, -1,
@@ -1067,6 +1115,99 @@ static void enact_rank_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
     if (r->down)
         note_death(r, job, t);
     fault_row(r, t, "fault_rank_fail", job_id(r->e, job), NULL, -1, -1, lost, 1);
+}
+
+/* ------------------------------------------------------ failure domains */
+
+/* The rack (power 0) or power domain (1) of node n. */
+static int node_domain(const run_t *r, int n, int power)
+{
+    tide_node_info_t ni;
+    tide_cluster_node(r->o->cluster, n, &ni);
+    return power ? ni.power : ni.rack;
+}
+
+/* Placed replicas per service (all[s]) and of them those on failure domain
+ * x (in[s], x >= 0). Returns the domain holding the most replicas. */
+static int replicas_by_domain(const run_t *r, int power, int x, int *all, int *in)
+{
+    int nd = power ? tide_cluster_power_domains(r->o->cluster) : tide_cluster_racks(r->o->cluster);
+    int nrep = tide_engine_replicas(r->e), nodes = tide_cluster_nodes(r->o->cluster);
+    int *per = tide_xcalloc((size_t)nd + 1, sizeof *per);
+    uint8_t *seen = tide_xcalloc((size_t)nrep + 1, 1);
+    memset(all, 0, r->o->n_services * sizeof *all);
+    memset(in, 0, r->o->n_services * sizeof *in);
+    for (int n = 0; n < nodes; n++) {
+        tide_node_info_t ni;
+        tide_cluster_node(r->o->cluster, n, &ni);
+        int d = power ? ni.power : ni.rack;
+        for (int g = ni.first_gpu; g < ni.first_gpu + ni.gpus; g++) {
+            int32_t rep;
+            tide_replica_info_t ri;
+            if (tide_engine_gpu_owner(r->e, g, &rep) != 2 || rep >= nrep || seen[rep] ||
+                tide_engine_replica(r->e, rep, &ri) != 0)
+                continue;
+            seen[rep] = 1; /* once per replica, at its first GPU */
+            per[d]++;
+            all[ri.service]++;
+            in[ri.service] += d == x;
+        }
+    }
+    int best = 0;
+    for (int k = 1; k < nd; k++)
+        if (per[k] > per[best])
+            best = k;
+    free(per);
+    free(seen);
+    return best;
+}
+
+/* rack-fail / power-fail: every up node of the domain fails (recovered with
+ * the item, as node-fail's). Records the least share of its floor a service
+ * keeps in replicas outside the domain. */
+static void enact_domain_fail(run_t *r, tide_time_t t, const tide_fire_t *f)
+{
+    const tide_fault_t *df = &r->o->inject->v[f->fault];
+    int power = df->kind == TIDE_FAULT_POWER_FAIL;
+    size_t ns = r->o->n_services;
+    int *all = tide_xcalloc(ns + 1, sizeof *all), *in = tide_xcalloc(ns + 1, sizeof *in);
+    int x = df->domain >= 0 ? df->domain : replicas_by_domain(r, power, -1, all, in);
+    replicas_by_domain(r, power, x, all, in);
+    for (size_t s = 0; s < ns; s++) {
+        int fl = r->o->services[s].min_replicas;
+        double share = fl > 0 ? (double)(all[s] - in[s]) / fl : 1;
+        if (r->fs.floor_share_min < 0 || share < r->fs.floor_share_min)
+            r->fs.floor_share_min = share;
+    }
+    free(all);
+    free(in);
+    r->fs.domains_failed++;
+    fault_row(r, t, power ? "fault_power_fail" : "fault_rack_fail", NULL, NULL, -1, -1, x, 1);
+    int nodes = tide_cluster_nodes(r->o->cluster);
+    for (int n = 0; n < nodes; n++)
+        if (r->node_up[n] && node_domain(r, n, power) == x)
+            node_fail(r, t, f->fault, n);
+}
+
+/* partition: the nodes become unreachable (start) or reachable (end); what
+ * runs there goes on in the world. Nodes down meanwhile are left alone. */
+static void enact_partition(run_t *r, tide_time_t t, const tide_fire_t *f)
+{
+    const tide_fault_t *pf = &r->o->inject->v[f->fault];
+    int start = f->kind == TIDE_FIRE_PARTITION_START;
+    if (start)
+        r->fs.partitions++;
+    for (int k = 0; k < pf->n_nodes; k++) {
+        int n = pf->nodes[k];
+        if (!r->node_up[n])
+            continue;
+        tide_event_t ev = blank_event(start ? TIDE_EV_NODE_FAILED : TIDE_EV_NODE_RECOVERED);
+        ev.node = n;
+        ev.value = start; /* 1: unreachable, not down */
+        push_event(r, ev);
+        fault_row(r, t, start ? "fault_partition" : "fault_partition_end", NULL, NULL, -1, -1, n,
+                  1);
+    }
 }
 
 /* Enact one firing at t. */
@@ -1093,6 +1234,16 @@ static void enact(run_t *r, tide_time_t t, const tide_fire_t *f)
         break;
     case TIDE_FIRE_RANK_FAIL:
         enact_rank_fail(r, t, f);
+        break;
+    case TIDE_FIRE_DOMAIN_FAIL:
+        enact_domain_fail(r, t, f);
+        break;
+    case TIDE_FIRE_DOMAIN_RECOVER:
+        enact_node_recover(r, t, f);
+        break;
+    case TIDE_FIRE_PARTITION_START:
+    case TIDE_FIRE_PARTITION_END:
+        enact_partition(r, t, f);
         break;
     case TIDE_FIRE_CTL_DOWN: {
         tide_stats_t st;
@@ -1434,6 +1585,11 @@ static json_t *faults_json(const run_t *r)
     tide_json_set(o, "ctl_down_s", json_integer(f->ctl_down_s));
     tide_json_set(o, "events_held", json_integer(f->events_held));
     tide_json_set(o, "jobs_expired", json_integer(f->jobs_expired));
+    tide_json_set(o, "domains_failed", json_integer(f->domains_failed));
+    tide_json_set(o, "partitions", json_integer(f->partitions));
+    tide_json_set(o, "double_starts", json_integer(f->double_starts));
+    if (f->floor_share_min >= 0)
+        tide_json_set(o, "floor_share_min", tide_json_real(f->floor_share_min));
     if (tide_inject_storage_gbps(r->o->inject) > 0) {
         tide_world_storage_t ws;
         tide_world_storage(r->w, r->horizon, &ws);
@@ -1801,6 +1957,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     cfg.check_invariants = o->check ? 1 : 0;
     cfg.warm_start = 1; /* a replay starts from a running cluster */
     r->wall0 = now_wall();
+    r->fs.floor_share_min = -1;
     r->e = tide_engine_create(o->cluster, &cfg, err);
     if (!r->e) {
         tide_err_prefix(err, "policy %s: ", r->policy);
@@ -2006,7 +2163,10 @@ static int check_opts(const tide_sim_opts_t *o, tide_error_t *err)
                              "at times <= 0, for known services",
                              i, o->history[i].service, (long long)o->history[i].t);
     if (tide_inject_check(o->inject, o->services, o->n_services, o->jobs, o->n_jobs,
-                          tide_cluster_nodes(o->cluster), err) != 0)
+                          tide_cluster_nodes(o->cluster), err) != 0 ||
+        tide_inject_check_domains(o->inject, tide_cluster_racks(o->cluster),
+                                  tide_cluster_power_domains(o->cluster),
+                                  tide_cluster_nodes(o->cluster), err) != 0)
         return -1;
     return 0;
 }
@@ -2148,6 +2308,8 @@ static json_t *options_json(const tide_sim_opts_t *o, tide_time_t horizon, tide_
     tide_json_set(x, "night_hours", json_pack("[ii]", o->cfg.night_start_h, o->cfg.night_end_h));
     tide_json_set(x, "margin_min", tide_json_real(o->cfg.margin_min));
     tide_json_set(x, "headroom", tide_json_real(o->cfg.headroom));
+    tide_json_set(x, "spread_max_skew", json_integer(o->cfg.spread_max_skew));
+    tide_json_set(x, "survive_share", tide_json_real(o->cfg.survive_share));
     tide_json_set(x, "hpa_window_s", json_integer(o->cfg.hpa_window_s));
     tide_json_set(x, "sizing", json_string(o->cfg.sizing_ensemble ? "ensemble" : "forecast"));
     tide_json_set(x, "fairshare", json_boolean(o->cfg.fairshare));

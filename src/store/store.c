@@ -729,7 +729,7 @@ int tide_store_event_append(tide_store_t *s, tide_store_event_t *e, tide_error_t
     static const unsigned char has_value[TIDE_EV_KIND_COUNT] = {
         [TIDE_EV_DEMAND] = 1,        [TIDE_EV_JOB_PHASE] = 1,   [TIDE_EV_CKPT_COMMITTED] = 1,
         [TIDE_EV_JOB_FINISHED] = 1,  [TIDE_EV_RANK_FAILED] = 1, [TIDE_EV_JOB_EXPIRED] = 1,
-        [TIDE_EV_FOREIGN] = 1,       [TIDE_EV_SURGE] = 1};
+        [TIDE_EV_FOREIGN] = 1,       [TIDE_EV_SURGE] = 1,       [TIDE_EV_NODE_FAILED] = 1};
     if (v->kind >= 0 && v->kind < TIDE_EV_KIND_COUNT && has_value[v->kind] && isfinite(v->value))
         sqlite3_bind_double(st, 12, v->value);
     else

@@ -45,7 +45,7 @@ typedef struct wentry {
     uint32_t gen;  /* job generation (timers), run (notes), replica generation,
                       transfer generation or lease generation */
     int phase;     /* notes */
-    int32_t aux;   /* service of a replica */
+    int32_t aux;   /* service of a replica; node of a rank note (-1: unknown) */
     double value;  /* notes */
 } wentry_t;
 
@@ -869,6 +869,7 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
     case W_NOTE_RANK:
         ev->kind = TIDE_EV_RANK_FAILED;
         ev->value = x->value;
+        ev->node = x->aux;
         break;
     default:
         return 0;
@@ -1028,9 +1029,22 @@ int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *
     job_end(w, now, j);
     /* the event carries the progress the job had reached (docs: engine.h) */
     heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
-                            .value = reached});
+                            .value = reached, .aux = -1});
     if (lost)
         *lost = l;
+    return 0;
+}
+
+int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job, int node)
+{
+    wjob_t *j = active_job(w, job);
+    if (!j || j->width < 2)
+        return -1;
+    job_advance(j, now);
+    j->width--;
+    job_schedule(w, job, j);
+    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
+                            .aux = node});
     return 0;
 }
 

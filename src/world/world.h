@@ -160,6 +160,13 @@ void tide_world_set_ctl_down(tide_world_t *w, tide_time_t now, int down);
  * (nothing happens). *lost (may be NULL) gets the progress lost. */
 int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *lost);
 
+/* A rank of an elastic job fails at `now` on node `node` and its framework
+ * drops that gang: the job goes on one gang narrower (no work lost beyond
+ * the step) and EV_RANK_FAILED (value 0: the engine's estimate; node) is
+ * queued at now; the engine's RESIZE follows. Returns 0, or -1 when the job
+ * is not active or runs a single gang. */
+int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job, int node);
+
 /* A job / replica dies with its node at `now`, silently (the engine learns of
  * it from EV_NODE_FAILED). No-ops when not active. kill_job returns 0 and the
  * job's last phase and progress (either pointer may be NULL; a driver whose

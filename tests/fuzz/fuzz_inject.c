@@ -42,6 +42,18 @@ static void check_item(const tide_fault_t *f)
         if (!(f->gbps > 0 && f->gbps <= TIDE_INJECT_MAX_GBPS))
             abort();
         break;
+    case TIDE_FAULT_RACK_FAIL:
+    case TIDE_FAULT_POWER_FAIL:
+        if (f->domain < -1)
+            abort();
+        break;
+    case TIDE_FAULT_PARTITION:
+        if (f->n_nodes < 1 || !f->nodes || f->dur <= 0)
+            abort();
+        for (int k = 0; k < f->n_nodes; k++)
+            if (f->nodes[k] < 0)
+                abort();
+        break;
     }
     for (const char *p = f->text; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == ',')

@@ -284,6 +284,53 @@ static void names_and_rng(void **state)
     }
 }
 
+/* rack-fail, power-fail, partition: parsed, checked against the cluster,
+ * scheduled (recoveries and partition ends before starts at equal times). */
+static void failure_domain_items(void **state)
+{
+    (void)state;
+    tide_inject_t inj;
+    tide_inject_init(&inj);
+    parse_ok(&inj, "rack-fail:busiest@6h+2h,power-fail:1@14h,partition:4-6|9@10h+1h");
+    assert_int_equal(inj.n, 3);
+    assert_int_equal(inj.v[0].kind, TIDE_FAULT_RACK_FAIL);
+    assert_int_equal(inj.v[0].domain, -1);
+    assert_int_equal(inj.v[0].at, 6 * 3600);
+    assert_int_equal(inj.v[0].dur, 2 * 3600);
+    assert_int_equal(inj.v[1].kind, TIDE_FAULT_POWER_FAIL);
+    assert_int_equal(inj.v[1].domain, 1);
+    assert_int_equal(inj.v[1].dur, 0);
+    assert_int_equal(inj.v[2].kind, TIDE_FAULT_PARTITION);
+    assert_int_equal(inj.v[2].n_nodes, 4);
+    static const int want[] = {4, 5, 6, 9};
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(inj.v[2].nodes[k], want[k]);
+    tide_error_t err = {0, ""};
+    assert_int_equal(tide_inject_check_domains(&inj, 4, 2, 10, &err), 0);
+    assert_int_equal(tide_inject_check_domains(&inj, 4, 1, 10, &err), -1);
+    assert_non_null(strstr(err.msg, "power domain 1 but the cluster has 1"));
+    assert_int_equal(tide_inject_check_domains(&inj, 4, 2, 9, &err), -1);
+    assert_non_null(strstr(err.msg, "node 9 but the cluster has 9"));
+    tide_schedule_t sc = {0};
+    tide_inject_schedule(&inj, 86400, 1, &sc);
+    assert_int_equal(sc.n, 5); /* the power failure never recovers */
+    assert_int_equal(sc.v[0].kind, TIDE_FIRE_DOMAIN_FAIL);
+    assert_int_equal(sc.v[1].kind, TIDE_FIRE_DOMAIN_RECOVER);
+    assert_int_equal(sc.v[2].kind, TIDE_FIRE_PARTITION_START);
+    assert_int_equal(sc.v[3].kind, TIDE_FIRE_PARTITION_END);
+    assert_int_equal(sc.v[3].t, 11 * 3600);
+    assert_int_equal(sc.v[4].kind, TIDE_FIRE_DOMAIN_FAIL);
+    tide_schedule_free(&sc);
+    tide_inject_free(&inj);
+    parse_bad("rack-fail:x@1h", "rack-fail:x@1h", "'busiest'");
+    parse_bad("rack-fail:1", "rack-fail:1", "rack-fail:R@T[+D]");
+    parse_bad("partition:3@1h", "partition:3@1h", "needs a duration");
+    parse_bad("partition:5-2@1h+1h", "partition:5-2@1h+1h", "A <= B");
+    parse_bad("partition:1|@1h+1h", "partition:1|@1h+1h", "trailing");
+    parse_bad("partition:@1h+1h", "partition:@1h+1h", "partition:NODES@T+D");
+    assert_string_equal(tide_fault_kind_name(TIDE_FAULT_PARTITION), "partition");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +340,7 @@ int main(void)
         cmocka_unit_test(schedule_order_and_clipping),
         cmocka_unit_test(rate_is_poisson_and_seeded),
         cmocka_unit_test(names_and_rng),
+        cmocka_unit_test(failure_domain_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
