@@ -190,6 +190,7 @@ void tide_engine_destroy(tide_engine_t *e)
     for (int p = 0; p < TIDE_NPRIO; p++)
         free(e->q[p]);
     free(e->running);
+    tide_bitset_free(&e->grow_slots);
     free(e->by_end);
     for (int k = 0; k < TIDE_SAMPLE_COUNT; k++)
         free(e->smp[k].v);
@@ -865,6 +866,9 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free index disagrees with %d free", d,
                            dm->free);
     }
+    long slot = rc ? -1 : tide__grow_slots_check(e);
+    if (slot >= 0)
+        rc = tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
     int32_t lost = rc ? -1 : tide__deadline_check(e);
     if (lost >= 0)
         rc = tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",

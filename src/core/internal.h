@@ -8,6 +8,7 @@
 
 #include "tide/engine.h"
 #include "util/util.h"
+#include "util/bitset.h"
 
 /* Zones: which workloads may use a domain. Assigned by the policy's layout. */
 enum { Z_RESERVE = 0, Z_INF, Z_TRAIN, Z_SHARED, Z_COUNT };
@@ -330,6 +331,8 @@ struct tide_engine {
     int queue_gpus;
     int32_t *running;
     size_t n_running, cap_running;
+    tide_bitset_t grow_slots; /* slots of e->running whose job is elastic (dp_min <
+                                 dp_max): the only ones that may grow (runidx.c) */
     int32_t *by_end;         /* running jobs sorted by (exp_end, handle) */
     size_t n_by_end, cap_by_end;
 
@@ -529,6 +532,13 @@ void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 void tide__queue_insert(tide_engine_t *e, int32_t h);
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
+/* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=
+ * n_running was vacated): set its bit from the job there. */
+void tide__grow_slot_set(tide_engine_t *e, size_t i);
+/* Rebuild e->grow_slots from e->running (after a restore). */
+void tide__grow_slots_rebuild(tide_engine_t *e);
+/* A slot whose bit disagrees with its job, or -1. O(running): for checks. */
+long tide__grow_slots_check(const tide_engine_t *e);
 void tide__queue_remove(tide_engine_t *e, int32_t h);
 int tide__team_intern(tide_engine_t *e, const char *name);
 double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);

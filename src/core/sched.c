@@ -324,9 +324,12 @@ typedef struct shape {
     uint32_t types;
 } shape_t;
 
+/* Grow the running jobs below dp_max, in e->running order: only elastic
+ * jobs can be below it, so only their slots (e->grow_slots) are visited. */
 static void grow_elastic(tide_engine_t *e, unsigned tz)
 {
-    for (size_t i = 0; i < e->n_running; i++) {
+    for (long i = tide_bitset_next(&e->grow_slots, 0, e->n_running); i >= 0;
+         i = tide_bitset_next(&e->grow_slots, (size_t)i + 1, e->n_running)) {
         int32_t h = e->running[i];
         job_t *j = e->jobs[h];
         if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max)

@@ -186,7 +186,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cap_empty), F(tide_engine_t, plan_cost), F(tide_engine_t, plan_ok),
     F(tide_engine_t, dom_free_bits), F(tide_engine_t, dom_words), F(tide_engine_t, dl),
     F(tide_engine_t, n_dl), F(tide_engine_t, cap_dl), F(tide_engine_t, lease_merge),
-    F(tide_engine_t, cap_lease_merge)};
+    F(tide_engine_t, cap_lease_merge), F(tide_engine_t, grow_slots)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -667,6 +667,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
                   r.pos, r.n);
         return NULL;
     }
+    tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
     return e;
 }
 
