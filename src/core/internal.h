@@ -373,6 +373,10 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    int32_t *renew_new;      /* jobs that may have become renewable since the last
+                                renewal pass (a lease granted, a notice withdrawn) */
+    size_t n_renew_new, cap_renew_new;
+    int renew_rescan;        /* look at every running job instead (after a restore) */
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
     uint8_t *plan_ok;        /* ... while still current */
@@ -434,6 +438,11 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 /* Forecast-aware: the earlier of now + lease_max and the next forecast rise
  * that needs these GPUs minus the return lead (lease.c). */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
+/* Job h may have become renewable (holds a lease nobody noticed, running):
+ * the next renewal pass looks at it (lease.c). */
+void tide__lease_renewable(tide_engine_t *e, int32_t h);
+/* A running renewable job the renewal pass would miss, or -1. O(running). */
+int32_t tide__renew_check(const tide_engine_t *e);
 /* Record that job h has a deadline (lease latest return or checkpoint) at t. */
 void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h);
 /* A running job with a lease return or checkpoint deadline that has no heap

@@ -186,7 +186,9 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cap_empty), F(tide_engine_t, plan_cost), F(tide_engine_t, plan_ok),
     F(tide_engine_t, dom_free_bits), F(tide_engine_t, dom_words), F(tide_engine_t, dl),
     F(tide_engine_t, n_dl), F(tide_engine_t, cap_dl), F(tide_engine_t, lease_merge),
-    F(tide_engine_t, cap_lease_merge), F(tide_engine_t, grow_slots)};
+    F(tide_engine_t, cap_lease_merge), F(tide_engine_t, grow_slots),
+    F(tide_engine_t, renew_new), F(tide_engine_t, n_renew_new), F(tide_engine_t, cap_renew_new),
+    F(tide_engine_t, renew_rescan)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -668,6 +670,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
         return NULL;
     }
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
+    e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }
 
