@@ -544,6 +544,9 @@ typedef struct tide_stats {
 
 /* Fill out with the totals. */
 void tide_engine_stats(const tide_engine_t *e, tide_stats_t *out);
+/* Training GPU-seconds lost so far (tide_stats_t.lost_gpu_s without the
+ * copy of every total: drivers read it around each step). */
+double tide_engine_lost_gpu_s(const tide_engine_t *e);
 
 /* Per-team figures. */
 typedef struct tide_team_stats {

@@ -343,3 +343,5 @@ double tide__samples_q99(samples_t *s)
     }
     return s->q99;
 }
+
+double tide_engine_lost_gpu_s(const tide_engine_t *e) { return e->st.lost_gpu_s; }

@@ -8,6 +8,7 @@
 
 #include "tide/engine.h"
 #include "util/util.h"
+#include "util/bitset.h"
 
 /* Zones: which workloads may use a domain. Assigned by the policy's layout. */
 enum { Z_RESERVE = 0, Z_INF, Z_TRAIN, Z_SHARED, Z_COUNT };
@@ -357,6 +358,8 @@ struct tide_engine {
     int queue_gpus;
     int32_t *running;
     size_t n_running, cap_running;
+    tide_bitset_t grow_slots; /* slots of e->running whose job is elastic (dp_min <
+                                 dp_max): the only ones that may grow (runidx.c) */
     int32_t *by_end;         /* running jobs sorted by (exp_end, handle) */
     size_t n_by_end, cap_by_end;
 
@@ -399,6 +402,10 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    int32_t *renew_new;      /* jobs that may have become renewable since the last
+                                renewal pass (a lease granted, a notice withdrawn) */
+    size_t n_renew_new, cap_renew_new;
+    int renew_rescan;        /* look at every running job instead (after a restore) */
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
     uint8_t *plan_ok;        /* ... while still current */
@@ -472,6 +479,11 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 /* Forecast-aware: the earlier of now + lease_max and the next forecast rise
  * that needs these GPUs minus the return lead (lease.c). */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
+/* Job h may have become renewable (holds a lease nobody noticed, running):
+ * the next renewal pass looks at it (lease.c). */
+void tide__lease_renewable(tide_engine_t *e, int32_t h);
+/* A running renewable job the renewal pass would miss, or -1. O(running). */
+int32_t tide__renew_check(const tide_engine_t *e);
 /* Record that job h has a deadline (lease latest return or checkpoint) at t. */
 void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h);
 /* A running job with a lease return or checkpoint deadline that has no heap
@@ -629,6 +641,13 @@ void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 void tide__queue_insert(tide_engine_t *e, int32_t h);
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
+/* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=
+ * n_running was vacated): set its bit from the job there. */
+void tide__grow_slot_set(tide_engine_t *e, size_t i);
+/* Rebuild e->grow_slots from e->running (after a restore). */
+void tide__grow_slots_rebuild(tide_engine_t *e);
+/* A slot whose bit disagrees with its job, or -1. O(running): for checks. */
+long tide__grow_slots_check(const tide_engine_t *e);
 void tide__queue_remove(tide_engine_t *e, int32_t h);
 int tide__team_intern(tide_engine_t *e, const char *name);
 double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);

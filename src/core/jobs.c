@@ -176,6 +176,7 @@ static void running_add(tide_engine_t *e, int32_t h)
     end_index_add(e, h);
     e->jobs[h]->run_idx = (int32_t)e->n_running;
     TIDE_PUSH(e->running, e->n_running, e->cap_running, h);
+    tide__grow_slot_set(e, e->n_running - 1);
 }
 
 static void running_del(tide_engine_t *e, int32_t h)
@@ -188,6 +189,8 @@ static void running_del(tide_engine_t *e, int32_t h)
     e->running[i] = last;
     e->jobs[last]->run_idx = i;
     e->jobs[h]->run_idx = -1;
+    tide__grow_slot_set(e, (size_t)i);
+    tide__grow_slot_set(e, e->n_running);
 }
 
 static int count_leased(const tide_engine_t *e, const alloc_t *a)

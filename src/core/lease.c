@@ -39,6 +39,7 @@ void tide__lease_grant(tide_engine_t *e, int32_t h)
     j->lease = id;
     tide__deadline_push(e, l->latest_return, h);
     lower_deadline(e, l->latest_return);
+    tide__lease_renewable(e, h);
     e->st.leases_granted++;
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_GRANT, TIDE_R_NONE);
     a->lease = id;
@@ -251,8 +252,12 @@ static size_t renew_order(tide_engine_t *e)
         n++;
     }
     size_t kept = n;
-    for (size_t i = 0; i < e->n_running; i++) {
-        int32_t h = e->running[i];
+    /* the others renewable now: among the jobs noted since the last pass
+     * (every running job after a restore) */
+    size_t nc = e->renew_rescan ? e->n_running : e->n_renew_new;
+    const int32_t *cand = e->renew_rescan ? e->running : e->renew_new;
+    for (size_t i = 0; i < nc; i++) {
+        int32_t h = cand[i];
         job_t *j = e->jobs[h];
         if (j->in_lease_order || !renewable(e, j))
             continue;
@@ -260,6 +265,8 @@ static size_t renew_order(tide_engine_t *e)
         e->lease_order[n++] = key_of(j, h);
         j->in_lease_order = 1;
     }
+    e->n_renew_new = 0;
+    e->renew_rescan = 0;
     o = e->lease_order;
     e->n_lease_order = n;
     if (!sorted) {
@@ -269,6 +276,30 @@ static size_t renew_order(tide_engine_t *e)
         merge_runs(e, kept, n);
     }
     return n;
+}
+
+void tide__lease_renewable(tide_engine_t *e, int32_t h)
+{
+    if (e->pol->renew_leases && !e->jobs[h]->in_lease_order)
+        TIDE_PUSH(e->renew_new, e->n_renew_new, e->cap_renew_new, h);
+}
+
+int32_t tide__renew_check(const tide_engine_t *e)
+{
+    if (e->renew_rescan || !e->pol->renew_leases)
+        return -1;
+    uint8_t *noted = tide_xcalloc(e->n_jobs + 1, 1);
+    for (size_t i = 0; i < e->n_renew_new; i++)
+        noted[e->renew_new[i]] = 1;
+    int32_t bad = -1;
+    for (size_t i = 0; i < e->n_running && bad < 0; i++) {
+        int32_t h = e->running[i];
+        const job_t *j = e->jobs[h];
+        if (renewable(e, j) && !j->in_lease_order && !noted[h])
+            bad = h;
+    }
+    free(noted);
+    return bad;
 }
 
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and

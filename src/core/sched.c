@@ -18,29 +18,111 @@ unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now)
 
 static int contrib(int avail, int gang) { return avail / gang; }
 
+/* Domains with GPUs available for a reservation: the only ones with
+ * avail[d] > 0, listed once each (res[d] marks them while it is listed:
+ * res is all zero before the best fit). */
+typedef struct touched {
+    int *v, n;
+} touched_t;
+
+static void touch(touched_t *t, int *res, int d)
+{
+    if (!res[d]) {
+        res[d] = 1;
+        t->v[t->n++] = d;
+    }
+}
+
+/* avail[d]: the free GPUs of domain d usable by h, less what the prior
+ * reservations took there (0 for every domain without free GPUs: only the
+ * free-domain index is visited). */
+static void reservation_avail(const tide_engine_t *e, int32_t h, uint32_t types, unsigned tz,
+                              const reservation_t *prior, int n_prior, int *avail, int *res,
+                              touched_t *t)
+{
+    memset(avail, 0, (size_t)e->n_doms * sizeof *avail);
+    memset(res, 0, (size_t)e->n_doms * sizeof *res);
+    for (int f = 1; f <= e->max_dom_gpus; f++)
+        for (int d = tide__dom_next_free(e, f, 0); d >= 0; d = tide__dom_next_free(e, f, d + 1)) {
+            if (!tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                continue;
+            int a = f;
+            for (int k = 0; k < n_prior; k++)
+                a -= prior[k].res[d];
+            if (a > 0) {
+                avail[d] = a;
+                touch(t, res, d);
+            }
+        }
+}
+
+/* Gangs of g the listed domains hold at avail (as tide__capacity_for with
+ * avail, every other domain being at 0). */
+static int touched_capacity(const tide_engine_t *e, const touched_t *t, const int *avail, int g)
+{
+    int cap = 0;
+    for (int k = 0; k < t->n; k++)
+        if (g <= e->doms[t->v[k]].gpus)
+            cap += avail[t->v[k]] / g;
+    return cap;
+}
+
+/* The listed domain with the fewest GPUs left that still hold a gang of g
+ * (the lowest index among equals, as a scan in index order), or -1. */
+static int touched_best_fit(const touched_t *t, const int *avail, const int *res, int g)
+{
+    int best = -1, best_left = 0;
+    for (int k = 0; k < t->n; k++) {
+        int d = t->v[k], left = avail[d] - res[d];
+        if (left >= g && (best < 0 || left < best_left || (left == best_left && d < best))) {
+            best = d;
+            best_left = left;
+        }
+    }
+    return best;
+}
+
+/* Whole-domain gangs: need gangs on domains left entirely available, lowest
+ * indices first. */
+static void whole_fit(const tide_engine_t *e, int need, int g, const int *avail, int *res)
+{
+    for (int k = 0; k < need; k++) {
+        int best = -1;
+        for (int d = 0; d < e->n_doms && best < 0; d++)
+            if (avail[d] - res[d] == e->doms[d].gpus)
+                best = d;
+        if (best < 0)
+            break;
+        res[best] += e->doms[best].gpus;
+        int more = g / e->doms[best].gpus - 1;
+        for (int d = 0; d < e->n_doms && more > 0; d++)
+            if (d != best && avail[d] - res[d] == e->doms[d].gpus) {
+                res[d] += e->doms[d].gpus;
+                more--;
+            }
+    }
+}
+
 /* The EASY reservation of head job h after the n_prior reservations before
  * it: the earliest time its gang fits (from the expected releases of running
  * jobs) and the GPUs per domain it takes then. Read-only on the engine:
  * fills avail (free GPUs per domain at that time) and res (GPUs reserved per
- * domain); returns that time or TIDE_TIME_NEVER. */
+ * domain); returns that time or TIDE_TIME_NEVER. Visits the domains with
+ * free GPUs and those the releases touch, not the cluster (but for gangs
+ * larger than a domain). */
 static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsigned tz,
                                        const reservation_t *prior, int n_prior, int *avail, int *res)
 {
     const job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus, need = j->spec.dp_min;
     uint32_t types = j->spec.gpu_types;
-    for (int d = 0; d < e->n_doms; d++) {
-        res[d] = 0;
-        avail[d] = tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h) ? e->doms[d].free : 0;
-        for (int k = 0; k < n_prior; k++)
-            avail[d] -= prior[k].res[d];
-        if (avail[d] < 0)
-            avail[d] = 0;
-    }
+    touched_t t = {tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *t.v), 0};
+    reservation_avail(e, h, types, tz, prior, n_prior, avail, res, &t);
     /* walk running jobs in order of expected release until the head fits */
     tide_time_t shadow = TIDE_TIME_NEVER;
     int whole = g > e->max_dom_gpus;
-    int have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+    int have = whole ? tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h)
+                     : touched_capacity(e, &t, avail, g);
     for (size_t i = 0; i < e->n_by_end && have < need; i++) {
         const job_t *x = e->jobs[e->by_end[i]];
         int xg = x->spec.gang_gpus;
@@ -53,6 +135,8 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
             avail[d] += step;
             if (avail[d] > e->doms[d].gpus)
                 avail[d] = e->doms[d].gpus;
+            if (avail[d] > 0)
+                touch(&t, res, d);
             if (!whole)
                 have += contrib(avail[d], g) - before;
         }
@@ -66,39 +150,27 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
                 int ys = y->spec.gang_gpus <= e->max_dom_gpus ? y->spec.gang_gpus : 1;
                 for (int k = 0; k < y->alloc.n; k += ys) {
                     int d = dom_of_gpu(e, y->alloc.gpus[k]);
-                    if (tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                    if (tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h)) {
                         avail[d] = TIDE_MIN(avail[d] + ys, e->doms[d].gpus);
+                        if (avail[d] > 0)
+                            touch(&t, res, d);
+                    }
                 }
             }
         }
     }
-    if (shadow == TIDE_TIME_NEVER)
-        return shadow;
+    for (int k = 0; k < t.n; k++)
+        res[t.v[k]] = 0;
     /* GPUs the head takes at shadow time: best fit */
-    for (int k = 0; k < need; k++) {
-        int best = -1;
-        for (int d = 0; d < e->n_doms; d++) {
-            int left = avail[d] - res[d];
-            if (whole) {
-                if (left == e->doms[d].gpus && (best < 0))
-                    best = d;
-                continue;
-            }
-            if (left >= g && (best < 0 || left < avail[best] - res[best]))
-                best = d;
-        }
+    if (shadow != TIDE_TIME_NEVER && whole)
+        whole_fit(e, need, g, avail, res);
+    for (int k = 0; shadow != TIDE_TIME_NEVER && !whole && k < need; k++) {
+        int best = touched_best_fit(&t, avail, res, g);
         if (best < 0)
             break;
-        res[best] += whole ? e->doms[best].gpus : g;
-        if (whole) {
-            int more = g / e->doms[best].gpus - 1;
-            for (int d = 0; d < e->n_doms && more > 0; d++)
-                if (d != best && avail[d] - res[d] == e->doms[d].gpus) {
-                    res[d] += e->doms[d].gpus;
-                    more--;
-                }
-        }
+        res[best] += g;
     }
+    free(t.v);
     return shadow;
 }
 
@@ -324,9 +396,12 @@ typedef struct shape {
     uint32_t types;
 } shape_t;
 
+/* Grow the running jobs below dp_max, in e->running order: only elastic
+ * jobs can be below it, so only their slots (e->grow_slots) are visited. */
 static void grow_elastic(tide_engine_t *e, unsigned tz)
 {
-    for (size_t i = 0; i < e->n_running; i++) {
+    for (long i = tide_bitset_next(&e->grow_slots, 0, e->n_running); i >= 0;
+         i = tide_bitset_next(&e->grow_slots, (size_t)i + 1, e->n_running)) {
         int32_t h = e->running[i];
         job_t *j = e->jobs[h];
         if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max || e->now < j->grow_after)

@@ -206,7 +206,9 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, n_dl), F(tide_engine_t, cap_dl), F(tide_engine_t, lease_merge),
     F(tide_engine_t, cap_lease_merge), F(tide_engine_t, n_pdom), F(tide_engine_t, power_on),
     F(tide_engine_t, gpu_pdom), F(tide_engine_t, pw_w), F(tide_engine_t, pw_b),
-    F(tide_engine_t, pw_n), F(tide_engine_t, pw_idle_mean), F(tide_engine_t, pw_train_mean)};
+    F(tide_engine_t, pw_n), F(tide_engine_t, pw_idle_mean), F(tide_engine_t, pw_train_mean),
+    F(tide_engine_t, grow_slots), F(tide_engine_t, renew_new), F(tide_engine_t, n_renew_new),
+    F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -691,6 +693,8 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
         return NULL;
     }
     tide__spread_rebuild(e);
+    tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
+    e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }
 

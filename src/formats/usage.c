@@ -120,14 +120,15 @@ static void emit(tide_usage_t *u, const pstate_t *p, const char *owner, int kind
     tide_governance_type_name(u->g, type, tname, sizeof tname);
     double price = tide_governance_price(u->g, type, tide_cost_category(kind, state, tier));
     double cost = d / 3600.0 * price;
-    FILE *f = u->f;
-    tide_csv_write_field(f, p->policy);
-    fprintf(f, ",%lld,", (long long)p->t);
-    tide_csv_write_field(f, owner);
-    fprintf(f, ",%s,%s,%s,%s,", tide_owner_kind_name(kind), tide_class_name(cls),
-            tide_state_name(state), tide_tier_name(tier));
-    tide_csv_write_field(f, tname);
-    fprintf(f, ",%.3f,%.4f\n", d, cost == 0 ? 0.0 : cost);
+    /* numbers formatted without printf (the same bytes: tide_fmt_*), the
+     * names are plain identifiers that CSV writes as they are */
+    char ts[24], dv[400], cv[400];
+    tide_fmt_i64(ts, (long long)p->t);
+    tide_fmt_fixed(dv, sizeof dv, d, 3);
+    tide_fmt_fixed(cv, sizeof cv, cost == 0 ? 0.0 : cost, 4);
+    const char *row[] = {p->policy, ts, owner, tide_owner_kind_name(kind), tide_class_name(cls),
+                         tide_state_name(state), tide_tier_name(tier), tname, dv, cv};
+    tide_csv_write_row(u->f, row, (int)(sizeof row / sizeof *row));
 }
 
 static int count_types(const tide_engine_t *e)

@@ -499,14 +499,12 @@ static void power_sample(run_t *r, tide_time_t t)
 
 static int step(run_t *r, tide_time_t t, tide_error_t *err)
 {
-    tide_stats_t before;
-    tide_engine_stats(r->e, &before);
+    double lost_before = tide_engine_lost_gpu_s(r->e);
     if (tide_engine_step(r->e, t, r->ev, r->nev, &r->acts, err) != 0)
         return tide_err_prefix(err, "policy %s: step at t=%lld: ", r->policy, (long long)t);
-    tide_stats_t after;
-    tide_engine_stats(r->e, &after);
-    if (after.lost_gpu_s > before.lost_gpu_s)
-        note_losses(r, t, after.lost_gpu_s - before.lost_gpu_s);
+    double lost_after = tide_engine_lost_gpu_s(r->e);
+    if (lost_after > lost_before)
+        note_losses(r, t, lost_after - lost_before);
     else
         r->ndeaths = 0;
     r->steps++;

@@ -1,0 +1,29 @@
+/* Indexes over the running jobs' slots (e->running). grow_slots: the slots
+ * of the elastic jobs (dp_min < dp_max), the only ones that can ever grow,
+ * so that the pass growing shrunken jobs visits them, in slot order (the
+ * order a scan of e->running visits them), not every running job. */
+#include "core/internal.h"
+
+static int elastic(const job_t *j) { return j->spec.dp_min < j->dp_max; }
+
+void tide__grow_slot_set(tide_engine_t *e, size_t i)
+{
+    int on = i < e->n_running && elastic(e->jobs[e->running[i]]);
+    tide_bitset_put(&e->grow_slots, i, on);
+}
+
+void tide__grow_slots_rebuild(tide_engine_t *e)
+{
+    tide_bitset_clear(&e->grow_slots);
+    for (size_t i = 0; i < e->n_running; i++)
+        tide__grow_slot_set(e, i);
+}
+
+long tide__grow_slots_check(const tide_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_running; i++)
+        if (tide_bitset_has(&e->grow_slots, i) != elastic(e->jobs[e->running[i]]))
+            return (long)i;
+    long extra = tide_bitset_next(&e->grow_slots, e->n_running, (size_t)-1);
+    return extra;
+}
