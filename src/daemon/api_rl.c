@@ -230,10 +230,11 @@ API_HANDLER(api_rl_register)
     }
     char *id = NULL;
     int rc = 0;
-    if (spec) {
-        rc = dmn_rl_submit(d, req, req->params[0], spec, &ms, &bs, &jobs, rep);
-        if (rc == 0 && reg_agree(req, &r, ms, bs, &err) < 0)
-            rc = -1, api_fail(rep, &err);
+    if (spec) { /* every check before the first job is submitted */
+        rc = dmn_rl_spec_values(spec, req->params[0], &ms, &bs, &err) < 0 ||
+                     reg_agree(req, &r, ms, bs, &err) < 0
+                 ? (api_fail(rep, &err), -1)
+                 : dmn_rl_submit(d, req, req->params[0], spec, &jobs, rep);
         id = rc == 0 ? tide_xstrdup(req->params[0]) : NULL;
         json_decref(spec);
     } else

@@ -169,9 +169,22 @@ static int submit_one(tide_daemon_t *d, const tide_rl_jobs_t *j, int k, const ch
     return rc;
 }
 
+int dmn_rl_spec_values(const json_t *spec, const char *job, int64_t *max_staleness,
+                       int64_t *batch, tide_error_t *err)
+{
+    tide_rl_specs_t *ss = NULL;
+    char *command = NULL;
+    if (spec_parse(spec, job, "team", &ss, &command, err) < 0)
+        return -1;
+    *max_staleness = ss->v[0].max_staleness;
+    *batch = ss->v[0].batch;
+    free(command);
+    tide_rl_specs_free(ss);
+    return 0;
+}
+
 int dmn_rl_submit(tide_daemon_t *d, const tide_http_req_t *req, const char *job,
-                  const json_t *spec, int64_t *max_staleness, int64_t *batch, int *created,
-                  tide_http_reply_t *rep)
+                  const json_t *spec, int *created, tide_http_reply_t *rep)
 {
     tide_error_t err = {0};
     tide_rl_specs_t *ss = NULL;
@@ -195,8 +208,6 @@ int dmn_rl_submit(tide_daemon_t *d, const tide_http_req_t *req, const char *job,
         }
         tide_rl_jobs_free(&j);
     }
-    *max_staleness = s->max_staleness;
-    *batch = s->batch;
     free(command);
     tide_rl_specs_free(ss);
     return rc;
