@@ -63,6 +63,13 @@ n0=$(njobs)
 register "$SPEC" ""
 [ "$API_STATUS" = 200 ] && [ "$(jq_ 'd["jobs_submitted"]')" = 0 ] || fail "a retry: $API_STATUS $API_BODY"
 [ "$(njobs)" = "$n0" ] || fail "a retry submitted jobs again"
+echo "{$SPEC}" >"$tmp/spec.json"
+"$T" rl register grpo --spec "$tmp/spec.json" --server "$SERVE_URL" >"$tmp/cli.out" 2>&1 ||
+    fail "tide rl register --spec (a retry): $(cat "$tmp/cli.out")"
+grep -q 'grpo-trainer' "$tmp/cli.out" && grep -q 'jobs submitted now: 0' "$tmp/cli.out" ||
+    fail "tide rl register --spec output: $(cat "$tmp/cli.out")"
+[ "$(njobs)" = "$n0" ] || fail "the CLI's retry submitted jobs again"
+"$T" rl register --help | grep -q -- '--spec FILE' || fail "tide rl register --help has no --spec"
 register "${SPEC/\"trainer_gpus\":8/\"trainer_gpus\":16}" ""
 [ "$API_STATUS" = 409 ] || fail "the same RL job with another shape: $API_STATUS $API_BODY"
 
