@@ -236,17 +236,20 @@ API_HANDLER(api_rl_register)
                  ? (api_fail(rep, &err), -1)
                  : dmn_rl_submit(d, req, req->params[0], spec, &jobs, rep);
         id = rc == 0 ? tide_xstrdup(req->params[0]) : NULL;
-        json_decref(spec);
     } else
-        rc = api_job_owned(d, req, &id, rep);
-    if (rc < 0)
+        rc = rl_owned(d, req, &id, rep);
+    if (rc < 0) {
+        json_decref(spec);
         return;
+    }
     r.job = id;
     if (rl_commit(d, reg_apply, &r, &err) < 0) {
         api_write_failed(d, rep, &err);
     } else {
         dmn_lock_read(d);
         json_t *o = run_get(d, id, &err);
+        if (o && spec)
+            api_set(o, "jobs", dmn_rl_jobs_json(d, id));
         dmn_unlock_read(d);
         if (o) {
             api_set(o, "created", json_boolean(r.created || jobs));
@@ -255,6 +258,7 @@ API_HANDLER(api_rl_register)
         } else
             api_fail(rep, &err);
     }
+    json_decref(spec);
     free(id);
 }
 
@@ -271,7 +275,7 @@ API_HANDLER(api_rl_get)
     else
         o = run_get(d, req->params[0], &err);
     if (o)
-        api_set(o, "jobs", dmn_rl_jobs_json(d, req->params[0]));
+        api_set(o, "jobs", dmn_rl_jobs_json(d, req->params[0])); /* [] for a plain run */
     dmn_unlock_read(d);
     if (o)
         tide_http_reply_json(rep, 200, o);
