@@ -13,7 +13,7 @@
 
 typedef struct rl_args {
     tide_remote_opts_t ro;
-    const char *job, *file;
+    const char *job, *file, *spec;
     long long max_staleness, batch_size, step;
 } rl_args_t;
 
@@ -72,22 +72,61 @@ static const char *rl_path(char *buf, size_t n, const char *job, const char *tai
     return buf;
 }
 
+static void register_show(const json_t *j);
+
 static int rl_status(rl_args_t *a)
 {
     char path[1200];
     return tide_remote_call(&a->ro, "GET", a->job ? rl_path(path, sizeof path, a->job, "") : "/v1/rl",
-                            NULL, status_show);
+                            NULL, a->job ? register_show : status_show);
+}
+
+static char *slurp(const char *file, size_t *len);
+
+/* register's output: the run, then the RL job's engine jobs (with --spec). */
+static void register_show(const json_t *j)
+{
+    status_show(j);
+    const json_t *jobs = json_object_get(j, "jobs");
+    char b[3][64];
+    for (size_t i = 0; i < json_array_size(jobs); i++) {
+        const json_t *o = json_array_get(jobs, i);
+        printf("%-8s %-28s %s\n", tide_remote_val(o, "role", 0, b[0], sizeof b[0]),
+               tide_remote_val(o, "id", 0, b[1], sizeof b[1]),
+               tide_remote_val(o, "state", 0, b[2], sizeof b[2]));
+    }
+    if (json_object_get(j, "jobs_submitted"))
+        printf("jobs submitted now: %lld\n",
+               (long long)json_integer_value(json_object_get(j, "jobs_submitted")));
 }
 
 static int rl_register(rl_args_t *a)
 {
-    if (a->max_staleness < 0 || a->batch_size < 1)
-        return tide_cli_usage_error("rl", "register: --max-staleness N and --batch-size N are required");
+    json_t *body = json_object(), *spec = NULL;
+    if (a->spec) {
+        size_t len;
+        char *buf = slurp(a->spec, &len);
+        spec = buf ? json_loadb(buf, len, 0, NULL) : NULL;
+        free(buf);
+        if (!json_is_object(spec)) {
+            json_decref(spec);
+            json_decref(body);
+            return tide_cli_usage_error("rl", "register: --spec %s: not a readable JSON object "
+                                              "(the rl.csv columns)", a->spec);
+        }
+        json_object_set_new(body, "spec", spec);
+    } else if (a->max_staleness < 0 || a->batch_size < 1) {
+        json_decref(body);
+        return tide_cli_usage_error("rl", "register: --max-staleness N and --batch-size N (or "
+                                          "--spec FILE) are required");
+    }
+    if (a->max_staleness >= 0)
+        json_object_set_new(body, "max_staleness", json_integer(a->max_staleness));
+    if (a->batch_size >= 0)
+        json_object_set_new(body, "batch_size", json_integer(a->batch_size));
     char path[1200];
-    json_t *body = json_pack("{s:I,s:I}", "max_staleness", (json_int_t)a->max_staleness,
-                             "batch_size", (json_int_t)a->batch_size);
     return tide_remote_call(&a->ro, "POST", rl_path(path, sizeof path, a->job, ""), body,
-                            status_show);
+                            register_show);
 }
 
 static void step_show(const json_t *j)
@@ -240,10 +279,16 @@ static const rl_sub_t subs[] = {
      "duplicates, stale_rejected, stale_dropped, consumed) and staleness histogram\n"
      "(AGE:COUNT); without JOB, every run the caller may see.\n"},
     {"register", rl_register,
-     "usage: tide rl register JOB --max-staleness N --batch-size N [--server URL] ...\n\n"
+     "usage: tide rl register JOB --max-staleness N --batch-size N [--server URL] ...\n"
+     "       tide rl register JOB --spec FILE [--server URL] ...\n\n"
      "Register job JOB (submitted before) as an RL run: trajectories may lag the\n"
      "trainer's policy by at most N versions; a trainer step consumes a batch of N.\n"
-     "Registering again with the same values is a no-op; other values are refused.\n"},
+     "With --spec, FILE (- for stdin) is a JSON object of the rl.csv columns\n"
+     "(docs/formats.md; rl_id is JOB, submit_s now, team the caller's by default):\n"
+     "the daemon submits the RL job's engine jobs JOB-trainer, JOB-rollout and\n"
+     "JOB-pool-N (P3 jobs on lent GPUs, drained when reclaimed) and registers it\n"
+     "with the spec's max_staleness and batch. Registering again with the same\n"
+     "values (or spec) is a no-op; other values are refused.\n"},
     {"push", rl_push,
      "usage: tide rl push JOB --file F [--server URL] [--token T] [--json]\n\n"
      "Push trajectories (F: a JSON object {\"trajectory_id\", \"policy_version\", ...},\n"
@@ -265,6 +310,7 @@ static void rl_usage(FILE *f, const rl_sub_t *s)
                    "      --file F          (push) the trajectories\n"
                    "      --max-staleness N (register) policy versions a trajectory may lag\n"
                    "      --batch-size N    (register) trajectories per trainer step\n"
+                   "      --spec FILE       (register) submit an RL job: its rl.csv columns (JSON)\n"
                    "      --step K          (step) the trainer step to take\n" TIDE_REMOTE_HELP
                        TIDE_REMOTE_EXIT_HELP,
                 s->usage);
@@ -274,14 +320,14 @@ static void rl_usage(FILE *f, const rl_sub_t *s)
                    "once, trainer steps (docs/api.md, \"RL trajectory ledger\").\n");
 }
 
-enum { RL_FILE = 1, RL_STALE, RL_BATCH, RL_STEP };
+enum { RL_FILE = 1, RL_STALE, RL_BATCH, RL_STEP, RL_SPEC };
 
 static int rl_opt(rl_args_t *a, int opt, const char *arg)
 {
     long long *dst[] = {[RL_STALE] = &a->max_staleness, [RL_BATCH] = &a->batch_size,
                         [RL_STEP] = &a->step};
-    if (opt == RL_FILE) {
-        a->file = arg;
+    if (opt == RL_FILE || opt == RL_SPEC) {
+        *(opt == RL_FILE ? &a->file : &a->spec) = arg;
         return 0;
     }
     if (opt >= RL_STALE && opt <= RL_STEP && tide_parse_int(arg, dst[opt]) == 0 && *dst[opt] >= 0)
@@ -294,7 +340,7 @@ int tide_cmd_rl(int argc, char **argv)
     static const struct option opts[] = {
         {"file", required_argument, NULL, RL_FILE}, {"max-staleness", required_argument, NULL, RL_STALE},
         {"batch-size", required_argument, NULL, RL_BATCH}, {"step", required_argument, NULL, RL_STEP},
-        {"help", no_argument, NULL, 'h'}, TIDE_REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+        {"spec", required_argument, NULL, RL_SPEC}, {"help", no_argument, NULL, 'h'}, TIDE_REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
     const rl_sub_t *s = NULL;
     for (size_t k = 0; argc > 1 && k < sizeof subs / sizeof subs[0]; k++)
         if (!strcmp(argv[1], subs[k].name))

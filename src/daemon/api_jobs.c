@@ -155,6 +155,19 @@ static int job_lookup(tide_daemon_t *d, const char *id, tide_store_job_t *row, i
     return 0;
 }
 
+json_t *api_job_view(tide_daemon_t *d, const char *id)
+{
+    tide_store_job_t row;
+    if (tide_store_job_get(dmn_rd(d), id, &row, NULL) < 0) {
+        dmn_rd_done(d);
+        return NULL;
+    }
+    dmn_rd_done(d);
+    json_t *o = job_json(d, &row, tide_engine_job_find(d->e, id), NULL);
+    tide_store_job_free(&row);
+    return o;
+}
+
 /* ---------------------------------------------------------------- routes */
 
 /* 409 for an id already taken: the job's id and state when the caller may
@@ -396,11 +409,17 @@ API_HANDLER(api_job_get)
 int api_job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
                   tide_http_reply_t *rep)
 {
+    return api_job_owned_as(d, req, req->params[0], id, rep);
+}
+
+int api_job_owned_as(tide_daemon_t *d, const tide_http_req_t *req, const char *job, char **id,
+                     tide_http_reply_t *rep)
+{
     dmn_lock_read(d);
     tide_store_job_t row;
     int32_t h;
     int rc = -1;
-    if (job_lookup(d, req->params[0], &row, &h, rep) == 0) {
+    if (job_lookup(d, job, &row, &h, rep) == 0) {
         if (api_team_ok(req, row.spec.team, row.spec.id, rep) && !api_stopping(d, rep)) {
             *id = tide_xstrdup(row.spec.id ? row.spec.id : "");
             rc = 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/internal.h"
+#include "tide/rl.h"
 #include "util/util.h"
 
 /* ------------------------------------------------------------ the writes */
@@ -157,32 +158,107 @@ static json_t *run_get(tide_daemon_t *d, const char *job, tide_error_t *err)
     return o;
 }
 
+/* The register body: {"max_staleness", "batch_size"} (required without a
+ * spec; with one they default to its max_staleness and batch and must agree)
+ * and "spec" (optional: *spec a new reference, else NULL). */
+static int reg_parse(const tide_http_req_t *req, rl_reg_t *r, json_t **spec, tide_error_t *err)
+{
+    json_t *o = tide_json_parse_object(req->body, req->body_len, err);
+    if (!o)
+        return -1;
+    *spec = json_incref(json_object_get(o, "spec"));
+    json_object_del(o, "spec");
+    char *rest = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    int rc = *spec ? 0 : tide_json_rl_run(rest, strlen(rest), &r->max_staleness, &r->batch_size, err);
+    free(rest);
+    return rc;
+}
+
+/* With a spec: the top-level fields agree with it (absent: taken from it). */
+static int reg_agree(const tide_http_req_t *req, rl_reg_t *r, int64_t ms, int64_t bs,
+                     tide_error_t *err)
+{
+    json_t *o = tide_json_parse_object(req->body, req->body_len, err);
+    json_object_del(o, "spec");
+    if (!json_object_get(o, "max_staleness"))
+        json_object_set_new(o, "max_staleness", json_integer(ms));
+    if (!json_object_get(o, "batch_size"))
+        json_object_set_new(o, "batch_size", json_integer(bs));
+    char *rest = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    int rc = tide_json_rl_run(rest, strlen(rest), &r->max_staleness, &r->batch_size, err);
+    free(rest);
+    if (rc == 0 && (r->max_staleness != ms || r->batch_size != bs))
+        rc = tide_errf(err, TIDE_EINVAL, "%s: differs from the spec's (%lld)",
+                       r->max_staleness != ms ? "max_staleness" : "batch_size",
+                       (long long)(r->max_staleness != ms ? ms : bs));
+    return rc;
+}
+
+/* The job named in the path, or the trainer of the RL job it names
+ * ({job}-trainer, submitted with a spec): as api_job_owned, *id the path's. */
+static int rl_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id, tide_http_reply_t *rep)
+{
+    char trainer[TIDE_RL_ID_MAX + 16];
+    snprintf(trainer, sizeof trainer, "%.200s-trainer", req->params[0]);
+    dmn_lock_read(d);
+    tide_store_job_t row;
+    int plain = tide_store_job_get(dmn_rd(d), req->params[0], &row, NULL) == 0;
+    dmn_rd_done(d);
+    dmn_unlock_read(d);
+    if (plain)
+        tide_store_job_free(&row);
+    if (api_job_owned_as(d, req, plain ? req->params[0] : trainer, id, rep) < 0)
+        return -1;
+    free(*id);
+    *id = tide_xstrdup(req->params[0]);
+    return 0;
+}
+
 API_HANDLER(api_rl_register)
 {
     tide_daemon_t *d = API_D(app);
     tide_error_t err = {0};
     rl_reg_t r = {0};
-    if (tide_json_rl_run(req->body, req->body_len, &r.max_staleness, &r.batch_size, &err) < 0) {
+    json_t *spec = NULL;
+    int jobs = 0;
+    int64_t ms, bs;
+    if (reg_parse(req, &r, &spec, &err) < 0) {
         api_fail(rep, &err);
         return;
     }
-    char *id;
-    if (api_job_owned(d, req, &id, rep) < 0)
+    char *id = NULL;
+    int rc = 0;
+    if (spec) { /* every check before the first job is submitted */
+        rc = dmn_rl_spec_values(spec, req->params[0], &ms, &bs, &err) < 0 ||
+                     reg_agree(req, &r, ms, bs, &err) < 0
+                 ? (api_fail(rep, &err), -1)
+                 : dmn_rl_submit(d, req, req->params[0], spec, &jobs, rep);
+        id = rc == 0 ? tide_xstrdup(req->params[0]) : NULL;
+    } else
+        rc = rl_owned(d, req, &id, rep);
+    if (rc < 0) {
+        json_decref(spec);
         return;
+    }
     r.job = id;
     if (rl_commit(d, reg_apply, &r, &err) < 0) {
         api_write_failed(d, rep, &err);
     } else {
         dmn_lock_read(d);
         json_t *o = run_get(d, id, &err);
+        if (o && spec)
+            api_set(o, "jobs", dmn_rl_jobs_json(d, id));
         dmn_unlock_read(d);
-        if (o)
-            api_set(o, "created", json_boolean(r.created));
-        if (o)
-            tide_http_reply_json(rep, r.created ? 201 : 200, o);
-        else
+        if (o) {
+            api_set(o, "created", json_boolean(r.created || jobs));
+            api_set(o, "jobs_submitted", json_integer(jobs));
+            tide_http_reply_json(rep, r.created || jobs ? 201 : 200, o);
+        } else
             api_fail(rep, &err);
     }
+    json_decref(spec);
     free(id);
 }
 
@@ -192,10 +268,14 @@ API_HANDLER(api_rl_get)
     tide_error_t err = {0};
     dmn_lock_read(d);
     json_t *o = NULL;
-    if (!api_sees_job(d, req, req->params[0]))
+    char trainer[TIDE_RL_ID_MAX + 16];
+    snprintf(trainer, sizeof trainer, "%.200s-trainer", req->params[0]);
+    if (!api_sees_job(d, req, req->params[0]) && !api_sees_job(d, req, trainer))
         tide_errf(&err, TIDE_ENOENT, "job %.200s: no RL run registered", req->params[0]);
     else
         o = run_get(d, req->params[0], &err);
+    if (o)
+        api_set(o, "jobs", dmn_rl_jobs_json(d, req->params[0])); /* [] for a plain run */
     dmn_unlock_read(d);
     if (o)
         tide_http_reply_json(rep, 200, o);
@@ -295,7 +375,7 @@ API_HANDLER(api_rl_push)
         return;
     }
     char *id;
-    if (api_job_owned(d, req, &id, rep) < 0) {
+    if (rl_owned(d, req, &id, rep) < 0) {
         tide_rl_push_request_free(&pr);
         return;
     }
@@ -335,7 +415,7 @@ API_HANDLER(api_rl_step)
         return;
     }
     char *id;
-    if (api_job_owned(d, req, &id, rep) < 0)
+    if (rl_owned(d, req, &id, rep) < 0)
         return;
     r.job = id;
     r.batch = json_array();

@@ -667,6 +667,27 @@ int api_stopping(tide_daemon_t *d, tide_http_reply_t *rep);
  * answer written (404, 403, 503). Takes and releases mu (api_jobs.c). */
 int api_job_owned(tide_daemon_t *d, const tide_http_req_t *req, char **id,
                   tide_http_reply_t *rep);
+/* ... the same for the job named `job` (*id: a copy of its id). */
+int api_job_owned_as(tide_daemon_t *d, const tide_http_req_t *req, const char *job, char **id,
+                     tide_http_reply_t *rep);
+/* The job named id as GET /v1/jobs/{id} shows it, or NULL when no row has
+ * that id (mu held). */
+json_t *api_job_view(tide_daemon_t *d, const char *id);
+
+/* ---- rl_jobs.c: RL jobs submitted with a spec (POST /v1/rl/{job}) */
+/* Parse and validate spec (the rl.csv columns) alone: 0 with its
+ * max_staleness and batch, or -1 with err (EINVAL naming the field). */
+int dmn_rl_spec_values(const json_t *spec, const char *job, int64_t *max_staleness,
+                       int64_t *batch, tide_error_t *err);
+/* Parse spec, check it (team, fits, command) and submit the RL job's engine
+ * jobs (TIDE_RL_LENT) through the group commit, each kept when already there
+ * with the same shape. 0 with *created (jobs submitted now), or -1 with the
+ * answer written (400, 403, 409, 503). Takes and releases mu. */
+int dmn_rl_submit(tide_daemon_t *d, const tide_http_req_t *req, const char *job,
+                  const json_t *spec, int *created, tide_http_reply_t *rep);
+/* The jobs of RL job `job` ({job}-trainer, -rollout, -pool-N that exist) as
+ * GET /v1/jobs/{id} shows them, with a "role" (mu held). */
+json_t *dmn_rl_jobs_json(tide_daemon_t *d, const char *job);
 /* A write the group commit refused: ESTATE while stopping is a 503, the
  * rest as api_fail. */
 void api_write_failed(tide_daemon_t *d, tide_http_reply_t *rep, const tide_error_t *err);

@@ -131,7 +131,8 @@ int tide_store_rl_run_create(tide_store_t *s, const char *job, int64_t max_stale
             *err = e2;
         return -1;
     }
-    int64_t has = count_job(s, "SELECT count(*) FROM jobs WHERE id = ?", job, NULL, 0, err);
+    int64_t has = count_job(s, "SELECT count(*) FROM jobs WHERE id = ?1 OR id = ?1 || '-trainer'",
+                            job, NULL, 0, err);
     if (has < 0)
         return -1;
     if (!has)

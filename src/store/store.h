@@ -409,7 +409,8 @@ typedef struct tide_store_rl_run {
     tide_time_t created_s;
 } tide_store_rl_run_t;
 
-/* Register job's run (the job must be in the jobs table: ENOENT when not).
+/* Register job's run (the job, or an RL job's trainer job-trainer, must be in the
+ * jobs table: ENOENT when not).
  * Returns 1 created, 0 when the same run exists already (a retry), -1 with
  * err: EEXIST when it exists with other settings, EINVAL when
  * max_staleness < 0 or batch_size < 1. */

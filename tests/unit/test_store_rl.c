@@ -134,6 +134,25 @@ static void test_register(void **state)
     assert_int_equal(err.code, TIDE_ENOENT);
 }
 
+/* An RL job submitted with a spec: its run is named by the RL job (agent),
+ * whose trainer (agent-trainer) is the job in the table. */
+static void test_register_rl_job(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_job_spec_t sp = {.id = "agent-trainer", .team = "t", .priority = 2, .gpus = 8,
+                          .gang_gpus = 8, .dp_min = 1, .duration_s = 3600};
+    tide_store_job_t j = {.spec = sp, .submitted_s = 5, .updated_s = 5};
+    assert_int_equal(tide_store_job_insert(f->s, &j, &err), 0);
+    assert_int_equal(tide_store_rl_run_create(f->s, "agent", 2, 64, 9, &err), 1);
+    assert_int_equal(tide_store_rl_run_create(f->s, "agent", 2, 64, 9, &err), 0);
+    /* only the trainer's suffix names an RL job: a prefix of a job id does not */
+    assert_int_equal(tide_store_rl_run_create(f->s, "agent-tr", 2, 64, 9, &err), -1);
+    assert_int_equal(err.code, TIDE_ENOENT);
+    assert_int_equal(tide_store_rl_run_create(f->s, "j", 2, 64, 9, &err), -1);
+    assert_int_equal(err.code, TIDE_ENOENT);
+}
+
 static void test_push_idempotent(void **state)
 {
     fx_t *f = *state;
@@ -306,6 +325,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_register, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_register_rl_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_push_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drop_stale, setup, teardown),
