@@ -57,7 +57,7 @@ events_has "not any(e['kind']=='job_stop' and e['job']=='el' for e in d['events'
 others_now=$(squeue -h -t running -o '%j %i' | awk '$1 ~ /^tide\.job\.el\.g[013]$/ {print $2}' | sort | tr '\n' ' ')
 [ "$others_now" = "$others_before" ] || fail "the other gangs should keep their Slurm jobs: $others_before -> $others_now"
 poll_until 120 width_is el 4 || fail "el did not grow back to 4 gangs: $(job_field el "d['width']")"
-backend_state_is el RUNNING || fail "el is not running after growing back"
+poll_until 60 backend_state_is el RUNNING || fail "el is not running after growing back: $(job_field el "d.get('backend')")"
 stage_ok
 api POST /v1/jobs/el/cancel '{}'
 poll_until 60 sh -c '[ -z "$(squeue -h -t running,completing -o %j | grep "^tide\.job\.el\.")" ]' || fail "el did not end"
