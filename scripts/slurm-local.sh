@@ -20,7 +20,9 @@
 #
 # Knobs (environment): NNODES (4), GPUS (8 per node), CPUS (32 per node), MEM (MB, 256000),
 # CTLD_PORT (17817), NODE_PORT0 (17900: node i listens on NODE_PORT0+i), CRED_EXPIRE (20 s:
-# also how long a requeued job waits before it may start again), GPU_TYPE (h100).
+# also how long a requeued job waits before it may start again), GPU_TYPE (h100),
+# SLURMD_TIMEOUT (60 s: how long a silent slurmd stays up before slurmctld marks its node
+# DOWN).
 #
 # What Slurm 22.05 needs here (found the hard way, see /work/shared/design/slurm/README.md):
 #  - gres.conf File= must name character devices: symlinks to /dev/null do;
@@ -39,6 +41,7 @@ MEM=${MEM:-256000}
 CTLD_PORT=${CTLD_PORT:-17817}
 NODE_PORT0=${NODE_PORT0:-17900}
 CRED_EXPIRE=${CRED_EXPIRE:-20}
+SLURMD_TIMEOUT=${SLURMD_TIMEOUT:-60}
 GPU_TYPE=${GPU_TYPE:-h100}
 
 say() { echo "slurm-local: $*" >&2; }
@@ -144,7 +147,7 @@ MinJobAge=300
 MaxJobCount=200000
 InactiveLimit=0
 SlurmctldTimeout=30
-SlurmdTimeout=60
+SlurmdTimeout=$SLURMD_TIMEOUT
 MessageTimeout=10
 NodeName=DEFAULT CPUs=$CPUS RealMemory=$MEM Gres=gpu:$GPU_TYPE:$GPUS State=UNKNOWN
 EOF

@@ -82,14 +82,21 @@ saw_unreachable=0
 down_at=0
 # until Slurm marks the node down: pt keeps its node, is not started again,
 # and Slurm never runs its gang on two nodes
+# (tide may see the DOWN state before this loop's sinfo does: its log line is
+# the fence as tide saw it, read after the starts so that the order is right)
+fenced() { node_is down || grep -q "node $node is down" "$SERVE_LOG"; }
 for _ in $(seq 1 300); do
-    if node_is down; then
+    if fenced; then
         down_at=$(date +%s)
         break
     fi
     api GET /v1/nodes
     [ "$(jq_ "[n['up'] for n in d['nodes'] if n.get('name')=='$node'][0]")" = False ] && saw_unreachable=1
-    [ "$(starts)" = "$n_starts" ] || fail "pt was started again before Slurm fenced $node"
+    if [ "$(starts)" != "$n_starts" ]; then
+        fenced || fail "pt was started again before Slurm fenced $node"
+        down_at=$(date +%s)
+        break
+    fi
     running=$(squeue -h -t running -n tide.job.pt.g0 -o '%N' | wc -l)
     [ "$running" -le 1 ] || fail "the gang of pt runs twice: $(squeue -h -n tide.job.pt.g0 -o '%i %T %N')"
     sleep 1
