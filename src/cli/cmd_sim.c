@@ -261,6 +261,79 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* The knobs of the model pipeline, power, failure domains, bulk QoS and
+ * sizing: -1 parsed, -2 not one of them, else the exit status of a usage error. */
+static int parse_knob(cmdline_t *c, int o)
+{
+    switch (o) {
+    case O_POWER_BUDGET:
+        if (tide_parse_decimal(optarg, &c->power_budget) < 0 || !(c->power_budget > 0) ||
+            c->power_budget > 100)
+            return bad("--power-budget: '%s' is not a fraction of nameplate in (0, 100]",
+                       optarg);
+        break;
+    case O_BULK_QOS:
+        if (tide_parse_double(optarg, &c->bulk_qos) < 0 || !(c->bulk_qos > 0) ||
+            c->bulk_qos > 1)
+            return bad("--bulk-qos: '%s' is not a share in (0, 1], e.g. 0.5", optarg);
+        break;
+    case O_SIZING:
+        if (!strcmp(optarg, "forecast") || !strcmp(optarg, "ensemble"))
+            c->sizing = !strcmp(optarg, "ensemble");
+        else
+            return bad("--sizing: '%s' is not forecast or ensemble", optarg);
+        break;
+    case O_SPREAD:
+        if (tide_parse_int(optarg, &c->spread) < 0 || c->spread < 0 || c->spread > 1000)
+            return bad("--spread: '%s' is not a whole number 0..1000", optarg);
+        break;
+    case O_SURVIVE:
+        if (tide_parse_double(optarg, &c->survive) < 0 || !(c->survive >= 0) ||
+            c->survive > 1)
+            return bad("--survive: '%s' is not a number in 0..1 (0.5 = half the floor)",
+                       optarg);
+        break;
+    case O_PUB_EVERY:
+        if (tide_parse_duration(optarg, &c->pipe.every_s) < 0 || c->pipe.every_s <= 0)
+            return bad("--publish-every: '%s' is not a positive duration (12h, 1d)", optarg);
+        break;
+    case O_PUB_SERVICE: c->pipe.service = optarg; break;
+    case O_REGRESS: {
+        long long k;
+        if (tide_parse_int(optarg, &k) < 0 || k < 0 || k > 1000000)
+            return bad("--regress-every: '%s' is not a count >= 0", optarg);
+        c->pipe.regress = (int)k;
+        break;
+    }
+    default: return -2;
+    }
+    return -1;
+}
+
+/* What the options need together (after the loop): -1 fine, else the exit status. */
+static int check_args(const cmdline_t *c)
+{
+    if ((c->pipe.service || c->pipe.regress) && !c->pipe.every_s)
+        return bad("--publish-service and --regress-every need --publish-every");
+    if (!c->cluster && !c->cluster_file)
+        return bad("--cluster SPEC or --cluster-file F is required");
+    if (c->cluster && c->cluster_file)
+        return bad("give either --cluster or --cluster-file, not both");
+    if (!c->services)
+        return bad("--services S.csv is required");
+    if (!c->demand)
+        return bad("--demand D.csv is required");
+    if (!c->jobs && !c->rl)
+        return bad("--jobs J.csv is required");
+    if (c->rl && (c->sweep || c->report || c->pipe.every_s))
+        return bad("--rl cannot be combined with --sweep, --report or --publish-every");
+    if (!c->out)
+        return bad("--out DIR is required");
+    if (c->bulk_qos > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
+        return bad("--bulk-qos needs --inject storage:G (the storage it schedules)");
+    return -1;
+}
+
 /* Parse argv into c. Returns -1 to go on, else the exit status. */
 static int parse_args(cmdline_t *c, int argc, char **argv)
 {
@@ -297,12 +370,6 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             if ((rc = parse_policies(c, optarg)) != 0)
                 return rc;
             break;
-        case O_POWER_BUDGET:
-            if (tide_parse_decimal(optarg, &c->power_budget) < 0 || !(c->power_budget > 0) ||
-                c->power_budget > 100)
-                return bad("--power-budget: '%s' is not a fraction of nameplate in (0, 100]",
-                           optarg);
-            break;
         case O_RESERVE:
             if (tide_parse_int(optarg, &c->reserve) < 0 || c->reserve < 0)
                 return bad("--reserve: '%s' is not a GPU count >= 0", optarg);
@@ -319,11 +386,6 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             if (tide_parse_double(optarg, &c->margin) < 0 || c->margin < 0 || c->margin > 1)
                 return bad("--margin: '%s' is not a number in 0..1", optarg);
             break;
-        case O_BULK_QOS:
-            if (tide_parse_double(optarg, &c->bulk_qos) < 0 || !(c->bulk_qos > 0) ||
-                c->bulk_qos > 1)
-                return bad("--bulk-qos: '%s' is not a share in (0, 1], e.g. 0.5", optarg);
-            break;
         case O_HEADROOM:
             if (tide_parse_double(optarg, &c->headroom) < 0 || !(c->headroom >= 0) ||
                 c->headroom > 100)
@@ -332,22 +394,6 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
         case O_HPA_WINDOW:
             if (tide_parse_duration(optarg, &c->hpa_window) < 0 || c->hpa_window < 0)
                 return bad("--hpa-window: '%s' is not a duration (90s, 5m, 1h)", optarg);
-            break;
-        case O_SIZING:
-            if (!strcmp(optarg, "forecast") || !strcmp(optarg, "ensemble"))
-                c->sizing = !strcmp(optarg, "ensemble");
-            else
-                return bad("--sizing: '%s' is not forecast or ensemble", optarg);
-            break;
-        case O_SPREAD:
-            if (tide_parse_int(optarg, &c->spread) < 0 || c->spread < 0 || c->spread > 1000)
-                return bad("--spread: '%s' is not a whole number 0..1000", optarg);
-            break;
-        case O_SURVIVE:
-            if (tide_parse_double(optarg, &c->survive) < 0 || !(c->survive >= 0) ||
-                c->survive > 1)
-                return bad("--survive: '%s' is not a number in 0..1 (0.5 = half the floor)",
-                           optarg);
             break;
         case O_SEED:
             if (parse_seed(optarg, &c->seed) < 0)
@@ -368,43 +414,17 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             else if (!strcmp(optarg, "off")) c->fairshare = 0;
             else return bad("--fairshare: '%s' is not on or off", optarg);
             break;
-        case O_PUB_EVERY:
-            if (tide_parse_duration(optarg, &c->pipe.every_s) < 0 || c->pipe.every_s <= 0)
-                return bad("--publish-every: '%s' is not a positive duration (12h, 1d)", optarg);
-            break;
-        case O_PUB_SERVICE: c->pipe.service = optarg; break;
-        case O_REGRESS: {
-            long long k;
-            if (tide_parse_int(optarg, &k) < 0 || k < 0 || k > 1000000)
-                return bad("--regress-every: '%s' is not a count >= 0", optarg);
-            c->pipe.regress = (int)k;
-            break;
-        }
         case 'h': sim_usage(stdout); return 0;
-        default: return tide_cli_getopt_error("sim", o, argv);
+        default:
+            if ((rc = parse_knob(c, o)) == -2)
+                return tide_cli_getopt_error("sim", o, argv);
+            if (rc >= 0)
+                return rc;
         }
     }
     if (optind < argc)
         return bad("unexpected argument '%s'", argv[optind]);
-    if ((c->pipe.service || c->pipe.regress) && !c->pipe.every_s)
-        return bad("--publish-service and --regress-every need --publish-every");
-    if (!c->cluster && !c->cluster_file)
-        return bad("--cluster SPEC or --cluster-file F is required");
-    if (c->cluster && c->cluster_file)
-        return bad("give either --cluster or --cluster-file, not both");
-    if (!c->services)
-        return bad("--services S.csv is required");
-    if (!c->demand)
-        return bad("--demand D.csv is required");
-    if (!c->jobs && !c->rl)
-        return bad("--jobs J.csv is required");
-    if (c->rl && (c->sweep || c->report || c->pipe.every_s))
-        return bad("--rl cannot be combined with --sweep, --report or --publish-every");
-    if (!c->out)
-        return bad("--out DIR is required");
-    if (c->bulk_qos > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
-        return bad("--bulk-qos needs --inject storage:G (the storage it schedules)");
-    return -1;
+    return check_args(c);
 }
 
 /* Inputs loaded from files (owned). */

@@ -139,15 +139,14 @@ void tide_pipesim_events(tide_pipesim_t *ps, tide_time_t t, tide_event_t **v, si
     ps->npend = 0;
 }
 
-/* Integrate the extra GPUs the rollout holds, and blue/green's, up to t. */
-static void measure(tide_pipesim_t *ps, tide_time_t t)
+/* Integrate the extra GPUs the rollout holds, and blue/green's, up to t
+ * (c: the service's counts now, NULL when it has none). */
+static void measure(tide_pipesim_t *ps, tide_time_t t, const tide_rollout_info_t *ro,
+                    const tide_pipe_count_t *c)
 {
-    tide_pipe_count_t c;
-    tide_rollout_info_t ro;
-    tide_pipeline_rollout(ps->p, 0, &ro);
-    if (ro.active && tide_pipeline_count(ps->p, 0, ps->e, &ps->lab, &c) == 0) {
-        double extra = (double)(c.held_old + c.held_new - c.need) * c.gpus_per_replica;
-        double bg = (double)c.need * c.gpus_per_replica;
+    if (ro->active && c) {
+        double extra = (double)(c->held_old + c->held_new - c->need) * c->gpus_per_replica;
+        double bg = (double)c->need * c->gpus_per_replica;
         extra = extra > 0 ? extra : 0;
         ps->extra_gpu_s += extra * ((double)t - ps->last_t);
         ps->bg_gpu_s += bg * ((double)t - ps->last_t);
@@ -246,12 +245,15 @@ int tide_pipesim_after(tide_pipesim_t *ps, tide_time_t t, const tide_actions_t *
                        const char *policy, tide_error_t *err)
 {
     tide_pipeline_label_starts(ps->p, ps->e, acts, &ps->lab, NULL, 0);
-    measure(ps, t);
-    eval_poll(ps);
+    /* one count for the measures and the observation (an evaluation's
+     * outcome changes no replica and starts no rollout before the step) */
     tide_pipe_count_t c;
     tide_rollout_info_t ro;
     tide_pipeline_rollout(ps->p, 0, &ro);
-    if (tide_pipeline_count(ps->p, 0, ps->e, &ps->lab, &c) == 0) {
+    int counted = tide_pipeline_count(ps->p, 0, ps->e, &ps->lab, &c) == 0;
+    measure(ps, t, &ro, counted ? &c : NULL);
+    eval_poll(ps);
+    if (counted) {
         int bad = ro.active && ps->o.regress > 0 && ro.version % ps->o.regress == 0;
         tide_pipe_obs_t o = {.need = c.need, .gpus_per_replica = c.gpus_per_replica,
                              .held_old = c.held_old, .held_new = c.held_new,
