@@ -52,8 +52,10 @@ api POST /v1/mode '{"mode":"shadow"}'
 
 # --- switch to enact: the forecast carries over
 samples() { curl -s "$SERVE_URL/v1/shadow" | python3 -c 'import json,sys; print(json.load(sys.stdin)["learned"]["chat"]["samples"])'; }
-n1=$(samples)
-[ "$n1" -gt 0 ] || fail "the shadow learned no forecast samples ($n1)"
+# samples accrue once per forecast step of the shadow's clock; on a loaded
+# machine the lease can show before the first one: wait for it
+learned() { n1=$(samples); [ "$n1" -gt 0 ]; }
+poll_until 20 learned || fail "the shadow learned no forecast samples ($n1)"
 "$TIDE_BIN" shadow --enact >"$tmp/enact.txt" || fail "tide shadow --enact failed: $(cat "$tmp/enact.txt")"
 grep -q '^mode: enact' "$tmp/enact.txt" || fail "tide shadow --enact: $(cat "$tmp/enact.txt")"
 n2=$(samples)
