@@ -275,17 +275,24 @@ API_HANDLER(api_node_state)
         tide_daemon_unlock(d);
         return;
     }
-    int rc = dmn_node_set(d, (int)node, up, &err);
+    int64_t seq = dmn_node_set(d, (int)node, up, &err);
+    int rc = seq < 0 ? -1 : 0;
     if (rc == 0 && (reason[0] || up)) {
         if (!d->node_reason)
             d->node_reason = tide_xcalloc((size_t)tide_cluster_nodes(d->cluster), sizeof *d->node_reason);
         snprintf(d->node_reason[node], sizeof d->node_reason[node], "%s", up ? "" : reason);
     }
     tide_daemon_unlock(d);
-    if (rc < 0)
+    if (rc < 0) {
         api_fail(rep, &err);
-    else
-        tide_http_reply_json(rep, 200, json_pack("{s:I,s:b}", "node", (json_int_t)node, "up", up));
+        return;
+    }
+    /* answer once the engine has it, so that a GET right after shows the new state */
+    dmn_lock_read(d);
+    int fed = dmn_wait_fed(d, seq, 5.0);
+    dmn_unlock_read(d);
+    tide_http_reply_json(rep, 200, json_pack("{s:I,s:b,s:b}", "node", (json_int_t)node, "up", up,
+                                             "applied", fed));
 }
 
 API_HANDLER(api_leases)

@@ -490,7 +490,9 @@ int dmn_replica_ready(tide_daemon_t *d, const tide_http_req_t *req, int32_t r, c
 /* Acknowledge job h's notice (*id: its id). ESTATE: none to acknowledge. */
 int dmn_notice_ack(tide_daemon_t *d, const char *id, int32_t h, uint64_t *notice_id,
                    tide_error_t *err);
-int dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err);
+/* Mark node up or down (a drain): an event accepted and durable; returns its
+ * sequence number (dmn_wait_fed tells when the engine has it), -1 on error. */
+int64_t dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err);
 /* Add a service / change one's replica bounds (a new epoch). */
 int dmn_service_add(tide_daemon_t *d, const tide_service_spec_t *sp, tide_error_t *err);
 int dmn_service_bounds(tide_daemon_t *d, int s, int min_r, int has_min, int max_r, int has_max,

@@ -271,11 +271,11 @@ int dmn_notice_ack(tide_daemon_t *d, const char *id, int32_t h, uint64_t *notice
 
 /* ------------------------------------------------------ nodes, replicas */
 
-int dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err)
+int64_t dmn_node_set(tide_daemon_t *d, int node, int up, tide_error_t *err)
 {
     tide_event_t ev = dmn_blank_event(up ? TIDE_EV_NODE_RECOVERED : TIDE_EV_NODE_FAILED);
     ev.node = node;
-    return dmn_accept(d, &ev, NULL, err) < 0 ? -1 : 0;
+    return dmn_accept(d, &ev, NULL, err);
 }
 
 /* ---- pushed demand */
