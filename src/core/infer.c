@@ -160,7 +160,7 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         /* the forecast need; and at least what is observed now (react to a
          * rise the forecast missed), which the scale-down does not hold on to */
         double need = tide__ensemble_on(e) ? tide__ens_need(&s->fc, s->fc.ens_pick, now, h)
-                                           : tide__fc_need(&s->fc, now, h);
+                                           : tide__fc_need(&s->fc, now, h, e->cfg.obs_window_s);
         *down = tide__replicas_for(s, need, 0);
         int now_need = tide__replicas_for(s, s->demand, 0);
         *up = now_need > *down ? now_need : *down;
