@@ -105,7 +105,7 @@ typedef struct tide_config {
                                   few h) that met the error budget at the lowest
                                   counterfactual cost over the last day (1), or
                                   by the forecast alone (0, default) */
-    tide_time_t obs_window_s;  /* `elastic`, `timeshare`, `static`: the forecast
+    tide_time_t obs_window_s;  /* `elastic`: the forecast
                                   baseline is at least the highest 5-minute mean
                                   demand observed over the last this long, and
                                   the burst multiplier applies to it (an

@@ -64,7 +64,7 @@ static void sim_usage(FILE *f)
             "                          burst multiplier) or ensemble (the cheapest of the\n"
             "                          forecast and observed x (1+h) rules that met the error\n"
             "                          budget, scored on the last day; docs/engine.md)\n"
-            "      --obs-window D      elastic/static/timeshare: size from at least the highest\n"
+            "      --obs-window D      elastic: size from at least the highest\n"
             "                          5-minute mean demand of the last D, times the learned\n"
             "                          burst multiplier (e.g. 30m; default 0 = off; measured\n"
             "                          in docs/engine.md, \"Observed floor\")\n"

@@ -454,6 +454,8 @@ typedef struct tide_policy {
     int use_lead;              /* forecast window includes checkpoint lead */
     int ensemble;              /* with cfg.sizing_ensemble: the sizing ensemble
                                   picks the rule (SCALE_FORECAST only) */
+    int obs_floor;             /* with cfg.obs_window_s: the observed floor under
+                                  the forecast baseline (SCALE_FORECAST only) */
     int renew_leases;          /* renew leases nobody needs before they expire */
     /* latest return for a lease granted now */
     tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
