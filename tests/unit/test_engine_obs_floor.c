@@ -27,15 +27,6 @@
 #define RPS 4.0      /* per replica (one GPU) */
 #define DAYS 4
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
 
 /* Step i's demand: 60..180 rps daily curve x U(1 - jitter, 1 + jitter). */
 static double *make_steps(uint64_t seed, double jitter, int n)
@@ -45,7 +36,7 @@ static double *make_steps(uint64_t seed, double jitter, int n)
     for (int i = 0; i < n; i++) {
         double h = (double)((i * STEP) % DAY) / 3600.0;
         double day = 120.0 - 60.0 * cos(6.283185307179586 * (h - 4.0) / 24.0);
-        v[i] = day * (1.0 - jitter + 2.0 * jitter * rng_unit(&s));
+        v[i] = day * (1.0 - jitter + 2.0 * jitter * ef_rng_unit(&s));
     }
     return v;
 }

@@ -140,6 +140,23 @@ static int compare(const char *policy, uint64_t seed, const ef_t *fa, const ef_t
     return 0;
 }
 
+/* Identical runs give identical actions. */
+static void assert_same_actions(const char *what, const ef_t *fa, const ef_t *fb)
+{
+    assert_int_equal(fa->nlog, fb->nlog);
+    for (size_t i = 0; i < fa->nlog; i++)
+        if (!act_equal(fa, &fa->log[i], fb, &fb->log[i]))
+            fail_msg("%s: action %zu differs between identical runs", what, i);
+}
+
+static void workloads_free(workload_t *wa, workload_t *wb)
+{
+    free(wa->in);
+    free(wb->in);
+    free(wa);
+    free(wb);
+}
+
 static void test_no_lookahead(void **state)
 {
     (void)state;
@@ -156,10 +173,7 @@ static void test_no_lookahead(void **state)
             ef_free(fa);
             ef_free(fb);
         }
-        free(wa->in);
-        free(wb->in);
-        free(wa);
-        free(wb);
+        workloads_free(wa, wb);
     }
     /* doubling the demand from T on changes what happens after T */
     assert_true(diverged >= runs / 2);
@@ -174,10 +188,7 @@ static void test_same_inputs_same_actions(void **state)
     for (const char *const *p = tide_policy_names(); *p; p++) {
         ef_t *fa = run(*p, w);
         ef_t *fb = run(*p, w);
-        assert_int_equal(fa->nlog, fb->nlog);
-        for (size_t i = 0; i < fa->nlog; i++)
-            if (!act_equal(fa, &fa->log[i], fb, &fb->log[i]))
-                fail_msg("policy %s: action %zu differs between identical runs", *p, i);
+        assert_same_actions(*p, fa, fb);
         tide_stats_t sa, sb;
         tide_engine_stats(fa->e, &sa);
         tide_engine_stats(fb->e, &sb);
@@ -203,18 +214,11 @@ static void test_obs_floor_no_lookahead(void **state)
         ef_t *fa = run_obs("elastic", wa, 1800), *fb = run_obs("elastic", wb, 1800);
         diverged += compare("elastic (obs_window 30m)", seed, fa, fb);
         ef_t *fc = run_obs("elastic", wa, 1800);
-        assert_int_equal(fa->nlog, fc->nlog);
-        for (size_t i = 0; i < fa->nlog; i++)
-            if (!act_equal(fa, &fa->log[i], fc, &fc->log[i]))
-                fail_msg("obs floor seed %llu: action %zu differs between identical runs",
-                         (unsigned long long)seed, i);
+        assert_same_actions("elastic (obs_window 30m)", fa, fc);
         ef_free(fa);
         ef_free(fb);
         ef_free(fc);
-        free(wa->in);
-        free(wb->in);
-        free(wa);
-        free(wb);
+        workloads_free(wa, wb);
     }
     assert_true(diverged >= 2);
 }
