@@ -105,6 +105,12 @@ typedef struct tide_config {
                                   few h) that met the error budget at the lowest
                                   counterfactual cost over the last day (1), or
                                   by the forecast alone (0, default) */
+    tide_time_t obs_window_s;  /* `elastic`: the forecast
+                                  baseline is at least the highest 5-minute mean
+                                  demand observed over the last this long, and
+                                  the burst multiplier applies to it (an
+                                  observed floor; 0 = off, the default; measured
+                                  in docs/engine.md) */
     int spread_max_skew;       /* failure domains: inference replicas of a service (and
                                   the Tier A reserve) spread across racks and power
                                   domains; a replica goes where its rack's and power

@@ -64,6 +64,10 @@ static void sim_usage(FILE *f)
             "                          burst multiplier) or ensemble (the cheapest of the\n"
             "                          forecast and observed x (1+h) rules that met the error\n"
             "                          budget, scored on the last day; docs/engine.md)\n"
+            "      --obs-window D      elastic: size from at least the highest\n"
+            "                          5-minute mean demand of the last D, times the learned\n"
+            "                          burst multiplier (e.g. 30m; default 0 = off; measured\n"
+            "                          in docs/engine.md, \"Observed floor\")\n"
             "      --power-budget F    every power domain's budget = F x its nameplate draw\n"
             "                          (the sum of its GPUs' TDPs), e.g. 0.85; replaces the\n"
             "                          cluster file's budgets (default: the file's, or none)\n"
@@ -131,6 +135,7 @@ typedef struct cmdline {
     double margin;              /* < 0 = not given */
     double headroom;            /* < 0 = not given */
     int64_t hpa_window;         /* < 0 = not given */
+    int64_t obs_window;         /* --obs-window: < 0 = not given */
     int sizing;                 /* --sizing: -1 not given, 0 forecast, 1 ensemble */
     double power_budget;        /* <= 0 = not given */
     long long spread;           /* < 0 = not given */
@@ -219,7 +224,7 @@ enum {
     O_SPLIT, O_NIGHT, O_MARGIN, O_SEED, O_HORIZON, O_INTERVAL, O_OUT, O_CHECK, O_PROGRESS
 };
 enum { O_INJECT = 1000 };
-enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING };
+enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING, O_OBS_WINDOW };
 enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL, O_POWER_BUDGET,
        O_SPREAD, O_SURVIVE };
 /* The options (getopt_long). */
@@ -248,6 +253,7 @@ static const struct option longopts[] = {
     {"headroom", required_argument, NULL, O_HEADROOM},
     {"sizing", required_argument, NULL, O_SIZING},
     {"hpa-window", required_argument, NULL, O_HPA_WINDOW},
+    {"obs-window", required_argument, NULL, O_OBS_WINDOW},
     {"outputs", required_argument, NULL, O_OUTPUTS},
     {"publish-every", required_argument, NULL, O_PUB_EVERY},
     {"publish-service", required_argument, NULL, O_PUB_SERVICE},
@@ -395,6 +401,10 @@ static int parse_args(cmdline_t *c, int argc, char **argv)
             if (tide_parse_duration(optarg, &c->hpa_window) < 0 || c->hpa_window < 0)
                 return bad("--hpa-window: '%s' is not a duration (90s, 5m, 1h)", optarg);
             break;
+        case O_OBS_WINDOW:
+            if (tide_parse_duration(optarg, &c->obs_window) < 0 || c->obs_window < 0)
+                return bad("--obs-window: '%s' is not a duration (0, 30m, 1h)", optarg);
+            break;
         case O_SEED:
             if (parse_seed(optarg, &c->seed) < 0)
                 return bad("--seed: '%s' is not an unsigned 64-bit integer", optarg);
@@ -505,6 +515,8 @@ static int apply_knobs(const cmdline_t *c, const tide_cluster_t *cl, tide_config
         cfg->headroom = c->headroom;
     if (c->hpa_window >= 0)
         cfg->hpa_window_s = c->hpa_window;
+    if (c->obs_window >= 0)
+        cfg->obs_window_s = c->obs_window;
     if (c->sizing >= 0)
         cfg->sizing_ensemble = c->sizing;
     if (c->spread >= 0)
@@ -535,7 +547,7 @@ static void print_written(const char *dir, unsigned outputs)
 int tide_cmd_sim(int argc, char **argv)
 {
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
-                   .margin = -1, .headroom = -1, .hpa_window = -1, .sizing = -1,
+                   .margin = -1, .headroom = -1, .hpa_window = -1, .obs_window = -1, .sizing = -1,
                    .spread = -1, .survive = -1};
     inputs_t in = {0};
     tide_error_t err = {0};

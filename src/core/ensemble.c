@@ -66,7 +66,7 @@ double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t hori
     if (rule < 0 || rule >= ENS_RULES)
         rule = 0;
     const struct ens_rule *r = &rules[rule];
-    double n = r->forecast ? tide__fc_need(f, now, horizon) : 0;
+    double n = r->forecast ? tide__fc_need(f, now, horizon, 0) : 0;
     if (r->headroom >= 0 && f->cur * (1.0 + r->headroom) > n)
         n = f->cur * (1.0 + r->headroom);
     return n;

@@ -304,9 +304,27 @@ int tide__fc_day_seen(const forecast_t *f)
     return f->filled && f->last_bucket - f->first_bucket + 1 > f->nb;
 }
 
-double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon)
+double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
+{
+    double m = 0;
+    for (int64_t k = floordiv(now - window, f->bucket_s); k <= floordiv(now, f->bucket_s); k++) {
+        double v = seen(f, k);
+        if (v > m)
+            m = v;
+    }
+    return m;
+}
+
+double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window)
 {
     double b = tide__fc_peak(f, now, now, now + horizon);
+    /* observed floor: the level the last obs_window actually ran at, so a
+     * rise the baseline missed is sized with the burst multiplier too */
+    if (obs_window > 0) {
+        double o = tide__fc_recent_max(f, now, obs_window);
+        if (o > b)
+            b = o;
+    }
     double n = b * f->q, cap = peak_seen(f);
     /* bursts never call for more than the highest demand seen, unless the
      * baseline itself goes there; before a whole day is seen, the day's peak

@@ -159,8 +159,9 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         tide_time_t h = tide__decision_window(e, si);
         /* the forecast need; and at least what is observed now (react to a
          * rise the forecast missed), which the scale-down does not hold on to */
+        tide_time_t obs = e->pol->obs_floor ? e->cfg.obs_window_s : 0;
         double need = tide__ensemble_on(e) ? tide__ens_need(&s->fc, s->fc.ens_pick, now, h)
-                                           : tide__fc_need(&s->fc, now, h);
+                                           : tide__fc_need(&s->fc, now, h, obs);
         *down = tide__replicas_for(s, need, 0);
         int now_need = tide__replicas_for(s, s->demand, 0);
         *up = now_need > *down ? now_need : *down;

@@ -454,6 +454,8 @@ typedef struct tide_policy {
     int use_lead;              /* forecast window includes checkpoint lead */
     int ensemble;              /* with cfg.sizing_ensemble: the sizing ensemble
                                   picks the rule (SCALE_FORECAST only) */
+    int obs_floor;             /* with cfg.obs_window_s: the observed floor under
+                                  the forecast baseline (SCALE_FORECAST only) */
     int renew_leases;          /* renew leases nobody needs before they expire */
     /* latest return for a lease granted now */
     tide_time_t (*lease_deadline)(const tide_engine_t *e, tide_time_t now);
@@ -571,9 +573,13 @@ void tide__fc_observe(forecast_t *f, tide_time_t now, double rps);
 void tide__fc_advance(forecast_t *f, tide_time_t now);
 /* Baseline (no bursts) peak over [from, to], seen from now. */
 double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to);
-/* Demand to size for over [now, now + horizon]: baseline peak x burst
- * multiplier, capped at the highest demand seen (unless the baseline is higher). */
-double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon);
+/* Highest 5-minute (bucket) mean demand observed over [now - window, now];
+ * 0 when nothing was observed there. */
+double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window);
+/* Demand to size for over [now, now + horizon]: baseline peak (at least the
+ * highest bucket mean of the last `obs_window`, when > 0) x burst multiplier,
+ * capped at the highest demand seen (unless the baseline is higher). */
+double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window);
 /* The forecast memory holds a whole day. */
 int tide__fc_day_seen(const forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */

@@ -37,6 +37,7 @@ const tide_policy_t tide_policy_elastic = {
     .lease_zones = ZBIT(Z_SHARED),
     .scale_mode = SCALE_FORECAST,
     .ensemble = 1,
+    .obs_floor = 1,
     .reclaim_mode = RECLAIM_GRACEFUL,
     .use_lead = 1,
     .renew_leases = 1,

@@ -28,6 +28,7 @@ static const tide_field_t cfg_f[] = {
     F(tide_config_t, forecast_days), F(tide_config_t, backfill_depth), F(tide_config_t, fairshare),
     F(tide_config_t, fairshare_half_life_s), F(tide_config_t, warm_start),
     F(tide_config_t, headroom), F(tide_config_t, hpa_window_s), F(tide_config_t, sizing_ensemble),
+    F(tide_config_t, obs_window_s),
     F(tide_config_t, spread_max_skew), F(tide_config_t, survive_share)};
 
 static const tide_field_t svc_spec_f[] = {

@@ -2309,6 +2309,7 @@ static json_t *options_json(const tide_sim_opts_t *o, tide_time_t horizon, tide_
     tide_json_set(x, "spread_max_skew", json_integer(o->cfg.spread_max_skew));
     tide_json_set(x, "survive_share", tide_json_real(o->cfg.survive_share));
     tide_json_set(x, "hpa_window_s", json_integer(o->cfg.hpa_window_s));
+    tide_json_set(x, "obs_window_s", json_integer(o->cfg.obs_window_s));
     tide_json_set(x, "sizing", json_string(o->cfg.sizing_ensemble ? "ensemble" : "forecast"));
     tide_json_set(x, "fairshare", json_boolean(o->cfg.fairshare));
     tide_json_set(x, "lead_extra_s", json_integer(o->cfg.lead_extra_s));

@@ -144,6 +144,7 @@ expect 2 "--horizon" run "$tmp/x" --horizon soon
 expect 2 "--night" run "$tmp/x" --night 25-3
 expect 2 "--margin" run "$tmp/x" --margin -1
 expect 2 "--sizing: 'soon'" run "$tmp/x" --sizing soon
+expect 2 "--obs-window: 'long'" run "$tmp/x" --obs-window long
 expect 2 "--bogus" run "$tmp/x" --bogus
 expect 2 "--cluster" "$TIDE_BIN" sim --cluster 4y8 --services "$tmp/services.csv" \
     --demand "$tmp/demand.csv" --jobs "$tmp/jobs.csv" --out "$tmp/x"
@@ -191,6 +192,21 @@ for p in ("isolated", "static", "preempt", "k8s", "timeshare"):
     b["policies"][p].pop("wall_s", None)
     assert a["policies"][p] == b["policies"][p], p
 ' "$tmp/sz1/summary.json" "$tmp/out1/summary.json" || fail "--sizing ensemble: options or other policies' rows"
+
+# --obs-window: deterministic, recorded in the options, elastic only
+run "$tmp/ow1" --obs-window 30m --check >/dev/null 2>&1 || fail "run with --obs-window failed"
+run "$tmp/ow2" --obs-window 30m --check >/dev/null 2>&1 || fail "second run with --obs-window failed"
+cmp -s <(strip "$tmp/ow1/summary.json") <(strip "$tmp/ow2/summary.json") ||
+    fail "summary.json with --obs-window differs between two runs"
+python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["options"]["obs_window_s"] == 1800 and b["options"]["obs_window_s"] == 0, (a["options"], b["options"])
+for p in ("isolated", "static", "preempt", "k8s", "timeshare"):
+    a["policies"][p].pop("wall_s", None)
+    b["policies"][p].pop("wall_s", None)
+    assert a["policies"][p] == b["policies"][p], p
+' "$tmp/ow1/summary.json" "$tmp/out1/summary.json" || fail "--obs-window: options or other policies' rows"
 
 "$TIDE_BIN" sim --help >"$tmp/o" 2>&1 || fail "--help did not exit 0"
 grep -q "usage: tide sim" "$tmp/o" || fail "--help printed no usage"

@@ -859,6 +859,21 @@ EF_FN void ef_run(ef_t *f, const ef_input_t *in, size_t n_in, tide_time_t until,
     }
 }
 
+/* Seeded test randomness (splitmix64): the next value, and a uniform
+ * double in (0, 1). */
+EF_FN uint64_t ef_rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+EF_FN double ef_rng_unit(uint64_t *s)
+{
+    return ((double)(ef_rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
+}
+
 /* Build inputs. */
 EF_FN void ef_in_push(ef_input_t **v, size_t *n, size_t *cap, ef_input_t x)
 {

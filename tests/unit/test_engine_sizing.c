@@ -13,19 +13,10 @@
 
 #define DAY 86400
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s) { return ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
 
 static double rng_normal(uint64_t *s)
 {
-    double u = rng_unit(s), v = rng_unit(s);
+    double u = ef_rng_unit(s), v = ef_rng_unit(s);
     return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
 }
 

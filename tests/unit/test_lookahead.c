@@ -68,9 +68,10 @@ static void make_workload(workload_t *w, uint64_t seed, int variant)
     ef_in_sort(w->in, w->n);
 }
 
-static ef_t *run(const char *policy, const workload_t *w)
+static ef_t *run_obs(const char *policy, const workload_t *w, tide_time_t obs_window)
 {
     tide_config_t cfg = ef_cfg(policy);
+    cfg.obs_window_s = obs_window;
     ef_t *f = ef_new("6x8,2x8:A100", &cfg);
     tide_service_spec_t a = {.name = "chat", .gpus_per_replica = 8, .replica_rps = 20,
                              .min_replicas = 1, .warmup_s = 300, .fixed_replicas = 3};
@@ -80,6 +81,11 @@ static ef_t *run(const char *policy, const workload_t *w)
     ef_service_full(f, &b);
     ef_run(f, w->in, w->n, HORIZON, NULL, NULL);
     return f;
+}
+
+static ef_t *run(const char *policy, const workload_t *w)
+{
+    return run_obs(policy, w, 0);
 }
 
 static int act_equal(const ef_t *fa, const ef_act_t *x, const ef_t *fb, const ef_act_t *y)
@@ -134,6 +140,23 @@ static int compare(const char *policy, uint64_t seed, const ef_t *fa, const ef_t
     return 0;
 }
 
+/* Identical runs give identical actions. */
+static void assert_same_actions(const char *what, const ef_t *fa, const ef_t *fb)
+{
+    assert_int_equal(fa->nlog, fb->nlog);
+    for (size_t i = 0; i < fa->nlog; i++)
+        if (!act_equal(fa, &fa->log[i], fb, &fb->log[i]))
+            fail_msg("%s: action %zu differs between identical runs", what, i);
+}
+
+static void workloads_free(workload_t *wa, workload_t *wb)
+{
+    free(wa->in);
+    free(wb->in);
+    free(wa);
+    free(wb);
+}
+
 static void test_no_lookahead(void **state)
 {
     (void)state;
@@ -150,10 +173,7 @@ static void test_no_lookahead(void **state)
             ef_free(fa);
             ef_free(fb);
         }
-        free(wa->in);
-        free(wb->in);
-        free(wa);
-        free(wb);
+        workloads_free(wa, wb);
     }
     /* doubling the demand from T on changes what happens after T */
     assert_true(diverged >= runs / 2);
@@ -168,10 +188,7 @@ static void test_same_inputs_same_actions(void **state)
     for (const char *const *p = tide_policy_names(); *p; p++) {
         ef_t *fa = run(*p, w);
         ef_t *fb = run(*p, w);
-        assert_int_equal(fa->nlog, fb->nlog);
-        for (size_t i = 0; i < fa->nlog; i++)
-            if (!act_equal(fa, &fa->log[i], fb, &fb->log[i]))
-                fail_msg("policy %s: action %zu differs between identical runs", *p, i);
+        assert_same_actions(*p, fa, fb);
         tide_stats_t sa, sb;
         tide_engine_stats(fa->e, &sa);
         tide_engine_stats(fb->e, &sb);
@@ -184,11 +201,34 @@ static void test_same_inputs_same_actions(void **state)
     free(w);
 }
 
+/* The observed floor (obs_window_s) reads only demand already seen: no
+ * look-ahead, and two runs give the same actions. */
+static void test_obs_floor_no_lookahead(void **state)
+{
+    (void)state;
+    int diverged = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        workload_t *wa = malloc(sizeof *wa), *wb = malloc(sizeof *wb);
+        make_workload(wa, seed, 0);
+        make_workload(wb, seed, 1);
+        ef_t *fa = run_obs("elastic", wa, 1800), *fb = run_obs("elastic", wb, 1800);
+        diverged += compare("elastic (obs_window 30m)", seed, fa, fb);
+        ef_t *fc = run_obs("elastic", wa, 1800);
+        assert_same_actions("elastic (obs_window 30m)", fa, fc);
+        ef_free(fa);
+        ef_free(fb);
+        ef_free(fc);
+        workloads_free(wa, wb);
+    }
+    assert_true(diverged >= 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_lookahead),
         cmocka_unit_test(test_same_inputs_same_actions),
+        cmocka_unit_test(test_obs_floor_no_lookahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
