@@ -286,8 +286,10 @@ static int span_slot(wspan_t *sp, int r)
 static void span_copy(wspan_t *dst, const wspan_t *src)
 {
     dst->n = 0;
-    for (int i = 0; src && i < src->n; i++)
-        dst->frac[span_slot(dst, src->rack[i])] = src->frac[i];
+    for (int i = 0; src && i < src->n; i++) {
+        int k = span_slot(dst, src->rack[i]); /* may move dst->frac */
+        dst->frac[k] = src->frac[i];
+    }
 }
 
 /* Share of sp on rack r (0 when it does not go through r). */
@@ -309,8 +311,10 @@ static void span_set(tide_world_t *w, wspan_t *sp, const tide_action_t *a)
     const int32_t *g = w->cur->gpus + a->gpu_off;
     for (int i = 0; i < a->n_gpus; i++) {
         int r = g[i] >= 0 && g[i] < w->ngpu ? w->gpu_rack[g[i]] : -1;
-        if (r >= 0 && w->dom[r].up > 0)
-            sp->frac[span_slot(sp, r)] += 1.0 / a->n_gpus;
+        if (r >= 0 && w->dom[r].up > 0) {
+            int k = span_slot(sp, r); /* may move sp->frac */
+            sp->frac[k] += 1.0 / a->n_gpus;
+        }
     }
 }
 
