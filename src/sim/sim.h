@@ -83,6 +83,9 @@ typedef struct tide_sim_opts {
                                             (NULL = all defaults; world/latency.h) */
     double bulk_qos;                     /* bulk-traffic QoS share (tide_world_set_qos;
                                             0 = off; needs the storage fault) */
+    double uplink_gbps;                  /* every rack's uplink in GB/s (tide_world_set_uplink;
+                                            0 = the cluster's uplink_gbps; needs the
+                                            storage fault) */
     tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
     void *observe_ctx;
     unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not
