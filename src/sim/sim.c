@@ -335,6 +335,7 @@ typedef struct run {
     failed_node_t *failed;
     size_t nfailed, capfailed;
     int down;                    /* tide is down: no steps, events are held */
+    tide_time_t obs_wake;        /* the observer wants a step then (TIDE_TIME_NEVER: no) */
     tide_time_t down_at;
     snap_t down_snap;            /* the engine's figures when it went down */
     double down_lost_gpu_s;
@@ -543,9 +544,12 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
         return tide_err_prefix(err, "policy %s: model pipeline at t=%lld: ", r->policy,
                                (long long)t);
     if (r->o->observe) {
+        tide_time_t wake = TIDE_TIME_NEVER;
         tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w, .world = r->w,
-                              .events = r->ev, .n_events = r->nev, .acts = &r->acts};
+                              .events = r->ev, .n_events = r->nev, .acts = &r->acts,
+                              .wake = &wake};
         r->o->observe(r->o->observe_ctx, &si);
+        r->obs_wake = wake;
     }
     return 0;
 }
@@ -1401,6 +1405,8 @@ static int replay(run_t *r, tide_error_t *err)
             next = TIDE_MIN(next, r->sched->v[r->fi].t);
         if (!r->down && r->acts.next_wake > t)
             next = TIDE_MIN(next, r->acts.next_wake);
+        if (!r->down && r->obs_wake > t)
+            next = TIDE_MIN(next, r->obs_wake);
         if (!r->down && r->ps)
             next = TIDE_MIN(next, tide_pipesim_next(r->ps, t));
         if (next <= t)
@@ -2029,6 +2035,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     cfg.warm_start = 1; /* a replay starts from a running cluster */
     r->wall0 = now_wall();
     r->fs.floor_share_min = -1;
+    r->obs_wake = TIDE_TIME_NEVER;
     r->e = tide_engine_create(o->cluster, &cfg, err);
     if (!r->e) {
         tide_err_prefix(err, "policy %s: ", r->policy);

@@ -44,6 +44,9 @@ typedef struct tide_sim_step {
     const tide_event_t *events;
     size_t n_events;
     const tide_actions_t *acts;
+    tide_time_t *wake;            /* an observer may lower *wake (TIDE_TIME_NEVER on entry):
+                                     the driver steps again no later than then, if it is
+                                     after t (sim/rl_sim.c: a trainer step's end) */
 } tide_sim_step_t;
 typedef void (*tide_sim_observe_fn)(void *ctx, const tide_sim_step_t *s);
 
