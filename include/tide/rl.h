@@ -190,9 +190,11 @@ int tide_rl_sync_waiting(const tide_rl_t *rl, int rep, uint32_t seq);
  * for that sync (nothing changes). */
 int tide_rl_sync_done(tide_rl_t *rl, int rep, uint32_t seq, double at);
 
-/* When the trainer's step in progress ends (it publishes a version and
- * replicas behind it start syncing), or INFINITY when it is not computing.
- * A driver that moves syncs (above) steps then, so they start on time. */
+/* No trainer step ends (publishing a version: the replicas behind it start
+ * syncing) before this time: the end of the step in progress, else, while
+ * the trainer waits for its batch, the model's time + step_s (a step that
+ * starts later ends later); INFINITY while the trainer does not run. A
+ * driver that moves syncs (above) steps then, so that they start on time. */
 double tide_rl_next_step_end(const tide_rl_t *rl);
 
 /* The acceptance rule, for drivers that count real trajectories (the daemon):

@@ -720,5 +720,7 @@ int tide_rl_sync_done(tide_rl_t *rl, int rep, uint32_t seq, double at)
 
 double tide_rl_next_step_end(const tide_rl_t *rl)
 {
-    return rl->cap.trainer && rl->computing ? rl->t + rl->compute_left : INFINITY;
+    if (!rl->cap.trainer)
+        return INFINITY;
+    return rl->t + (rl->computing ? rl->compute_left : (double)rl->s.step_s);
 }
