@@ -1558,7 +1558,7 @@ static double samples_p99(const tide_engine_t *e, int which)
 static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, json_t *so)
 {
     static const char *const keys[TIDE_XFER_KIND_COUNT] = {
-        "weight_load", "ckpt_asked", "ckpt_periodic", "ckpt_stagger_delay"};
+        "weight_load", "ckpt_asked", "ckpt_periodic", "ckpt_stagger_delay", "weight_sync"};
     tide_json_set(so, "bulk_qos", tide_json_real(r->o->bulk_qos));
     tide_json_set(so, "peak_rate_gbps", tide_json_real(ws->rate_peak_gbps));
     tide_json_set(so, "peak_ckpt_rate_gbps", tide_json_real(ws->ckpt_rate_peak_gbps));
@@ -1568,6 +1568,8 @@ static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, jso
     for (int k = 0; k < TIDE_XFER_KIND_COUNT; k++) {
         size_t n;
         double p99 = tide_world_xfer_quantile(r->w, k, 0.99, &n);
+        if (k == TIDE_XFER_SYNC && n == 0)
+            continue; /* RL weight syncs (docs/rl.md): there with --rl only */
         json_t *x = json_object();
         tide_json_set(x, "n", json_integer((json_int_t)n));
         tide_json_set(x, "p50_s", tide_json_real(tide_world_xfer_quantile(r->w, k, 0.5, NULL)));
