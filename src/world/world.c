@@ -137,13 +137,10 @@ struct tide_world {
     size_t nsvc_gb;
     xfer_t *xf;
     size_t nxf, capxf;
-    int xf_active;
     tide_time_t st_last;       /* integrals are as of this time */
-    double dem_now, dem_peak, dem_gb, sat_s, moved_gb;
-    long xf_started;
+    wdom_t st;                 /* the storage's figures (st.up = gbps) */
     /* bulk-traffic QoS (0 = off) */
     double qos_share;
-    double rate_peak, ckpt_rate_peak; /* allocated GB/s: all, checkpoints */
     long staggered;                   /* periodic checkpoints deferred */
     double *dur[TIDE_XFER_KIND_COUNT]; /* transfer times by tide_world_xfer_kind_t */
     size_t ndur[TIDE_XFER_KIND_COUNT], capdur[TIDE_XFER_KIND_COUNT];
@@ -320,6 +317,31 @@ static void span_set(tide_world_t *w, wspan_t *sp, const tide_action_t *a)
 
 /* ---------------------------------------------------------------- sharing */
 
+/* Extend d's demand integrals by dt seconds at its current demand. */
+static void dom_integrate(wdom_t *d, double dt)
+{
+    d->dem_gb += d->dem_now * dt;
+    if (d->dem_now > d->up * (1 + SAT_EPS))
+        d->sat_s += dt;
+}
+
+/* d's figures up to dt seconds after the last change (integrals extended). */
+static void dom_figures(const wdom_t *d, double dt, tide_world_storage_t *out)
+{
+    wdom_t x = *d;
+    dom_integrate(&x, dt);
+    out->gbps = x.up;
+    out->demand_gbps = x.dem_now;
+    out->peak_gbps = x.dem_peak;
+    out->demand_gb = x.dem_gb;
+    out->saturated_s = x.sat_s;
+    out->moved_gb = x.moved_gb;
+    out->transfers = x.started;
+    out->active = x.active;
+    out->rate_peak_gbps = x.rate_peak;
+    out->ckpt_rate_peak_gbps = x.ckpt_rate_peak;
+}
+
 /* Bring the transfers' remaining bytes and the demand integrals up to now. */
 static void storage_advance(tide_world_t *w, tide_time_t now)
 {
@@ -334,15 +356,9 @@ static void storage_advance(tide_world_t *w, tide_time_t now)
         if (x->rem < 0)
             x->rem = 0;
     }
-    w->dem_gb += w->dem_now * dt;
-    if (w->dem_now > w->gbps * (1 + SAT_EPS))
-        w->sat_s += dt;
-    for (int r = 0; w->dom_on && r < w->ndom; r++) {
-        wdom_t *d = &w->dom[r];
-        d->dem_gb += d->dem_now * dt;
-        if (d->up > 0 && d->dem_now > d->up * (1 + SAT_EPS))
-            d->sat_s += dt;
-    }
+    dom_integrate(&w->st, dt);
+    for (int r = 0; w->dom_on && r < w->ndom; r++)
+        dom_integrate(&w->dom[r], dt);
     w->st_last = now;
 }
 
@@ -482,12 +498,12 @@ static size_t storage_demand(tide_world_t *w)
             d->active++;
         }
     }
-    w->dem_now = dem;
-    if (dem > w->dem_peak)
-        w->dem_peak = dem;
+    w->st.dem_now = dem;
+    if (dem > w->st.dem_peak)
+        w->st.dem_peak = dem;
     for (int r = 0; w->dom_on && r < w->ndom; r++)
         w->dom[r].dem_peak = TIDE_MAX(w->dom[r].dem_peak, w->dom[r].dem_now);
-    w->xf_active = (int)n;
+    w->st.active = (int)n;
     return n;
 }
 
@@ -560,8 +576,8 @@ static void storage_reshare(tide_world_t *w, tide_time_t now)
     for (size_t i = 0; i < w->nxf; i++)
         if (w->xf[i].used && w->xf[i].kind == XF_CKPT)
             ck += w->xf[i].rate;
-    w->rate_peak = TIDE_MAX(w->rate_peak, used);
-    w->ckpt_rate_peak = TIDE_MAX(w->ckpt_rate_peak, ck);
+    w->st.rate_peak = TIDE_MAX(w->st.rate_peak, used);
+    w->st.ckpt_rate_peak = TIDE_MAX(w->st.ckpt_rate_peak, ck);
     for (int r = 0; w->dom_on && r < w->ndom; r++) {
         wdom_t *d = &w->dom[r];
         d->rate_peak = TIDE_MAX(d->rate_peak, d->used);
@@ -596,7 +612,7 @@ static size_t xfer_new(tide_world_t *w, tide_time_t now, int cls, int32_t id, in
     span_copy(&x->span, sp);
     for (int s = 0; s < x->span.n; s++)
         w->dom[x->span.rack[s]].started++;
-    w->xf_started++;
+    w->st.started++;
     return i;
 }
 
@@ -615,7 +631,7 @@ static void xfer_end(tide_world_t *w, tide_time_t now, size_t i, int done)
     storage_advance(w, now);
     xfer_t *x = &w->xf[i];
     if (done) {
-        w->moved_gb += x->total;
+        w->st.moved_gb += x->total;
         for (int s = 0; s < x->span.n; s++)
             w->dom[x->span.rack[s]].moved_gb += x->span.frac[s] * x->total;
     }
@@ -1242,6 +1258,7 @@ void tide_world_set_warmup_factor(tide_world_t *w, double f)
 void tide_world_set_storage(tide_world_t *w, double gbps)
 {
     w->gbps = gbps > 0 && isfinite(gbps) ? gbps : 0;
+    w->st.up = w->gbps;
 }
 
 void tide_world_set_qos(tide_world_t *w, double share)
@@ -1284,17 +1301,7 @@ void tide_world_set_service_gb(tide_world_t *w, int service, double weights_gb)
 void tide_world_storage(const tide_world_t *w, tide_time_t now, tide_world_storage_t *out)
 {
     memset(out, 0, sizeof *out);
-    double dt = now > w->st_last ? (double)(now - w->st_last) : 0;
-    out->gbps = w->gbps;
-    out->demand_gbps = w->dem_now;
-    out->peak_gbps = w->dem_peak;
-    out->demand_gb = w->dem_gb + w->dem_now * dt;
-    out->saturated_s = w->sat_s + (w->dem_now > w->gbps * (1 + SAT_EPS) ? dt : 0);
-    out->moved_gb = w->moved_gb;
-    out->transfers = w->xf_started;
-    out->active = w->xf_active;
-    out->rate_peak_gbps = w->rate_peak;
-    out->ckpt_rate_peak_gbps = w->ckpt_rate_peak;
+    dom_figures(&w->st, now > w->st_last ? (double)(now - w->st_last) : 0, out);
     out->staggered = w->staggered;
 }
 
@@ -1420,18 +1427,7 @@ int tide_world_uplink(const tide_world_t *w, tide_time_t now, int rack, tide_wor
         return -1;
     if (!w->dom || w->dom[rack].up <= 0)
         return 0;
-    const wdom_t *d = &w->dom[rack];
-    double dt = now > w->st_last ? (double)(now - w->st_last) : 0;
-    out->gbps = d->up;
-    out->demand_gbps = d->dem_now;
-    out->peak_gbps = d->dem_peak;
-    out->demand_gb = d->dem_gb + d->dem_now * dt;
-    out->saturated_s = d->sat_s + (d->dem_now > d->up * (1 + SAT_EPS) ? dt : 0);
-    out->moved_gb = d->moved_gb;
-    out->transfers = d->started;
-    out->active = d->active;
-    out->rate_peak_gbps = d->rate_peak;
-    out->ckpt_rate_peak_gbps = d->ckpt_rate_peak;
+    dom_figures(&w->dom[rack], now > w->st_last ? (double)(now - w->st_last) : 0, out);
     return 0;
 }
 
