@@ -1593,7 +1593,8 @@ static void uplinks_json(const run_t *r, json_t *so)
         tide_json_set(x, "rack", json_integer(k));
         tide_json_set(x, "gbps", tide_json_real(u.gbps));
         tide_json_set(x, "peak_demand_gbps", tide_json_real(u.peak_gbps));
-        tide_json_set(x, "mean_demand_gbps", tide_json_real(ratio(u.demand_gb, (double)r->horizon)));
+        tide_json_set(x, "mean_demand_gbps",
+                      tide_json_real(ratio(u.demand_gb, (double)r->horizon)));
         tide_json_set(x, "peak_rate_gbps", tide_json_real(u.rate_peak_gbps));
         tide_json_set(x, "peak_ckpt_rate_gbps", tide_json_real(u.ckpt_rate_peak_gbps));
         tide_json_set(x, "saturated_s", tide_json_real(u.saturated_s));

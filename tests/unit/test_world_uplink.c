@@ -75,7 +75,8 @@ static void ufix_init(ufix_t *f, double gbps, double up0, double up1, double qos
         specs[i] = (tide_job_spec_t){.id = jdef[i].id, .team = "t", .priority = 2,
                                      .gpus = jdef[i].gpus, .gang_gpus = 8,
                                      .dp_min = 1, .submit_s = 0, .duration_s = 100000,
-                                     .ckpt_interval_s = i == J_X ? 100000 : iv, .ckpt_s = 60, .restore_s = 120};
+                                     .ckpt_interval_s = i == J_X ? 100000 : iv, .ckpt_s = 60,
+                                     .restore_s = 120};
         ev[i] = (tide_event_t){.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1,
                                .replica = -1, .node = -1, .job_spec = &specs[i]};
     }
@@ -96,8 +97,8 @@ static void ufix_init(ufix_t *f, double gbps, double up0, double up1, double qos
         f->h[i] = tide_engine_job_find(f->e, jdef[i].id);
         tide_world_set_job_gb(f->w, f->h[i], 600);
         st[i] = (tide_action_t){.kind = TIDE_ACT_JOB_START, .job = f->h[i], .service = -1,
-                                .replica = -1, .lease = -1, .width = jdef[i].gpus / 8, .gpu_off = ng,
-                                .n_gpus = jdef[i].gpus};
+                                .replica = -1, .lease = -1, .width = jdef[i].gpus / 8,
+                                .gpu_off = ng, .n_gpus = jdef[i].gpus};
         for (int g = 0; g < jdef[i].gpus; g++)
             gpus[ng++] = jdef[i].first_gpu + g;
     }
