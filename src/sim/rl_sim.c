@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "formats/workload_io.h"
 #include "sim/inject.h"
 #include "util/fs.h"
 #include "util/util.h"
@@ -209,6 +210,22 @@ static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_r
     r->sync_p99 = tide_quantile(x->sync_s, x->nsync, 0.99);
 }
 
+/* Checkpoint sizes for the storage model (o->jobs = the RL jobs, then the
+ * background jobs): the trainer writes its state; a rollout job's
+ * "checkpoint" is a drain and writes nothing; background jobs as given.
+ * Caller frees. */
+static double *ckpt_sizes(const tide_sim_opts_t *base, const tide_rl_jobs_t *jobs)
+{
+    size_t n = base->n_jobs + (size_t)jobs->n;
+    double *gb = tide_xmalloc(n * sizeof *gb);
+    for (int k = 0; k < jobs->n; k++)
+        gb[k] = k == TIDE_RL_JOB_TRAINER ? TIDE_IO_CKPT_GB_PER_GPU * jobs->v[k].gpus : 0;
+    for (size_t i = 0; i < base->n_jobs; i++)
+        gb[(size_t)jobs->n + i] = base->job_ckpt_gb ? base->job_ckpt_gb[i]
+                                                    : TIDE_IO_CKPT_GB_PER_GPU * base->jobs[i].gpus;
+    return gb;
+}
+
 /* One variant: the RL jobs added to the background jobs, one sim run. */
 static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, int v,
                        tide_sim_rl_result_t *res, tide_error_t *err)
@@ -239,11 +256,13 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     o.out_dir = dir;
     o.table = NULL;
     rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t))};
+    x.ext = base->inject && tide_inject_storage_gbps(base->inject) > 0;
+    double *gb = x.ext ? ckpt_sizes(base, &jobs) : NULL;
+    o.job_ckpt_gb = gb;
     for (int k = 0; k < jobs.n; k++)
         x.h[k] = -1;
     x.rl = tide_rl_create(rl, rl->submit_s, err);
     x.spec = *rl;
-    x.ext = base->inject && tide_inject_storage_gbps(base->inject) > 0;
     if (x.rl && x.ext)
         tide_rl_set_external_sync(x.rl, 1);
     x.user = base->observe;
@@ -263,6 +282,7 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     tide_rl_destroy(x.rl);
     free(x.fly);
     free(x.sync_s);
+    free(gb);
     free(x.h);
     free(all);
     tide_rl_jobs_free(&jobs);
