@@ -24,6 +24,8 @@ typedef struct seen {
     unsigned char noticed[64];    /* per job handle: a notice came */
     tide_time_t notice_at[64];    /* ... at this time */
     tide_time_t drain_min, drain_max; /* notice -> commit of pool jobs */
+    int trainer_asked;            /* checkpoints asked of the trainer */
+    size_t asked_xfers;           /* asked checkpoints through the storage model */
 } seen_t;
 
 static int is_pool(const tide_engine_t *e, int32_t job)
@@ -39,6 +41,7 @@ static void observe(void *ctx, const tide_sim_step_t *s)
         return; /* a fixed variant */
     x->lent_runs++;
     int32_t trainer = tide_engine_job_find(s->e, "rl-trainer");
+    (void)tide_world_xfer_quantile(s->w, TIDE_XFER_CKPT_ASKED, 1, &x->asked_xfers);
     for (size_t i = 0; i < s->n_events; i++) {
         const tide_event_t *ev = &s->events[i];
         if (ev->kind != TIDE_EV_CKPT_COMMITTED || !is_pool(s->e, ev->job) || ev->job >= 64 ||
@@ -52,6 +55,8 @@ static void observe(void *ctx, const tide_sim_step_t *s)
         const tide_action_t *a = &s->acts->v[i];
         if (a->kind == TIDE_ACT_JOB_STOP && a->job == trainer)
             x->trainer_stops++;
+        if (a->kind == TIDE_ACT_JOB_CKPT && a->job == trainer)
+            x->trainer_asked++;
         if (!is_pool(s->e, a->job) || a->job >= 64)
             continue;
         if (a->kind == TIDE_ACT_JOB_START)
@@ -199,6 +204,10 @@ static void test_syncs_through_storage(void **st)
     assert_true(lt->sync_p50 > 1.5 * RL.sync_s);
     assert_true(lt->st.wait_s > lw->st.wait_s);
     assert_true(lt->steps < lw->steps);
+    /* a pool job's drain (an asked checkpoint) moves no bytes */
+    assert_true(y.pool_notices > 0 && z.pool_notices > 0);
+    assert_true(y.asked_xfers <= (size_t)y.trainer_asked);
+    assert_true(z.asked_xfers <= (size_t)z.trainer_asked);
     /* with bandwidth to spare the lent pool does what it does without the model */
     const tide_sim_rl_result_t *ln = &none[TIDE_SIM_RL_LENT];
     assert_true(lw->steps >= ln->steps * 95 / 100 && lw->steps <= ln->steps * 105 / 100);
