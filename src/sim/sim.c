@@ -1579,6 +1579,17 @@ static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, jso
     tide_json_set(so, "transfer_times", t);
 }
 
+/* The figures of a bandwidth budget (the storage, a rack's uplink) into x. */
+static void bandwidth_json(const run_t *r, const tide_world_storage_t *b, json_t *x)
+{
+    tide_json_set(x, "gbps", tide_json_real(b->gbps));
+    tide_json_set(x, "peak_demand_gbps", tide_json_real(b->peak_gbps));
+    tide_json_set(x, "mean_demand_gbps", tide_json_real(ratio(b->demand_gb, (double)r->horizon)));
+    tide_json_set(x, "saturated_s", tide_json_real(b->saturated_s));
+    tide_json_set(x, "transfers", json_integer(b->transfers));
+    tide_json_set(x, "moved_gb", tide_json_real(b->moved_gb));
+}
+
 /* summary.json faults.storage.uplinks: one object per rack with an uplink
  * (none: the key is left out), and the busiest rack's figures. */
 static void uplinks_json(const run_t *r, json_t *so)
@@ -1591,15 +1602,9 @@ static void uplinks_json(const run_t *r, json_t *so)
             continue;
         json_t *x = json_object();
         tide_json_set(x, "rack", json_integer(k));
-        tide_json_set(x, "gbps", tide_json_real(u.gbps));
-        tide_json_set(x, "peak_demand_gbps", tide_json_real(u.peak_gbps));
-        tide_json_set(x, "mean_demand_gbps",
-                      tide_json_real(ratio(u.demand_gb, (double)r->horizon)));
+        bandwidth_json(r, &u, x);
         tide_json_set(x, "peak_rate_gbps", tide_json_real(u.rate_peak_gbps));
         tide_json_set(x, "peak_ckpt_rate_gbps", tide_json_real(u.ckpt_rate_peak_gbps));
-        tide_json_set(x, "saturated_s", tide_json_real(u.saturated_s));
-        tide_json_set(x, "transfers", json_integer(u.transfers));
-        tide_json_set(x, "moved_gb", tide_json_real(u.moved_gb));
         json_array_append_new(arr, x);
         if (busiest < 0 || u.saturated_s > top.saturated_s ||
             (u.saturated_s == top.saturated_s && u.peak_gbps > top.peak_gbps)) {
@@ -1672,13 +1677,7 @@ static json_t *faults_json(const run_t *r)
         tide_world_storage_t ws;
         tide_world_storage(r->w, r->horizon, &ws);
         json_t *so = json_object();
-        tide_json_set(so, "gbps", tide_json_real(ws.gbps));
-        tide_json_set(so, "peak_demand_gbps", tide_json_real(ws.peak_gbps));
-        tide_json_set(so, "mean_demand_gbps",
-                      tide_json_real(ratio(ws.demand_gb, (double)r->horizon)));
-        tide_json_set(so, "saturated_s", tide_json_real(ws.saturated_s));
-        tide_json_set(so, "transfers", json_integer(ws.transfers));
-        tide_json_set(so, "moved_gb", tide_json_real(ws.moved_gb));
+        bandwidth_json(r, &ws, so);
         tide_json_set(so, "p99_ckpt_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
         tide_json_set(so, "p99_warmup_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
         storage_qos_json(r, &ws, so);
