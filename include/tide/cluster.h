@@ -27,6 +27,8 @@ typedef struct tide_node_group {
     int rack_nodes;     /* >= 1 (0 = 4) */
     int power_nodes;    /* >= 1 (0 = rack_nodes) */
     double power_budget_w; /* budget of each of its power domains in watts (0 = none) */
+    double uplink_gbps;    /* network uplink of each of its racks in GB/s (0 = none;
+                              the simulator's storage model, docs/sim.md) */
 } tide_node_group_t;
 
 /* Create an empty cluster. Caller owns it; free with tide_cluster_destroy. */
@@ -87,6 +89,10 @@ int tide_cluster_max_domain_gpus(const tide_cluster_t *c);
 /* Number of racks and of power domains (global, consecutive ids like domains). */
 int tide_cluster_racks(const tide_cluster_t *c);
 int tide_cluster_power_domains(const tide_cluster_t *c);
+
+/* Uplink of a rack in GB/s, from its group's uplink_gbps (0 = none, or a bad
+ * rack). Used by the simulator's bandwidth model only. */
+double tide_cluster_rack_uplink(const tide_cluster_t *c, int rack);
 
 /* Power. Every GPU type has a model (tide_power_model_default until set);
  * every power domain a budget in watts (0 = unlimited; from its group's

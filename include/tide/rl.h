@@ -47,6 +47,10 @@ typedef struct tide_rl_spec {
     double len_sigma;         /* trajectory length: lognormal with this sigma
                                  (the long tail); 0 = fixed length. (d) none */
     tide_time_t sync_s;       /* (d) weight sync to one replica: 30 */
+    double weights_gb;        /* (d) GB a weight sync moves to one replica: 16 x
+                                 rollout_gpus (bf16 weights, as a service's
+                                 weights_gb); used only by a driver with a
+                                 bandwidth model (tide sim --inject storage:G) */
     tide_time_t drain_s;      /* (d) drain bound: in-flight trajectories finish within
                                  it or are abandoned: 120 */
     int max_staleness;        /* >= 0 trainer steps */
@@ -156,6 +160,42 @@ int tide_rl_drained(const tide_rl_t *rl);
 const double *tide_rl_step_times(const tide_rl_t *rl, size_t *n);
 /* Accepted trajectories with staleness k (0..max_staleness; 0 beyond). */
 long tide_rl_staleness_count(const tide_rl_t *rl, int k);
+
+/* Weight syncs moved by the driver (a bandwidth model: tide sim with
+ * --inject storage:G, docs/rl.md). With on = 1 a sync no longer ends after
+ * sync_s: the replica waits until the driver reports the sync done
+ * (tide_rl_sync_done). Set before the first tide_rl_set; 0 (the default):
+ * every sync takes sync_s. */
+void tide_rl_set_external_sync(tide_rl_t *rl, int on);
+
+/* A sync the model started (external syncs): replica index, its sync
+ * number, whether the replica is lent, and the model time it started. */
+typedef struct tide_rl_sync {
+    int rep;
+    uint32_t seq;
+    int lent;
+    double t;
+} tide_rl_sync_t;
+
+/* Syncs started since the last call, up to max (call again while it returns
+ * max). A replica removed or done before it is reported is not. */
+size_t tide_rl_syncs_started(tide_rl_t *rl, tide_rl_sync_t *out, size_t max);
+
+/* 1 while replica rep still waits for its sync seq, else 0 (it was removed,
+ * or the sync is done). */
+int tide_rl_sync_waiting(const tide_rl_t *rl, int rep, uint32_t seq);
+
+/* Sync seq of replica rep is done at `at` (the model's time if earlier): the
+ * replica generates from then on. Returns 0, or -1 when it no longer waits
+ * for that sync (nothing changes). */
+int tide_rl_sync_done(tide_rl_t *rl, int rep, uint32_t seq, double at);
+
+/* No trainer step ends (publishing a version: the replicas behind it start
+ * syncing) before this time: the end of the step in progress, else, while
+ * the trainer waits for its batch, the model's time + step_s (a step that
+ * starts later ends later); INFINITY while the trainer does not run. A
+ * driver that moves syncs (above) steps then, so that they start on time. */
+double tide_rl_next_step_end(const tide_rl_t *rl);
 
 /* The acceptance rule, for drivers that count real trajectories (the daemon):
  * 1 when a trajectory of policy `version` may be used by trainer step

@@ -103,6 +103,10 @@ static void sim_usage(FILE *f)
             "                          checkpoints the engine asked for, then periodic ones;\n"
             "                          checkpoints together at most SHARE x G; periodic ones\n"
             "                          staggered to stay within it (SHARE in (0, 1]; default off)\n"
+            "      --uplink GBPS       with storage:G, every rack's network uplink in GB/s: a\n"
+            "                          transfer is held to its racks' uplinks and the storage\n"
+            "                          together (default: the cluster file's uplink_gbps, else\n"
+            "                          none)\n"
             "      --report FILE       also write a self-contained HTML report (docs/report.md)\n"
             "      --sweep GRID        also run a grid of knobs, e.g. reserve=24:64:8,margin=0.1\n"
             "                          (keys reserve, margin, split, lead, hold; LO:HI:STEP or a\n"
@@ -150,6 +154,7 @@ typedef struct cmdline {
     unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
     tide_pipesim_opts_t pipe; /* --publish-every etc. (every_s 0 = off) */
     double bulk_qos;      /* --bulk-qos (0 = off) */
+    double uplink;        /* --uplink (0 = the cluster file's) */
 } cmdline_t;
 
 static int parse_policies(cmdline_t *c, const char *arg)
@@ -226,7 +231,7 @@ enum {
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING, O_OBS_WINDOW };
 enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL, O_POWER_BUDGET,
-       O_SPREAD, O_SURVIVE };
+       O_SPREAD, O_SURVIVE, O_UPLINK };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -259,6 +264,7 @@ static const struct option longopts[] = {
     {"publish-service", required_argument, NULL, O_PUB_SERVICE},
     {"regress-every", required_argument, NULL, O_REGRESS},
     {"bulk-qos", required_argument, NULL, O_BULK_QOS},
+    {"uplink", required_argument, NULL, O_UPLINK},
     {"rl", required_argument, NULL, O_RL},
     {"power-budget", required_argument, NULL, O_POWER_BUDGET},
     {"spread", required_argument, NULL, O_SPREAD},
@@ -282,6 +288,10 @@ static int parse_knob(cmdline_t *c, int o)
         if (tide_parse_double(optarg, &c->bulk_qos) < 0 || !(c->bulk_qos > 0) ||
             c->bulk_qos > 1)
             return bad("--bulk-qos: '%s' is not a share in (0, 1], e.g. 0.5", optarg);
+        break;
+    case O_UPLINK:
+        if (tide_parse_double(optarg, &c->uplink) < 0 || !(c->uplink > 0) || c->uplink > 1e9)
+            return bad("--uplink: '%s' is not GB/s > 0, e.g. 5", optarg);
         break;
     case O_SIZING:
         if (!strcmp(optarg, "forecast") || !strcmp(optarg, "ensemble"))
@@ -337,6 +347,8 @@ static int check_args(const cmdline_t *c)
         return bad("--out DIR is required");
     if (c->bulk_qos > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
         return bad("--bulk-qos needs --inject storage:G (the storage it schedules)");
+    if (c->uplink > 0 && !(tide_inject_storage_gbps(&c->inject) > 0))
+        return bad("--uplink needs --inject storage:G (the bandwidth model it is part of)");
     return -1;
 }
 
@@ -599,6 +611,7 @@ int tide_cmd_sim(int argc, char **argv)
     o.pipeline = c.pipe.every_s > 0 ? &c.pipe : NULL;
     o.service_latency = in.svcs->latency;
     o.bulk_qos = c.bulk_qos;
+    o.uplink_gbps = c.uplink;
     if (c.sweep && (rc = tide_cli_sim_check_sweep(c.sweep, &o)) >= 0)
         goto out;
     o.outputs = c.outputs;

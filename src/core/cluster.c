@@ -23,6 +23,8 @@ struct tide_cluster {
     tide_power_model_t pmodel[TIDE_MAX_GPU_TYPES];
     double *pbudget;           /* [npower] watts, 0 = none */
     size_t pbcap;
+    double *uplink;            /* [nracks] GB/s, 0 = none */
+    size_t upcap;
 };
 
 tide_cluster_t *tide_cluster_create(void)
@@ -39,6 +41,7 @@ void tide_cluster_destroy(tide_cluster_t *c)
     free(c->nodes);
     free(c->groups);
     free(c->pbudget);
+    free(c->uplink);
     free(c);
 }
 
@@ -99,6 +102,9 @@ int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_e
     if (!(g->power_budget_w >= 0) || g->power_budget_w > 1e12)
         return tide_errf(err, TIDE_EINVAL, "power_budget_w must be 0..1e12 watts (got %g)",
                          g->power_budget_w);
+    if (!(g->uplink_gbps >= 0) || g->uplink_gbps > 1e9)
+        return tide_errf(err, TIDE_EINVAL, "uplink_gbps must be 0..1e9 GB/s (got %g)",
+                         g->uplink_gbps);
     if ((size_t)g->count > TIDE_MAX_NODES - c->nnodes)
         return tide_errf(err, TIDE_ERANGE, "too many nodes: the cluster would have %zu (max %d)",
                          c->nnodes + (size_t)g->count, TIDE_MAX_NODES);
@@ -130,6 +136,10 @@ int tide_cluster_add_group(tide_cluster_t *c, const tide_node_group_t *g, tide_e
     tide_grow((void **)&c->pbudget, &c->pbcap, (size_t)(c->npower + new_power), sizeof *c->pbudget);
     for (int i = 0; i < new_power; i++)
         c->pbudget[c->npower + i] = g->power_budget_w;
+    int new_racks = (g->count + rn - 1) / rn;
+    tide_grow((void **)&c->uplink, &c->upcap, (size_t)(c->nracks + new_racks), sizeof *c->uplink);
+    for (int i = 0; i < new_racks; i++)
+        c->uplink[c->nracks + i] = g->uplink_gbps;
     c->nnodes += (size_t)g->count;
     c->ngpus += g->count * g->gpus_per_node;
     c->ndomains += g->count / dn;
@@ -165,6 +175,10 @@ tide_cluster_t *tide_cluster_copy(const tide_cluster_t *c)
     d->pbcap = c->npower ? (size_t)c->npower : 1;
     if (c->npower)
         memcpy(d->pbudget, c->pbudget, (size_t)c->npower * sizeof *d->pbudget);
+    d->uplink = tide_xcalloc(c->nracks ? (size_t)c->nracks : 1, sizeof *d->uplink);
+    d->upcap = c->nracks ? (size_t)c->nracks : 1;
+    if (c->nracks && c->uplink)
+        memcpy(d->uplink, c->uplink, (size_t)c->nracks * sizeof *d->uplink);
     for (size_t i = 0; i < c->ngroups; i++) {
         d->groups[i] = c->groups[i];
         d->groups[i].gpu_type = d->types[tide_cluster_type_find(c, c->groups[i].gpu_type)];
@@ -225,6 +239,11 @@ int tide_cluster_scale_power_budgets(tide_cluster_t *c, double factor, tide_erro
     for (size_t n = 0; n < c->nnodes; n++)
         c->pbudget[c->nodes[n].power] += factor * c->nodes[n].gpus * c->pmodel[c->nodes[n].type].tdp_w;
     return 0;
+}
+
+double tide_cluster_rack_uplink(const tide_cluster_t *c, int rack)
+{
+    return c && c->uplink && rack >= 0 && rack < c->nracks ? c->uplink[rack] : 0;
 }
 
 int tide_cluster_power_budgeted(const tide_cluster_t *c)

@@ -47,6 +47,10 @@ int tide_rl_spec_normalize(tide_rl_spec_t *s, tide_error_t *err)
         s->drain_s = 120;
     if (s->sync_s < 1 || s->drain_s < 1)
         return tide_errf(err, TIDE_EINVAL, "sync_s, drain_s: must be >= 1");
+    if (s->weights_gb == 0) /* bf16 weights: a service's default (TIDE_IO_WEIGHTS_GB_PER_GPU) */
+        s->weights_gb = 16.0 * s->rollout_gpus;
+    if (!(s->weights_gb > 0) || s->weights_gb > 1e9)
+        return tide_errf(err, TIDE_EINVAL, "weights_gb: must be in (0, 1e9]");
     if (s->max_staleness < 0 || s->max_staleness > 1000)
         return tide_errf(err, TIDE_EINVAL, "max_staleness: %d is not 0..1000", s->max_staleness);
     if (s->min_replicas < 1 || s->max_replicas < s->min_replicas || s->max_replicas > 100000)
@@ -159,6 +163,9 @@ typedef struct rep {
     int lent;
     int version;  /* weights it generates with (being loaded while R_SYNC) */
     double until; /* R_SYNC: sync end; R_DRAIN: drain bound */
+    uint32_t sync_seq; /* external syncs: number of its latest sync */
+    int sync_new;      /* external syncs: started, not yet reported */
+    double sync_t;     /* external syncs: when it started */
     int busy;
     int dirty;    /* R_DRAIN: abandoned something */
     slot_t *slots;
@@ -180,6 +187,7 @@ struct tide_rl {
     hent_t *heap;
     size_t nheap, capheap;
     uint64_t rng;
+    int ext_sync;        /* syncs end when the driver says (tide_rl_set_external_sync) */
     int computing;       /* the trainer has its batch and computes */
     double compute_left; /* seconds of the current step left */
     double step_start;   /* previous step end (or first start); < 0: not started */
@@ -390,6 +398,12 @@ static void sync_rep(tide_rl_t *rl, rep_t *r)
     r->version = rl->st.version;
     r->until = rl->t + (double)rl->s.sync_s;
     rl->st.refreshes++;
+    if (rl->ext_sync) { /* the driver moves the weights and says when they are there */
+        r->until = INFINITY;
+        r->sync_seq++;
+        r->sync_new = 1;
+        r->sync_t = rl->t;
+    }
 }
 
 /* Replicas behind the trainer's version are refreshed (a weight sync): what
@@ -667,4 +681,46 @@ const double *tide_rl_step_times(const tide_rl_t *rl, size_t *n)
 long tide_rl_staleness_count(const tide_rl_t *rl, int k)
 {
     return k >= 0 && k <= rl->s.max_staleness ? rl->hist[k] : 0;
+}
+
+/* ---------------------------------------------------------- external syncs */
+
+void tide_rl_set_external_sync(tide_rl_t *rl, int on) { rl->ext_sync = on != 0; }
+
+size_t tide_rl_syncs_started(tide_rl_t *rl, tide_rl_sync_t *out, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < rl->nrep && k < max; i++) {
+        rep_t *r = &rl->rep[i];
+        if (!r->sync_new)
+            continue;
+        r->sync_new = 0;
+        if (r->state == R_SYNC)
+            out[k++] = (tide_rl_sync_t){.rep = (int)i, .seq = r->sync_seq, .lent = r->lent,
+                                        .t = r->sync_t};
+    }
+    return k;
+}
+
+int tide_rl_sync_waiting(const tide_rl_t *rl, int rep, uint32_t seq)
+{
+    if (rep < 0 || (size_t)rep >= rl->nrep)
+        return 0;
+    const rep_t *r = &rl->rep[rep];
+    return r->state == R_SYNC && r->sync_seq == seq && isinf(r->until);
+}
+
+int tide_rl_sync_done(tide_rl_t *rl, int rep, uint32_t seq, double at)
+{
+    if (!tide_rl_sync_waiting(rl, rep, seq))
+        return -1;
+    rl->rep[rep].until = at > rl->t ? at : rl->t;
+    return 0;
+}
+
+double tide_rl_next_step_end(const tide_rl_t *rl)
+{
+    if (!rl->cap.trainer)
+        return INFINITY;
+    return rl->t + (rl->computing ? rl->compute_left : (double)rl->s.step_s);
 }

@@ -20,7 +20,7 @@
 static const char *const spec_keys[] = {
     "team", "priority", "duration_s", "trainer_gpus", "step_s", "batch", "rollout_gpus",
     "replica_tps", "max_staleness", "min_replicas", "max_replicas", "trainer_gang_gpus",
-    "replica_slots", "len_sigma", "sync_s", "drain_s", "seed", "command", NULL};
+    "replica_slots", "len_sigma", "sync_s", "drain_s", "seed", "weights_gb", "command", NULL};
 
 /* A bounded text (the spec's CSV: a header and one row). */
 typedef struct sbuf {

@@ -198,6 +198,7 @@ static int map_key(yp_t *y, const char *const *keys, int nk, int *seen, const ch
 }
 
 static int read_watts(yp_t *y, const char *key, double *out);
+static int read_quantity(yp_t *y, const char *key, const char *unit, double *out);
 
 /* One group mapping (current event: MAPPING_START). */
 static int read_group(yp_t *y, tide_cluster_t *c, int gi)
@@ -206,17 +207,17 @@ static int read_group(yp_t *y, tide_cluster_t *c, int gi)
     tide_node_group_t g;
     memset(&g, 0, sizeof g);
     char type[TIDE_MAX_TYPE_NAME + 1] = "";
-    enum { K_COUNT, K_GPUS, K_TYPE, K_DOMAIN, K_RACK, K_POWER, K_BUDGET, K_N };
+    enum { K_COUNT, K_GPUS, K_TYPE, K_DOMAIN, K_RACK, K_POWER, K_BUDGET, K_UPLINK, K_N };
     static const char *const keys[K_N] = {"count",        "gpus_per_node", "gpu_type",
                                           "domain_nodes", "rack_nodes",    "power_nodes",
-                                          "power_budget_w"};
+                                          "power_budget_w", "uplink_gbps"};
     int seen[K_N] = {0};
     char who[32];
     snprintf(who, sizeof who, "group %d", gi);
     for (;;) {
         int k, end = map_key(y, keys, K_N, seen, who,
                              "count, gpus_per_node, gpu_type, domain_nodes, rack_nodes, "
-                             "power_nodes, power_budget_w",
+                             "power_nodes, power_budget_w, uplink_gbps",
                              &k);
         if (end < 0)
             return -1;
@@ -231,6 +232,7 @@ static int read_group(yp_t *y, tide_cluster_t *c, int gi)
         case K_RACK: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.rack_nodes); break;
         case K_POWER: rc = read_int(y, key, 1, TIDE_MAX_NODES, &g.power_nodes); break;
         case K_BUDGET: rc = read_watts(y, key, &g.power_budget_w); break;
+        case K_UPLINK: rc = read_quantity(y, key, "GB/s", &g.uplink_gbps); break;
         case K_TYPE:
             if (y->ev.type != YAML_SCALAR_EVENT)
                 return fail(y, line_of(&y->ev), TIDE_EINVAL, "'gpu_type' must be a name, got %s",
@@ -638,16 +640,24 @@ static int read_qos(yp_t *y, gov_raw_t *r)
 }
 
 /* Watts: a plain decimal number in 0..1e9. */
-static int read_watts(yp_t *y, const char *key, double *out)
+/* The current event is a plain number in 0..1e9 of `unit` (watts, GB/s). */
+static int read_quantity(yp_t *y, const char *key, const char *unit, double *out)
 {
-    if (want_plain(y, key, "a number of watts") < 0)
+    char what[32];
+    snprintf(what, sizeof what, "a number of %s", unit);
+    if (want_plain(y, key, what) < 0)
         return -1;
     double v;
     if (tide_parse_decimal(scalar(y), &v) < 0 || !(v >= 0) || v > 1e9)
-        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be watts in 0..1e9, got '%.40s'",
-                    key, scalar(y));
+        return fail(y, line_of(&y->ev), TIDE_EINVAL, "'%s' must be %s in 0..1e9, got '%.40s'",
+                    key, unit, scalar(y));
     *out = v;
     return 0;
+}
+
+static int read_watts(yp_t *y, const char *key, double *out)
+{
+    return read_quantity(y, key, "watts", out);
 }
 
 /* curve: {CAP_FRACTION: SPEED, ...} (current event), highest fraction first. */

@@ -747,12 +747,12 @@ void tide_jobs_free(tide_jobs_t *j)
 enum {
     L_ID, L_SUBMIT, L_TEAM, L_PRIO, L_DUR, L_TGPUS, L_STEP, L_BATCH, L_RGPUS, L_TPS, L_STALE,
     L_MIN, L_MAX, /* required */
-    L_TGANG, L_SLOTS, L_SIGMA, L_SYNC, L_DRAIN, L_SEED, L_NCOLS
+    L_TGANG, L_SLOTS, L_SIGMA, L_SYNC, L_DRAIN, L_SEED, L_WGB, L_NCOLS
 };
 static const char *const rl_cols[L_NCOLS] = {
     "rl_id", "submit_s", "team", "priority", "duration_s", "trainer_gpus", "step_s", "batch",
     "rollout_gpus", "replica_tps", "max_staleness", "min_replicas", "max_replicas",
-    "trainer_gang_gpus", "replica_slots", "len_sigma", "sync_s", "drain_s", "seed"};
+    "trainer_gang_gpus", "replica_slots", "len_sigma", "sync_s", "drain_s", "seed", "weights_gb"};
 #define L_NREQ 13
 
 typedef struct rl_ctx {
@@ -770,8 +770,12 @@ static int rl_optional(const tide_csv_t *csv, const int *c, tide_rl_spec_t *s, t
         get_int(csv, c[L_SLOTS], 1, 65536, 16, &s->replica_slots, err) < 0 ||
         get_secs(csv, c[L_SYNC], 1, 30, &s->sync_s, err) < 0 ||
         get_secs(csv, c[L_DRAIN], 1, 120, &s->drain_s, err) < 0 ||
-        get_int(csv, c[L_SEED], 0, 2147483647, 1, &seed, err) < 0)
+        get_int(csv, c[L_SEED], 0, 2147483647, 1, &seed, err) < 0 ||
+        get_gb(csv, c[L_WGB], 0, &s->weights_gb, err) < 0) /* 0: the spec's default */
         return -1;
+    if (*fld(csv, c[L_WGB]) && !(s->weights_gb > 0))
+        return tide_csv_fail(csv, err, c[L_WGB], TIDE_EINVAL, "must be > 0 GB (leave it empty "
+                             "for the default, 16 x rollout_gpus)");
     if (*fld(csv, c[L_SIGMA]) && get_double(csv, c[L_SIGMA], 0, 0, 4, &s->len_sigma, err) < 0)
         return -1;
     s->seed = (uint64_t)seed;

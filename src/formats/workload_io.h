@@ -173,7 +173,8 @@ typedef struct tide_rl_specs {
  * trainer_gpus, step_s, batch, rollout_gpus, replica_tps, max_staleness,
  * min_replicas, max_replicas. Optional (default): trainer_gang_gpus
  * (min(trainer_gpus, 8)), replica_slots (16), len_sigma (0), sync_s (30),
- * drain_s (120), seed (1). Checks as tide_rl_spec_normalize, unique ids.
+ * drain_s (120), seed (1), weights_gb (16 x rollout_gpus). Checks as
+ * tide_rl_spec_normalize, unique ids.
  * Returns a container the caller owns (free with tide_rl_specs_free), or
  * NULL with err (EINVAL, EEXIST for a duplicate id, ENOENT, EIO). */
 tide_rl_specs_t *tide_rl_specs_read_mem(const char *buf, size_t len, const char *name,

@@ -2,10 +2,13 @@
 #include "sim/rl_sim.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/json.h"
+#include "formats/workload_io.h"
+#include "sim/inject.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -24,6 +27,14 @@ typedef struct rl_obs {
     int lent_gpus;            /* lent GPUs since x->t */
     tide_sim_observe_fn user; /* the caller's observer, called after ours */
     void *user_ctx;
+    /* weight syncs through the world's storage model (with storage:G) */
+    tide_rl_spec_t spec;
+    int ext;
+    struct fly { uint64_t tag; double t0; } *fly; /* syncs in flight */
+    size_t nfly, capfly;
+    double *sync_s;           /* each finished sync's time, asked -> done */
+    size_t nsync, capsync;
+    int pool_next;            /* the pool job the next lent sync is attributed to */
 } rl_obs_t;
 
 /* Active, phase and width of RL job k as the world sees it. */
@@ -53,12 +64,90 @@ static void drains_done(rl_obs_t *x, const tide_sim_step_t *s)
     }
 }
 
+/* ----------------------------------------------------- weight syncs as I/O */
+
+static uint64_t sync_tag(int rep, uint32_t seq) { return (uint64_t)seq << 32 | (uint32_t)rep; }
+
+/* The job whose GPUs a sync goes through (its racks' uplinks): the dedicated
+ * rollout job, or for a lent replica the running pool jobs in turn. */
+static int32_t sync_job(rl_obs_t *x, const tide_sim_step_t *s, int lent)
+{
+    tide_world_job_t wj;
+    if (!lent)
+        return world_job(x, s, TIDE_RL_JOB_ROLLOUT, &wj) ? x->h[TIDE_RL_JOB_ROLLOUT] : -1;
+    int pools = x->jobs->n - TIDE_RL_JOB_POOL;
+    for (int i = 0; i < pools; i++) {
+        int k = TIDE_RL_JOB_POOL + (x->pool_next + i) % pools;
+        if (world_job(x, s, k, &wj)) {
+            x->pool_next = (k - TIDE_RL_JOB_POOL + 1) % pools;
+            return x->h[k];
+        }
+    }
+    return -1;
+}
+
+/* Syncs whose bytes the world moved: the model's replicas are ready then. */
+static void syncs_done(rl_obs_t *x, const tide_sim_step_t *s)
+{
+    uint64_t tags[64];
+    tide_time_t at[64];
+    size_t n;
+    while ((n = tide_world_xfer_finished(s->world, tags, at, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            int rep = (int)(uint32_t)tags[i];
+            uint32_t seq = (uint32_t)(tags[i] >> 32);
+            for (size_t k = 0; k < x->nfly; k++)
+                if (x->fly[k].tag == tags[i]) {
+                    TIDE_PUSH(x->sync_s, x->nsync, x->capsync, (double)at[i] - x->fly[k].t0);
+                    x->fly[k] = x->fly[--x->nfly];
+                    break;
+                }
+            (void)tide_rl_sync_done(x->rl, rep, seq, (double)at[i]);
+        }
+        if (n < 64)
+            break;
+    }
+}
+
+/* Syncs the model dropped (their replica went) stop moving bytes; the ones
+ * it started become transfers through the storage and their racks. */
+static void syncs_begin(rl_obs_t *x, const tide_sim_step_t *s)
+{
+    for (size_t k = 0; k < x->nfly;) {
+        uint64_t tag = x->fly[k].tag;
+        if (tide_rl_sync_waiting(x->rl, (int)(uint32_t)tag, (uint32_t)(tag >> 32))) {
+            k++;
+            continue;
+        }
+        tide_world_xfer_cancel(s->world, s->t, tag);
+        x->fly[k] = x->fly[--x->nfly];
+    }
+    const tide_rl_spec_t *sp = &x->spec;
+    tide_rl_sync_t v[64];
+    size_t n;
+    while ((n = tide_rl_syncs_started(x->rl, v, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t tag = sync_tag(v[i].rep, v[i].seq);
+            tide_time_t since = (tide_time_t)ceil(v[i].t - 1e-9); /* <= s->t */
+            if (tide_world_xfer_begin(s->world, s->t, since, sync_job(x, s, v[i].lent),
+                                      sp->weights_gb, sp->sync_s, tag))
+                TIDE_PUSH(x->fly, x->nfly, x->capfly, ((struct fly){tag, v[i].t}));
+            else /* no storage model after all: the declared time */
+                (void)tide_rl_sync_done(x->rl, v[i].rep, v[i].seq, v[i].t + (double)sp->sync_s);
+        }
+        if (n < 64)
+            break;
+    }
+}
+
 /* After every engine step: give the model the capacity the jobs hold. */
 static void observe(void *ctx, const tide_sim_step_t *s)
 {
     rl_obs_t *x = ctx;
     tide_world_job_t tr, ro, po;
     tide_rl_capacity_t cap = {0};
+    if (x->ext)
+        syncs_done(x, s);
     if (world_job(x, s, TIDE_RL_JOB_TRAINER, &tr)) {
         cap.trainer_held = 1;
         cap.trainer = tr.phase == TIDE_PHASE_TRAINING;
@@ -75,6 +164,12 @@ static void observe(void *ctx, const tide_sim_step_t *s)
     }
     if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
         x->failed = 1;
+    if (x->ext) {
+        syncs_begin(x, s);
+        double end = tide_rl_next_step_end(x->rl); /* its syncs start then */
+        if (s->wake && end < 9.0e18)
+            *s->wake = TIDE_MIN(*s->wake, (tide_time_t)ceil(end - 1e-6));
+    }
     drains_done(x, s);
     if (s->t > x->t) /* steps are at most a tick apart: bucket by the start */
         x->hour_gpu_s[x->t % 86400 / 3600] += (double)(s->t - x->t) * x->lent_gpus;
@@ -109,6 +204,26 @@ static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_r
     double days = (double)(x->t - rl->submit_s) / 86400.0;
     for (int h = 0; h < 24; h++)
         r->lent_gpus_by_hour[h] = days > 0 ? x->hour_gpu_s[h] / 3600.0 / days : 0;
+    r->syncs_io = x->ext;
+    r->syncs = x->nsync;
+    r->sync_p50 = tide_quantile(x->sync_s, x->nsync, 0.5);
+    r->sync_p99 = tide_quantile(x->sync_s, x->nsync, 0.99);
+}
+
+/* Checkpoint sizes for the storage model (o->jobs = the RL jobs, then the
+ * background jobs): the trainer writes its state; a rollout job's
+ * "checkpoint" is a drain and writes nothing; background jobs as given.
+ * Caller frees. */
+static double *ckpt_sizes(const tide_sim_opts_t *base, const tide_rl_jobs_t *jobs)
+{
+    size_t n = base->n_jobs + (size_t)jobs->n;
+    double *gb = tide_xmalloc(n * sizeof *gb);
+    for (int k = 0; k < jobs->n; k++)
+        gb[k] = k == TIDE_RL_JOB_TRAINER ? TIDE_IO_CKPT_GB_PER_GPU * jobs->v[k].gpus : 0;
+    for (size_t i = 0; i < base->n_jobs; i++)
+        gb[(size_t)jobs->n + i] = base->job_ckpt_gb ? base->job_ckpt_gb[i]
+                                                    : TIDE_IO_CKPT_GB_PER_GPU * base->jobs[i].gpus;
+    return gb;
 }
 
 /* One variant: the RL jobs added to the background jobs, one sim run. */
@@ -141,9 +256,15 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     o.out_dir = dir;
     o.table = NULL;
     rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t))};
+    x.ext = base->inject && tide_inject_storage_gbps(base->inject) > 0;
+    double *gb = x.ext ? ckpt_sizes(base, &jobs) : NULL;
+    o.job_ckpt_gb = gb;
     for (int k = 0; k < jobs.n; k++)
         x.h[k] = -1;
     x.rl = tide_rl_create(rl, rl->submit_s, err);
+    x.spec = *rl;
+    if (x.rl && x.ext)
+        tide_rl_set_external_sync(x.rl, 1);
     x.user = base->observe;
     x.user_ctx = base->observe_ctx;
     o.observe = observe;
@@ -159,6 +280,9 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
         fill_result(res, &x, rl, &jobs, v);
     }
     tide_rl_destroy(x.rl);
+    free(x.fly);
+    free(x.sync_s);
+    free(gb);
     free(x.h);
     free(all);
     tide_rl_jobs_free(&jobs);
@@ -197,8 +321,15 @@ static int write_outputs(const char *dir, const tide_sim_rl_result_t *r, tide_er
 {
     char path[4096];
     json_t *arr = json_array();
-    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++)
-        json_array_append_new(arr, result_json(&r[v]));
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
+        json_t *x = result_json(&r[v]);
+        if (r[v].syncs_io) { /* weight syncs through the storage model */
+            tide_json_set(x, "syncs", json_integer((json_int_t)r[v].syncs));
+            tide_json_set(x, "sync_p50_s", tide_json_round(r[v].sync_p50, 2));
+            tide_json_set(x, "sync_p99_s", tide_json_round(r[v].sync_p99, 2));
+        }
+        json_array_append_new(arr, x);
+    }
     snprintf(path, sizeof path, "%s/rl.json", dir);
     int rc = json_dump_file(arr, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(arr);
@@ -239,6 +370,10 @@ static void print_table(FILE *f, const tide_sim_rl_result_t *r)
                 100 * x->served_frac, x->st.max_accepted_staleness, x->max_staleness,
                 x->st.dropped_stale, x->st.drains);
     }
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++)
+        if (r[v].syncs_io)
+            fprintf(f, "weight syncs (storage): %s: %zu, P50 %.1f s, P99 %.1f s\n",
+                    r[v].variant, r[v].syncs, r[v].sync_p50, r[v].sync_p99);
 }
 
 int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE *table,

@@ -27,6 +27,9 @@ typedef struct tide_sim_rl_result {
     int max_staleness;           /* the spec's bound */
     int dedicated_gpus;          /* trainer + dedicated rollout GPUs */
     double lent_gpus_by_hour[24]; /* mean lent rollout GPUs in each hour of the day */
+    int syncs_io;                /* 1: weight syncs went through the storage model */
+    size_t syncs;                /* then: syncs done, and their times (asked -> done, s) */
+    double sync_p50, sync_p99;
 } tide_sim_rl_result_t;
 
 /* Run the three variants of RL job rl (normalized) with the workload of

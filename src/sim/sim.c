@@ -290,6 +290,7 @@ typedef struct tabrow {
     int jobs_done, preemptions, reclaims, late, expired;
     double breach_h;
     char note[256];              /* printed under the table ("" = none) */
+    char io[320];                /* the storage line under the table ("" = none) */
 } tabrow_t;
 
 /* Fault counters of one policy (summary.json policies.<name>.faults). */
@@ -334,6 +335,7 @@ typedef struct run {
     failed_node_t *failed;
     size_t nfailed, capfailed;
     int down;                    /* tide is down: no steps, events are held */
+    tide_time_t obs_wake;        /* the observer wants a step then (TIDE_TIME_NEVER: no) */
     tide_time_t down_at;
     snap_t down_snap;            /* the engine's figures when it went down */
     double down_lost_gpu_s;
@@ -542,9 +544,12 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
         return tide_err_prefix(err, "policy %s: model pipeline at t=%lld: ", r->policy,
                                (long long)t);
     if (r->o->observe) {
+        tide_time_t wake = TIDE_TIME_NEVER;
         tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w, .world = r->w,
-                              .events = r->ev, .n_events = r->nev, .acts = &r->acts};
+                              .events = r->ev, .n_events = r->nev, .acts = &r->acts,
+                              .wake = &wake};
         r->o->observe(r->o->observe_ctx, &si);
+        r->obs_wake = wake;
     }
     return 0;
 }
@@ -1400,6 +1405,8 @@ static int replay(run_t *r, tide_error_t *err)
             next = TIDE_MIN(next, r->sched->v[r->fi].t);
         if (!r->down && r->acts.next_wake > t)
             next = TIDE_MIN(next, r->acts.next_wake);
+        if (!r->down && r->obs_wake > t)
+            next = TIDE_MIN(next, r->obs_wake);
         if (!r->down && r->ps)
             next = TIDE_MIN(next, tide_pipesim_next(r->ps, t));
         if (next <= t)
@@ -1551,7 +1558,7 @@ static double samples_p99(const tide_engine_t *e, int which)
 static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, json_t *so)
 {
     static const char *const keys[TIDE_XFER_KIND_COUNT] = {
-        "weight_load", "ckpt_asked", "ckpt_periodic", "ckpt_stagger_delay"};
+        "weight_load", "ckpt_asked", "ckpt_periodic", "ckpt_stagger_delay", "weight_sync"};
     tide_json_set(so, "bulk_qos", tide_json_real(r->o->bulk_qos));
     tide_json_set(so, "peak_rate_gbps", tide_json_real(ws->rate_peak_gbps));
     tide_json_set(so, "peak_ckpt_rate_gbps", tide_json_real(ws->ckpt_rate_peak_gbps));
@@ -1561,6 +1568,8 @@ static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, jso
     for (int k = 0; k < TIDE_XFER_KIND_COUNT; k++) {
         size_t n;
         double p99 = tide_world_xfer_quantile(r->w, k, 0.99, &n);
+        if (k == TIDE_XFER_SYNC && n == 0)
+            continue; /* RL weight syncs (docs/rl.md): there with --rl only */
         json_t *x = json_object();
         tide_json_set(x, "n", json_integer((json_int_t)n));
         tide_json_set(x, "p50_s", tide_json_real(tide_world_xfer_quantile(r->w, k, 0.5, NULL)));
@@ -1568,6 +1577,82 @@ static void storage_qos_json(const run_t *r, const tide_world_storage_t *ws, jso
         tide_json_set(t, keys[k], x);
     }
     tide_json_set(so, "transfer_times", t);
+}
+
+/* The figures of a bandwidth budget (the storage, a rack's uplink) into x. */
+static void bandwidth_json(const run_t *r, const tide_world_storage_t *b, json_t *x)
+{
+    tide_json_set(x, "gbps", tide_json_real(b->gbps));
+    tide_json_set(x, "peak_demand_gbps", tide_json_real(b->peak_gbps));
+    tide_json_set(x, "mean_demand_gbps", tide_json_real(ratio(b->demand_gb, (double)r->horizon)));
+    tide_json_set(x, "saturated_s", tide_json_real(b->saturated_s));
+    tide_json_set(x, "transfers", json_integer(b->transfers));
+    tide_json_set(x, "moved_gb", tide_json_real(b->moved_gb));
+}
+
+/* summary.json faults.storage.uplinks: one object per rack with an uplink
+ * (none: the key is left out), and the busiest rack's figures. */
+static void uplinks_json(const run_t *r, json_t *so)
+{
+    json_t *arr = json_array();
+    tide_world_storage_t u, top = {0};
+    int busiest = -1;
+    for (int k = 0, nr = tide_cluster_racks(r->o->cluster); k < nr; k++) {
+        if (tide_world_uplink(r->w, r->horizon, k, &u) != 0 || u.gbps <= 0)
+            continue;
+        json_t *x = json_object();
+        tide_json_set(x, "rack", json_integer(k));
+        bandwidth_json(r, &u, x);
+        tide_json_set(x, "peak_rate_gbps", tide_json_real(u.rate_peak_gbps));
+        tide_json_set(x, "peak_ckpt_rate_gbps", tide_json_real(u.ckpt_rate_peak_gbps));
+        json_array_append_new(arr, x);
+        if (busiest < 0 || u.saturated_s > top.saturated_s ||
+            (u.saturated_s == top.saturated_s && u.peak_gbps > top.peak_gbps)) {
+            busiest = k;
+            top = u;
+        }
+    }
+    if (busiest < 0) {
+        json_decref(arr);
+        return;
+    }
+    tide_json_set(so, "uplinks", arr);
+    json_t *b = json_object();
+    tide_json_set(b, "rack", json_integer(busiest));
+    tide_json_set(b, "peak_demand_ratio", tide_json_real(ratio(top.peak_gbps, top.gbps)));
+    tide_json_set(b, "saturated_s", tide_json_real(top.saturated_s));
+    tide_json_set(so, "busiest_uplink", b);
+}
+
+/* The table's storage line: demand against the storage, the tail times,
+ * the busiest uplink (with uplinks). Empty without the storage model. */
+static void storage_line(const run_t *r, tabrow_t *tab)
+{
+    if (!r->o->inject || !(tide_inject_storage_gbps(r->o->inject) > 0))
+        return;
+    tide_world_storage_t ws, u, top = {0};
+    tide_world_storage(r->w, r->horizon, &ws);
+    int len = snprintf(tab->io, sizeof tab->io,
+                       "peak %.1f GB/s of %.1f, saturated %.0f s; P99 weight load %.0f s, "
+                       "checkpoint %.0f s (asked) / %.0f s (periodic)",
+                       ws.peak_gbps, ws.gbps, ws.saturated_s,
+                       tide_world_xfer_quantile(r->w, TIDE_XFER_LOAD, 0.99, NULL),
+                       tide_world_xfer_quantile(r->w, TIDE_XFER_CKPT_ASKED, 0.99, NULL),
+                       tide_world_xfer_quantile(r->w, TIDE_XFER_CKPT_PERIODIC, 0.99, NULL));
+    int busiest = -1, racks = 0;
+    for (int k = 0, nr = tide_cluster_racks(r->o->cluster); k < nr; k++) {
+        if (tide_world_uplink(r->w, r->horizon, k, &u) != 0 || u.gbps <= 0)
+            continue;
+        racks++;
+        if (busiest < 0 || u.saturated_s > top.saturated_s) {
+            busiest = k;
+            top = u;
+        }
+    }
+    if (busiest >= 0 && len > 0 && (size_t)len < sizeof tab->io)
+        snprintf(tab->io + len, sizeof tab->io - (size_t)len,
+                 "; %d uplinks, busiest rack %d: peak %.1f GB/s of %.1f, saturated %.0f s", racks,
+                 busiest, top.peak_gbps, top.gbps, top.saturated_s);
 }
 
 static json_t *faults_json(const run_t *r)
@@ -1592,16 +1677,11 @@ static json_t *faults_json(const run_t *r)
         tide_world_storage_t ws;
         tide_world_storage(r->w, r->horizon, &ws);
         json_t *so = json_object();
-        tide_json_set(so, "gbps", tide_json_real(ws.gbps));
-        tide_json_set(so, "peak_demand_gbps", tide_json_real(ws.peak_gbps));
-        tide_json_set(so, "mean_demand_gbps",
-                      tide_json_real(ratio(ws.demand_gb, (double)r->horizon)));
-        tide_json_set(so, "saturated_s", tide_json_real(ws.saturated_s));
-        tide_json_set(so, "transfers", json_integer(ws.transfers));
-        tide_json_set(so, "moved_gb", tide_json_real(ws.moved_gb));
+        bandwidth_json(r, &ws, so);
         tide_json_set(so, "p99_ckpt_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_CKPT)));
         tide_json_set(so, "p99_warmup_s", tide_json_real(samples_p99(r->e, TIDE_SAMPLE_WARMUP)));
         storage_qos_json(r, &ws, so);
+        uplinks_json(r, so);
         tide_json_set(o, "storage", so);
     }
     return o;
@@ -1814,6 +1894,7 @@ static json_t *policy_json(const run_t *r, double wall, tabrow_t *tab)
     tide_json_set(o, "idle_while_queued_gpu_hours", tide_json_real(st.idle_while_queued_gpu_s / 3600.0));
     if (r->o->inject && r->o->inject->n > 0)
         tide_json_set(o, "faults", faults_json(r));
+    storage_line(r, tab);
     tide_json_set(o, "teams", teams_json(r->e));
     tide_json_set(o, "power", power_json(r, &st));
     tide_json_set(o, "events", json_integer(r->rows));
@@ -1956,6 +2037,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     cfg.warm_start = 1; /* a replay starts from a running cluster */
     r->wall0 = now_wall();
     r->fs.floor_share_min = -1;
+    r->obs_wake = TIDE_TIME_NEVER;
     r->e = tide_engine_create(o->cluster, &cfg, err);
     if (!r->e) {
         tide_err_prefix(err, "policy %s: ", r->policy);
@@ -1971,6 +2053,10 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
         if (gbps > 0) {
             tide_world_set_storage(r->w, gbps);
             tide_world_set_qos(r->w, o->bulk_qos);
+            for (int k = 0, nr = tide_cluster_racks(o->cluster); k < nr; k++)
+                tide_world_set_uplink(r->w, k,
+                                      o->uplink_gbps > 0 ? o->uplink_gbps
+                                                         : tide_cluster_rack_uplink(o->cluster, k));
             for (size_t i = 0; i < o->n_services; i++)
                 tide_world_set_service_gb(
                     r->w, (int)i,
@@ -2072,6 +2158,9 @@ static void print_table(FILE *f, const tabrow_t *t, size_t n)
     for (size_t i = 0; i < n; i++)
         if (t[i].ok && t[i].note[0])
             fprintf(f, "note: %s: %s\n", t[i].policy, t[i].note);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].ok && t[i].io[0])
+            fprintf(f, "storage: %s: %s\n", t[i].policy, t[i].io);
 }
 
 /* P99 TTFT and TBT of figures x over those of base (isolated's), as an object. */

@@ -44,6 +44,9 @@ typedef struct tide_sim_step {
     const tide_event_t *events;
     size_t n_events;
     const tide_actions_t *acts;
+    tide_time_t *wake;            /* an observer may lower *wake (TIDE_TIME_NEVER on entry):
+                                     the driver steps again no later than then, if it is
+                                     after t (sim/rl_sim.c: a trainer step's end) */
 } tide_sim_step_t;
 typedef void (*tide_sim_observe_fn)(void *ctx, const tide_sim_step_t *s);
 
@@ -83,6 +86,9 @@ typedef struct tide_sim_opts {
                                             (NULL = all defaults; world/latency.h) */
     double bulk_qos;                     /* bulk-traffic QoS share (tide_world_set_qos;
                                             0 = off; needs the storage fault) */
+    double uplink_gbps;                  /* every rack's uplink in GB/s (tide_world_set_uplink;
+                                            0 = the cluster's uplink_gbps; needs the
+                                            storage fault) */
     tide_sim_observe_fn observe;         /* called after every engine step (NULL = none) */
     void *observe_ctx;
     unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not

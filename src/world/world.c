@@ -32,10 +32,34 @@ enum wkind {
     W_NOTE_EXPIRED,     /* notification: EV_JOB_EXPIRED (the job is gone) */
 };
 
-enum { XF_CKPT = 0, XF_LOAD };
+enum { XF_CKPT = 0, XF_LOAD, XF_EXT /* a driver's (tide_world_xfer_begin) */ };
 /* Priority classes of the QoS (tide_world_set_qos): weight loads, checkpoints
- * the engine asked for (reclaims, preemptions), periodic checkpoints. */
+ * the engine asked for (reclaims, preemptions), periodic checkpoints. Their
+ * values are also the tide_world_xfer_kind_t of their transfer times. */
 enum { XC_LOAD = 0, XC_CKPT_ASKED, XC_CKPT_PERIODIC, XC_COUNT };
+
+/* What a transfer puts on racks with an uplink: rate x frac[i] on rack[i]. */
+typedef struct wspan {
+    int n, cap;
+    int *rack;
+    double *frac;
+} wspan_t;
+
+/* A rack's uplink: its budget, figures and a reshare's scratch. */
+typedef struct wdom {
+    double up; /* GB/s, 0 = unlimited */
+    double dem_now, dem_peak, dem_gb, sat_s, moved_gb, rate_peak, ckpt_rate_peak;
+    long started;
+    int active;
+    double used, ckpt_used; /* scratch: GB/s given (all, checkpoints) */
+    double res, wsum;       /* scratch of fill_domains: room left, live weight */
+} wdom_t;
+
+/* A driver transfer that finished (tide_world_xfer_finished). */
+typedef struct wdone {
+    uint64_t tag;
+    tide_time_t at;
+} wdone_t;
 
 typedef struct wentry {
     tide_time_t t;
@@ -66,6 +90,7 @@ typedef struct wjob {
     int gang;                   /* GPUs of one data-parallel replica */
     /* faults */
     double ckpt_gb;             /* checkpoint size (storage model) */
+    wspan_t span;               /* its GPUs on racks with an uplink */
     int xfer;                   /* 1 + transfer slot of the pending checkpoint, 0 = none */
     tide_time_t ckpt_hold;      /* QoS stagger: no periodic checkpoint before this */
     tide_time_t held_since;     /* QoS stagger: first deferral of the pending one (-1 = none) */
@@ -89,6 +114,8 @@ typedef struct xfer {
     double rate;           /* GB/s now */
     tide_time_t floor_end; /* start + declared time */
     tide_time_t due;       /* time of its pending W_XFER_DONE entry (-1 = none) */
+    wspan_t span;          /* racks with an uplink it goes through (owned) */
+    uint64_t tag;          /* XF_EXT: the driver's tag */
 } xfer_t;
 
 struct tide_world {
@@ -99,7 +126,9 @@ struct tide_world {
     wjob_t *jobs;
     size_t njobs;
     uint32_t *rgen; /* per replica handle */
+    wspan_t *rspan; /* per replica handle: its GPUs on racks with an uplink */
     size_t nrep;
+    const tide_actions_t *cur; /* the actions being applied (their GPU ids) */
     int ctl_down;
     double warm_factor;  /* replica warm-ups take this x warmup_s (0 = 1) */
     /* storage */
@@ -108,16 +137,20 @@ struct tide_world {
     size_t nsvc_gb;
     xfer_t *xf;
     size_t nxf, capxf;
-    int xf_active;
     tide_time_t st_last;       /* integrals are as of this time */
-    double dem_now, dem_peak, dem_gb, sat_s, moved_gb;
-    long xf_started;
+    wdom_t st;                 /* the storage's figures (st.up = gbps) */
     /* bulk-traffic QoS (0 = off) */
     double qos_share;
-    double rate_peak, ckpt_rate_peak; /* allocated GB/s: all, checkpoints */
     long staggered;                   /* periodic checkpoints deferred */
-    double *dur[XC_COUNT + 1];        /* transfer times per class, stagger delays last */
-    size_t ndur[XC_COUNT + 1], capdur[XC_COUNT + 1];
+    double *dur[TIDE_XFER_KIND_COUNT]; /* transfer times by tide_world_xfer_kind_t */
+    size_t ndur[TIDE_XFER_KIND_COUNT], capdur[TIDE_XFER_KIND_COUNT];
+    /* per-domain budgets: rack uplinks (tide_world_set_uplink) */
+    wdom_t *dom;      /* [ndom] racks */
+    int ndom, dom_on; /* dom_on: some rack has an uplink */
+    int *gpu_rack;    /* [ngpu] */
+    int ngpu;
+    wdone_t *done;    /* driver transfers finished, not yet reported */
+    size_t ndone, capdone;
 };
 
 /* ------------------------------------------------------------------ heap */
@@ -193,6 +226,8 @@ static uint32_t *rep_gen(tide_world_t *w, int32_t rep)
             n *= 2;
         w->rgen = tide_xrealloc(w->rgen, n * sizeof *w->rgen);
         memset(w->rgen + w->nrep, 0, (n - w->nrep) * sizeof *w->rgen);
+        w->rspan = tide_xrealloc(w->rspan, n * sizeof *w->rspan);
+        memset(w->rspan + w->nrep, 0, (n - w->nrep) * sizeof *w->rspan);
         w->nrep = n;
     }
     return &w->rgen[rep];
@@ -220,6 +255,93 @@ static void job_advance(wjob_t *j, tide_time_t now)
 
 #define SAT_EPS 1e-9
 
+/* ------------------------------------------------------------------ spans */
+
+static void span_free(wspan_t *sp)
+{
+    free(sp->rack);
+    free(sp->frac);
+    memset(sp, 0, sizeof *sp);
+}
+
+/* Entry of rack r in sp (appended with frac 0 when absent). */
+static int span_slot(wspan_t *sp, int r)
+{
+    for (int i = 0; i < sp->n; i++)
+        if (sp->rack[i] == r)
+            return i;
+    if (sp->n == sp->cap) {
+        sp->cap = sp->cap ? 2 * sp->cap : 4;
+        sp->rack = tide_xrealloc(sp->rack, (size_t)sp->cap * sizeof *sp->rack);
+        sp->frac = tide_xrealloc(sp->frac, (size_t)sp->cap * sizeof *sp->frac);
+    }
+    sp->rack[sp->n] = r;
+    sp->frac[sp->n] = 0;
+    return sp->n++;
+}
+
+static void span_copy(wspan_t *dst, const wspan_t *src)
+{
+    dst->n = 0;
+    for (int i = 0; src && i < src->n; i++) {
+        int k = span_slot(dst, src->rack[i]); /* may move dst->frac */
+        dst->frac[k] = src->frac[i];
+    }
+}
+
+/* Share of sp on rack r (0 when it does not go through r). */
+static double span_frac(const wspan_t *sp, int r)
+{
+    for (int i = 0; i < sp->n; i++)
+        if (sp->rack[i] == r)
+            return sp->frac[i];
+    return 0;
+}
+
+/* sp becomes the span of the GPUs of action a: per rack with an uplink, its
+ * GPUs there over all its GPUs (empty without uplinks). */
+static void span_set(tide_world_t *w, wspan_t *sp, const tide_action_t *a)
+{
+    sp->n = 0;
+    if (!w->dom_on || !w->cur || a->n_gpus <= 0 || a->gpu_off + (size_t)a->n_gpus > w->cur->ngpus)
+        return;
+    const int32_t *g = w->cur->gpus + a->gpu_off;
+    for (int i = 0; i < a->n_gpus; i++) {
+        int r = g[i] >= 0 && g[i] < w->ngpu ? w->gpu_rack[g[i]] : -1;
+        if (r >= 0 && w->dom[r].up > 0) {
+            int k = span_slot(sp, r); /* may move sp->frac */
+            sp->frac[k] += 1.0 / a->n_gpus;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- sharing */
+
+/* Extend d's demand integrals by dt seconds at its current demand. */
+static void dom_integrate(wdom_t *d, double dt)
+{
+    d->dem_gb += d->dem_now * dt;
+    if (d->dem_now > d->up * (1 + SAT_EPS))
+        d->sat_s += dt;
+}
+
+/* d's figures up to dt seconds after the last change (integrals extended). */
+static void dom_figures(const wdom_t *d, double dt, tide_world_storage_t *out)
+{
+    wdom_t x = *d;
+    dom_integrate(&x, dt);
+    out->gbps = x.up;
+    out->demand_gbps = x.dem_now;
+    out->peak_gbps = x.dem_peak;
+    out->demand_gb = x.dem_gb;
+    out->saturated_s = x.sat_s;
+    out->moved_gb = x.moved_gb;
+    out->transfers = x.started;
+    out->active = x.active;
+    out->rate_peak_gbps = x.rate_peak;
+    out->ckpt_rate_peak_gbps = x.ckpt_rate_peak;
+}
+
 /* Bring the transfers' remaining bytes and the demand integrals up to now. */
 static void storage_advance(tide_world_t *w, tide_time_t now)
 {
@@ -234,9 +356,9 @@ static void storage_advance(tide_world_t *w, tide_time_t now)
         if (x->rem < 0)
             x->rem = 0;
     }
-    w->dem_gb += w->dem_now * dt;
-    if (w->dem_now > w->gbps * (1 + SAT_EPS))
-        w->sat_s += dt;
+    dom_integrate(&w->st, dt);
+    for (int r = 0; w->dom_on && r < w->ndom; r++)
+        dom_integrate(&w->dom[r], dt);
     w->st_last = now;
 }
 
@@ -264,58 +386,143 @@ static double water_fill(xfer_t **x, size_t n, double left)
     return given;
 }
 
-/* The bandwidth a class may use given what the classes before it took:
- * without QoS everything is one class; with it periodic checkpoints get at
- * most what the asked ones leave of qos_share of the bandwidth. */
-static double class_room(const tide_world_t *w, int cls, double used, double ckpt_used)
+/* The part of a budget of gbps a class may use given what the classes
+ * before it took (used; ckpt_used of it by checkpoints): without QoS
+ * everything is one class; with it periodic checkpoints get at most what the
+ * asked ones leave of qos_share of the budget. */
+static double bw_room(const tide_world_t *w, double gbps, int cls, double used, double ckpt_used)
 {
-    double left = w->gbps - used;
+    double left = gbps - used;
     if (w->qos_share > 0 && cls == XC_CKPT_PERIODIC) {
-        double budget = w->qos_share * w->gbps - ckpt_used;
+        double budget = w->qos_share * gbps - ckpt_used;
         left = budget < left ? budget : left;
     }
     return left > 0 ? left : 0;
 }
 
-/* Share the bandwidth among the active transfers (strict priority by class
- * with QoS, one class without) and move each transfer's completion entry
- * where it now falls. */
-static void storage_reshare(tide_world_t *w, tide_time_t now)
+/* Does transfer x stop rising: at its cap, or a constraint it uses is full? */
+static int fill_stops(const tide_world_t *w, const xfer_t *x, int full)
+{
+    if (full || x->rate >= x->cap * (1 - SAT_EPS))
+        return 1;
+    for (int s = 0; s < x->span.n; s++) {
+        const wdom_t *d = &w->dom[x->span.rack[s]];
+        if (d->res <= d->up * SAT_EPS)
+            return 1;
+    }
+    return 0;
+}
+
+/* Progressive filling of the k transfers of x over `room` GB/s of the
+ * storage and what the class may use of their racks' uplinks: every live
+ * rate rises by the same amount until a transfer reaches its cap or a
+ * constraint is full, which stops the transfers it holds; again until none
+ * is live (max-min fair over all constraints). Returns the GB/s given. */
+static double fill_domains(tide_world_t *w, xfer_t **x, size_t k, int cls, double room)
+{
+    unsigned char *live = tide_xmalloc(k ? k : 1);
+    double given = 0, full_at = w->gbps * SAT_EPS;
+    for (size_t i = 0; i < k; i++) {
+        x[i]->rate = 0;
+        live[i] = x[i]->cap > 0;
+        for (int s = 0; s < x[i]->span.n; s++) {
+            wdom_t *d = &w->dom[x[i]->span.rack[s]];
+            d->res = bw_room(w, d->up, cls, d->used, d->ckpt_used);
+        }
+    }
+    for (;;) {
+        size_t na = 0;
+        for (size_t i = 0; i < k; i++)
+            for (int s = 0; s < x[i]->span.n; s++)
+                w->dom[x[i]->span.rack[s]].wsum = 0;
+        for (size_t i = 0; i < k; i++)
+            for (int s = 0; live[i] && s < x[i]->span.n; s++)
+                w->dom[x[i]->span.rack[s]].wsum += x[i]->span.frac[s];
+        double d = INFINITY;
+        for (size_t i = 0; i < k; i++) {
+            if (!live[i])
+                continue;
+            na++;
+            d = fmin(d, x[i]->cap - x[i]->rate);
+            for (int s = 0; s < x[i]->span.n; s++) {
+                const wdom_t *dm = &w->dom[x[i]->span.rack[s]];
+                d = fmin(d, dm->res / dm->wsum);
+            }
+        }
+        if (na == 0)
+            break;
+        d = fmin(d, room / (double)na);
+        d = d > 0 ? d : 0;
+        room -= d * (double)na;
+        given += d * (double)na;
+        for (size_t i = 0; i < k; i++) {
+            if (!live[i])
+                continue;
+            x[i]->rate += d;
+            for (int s = 0; s < x[i]->span.n; s++)
+                w->dom[x[i]->span.rack[s]].res -= d * x[i]->span.frac[s];
+        }
+        size_t stopped = 0;
+        for (size_t i = 0; i < k; i++)
+            if (live[i] && fill_stops(w, x[i], room <= full_at)) {
+                live[i] = 0;
+                stopped++;
+            }
+        if (!stopped)
+            break; /* rounding: nothing reached a limit exactly; what is given stands */
+    }
+    free(live);
+    return given;
+}
+
+/* The demand now, on the storage and on every rack; its peaks. Returns the
+ * number of active transfers. */
+static size_t storage_demand(tide_world_t *w)
 {
     size_t n = 0;
     double dem = 0;
-    for (size_t i = 0; i < w->nxf; i++)
-        if (w->xf[i].used) {
-            n++;
-            dem += isfinite(w->xf[i].cap) ? w->xf[i].cap : w->gbps;
-        }
-    w->dem_now = dem;
-    if (dem > w->dem_peak)
-        w->dem_peak = dem;
-    w->xf_active = (int)n;
-    if (n == 0)
-        return;
-    xfer_t **v = tide_xmalloc(n * sizeof *v);
-    double used = 0, ckpt_used = 0;
-    for (int cls = 0; cls < XC_COUNT; cls++) {
-        size_t k = 0;
-        for (size_t i = 0; i < w->nxf; i++)
-            if (w->xf[i].used && (w->qos_share <= 0 || w->xf[i].cls == cls))
-                v[k++] = &w->xf[i];
-        double given = water_fill(v, k, class_room(w, cls, used, ckpt_used));
-        used += given;
-        if (cls != XC_LOAD)
-            ckpt_used += given;
-        if (w->qos_share <= 0)
-            break; /* one class: all done */
+    for (int r = 0; w->dom_on && r < w->ndom; r++) {
+        w->dom[r].dem_now = 0;
+        w->dom[r].active = 0;
+        w->dom[r].used = w->dom[r].ckpt_used = 0;
     }
-    free(v);
-    double ck = 0;
-    for (size_t i = 0; i < w->nxf; i++)
-        if (w->xf[i].used && w->xf[i].kind == XF_CKPT)
-            ck += w->xf[i].rate;
-    w->rate_peak = TIDE_MAX(w->rate_peak, used);
-    w->ckpt_rate_peak = TIDE_MAX(w->ckpt_rate_peak, ck);
+    for (size_t i = 0; i < w->nxf; i++) {
+        const xfer_t *x = &w->xf[i];
+        if (!x->used)
+            continue;
+        n++;
+        dem += isfinite(x->cap) ? x->cap : w->gbps;
+        for (int s = 0; s < x->span.n; s++) {
+            wdom_t *d = &w->dom[x->span.rack[s]];
+            d->dem_now += x->span.frac[s] * (isfinite(x->cap) ? x->cap : d->up);
+            d->active++;
+        }
+    }
+    w->st.dem_now = dem;
+    if (dem > w->st.dem_peak)
+        w->st.dem_peak = dem;
+    for (int r = 0; w->dom_on && r < w->ndom; r++)
+        w->dom[r].dem_peak = TIDE_MAX(w->dom[r].dem_peak, w->dom[r].dem_now);
+    w->st.active = (int)n;
+    return n;
+}
+
+/* Charge the rates of the k transfers of x to their racks. */
+static void dom_charge(tide_world_t *w, xfer_t *const *x, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        for (int s = 0; s < x[i]->span.n; s++) {
+            wdom_t *d = &w->dom[x[i]->span.rack[s]];
+            double r = x[i]->rate * x[i]->span.frac[s];
+            d->used += r;
+            if (x[i]->kind == XF_CKPT)
+                d->ckpt_used += r;
+        }
+}
+
+/* Move each transfer's completion entry where it now falls. */
+static void storage_reschedule(tide_world_t *w, tide_time_t now)
+{
     for (size_t i = 0; i < w->nxf; i++) {
         xfer_t *x = &w->xf[i];
         if (!x->used)
@@ -339,9 +546,50 @@ static void storage_reshare(tide_world_t *w, tide_time_t now)
     }
 }
 
-/* Start a transfer of gb GB that should take declared seconds. Returns 1 + slot. */
-static int xfer_start(tide_world_t *w, tide_time_t now, int cls, int32_t id, int32_t aux,
-                      uint32_t owner, double gb, tide_time_t declared)
+/* Share the bandwidth among the active transfers (strict priority by class
+ * with QoS, one class without; over the storage alone, or over the storage
+ * and the rack uplinks) and move their completion entries. */
+static void storage_reshare(tide_world_t *w, tide_time_t now)
+{
+    size_t n = storage_demand(w);
+    if (n == 0)
+        return;
+    xfer_t **v = tide_xmalloc(n * sizeof *v);
+    double used = 0, ckpt_used = 0;
+    for (int cls = 0; cls < XC_COUNT; cls++) {
+        size_t k = 0;
+        for (size_t i = 0; i < w->nxf; i++)
+            if (w->xf[i].used && (w->qos_share <= 0 || w->xf[i].cls == cls))
+                v[k++] = &w->xf[i];
+        double room = bw_room(w, w->gbps, cls, used, ckpt_used);
+        double given = w->dom_on ? fill_domains(w, v, k, cls, room) : water_fill(v, k, room);
+        used += given;
+        if (cls != XC_LOAD)
+            ckpt_used += given;
+        if (w->dom_on)
+            dom_charge(w, v, k);
+        if (w->qos_share <= 0)
+            break; /* one class: all done */
+    }
+    free(v);
+    double ck = 0;
+    for (size_t i = 0; i < w->nxf; i++)
+        if (w->xf[i].used && w->xf[i].kind == XF_CKPT)
+            ck += w->xf[i].rate;
+    w->st.rate_peak = TIDE_MAX(w->st.rate_peak, used);
+    w->st.ckpt_rate_peak = TIDE_MAX(w->st.ckpt_rate_peak, ck);
+    for (int r = 0; w->dom_on && r < w->ndom; r++) {
+        wdom_t *d = &w->dom[r];
+        d->rate_peak = TIDE_MAX(d->rate_peak, d->used);
+        d->ckpt_rate_peak = TIDE_MAX(d->ckpt_rate_peak, d->ckpt_used);
+    }
+    storage_reschedule(w, now);
+}
+
+/* A new transfer of gb GB that should take declared seconds, through the
+ * racks of sp (NULL: none); the caller reshares. Returns its slot. */
+static size_t xfer_new(tide_world_t *w, tide_time_t now, int cls, int32_t id, int32_t aux,
+                       uint32_t owner, double gb, tide_time_t declared, const wspan_t *sp)
 {
     storage_advance(w, now);
     size_t i;
@@ -355,12 +603,24 @@ static int xfer_start(tide_world_t *w, tide_time_t now, int cls, int32_t id, int
     }
     xfer_t *x = &w->xf[i];
     uint32_t gen = x->gen + 1;
+    wspan_t span = x->span; /* keep its arrays */
     *x = (xfer_t){.used = 1, .kind = cls == XC_LOAD ? XF_LOAD : XF_CKPT, .cls = cls,
                   .start = now, .id = id, .aux = aux, .owner = owner, .gen = gen,
                   .total = gb, .rem = gb,
                   .cap = declared > 0 ? gb / (double)declared : INFINITY,
-                  .floor_end = now + (declared > 0 ? declared : 0), .due = -1};
-    w->xf_started++;
+                  .floor_end = now + (declared > 0 ? declared : 0), .due = -1, .span = span};
+    span_copy(&x->span, sp);
+    for (int s = 0; s < x->span.n; s++)
+        w->dom[x->span.rack[s]].started++;
+    w->st.started++;
+    return i;
+}
+
+/* Start a transfer (xfer_new) and reshare. Returns 1 + slot. */
+static int xfer_start(tide_world_t *w, tide_time_t now, int cls, int32_t id, int32_t aux,
+                      uint32_t owner, double gb, tide_time_t declared, const wspan_t *sp)
+{
+    size_t i = xfer_new(w, now, cls, id, aux, owner, gb, declared, sp);
     storage_reshare(w, now);
     return (int)i + 1;
 }
@@ -370,9 +630,13 @@ static void xfer_end(tide_world_t *w, tide_time_t now, size_t i, int done)
 {
     storage_advance(w, now);
     xfer_t *x = &w->xf[i];
-    if (done)
-        w->moved_gb += x->total;
+    if (done) {
+        w->st.moved_gb += x->total;
+        for (int s = 0; s < x->span.n; s++)
+            w->dom[x->span.rack[s]].moved_gb += x->span.frac[s] * x->total;
+    }
     x->used = 0;
+    x->span.n = 0;
     x->gen++;
     storage_reshare(w, now);
 }
@@ -387,10 +651,10 @@ static void xfer_cancel_replica(tide_world_t *w, tide_time_t now, int32_t rep)
         }
 }
 
-/* Record a transfer time of class cls (XC_COUNT: a stagger delay). */
-static void dur_add(tide_world_t *w, int cls, double s)
+/* Record a transfer time of kind k (tide_world_xfer_kind_t). */
+static void dur_add(tide_world_t *w, int k, double s)
 {
-    TIDE_PUSH(w->dur[cls], w->ndur[cls], w->capdur[cls], s);
+    TIDE_PUSH(w->dur[k], w->ndur[k], w->capdur[k], s);
 }
 
 /* Drop the job's pending timers and schedule the next one from its state. */
@@ -453,17 +717,38 @@ static void ckpt_begin(tide_world_t *w, int32_t id, wjob_t *j, tide_time_t t, in
     j->ckpt_value = j->progress;
     j->phase_end = t + j->ckpt_s;
     if (j->held_since >= 0) /* a staggered periodic checkpoint (or overtaken by an asked one) */
-        dur_add(w, XC_COUNT, (double)(t - j->held_since));
+        dur_add(w, TIDE_XFER_STAGGER, (double)(t - j->held_since));
     j->held_since = -1;
     j->ckpt_hold = 0;
     if (w->gbps > 0 && j->ckpt_gb > 0)
-        j->xfer = xfer_start(w, t, cls, id, -1, j->run, j->ckpt_gb, j->ckpt_s);
+        j->xfer = xfer_start(w, t, cls, id, -1, j->run, j->ckpt_gb, j->ckpt_s, &j->span);
+}
+
+/* QoS stagger on the racks: does job j's checkpoint (cap GB/s, INFINITY =
+ * none) fit in what the writing ones leave of share x each of its racks'
+ * uplinks (or is nothing writing there)? */
+static int ckpt_fits_racks(const tide_world_t *w, const wjob_t *j, double cap)
+{
+    for (int s = 0; s < j->span.n; s++) {
+        int r = j->span.rack[s];
+        const wdom_t *d = &w->dom[r];
+        double dem = 0;
+        for (size_t i = 0; i < w->nxf; i++) {
+            const xfer_t *x = &w->xf[i];
+            if (x->used && x->kind == XF_CKPT)
+                dem += span_frac(&x->span, r) * (isfinite(x->cap) ? x->cap : d->up);
+        }
+        double mine = j->span.frac[s] * (isfinite(cap) ? cap : d->up);
+        if (dem > 0 && dem + mine > w->qos_share * d->up * (1 + SAT_EPS))
+            return 0;
+    }
+    return 1;
 }
 
 /* QoS stagger: may job j start a periodic checkpoint at now? It may when no
  * checkpoint is writing or when its cap fits in what the writing ones leave
- * of the checkpoint budget. Otherwise *retry gets the earliest time one of
- * them is due to end. */
+ * of the checkpoint budget (of the storage and of its racks' uplinks).
+ * Otherwise *retry gets the earliest time one of them is due to end. */
 static int ckpt_fits(const tide_world_t *w, const wjob_t *j, tide_time_t now, tide_time_t *retry)
 {
     if (w->qos_share <= 0 || w->gbps <= 0 || j->ckpt_gb <= 0)
@@ -482,7 +767,8 @@ static int ckpt_fits(const tide_world_t *w, const wjob_t *j, tide_time_t now, ti
             first = end;
     }
     double cap = j->ckpt_s > 0 ? j->ckpt_gb / (double)j->ckpt_s : w->gbps;
-    if (!writing || dem + cap <= budget * (1 + SAT_EPS))
+    if (!writing || (dem + cap <= budget * (1 + SAT_EPS) &&
+                     ckpt_fits_racks(w, j, j->ckpt_s > 0 ? cap : INFINITY)))
         return 1;
     if (first == TIDE_TIME_NEVER) /* the writing ones wait for loads: try a while later */
         first = now + TIDE_MAX(j->ckpt_s, 1);
@@ -550,6 +836,7 @@ static void act_job_start(tide_world_t *w, tide_time_t now, const tide_action_t 
     j->gang = info.spec->gang_gpus;
     j->W = info.dp_max > 0 ? info.dp_max : 1;
     j->width = a->width;
+    span_set(w, &j->span, a);
     j->speed = 1.0;
     j->progress = j->committed;
     j->t_last = now;
@@ -614,6 +901,7 @@ static void act_job_resize(tide_world_t *w, tide_time_t now, const tide_action_t
         return;
     job_advance(j, now);
     j->width = a->width;
+    span_set(w, &j->span, a);
     job_schedule(w, a->job, j);
 }
 
@@ -653,7 +941,9 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
     if (w->warm_factor > 0)
         warm = (tide_time_t)ceil((double)warm * w->warm_factor);
     if (gb > 0) { /* ready when the weights are loaded and warmup_s has passed */
-        xfer_start(w, now, XC_LOAD, a->replica, a->service, *g, gb, warm);
+        wspan_t *sp = &w->rspan[a->replica];
+        span_set(w, sp, a);
+        xfer_start(w, now, XC_LOAD, a->replica, a->service, *g, gb, warm, sp);
         return;
     }
     heap_push(w, (wentry_t){.t = now + warm, .kind = W_REPLICA_READY,
@@ -752,7 +1042,11 @@ static void xfer_done(tide_world_t *w, const wentry_t *x)
     xfer_t xf = w->xf[i];
     xfer_end(w, x->t, i, 1);
     tide_time_t at = TIDE_MAX(xf.floor_end, x->t);
-    dur_add(w, xf.cls, (double)(at - xf.start));
+    dur_add(w, xf.kind == XF_EXT ? TIDE_XFER_SYNC : xf.cls, (double)(at - xf.start));
+    if (xf.kind == XF_EXT) {
+        TIDE_PUSH(w->done, w->ndone, w->capdone, ((wdone_t){.tag = xf.tag, .at = at}));
+        return;
+    }
     if (xf.kind == XF_LOAD) {
         if ((size_t)xf.id < w->nrep && w->rgen[xf.id] == xf.owner)
             heap_push(w, (wentry_t){.t = at, .kind = W_REPLICA_READY, .id = xf.id,
@@ -890,23 +1184,35 @@ void tide_world_destroy(tide_world_t *w)
 {
     if (!w)
         return;
+    for (size_t i = 0; i < w->njobs; i++)
+        span_free(&w->jobs[i].span);
+    for (size_t i = 0; i < w->nrep; i++)
+        span_free(&w->rspan[i]);
+    for (size_t i = 0; i < w->nxf; i++)
+        span_free(&w->xf[i].span);
     free(w->heap);
     free(w->jobs);
     free(w->rgen);
+    free(w->rspan);
     free(w->svc_gb);
     free(w->xf);
-    for (int k = 0; k <= XC_COUNT; k++)
+    for (int k = 0; k < TIDE_XFER_KIND_COUNT; k++)
         free(w->dur[k]);
+    free(w->dom);
+    free(w->gpu_rack);
+    free(w->done);
     free(w);
 }
 
 void tide_world_apply(tide_world_t *w, tide_time_t now, const tide_actions_t *acts)
 {
+    w->cur = acts;
     for (size_t i = 0; acts && i < acts->n; i++) {
         const tide_action_t *a = &acts->v[i];
         if (a->kind >= 0 && a->kind < TIDE_ACT_KIND_COUNT && act_table[a->kind])
             act_table[a->kind](w, now, a);
     }
+    w->cur = NULL;
     purge_top(w);
 }
 
@@ -952,6 +1258,7 @@ void tide_world_set_warmup_factor(tide_world_t *w, double f)
 void tide_world_set_storage(tide_world_t *w, double gbps)
 {
     w->gbps = gbps > 0 && isfinite(gbps) ? gbps : 0;
+    w->st.up = w->gbps;
 }
 
 void tide_world_set_qos(tide_world_t *w, double share)
@@ -994,17 +1301,7 @@ void tide_world_set_service_gb(tide_world_t *w, int service, double weights_gb)
 void tide_world_storage(const tide_world_t *w, tide_time_t now, tide_world_storage_t *out)
 {
     memset(out, 0, sizeof *out);
-    double dt = now > w->st_last ? (double)(now - w->st_last) : 0;
-    out->gbps = w->gbps;
-    out->demand_gbps = w->dem_now;
-    out->peak_gbps = w->dem_peak;
-    out->demand_gb = w->dem_gb + w->dem_now * dt;
-    out->saturated_s = w->sat_s + (w->dem_now > w->gbps * (1 + SAT_EPS) ? dt : 0);
-    out->moved_gb = w->moved_gb;
-    out->transfers = w->xf_started;
-    out->active = w->xf_active;
-    out->rate_peak_gbps = w->rate_peak;
-    out->ckpt_rate_peak_gbps = w->ckpt_rate_peak;
+    dom_figures(&w->st, now > w->st_last ? (double)(now - w->st_last) : 0, out);
     out->staggered = w->staggered;
 }
 
@@ -1089,4 +1386,90 @@ size_t tide_world_running(const tide_world_t *w, int32_t *jobs, int *gpus, size_
         n++;
     }
     return n;
+}
+
+/* ----------------------------------------------------- per-domain budgets */
+
+/* The racks and the GPU -> rack map (once, from the engine's cluster). */
+static void dom_init(tide_world_t *w)
+{
+    if (w->dom)
+        return;
+    const tide_cluster_t *c = tide_engine_cluster(w->e);
+    w->ndom = tide_cluster_racks(c);
+    w->dom = tide_xcalloc(w->ndom > 0 ? (size_t)w->ndom : 1, sizeof *w->dom);
+    w->ngpu = tide_cluster_gpus(c);
+    w->gpu_rack = tide_xmalloc(w->ngpu > 0 ? (size_t)w->ngpu * sizeof *w->gpu_rack : 1);
+    for (int n = 0, nn = tide_cluster_nodes(c); n < nn; n++) {
+        tide_node_info_t ni;
+        if (tide_cluster_node(c, n, &ni) != 0)
+            continue;
+        for (int g = 0; g < ni.gpus && ni.first_gpu + g < w->ngpu; g++)
+            w->gpu_rack[ni.first_gpu + g] = ni.rack;
+    }
+}
+
+void tide_world_set_uplink(tide_world_t *w, int rack, double gbps)
+{
+    dom_init(w);
+    if (rack < 0 || rack >= w->ndom)
+        return;
+    w->dom[rack].up = gbps > 0 && isfinite(gbps) ? gbps : 0;
+    w->dom_on = 0;
+    for (int r = 0; r < w->ndom; r++)
+        w->dom_on |= w->dom[r].up > 0;
+}
+
+int tide_world_uplink(const tide_world_t *w, tide_time_t now, int rack, tide_world_storage_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (rack < 0 || rack >= tide_cluster_racks(tide_engine_cluster(w->e)))
+        return -1;
+    if (!w->dom || w->dom[rack].up <= 0)
+        return 0;
+    dom_figures(&w->dom[rack], now > w->st_last ? (double)(now - w->st_last) : 0, out);
+    return 0;
+}
+
+int tide_world_xfer_begin(tide_world_t *w, tide_time_t now, tide_time_t since, int32_t job,
+                          double gb, tide_time_t declared, uint64_t tag)
+{
+    if (w->gbps <= 0 || !(gb > 0) || !isfinite(gb))
+        return 0;
+    const wjob_t *j = active_job(w, job);
+    size_t i = xfer_new(w, now, XC_LOAD, -1, -1, 0, gb, declared, j ? &j->span : NULL);
+    xfer_t *x = &w->xf[i];
+    since = TIDE_MIN(since, now);
+    x->kind = XF_EXT;
+    x->tag = tag;
+    x->start = since;
+    x->floor_end = since + (declared > 0 ? declared : 0);
+    if (isfinite(x->cap)) /* what it would have moved alone since it was asked for */
+        x->rem = fmax(0, gb - x->cap * (double)(now - since));
+    storage_reshare(w, now);
+    return 1;
+}
+
+void tide_world_xfer_cancel(tide_world_t *w, tide_time_t now, uint64_t tag)
+{
+    for (size_t i = 0; i < w->nxf; i++)
+        if (w->xf[i].used && w->xf[i].kind == XF_EXT && w->xf[i].tag == tag) {
+            xfer_end(w, now, i, 0);
+            purge_top(w);
+            return;
+        }
+}
+
+size_t tide_world_xfer_finished(tide_world_t *w, uint64_t *tags, tide_time_t *at, size_t max)
+{
+    size_t k = w->ndone < max ? w->ndone : max;
+    for (size_t i = 0; i < k; i++) {
+        if (tags)
+            tags[i] = w->done[i].tag;
+        if (at)
+            at[i] = w->done[i].at;
+    }
+    memmove(w->done, w->done + k, (w->ndone - k) * sizeof *w->done);
+    w->ndone -= k;
+    return k;
 }

@@ -136,11 +136,55 @@ typedef enum tide_world_xfer_kind {
     TIDE_XFER_CKPT_ASKED,        /* checkpoints the engine asked for */
     TIDE_XFER_CKPT_PERIODIC,     /* periodic checkpoints (the world timed them) */
     TIDE_XFER_STAGGER,           /* stagger delays */
+    TIDE_XFER_SYNC,              /* transfers a driver asked for (RL weight syncs) */
     TIDE_XFER_KIND_COUNT
 } tide_world_xfer_kind_t;
 /* Quantile q in [0, 1] of the finished transfers of `kind` (0 when none);
  * *n (may be NULL) gets how many there are. */
 double tide_world_xfer_quantile(const tide_world_t *w, int kind, double q, size_t *n);
+
+/* ------------------------------------------------- per-domain budgets
+ * Rack uplinks (docs/sim.md "storage"): with the storage model on, rack r may
+ * have an uplink of gbps GB/s (0 = unlimited, the default). A transfer is
+ * split over the racks of the GPUs that make it (a job's, a replica's) in
+ * proportion to their GPUs there: on rack r it uses frac_r x its rate. The
+ * bandwidth is then shared max-min fairly over every constraint at once
+ * (progressive filling: all rates rise together; a transfer stops rising at
+ * its cap, or when the storage or one of its racks' uplinks is full), class
+ * by class with the QoS (which caps periodic checkpoints at share x each
+ * uplink too, and staggers them on their racks as on the storage). Without
+ * any uplink every figure is what the storage alone gives. Set before the
+ * first action; needs tide_world_set_storage. Bad racks and values are
+ * ignored (a negative or non-finite gbps is 0). */
+void tide_world_set_uplink(tide_world_t *w, int rack, double gbps);
+
+/* Figures of rack r's uplink up to `now`, in the storage's terms: gbps (the
+ * uplink), demand_gbps / peak_gbps (sum over its transfers of frac x cap),
+ * demand_gb, saturated_s (demand above the uplink), moved_gb (frac x bytes
+ * of the finished transfers), transfers (started on it), active,
+ * rate_peak_gbps / ckpt_rate_peak_gbps (in use). Zeroes for a rack without
+ * an uplink. Returns 0, or -1 for a bad rack. */
+int tide_world_uplink(const tide_world_t *w, tide_time_t now, int rack, tide_world_storage_t *out);
+
+/* Transfers a driver asks for (an RL rollout replica's weight sync,
+ * docs/rl.md): gb GB through the storage and the uplinks of job `job`'s
+ * racks (-1 or a job not running: the storage only), at most gb / declared
+ * GB/s, a weight-load class for the QoS. `since` (<= now) is when the driver's
+ * model asked for it: the bytes it would have moved alone since then (at its
+ * cap) count as moved, and it is done no earlier than since + declared.
+ * Returns 1, or 0 (nothing started) without the storage model or for gb <= 0.
+ * Its end is reported by tide_world_xfer_finished with `tag` (which the
+ * driver keeps unique among its transfers in flight). */
+int tide_world_xfer_begin(tide_world_t *w, tide_time_t now, tide_time_t since, int32_t job,
+                          double gb, tide_time_t declared, uint64_t tag);
+/* Drop the driver's transfer with `tag` (its replica went) at now. Unknown
+ * or finished tags are ignored. */
+void tide_world_xfer_cancel(tide_world_t *w, tide_time_t now, uint64_t tag);
+/* Driver transfers finished since the last call, oldest first: up to max tags
+ * and the times they are done (>= their end: no earlier than since +
+ * declared; either array may be NULL). Returns how many were written; call
+ * again while it returns max. */
+size_t tide_world_xfer_finished(tide_world_t *w, uint64_t *tags, tide_time_t *at, size_t max);
 
 /* The control plane goes down (down = 1) or comes back (0) at `now`. While
  * down, a job whose lease deadline passes is ended by the world at that

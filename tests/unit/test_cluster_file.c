@@ -263,6 +263,31 @@ static void test_power(void **state)
                TIDE_EINVAL, "curve cap fractions must descend");
 }
 
+/* uplink_gbps: each rack of a group gets it; copies keep it. */
+static void test_uplink(void **state)
+{
+    (void)state;
+    const char *y = "groups:\n  - {count: 8, gpus_per_node: 8, rack_nodes: 4, uplink_gbps: 12.5}\n"
+                    "  - {count: 2, gpus_per_node: 4}\n";
+    tide_error_t err = {0};
+    tide_cluster_t *c = load_str(y, &err);
+    if (!c)
+        fail_msg("%s", err.msg);
+    assert_int_equal(tide_cluster_racks(c), 3);
+    assert_true(tide_cluster_rack_uplink(c, 0) == 12.5);
+    assert_true(tide_cluster_rack_uplink(c, 1) == 12.5);
+    assert_true(tide_cluster_rack_uplink(c, 2) == 0);
+    assert_true(tide_cluster_rack_uplink(c, 3) == 0); /* no such rack */
+    tide_cluster_t *d = tide_cluster_copy(c);
+    assert_true(tide_cluster_rack_uplink(d, 1) == 12.5);
+    tide_cluster_destroy(d);
+    tide_cluster_destroy(c);
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8, uplink_gbps: -1}\n", TIDE_EINVAL,
+               "c.yaml:2: 'uplink_gbps' must be GB/s in 0..1e9, got '-1'");
+    expect_bad("groups:\n  - {count: 1, gpus_per_node: 8, uplink_gbps: \"5\"}\n", TIDE_EINVAL,
+               "c.yaml:2: 'uplink_gbps' must be a number of GB/s");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_qos),
         cmocka_unit_test(test_power),
+        cmocka_unit_test(test_uplink),
         cmocka_unit_test(test_file_and_arg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "sim/inject.h"
 #include "sim/rl_sim.h"
 #include "sim_fixture.h"
 
@@ -23,6 +24,8 @@ typedef struct seen {
     unsigned char noticed[64];    /* per job handle: a notice came */
     tide_time_t notice_at[64];    /* ... at this time */
     tide_time_t drain_min, drain_max; /* notice -> commit of pool jobs */
+    int trainer_asked;            /* checkpoints asked of the trainer */
+    size_t asked_xfers;           /* asked checkpoints through the storage model */
 } seen_t;
 
 static int is_pool(const tide_engine_t *e, int32_t job)
@@ -38,6 +41,7 @@ static void observe(void *ctx, const tide_sim_step_t *s)
         return; /* a fixed variant */
     x->lent_runs++;
     int32_t trainer = tide_engine_job_find(s->e, "rl-trainer");
+    (void)tide_world_xfer_quantile(s->w, TIDE_XFER_CKPT_ASKED, 1, &x->asked_xfers);
     for (size_t i = 0; i < s->n_events; i++) {
         const tide_event_t *ev = &s->events[i];
         if (ev->kind != TIDE_EV_CKPT_COMMITTED || !is_pool(s->e, ev->job) || ev->job >= 64 ||
@@ -51,6 +55,8 @@ static void observe(void *ctx, const tide_sim_step_t *s)
         const tide_action_t *a = &s->acts->v[i];
         if (a->kind == TIDE_ACT_JOB_STOP && a->job == trainer)
             x->trainer_stops++;
+        if (a->kind == TIDE_ACT_JOB_CKPT && a->job == trainer)
+            x->trainer_asked++;
         if (!is_pool(s->e, a->job) || a->job >= 64)
             continue;
         if (a->kind == TIDE_ACT_JOB_START)
@@ -92,7 +98,8 @@ static const tide_rl_spec_t RL = {
     .len_sigma = 1.0, .sync_s = 10, .drain_s = 90, .max_staleness = 2, .min_replicas = 1,
     .max_replicas = 9, .seed = 3};
 
-static void run(tide_sim_rl_result_t *res, seen_t *x)
+/* The comparison, with faults `inject` (NULL = none). */
+static void run_with(tide_sim_rl_result_t *res, seen_t *x, const char *inject)
 {
     sf_work_t w;
     sf_load(&w);
@@ -113,13 +120,22 @@ static void run(tide_sim_rl_result_t *res, seen_t *x)
     o.observe = observe;
     o.observe_ctx = x;
     tide_error_t err = {0};
+    tide_inject_t inj;
+    tide_inject_init(&inj);
+    if (inject) {
+        assert_int_equal(tide_inject_parse(&inj, inject, &err), 0);
+        o.inject = &inj;
+    }
     if (tide_sim_rl_run(&o, &RL, NULL, res, &err) != 0)
         fail_msg("sim --rl: %s", err.msg);
+    tide_inject_free(&inj);
     sf_rm_rf(dir);
     tide_cluster_destroy(c5);
     tide_demand_free(h);
     sf_free(&w);
 }
+
+static void run(tide_sim_rl_result_t *res, seen_t *x) { run_with(res, x, NULL); }
 
 static void test_drained_ahead_of_rise(void **st)
 {
@@ -158,10 +174,50 @@ static void test_drained_ahead_of_rise(void **st)
     assert_int_equal(y.first_notice, x.first_notice);
 }
 
+/* Weight syncs as I/O (storage:G): with bandwidth to spare a sync takes its
+ * declared sync_s; on a storage too small for every replica's sync at once
+ * (9 replicas x 32 GB in 10 s = 28.8 GB/s) syncs take longer, the trainer
+ * waits longer and does fewer steps, and no accepted trajectory is older
+ * than max_staleness. Without storage nothing moves through it. */
+static void test_syncs_through_storage(void **st)
+{
+    (void)st;
+    tide_sim_rl_result_t none[TIDE_SIM_RL_NVAR], wide[TIDE_SIM_RL_NVAR],
+        tight[TIDE_SIM_RL_NVAR];
+    seen_t x = {.first_notice = -1, .drain_min = -1}, y = x, z = x;
+    run(none, &x);
+    run_with(wide, &y, "storage:1000");
+    run_with(tight, &z, "storage:4");
+    for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
+        assert_int_equal(none[v].syncs_io, 0);
+        assert_int_equal(none[v].syncs, 0);
+        assert_int_equal(wide[v].syncs_io, 1);
+        assert_true(wide[v].syncs > 0);
+        /* alone: the declared time (the sync starts on a whole second) */
+        assert_true(wide[v].sync_p50 >= RL.sync_s && wide[v].sync_p99 <= RL.sync_s + 1);
+        assert_true(tight[v].syncs > 0);
+        assert_true(tight[v].st.max_accepted_staleness <= RL.max_staleness);
+        assert_true(wide[v].st.max_accepted_staleness <= RL.max_staleness);
+    }
+    /* the lent pool (up to 9 replicas) syncs together after every step */
+    const tide_sim_rl_result_t *lw = &wide[TIDE_SIM_RL_LENT], *lt = &tight[TIDE_SIM_RL_LENT];
+    assert_true(lt->sync_p50 > 1.5 * RL.sync_s);
+    assert_true(lt->st.wait_s > lw->st.wait_s);
+    assert_true(lt->steps < lw->steps);
+    /* a pool job's drain (an asked checkpoint) moves no bytes */
+    assert_true(y.pool_notices > 0 && z.pool_notices > 0);
+    assert_true(y.asked_xfers <= (size_t)y.trainer_asked);
+    assert_true(z.asked_xfers <= (size_t)z.trainer_asked);
+    /* with bandwidth to spare the lent pool does what it does without the model */
+    const tide_sim_rl_result_t *ln = &none[TIDE_SIM_RL_LENT];
+    assert_true(lw->steps >= ln->steps * 95 / 100 && lw->steps <= ln->steps * 105 / 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drained_ahead_of_rise),
+        cmocka_unit_test(test_syncs_through_storage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
