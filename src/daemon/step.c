@@ -310,6 +310,13 @@ static int64_t feed_build(tide_daemon_t *d, size_t np, const size_t *xi, size_t 
         upto = p->seq;
         if (p->ev.kind == TIDE_STORE_KIND_TEAM_SET && p->has_tspec)
             dmn_team_apply(d, &p->tspec, p->payload);
+        else if (p->ev.kind == TIDE_STORE_KIND_POWER_MODEL && p->payload)
+            dmn_power_apply(d, p->payload, p->t);
+    }
+    for (size_t i = 0; i < nx; i++) {
+        const dmn_ev_t *p = &d->extra.v[xi[i]];
+        if (p->ev.kind == TIDE_STORE_KIND_POWER_MODEL && p->payload)
+            dmn_power_apply(d, p->payload, p->t);
     }
     for (size_t i = 0; i < np; i++) {
         dmn_ev_t *p = &d->pending.v[i];
@@ -323,6 +330,8 @@ static int64_t feed_build(tide_daemon_t *d, size_t np, const size_t *xi, size_t 
     }
     for (size_t i = 0; i < nx; i++) {
         dmn_ev_t *p = &d->extra.v[xi[i]];
+        if (p->ev.kind < 0 || p->ev.kind >= TIDE_EV_KIND_COUNT)
+            continue;
         tide_event_t x = p->ev;
         dmn_resolve(d, &x, p->job_id);
         evbuf_push(d, &x);
