@@ -324,7 +324,8 @@ const char *dmn_service_name(const tide_engine_t *e, int32_t s);
 /* Create the settings in a new database, or load them and check the
  * options against them (fills d->cluster, d->cfg, d->policy, d->epoch). */
 int dmn_settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
-/* The node groups as JSON (caller frees): equal strings = equal clusters. */
+/* The node groups as JSON (caller frees), with their power budgets and GPU
+ * types' power models when not the defaults: equal strings = equal clusters. */
 char *dmn_cluster_json(const tide_cluster_t *c);
 /* Would an engine with this configuration and these services start? (Some
  * problems, like a reserve the services do not fit, only show at the first
