@@ -107,21 +107,40 @@ static int sample(const json_t *pair, double *v, double *ts, tide_error_t *err)
     return 0;
 }
 
-int tide_prom_query_value(const char *body, size_t len, double *value, double *ts, tide_error_t *err)
+/* A Prometheus API response (what: "query" or "range query" for messages):
+ * its root (caller decrefs), result type (NULL when none) and result; NULL
+ * with err: EINVAL not JSON, EIO status "error". */
+static json_t *prom_load(const char *body, size_t len, const char *what, const char **rt,
+                         const json_t **res, tide_error_t *err)
 {
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je);
-    if (!j)
-        return tide_errf(err, TIDE_EINVAL, "query response is not JSON: %s", je.text);
-    int rc = 0;
+    if (!j) {
+        tide_errf(err, TIDE_EINVAL, "%s response is not JSON: %s", what, je.text);
+        return NULL;
+    }
     const char *st = json_string_value(json_object_get(j, "status"));
     const json_t *data = json_object_get(j, "data");
-    const char *rt = json_string_value(json_object_get(data, "resultType"));
-    const json_t *res = json_object_get(data, "result");
+    *rt = json_string_value(json_object_get(data, "resultType"));
+    *res = json_object_get(data, "result");
     if (!st || strcmp(st, "success")) {
         const char *m = json_string_value(json_object_get(j, "error"));
-        rc = tide_errf(err, TIDE_EIO, "query failed: %.300s", m ? m : "status is not success");
-    } else if (rt && !strcmp(rt, "scalar")) {
+        tide_errf(err, TIDE_EIO, "%s failed: %.300s", what, m ? m : "status is not success");
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+int tide_prom_query_value(const char *body, size_t len, double *value, double *ts, tide_error_t *err)
+{
+    const char *rt;
+    const json_t *res;
+    json_t *j = prom_load(body, len, "query", &rt, &res, err);
+    if (!j)
+        return -1;
+    int rc = 0;
+    if (rt && !strcmp(rt, "scalar")) {
         rc = sample(res, value, ts, err);
     } else if (rt && !strcmp(rt, "vector") && json_is_array(res)) {
         if (json_array_size(res) == 0)
@@ -186,21 +205,15 @@ int tide_prom_range_values(const char *body, size_t len, double **ts, double **v
 {
     *ts = *values = NULL;
     *n = 0;
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je);
+    const char *rt;
+    const json_t *res;
+    json_t *j = prom_load(body, len, "range query", &rt, &res, err);
     if (!j)
-        return tide_errf(err, TIDE_EINVAL, "range query response is not JSON: %s", je.text);
-    const char *st = json_string_value(json_object_get(j, "status"));
-    const json_t *data = json_object_get(j, "data");
-    const char *rt = json_string_value(json_object_get(data, "resultType"));
-    const json_t *res = json_object_get(data, "result");
+        return -1;
     rpt_t *p = NULL;
     size_t np = 0, cap = 0;
     int rc = 0;
-    if (!st || strcmp(st, "success")) {
-        const char *m = json_string_value(json_object_get(j, "error"));
-        rc = tide_errf(err, TIDE_EIO, "range query failed: %.300s", m ? m : "status is not success");
-    } else if (!rt || strcmp(rt, "matrix") || !json_is_array(res)) {
+    if (!rt || strcmp(rt, "matrix") || !json_is_array(res)) {
         rc = tide_errf(err, TIDE_EINVAL, "range query result type '%.40s' (want matrix)",
                        rt ? rt : "?");
     } else {
@@ -311,19 +324,13 @@ int tide_prom_query_series(const char *body, size_t len, const char *const *labe
     *n = 0;
     if (n_labels > TIDE_PROM_SERIES_LABELS)
         return tide_errf(err, TIDE_EINVAL, "at most %d labels", TIDE_PROM_SERIES_LABELS);
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je);
+    const char *rt;
+    const json_t *res;
+    json_t *j = prom_load(body, len, "query", &rt, &res, err);
     if (!j)
-        return tide_errf(err, TIDE_EINVAL, "query response is not JSON: %s", je.text);
+        return -1;
     int rc = 0;
-    const char *st = json_string_value(json_object_get(j, "status"));
-    const json_t *data = json_object_get(j, "data");
-    const char *rt = json_string_value(json_object_get(data, "resultType"));
-    const json_t *res = json_object_get(data, "result");
-    if (!st || strcmp(st, "success")) {
-        const char *m = json_string_value(json_object_get(j, "error"));
-        rc = tide_errf(err, TIDE_EIO, "query failed: %.300s", m ? m : "status is not success");
-    } else if (!rt || strcmp(rt, "vector") || !json_is_array(res)) {
+    if (!rt || strcmp(rt, "vector") || !json_is_array(res)) {
         rc = tide_errf(err, TIDE_EINVAL, "query result type '%.40s' (want vector)",
                        rt ? rt : "?");
     } else {
