@@ -201,39 +201,71 @@ void dmn_power_restored(tide_daemon_t *d, const char *payload, tide_time_t t)
 
 /* ---------------------------------------------------------------- pulls */
 
-/* Is `host` node n? The backend's node name (or that name with a domain
- * after it); without names, "node<N>" or "<N>". */
-static int host_is(const tide_daemon_t *d, int n, const char *host)
+/* The backend's node names, sorted, to find a series' node in log time. */
+typedef struct nname {
+    const char *name;
+    int node;
+} nname_t;
+
+static int nname_cmp(const void *a, const void *b)
 {
-    const char *name = tide_backend_node_name(d->be, n);
-    if (name) {
-        size_t l = strlen(name);
-        return !strncmp(name, host, l) && (host[l] == '\0' || host[l] == '.');
+    return strcmp(((const nname_t *)a)->name, ((const nname_t *)b)->name);
+}
+
+/* The names (NULL with *n 0 when the backend has none: the sim backend). */
+static nname_t *names_sorted(const tide_daemon_t *d, size_t *n)
+{
+    int nn = tide_cluster_nodes(d->cluster);
+    nname_t *v = tide_xcalloc(nn > 0 ? (size_t)nn : 1, sizeof *v);
+    *n = 0;
+    for (int k = 0; k < nn; k++)
+        if ((v[*n].name = tide_backend_node_name(d->be, k)))
+            v[(*n)++].node = k;
+    qsort(v, *n, sizeof *v, nname_cmp);
+    return v;
+}
+
+/* The node `host` names: a backend name, or that name followed by a domain
+ * (gpu-01.example.com); without names, "node<N>" or "<N>". -1 unknown. */
+static int node_of(const tide_daemon_t *d, const nname_t *names, size_t n, const char *host)
+{
+    if (n == 0) {
+        const char *p = strncmp(host, "node", 4) ? host : host + 4;
+        char *end;
+        long k = strtol(p, &end, 10);
+        return end != p && !*end && *p != '-' && *p != '+' && k < tide_cluster_nodes(d->cluster)
+                   ? (int)k
+                   : -1;
     }
-    char a[32], b[32];
-    snprintf(a, sizeof a, "node%d", n);
-    snprintf(b, sizeof b, "%d", n);
-    return !strcmp(host, a) || !strcmp(host, b);
+    char b[256];
+    snprintf(b, sizeof b, "%s", host);
+    for (int pass = 0; pass < 2; pass++) {
+        nname_t key = {.name = b};
+        const nname_t *f = bsearch(&key, names, n, sizeof *names, nname_cmp);
+        if (f)
+            return f->node;
+        char *dot = strchr(b, '.');
+        if (!dot)
+            break;
+        *dot = '\0';
+    }
+    return -1;
 }
 
 /* The global index of GPU `gpu` (its index on the node) of `host`, its
  * node into *node; -1 when either is unknown. */
-static int gpu_of(const tide_daemon_t *d, const char *host, const char *gpu, int *node)
+static int gpu_of(const tide_daemon_t *d, const nname_t *names, size_t n, const char *host,
+                  const char *gpu, int *node)
 {
     if (!host || !gpu)
         return -1;
     char *end;
     long k = strtol(gpu, &end, 10);
-    if (end == gpu || *end || k < 0)
+    tide_node_info_t ni;
+    if (end == gpu || *end || k < 0 || (*node = node_of(d, names, n, host)) < 0 ||
+        tide_cluster_node(d->cluster, *node, &ni) != 0 || k >= ni.gpus)
         return -1;
-    for (int n = 0; n < tide_cluster_nodes(d->cluster); n++) {
-        tide_node_info_t ni;
-        if (tide_cluster_node(d->cluster, n, &ni) == 0 && host_is(d, n, host)) {
-            *node = n;
-            return k < ni.gpus ? ni.first_gpu + (int)k : -1;
-        }
-    }
-    return -1;
+    return ni.first_gpu + (int)k;
 }
 
 /* The fit state of each GPU state (tide_state_t); -1: not attributed
@@ -289,8 +321,10 @@ static void pw_attribute(tide_daemon_t *d, const tide_prom_series_t *v, size_t n
     dpower_t *p = d->pw;
     p->samples = (long)n;
     p->used = p->rejected = p->unknown = 0;
+    size_t nn;
+    nname_t *names = names_sorted(d, &nn);
     for (size_t i = 0; i < n; i++) {
-        int node = -1, g = gpu_of(d, v[i].label[0], v[i].label[1], &node);
+        int node = -1, g = gpu_of(d, names, nn, v[i].label[0], v[i].label[1], &node);
         if (g < 0) {
             p->unknown++;
             continue;
@@ -306,6 +340,7 @@ static void pw_attribute(tide_daemon_t *d, const tide_prom_series_t *v, size_t n
         else
             p->used++;
     }
+    free(names);
 }
 
 /* A model in the payload's JSON form (values to 0.01 W). */

@@ -14,7 +14,9 @@
 #    measured model comes back (from the recorded power_model event, via a
 #    snapshot), no cap returns, replay matches;
 #  - the stand-in back at 690 W: the model moves up (smoothed) and the P3 job
-#    is capped again.
+#    is capped again;
+#  - SIGKILL, restart replaying the whole log (no snapshot, no --power-query):
+#    the same model, no replay mismatch.
 # Environment: TIDE_BIN. Exit 77 = skip (daemon not built).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
@@ -120,5 +122,22 @@ poll_until 30 train_above 500 || fail "the model did not follow the new draws: $
 python3 -c "import sys; sys.exit(0 if $(train measured_w) < 690 else 1)" || fail "the first pull after the restart was not smoothed: $API_BODY"
 poll_until 60 capped_gpus_are 16 || fail "the P3 job was not capped again (capped $(metric tide_power_capped_gpus))"
 [ "$(metric tide_replay_mismatches_total)" = 0 ] || fail "replay mismatches"
+
+# --- 5. a restart that replays the whole log (no snapshot), without --power-query: the
+# power_model events replay to the same model
+kill "$PROM_PID"; wait "$PROM_PID" 2>/dev/null
+downs=$(grep -c "keeping the power model" "$SERVE_LOG")
+more_downs() { [ "$(grep -c "keeping the power model" "$SERVE_LOG")" -gt "$downs" ]; }
+poll_until 20 more_downs || fail "the second outage is not logged"
+want=$(train measured_w)
+serve_kill9
+serve_start power3 --db "$tmp/tide.db" --cluster-file "$tmp/cluster.yaml" --speed 60 --tick 200ms \
+    --check --snapshot-every 0 || { fail "second restart failed"; finish serve_power_pull; }
+grep -q "replayed [0-9]* steps;" "$SERVE_LOG" || fail "not a full replay: $(grep recovered "$SERVE_LOG")"
+[ "$(train measured_w)" = "$want" ] || fail "full replay gave training $(train measured_w) W, not $want W"
+[ "$(metric tide_replay_mismatches_total)" = 0 ] || fail "replay mismatches after a full replay"
+power
+[ "$(jq_ "d['query']")" = None ] || fail "a query without --power-query: $API_BODY"
+poll_until 30 capped_gpus_are 16 || fail "the P3 job is not capped after the full replay (capped $(metric tide_power_capped_gpus))"
 serve_stop
 finish serve_power_pull
