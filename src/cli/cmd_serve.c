@@ -773,6 +773,9 @@ static int check_config_report(serve_t *v)
     printf("  mode       %s\n", c->shadow ? "shadow (enacts nothing)" : "enact");
     if (c->rehearse_every > 0)
         printf("  rehearsals every %llds of engine time\n", (long long)c->rehearse_every);
+    if (c->power_query)
+        printf("  power      pulled from %s every %gs\n", c->power_query,
+               c->power_interval > 0 ? c->power_interval : 60);
     return 0;
 }
 
