@@ -13,6 +13,7 @@
  *   ops.c       what the API does: one function per write, applied in a group commit
  *   api*.c      HTTP handlers by resource (api.c: the routes table, helpers)
  *   metrics.c   /metrics;  demand.c  pulled demand sources
+ *   power.c     measured power (--power-query, GET /v1/power)
  *   history.c   demand history fed to every fresh engine */
 #ifndef TIDE_DAEMON_INTERNAL_H
 #define TIDE_DAEMON_INTERNAL_H
