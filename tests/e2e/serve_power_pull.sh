@@ -16,7 +16,10 @@
 #  - the stand-in back at 690 W: the model moves up (smoothed) and the P3 job
 #    is capped again;
 #  - SIGKILL, restart replaying the whole log (no snapshot, no --power-query):
-#    the same model, no replay mismatch.
+#    the same model, no replay mismatch;
+#  - a serving replica at load 0.5 drawing 450 W and free GPUs at 100 W: the
+#    serving line (declared 200..600 W) shifts to 250..650 W, idle is 100 W,
+#    and the replica's draw while it warmed up is the checkpoint draw.
 # Environment: TIDE_BIN. Exit 77 = skip (daemon not built).
 set -u
 . "$(dirname "$0")/lib/serve.bash"
@@ -25,18 +28,22 @@ serve_require
 port=$(free_port)
 echo 500 >"$tmp/watts"
 cat >"$tmp/dcgm.py" <<'PY'
-import http.server, json, sys, time
+import http.server, json, os, sys, time
 port, wfile = int(sys.argv[1]), sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
-        w = open(wfile).read().strip()
+        # the file: "W" (every GPU) or "HOST=W ... *=W" (per node, * the rest)
+        spec = open(wfile).read().split()
+        ws = dict(t.split("=", 1) if "=" in t else ("*", t) for t in spec)
+        w = ws.get("*", "0")
         now = time.time()
         def s(host, gpu, v):
             return {"metric": {"__name__": "DCGM_FI_DEV_POWER_USAGE", "Hostname": host,
                                "gpu": str(gpu), "modelName": "NVIDIA H100 80GB HBM3"},
                     "value": [now, v]}
-        res = [s("node%d" % n, g, w) for n in range(4) for g in range(8)]
+        nodes = int(os.environ.get("DCGM_NODES", "4"))
+        res = [s("node%d" % n, g, ws.get("node%d" % n, w)) for n in range(nodes) for g in range(8)]
         res += [s("node1", 0, "NaN"), s("node1", 1, "-5"), s("node2", 2, "1e9"),
                 s("ghost", 0, w), s("node0", 9, w)]
         body = json.dumps({"status": "success",
@@ -139,5 +146,36 @@ grep -q "replayed [0-9]* steps;" "$SERVE_LOG" || fail "not a full replay: $(grep
 power
 [ "$(jq_ "d['query']")" = None ] || fail "a query without --power-query: $API_BODY"
 poll_until 30 capped_gpus_are 16 || fail "the P3 job is not capped after the full replay (capped $(metric tide_power_capped_gpus))"
+serve_stop
+
+# --- 6. serving: a replica's draw fits the serving line at its service's load; free GPUs idle
+# (the stand-in comes up once the warming replica's node is known: its first serving sample
+# is then the replica's draw at load 0.5)
+export DCGM_NODES=2
+printf 'service,gpus_per_replica,replica_rps,min_replicas,warmup_s\nchat,8,100,1,600\n' >"$tmp/services.csv"
+serve_start serving --db "$tmp/serving.db" --cluster 2x8:H100 --services "$tmp/services.csv" \
+    --speed 60 --tick 200ms --check --power-query "http://127.0.0.1:$port" --power-interval 1s ||
+    { fail "serving daemon did not start"; finish serve_power_pull; }
+api POST /v1/services/chat/demand '{"rps": 50}'
+[ "$API_STATUS" = 200 ] || fail "demand: $API_STATUS $API_BODY"
+replica_node() {
+    api GET /v1/nodes
+    rnode=$(jq_ "([n['node'] for n in d['nodes'] if any(str(g.get('owner') or '').startswith('replica:') for g in n['gpus'])] + [''])[0]")
+    [ -n "$rnode" ]
+}
+poll_until 30 replica_node || fail "no replica placed: $API_BODY"
+# demand 50 rps on one ready replica of 100 rps: load 0.5; the declared line (200..600 W) says
+# 400 W there, the replica's GPUs draw 450 W: the line shifts to 250..650 W
+echo "node$rnode=450 *=100" >"$tmp/watts"
+start_prom
+ready() { api GET /v1/services && [ "$(jq_ "d['services'][0]['ready']")" = 1 ]; }
+poll_until 30 ready || fail "the replica did not get ready: $API_BODY"
+row() { power && jq_ "d['types'][0]['states']['$1']['$2']"; }
+serving_fitted() { [ "$(row serving_unloaded source)" = measured ] && [ "$(row serving_unloaded measured_w)" = 250.0 ] && [ "$(row serving_full measured_w)" = 650.0 ]; }
+poll_until 30 serving_fitted || fail "serving line not fitted: unloaded $(row serving_unloaded measured_w), full $(row serving_full measured_w)"
+[ "$(row idle source)" = measured ] || fail "idle not measured"
+python3 -c "import sys; sys.exit(0 if abs($(row idle measured_w) - 100) < 0.01 else 1)" || fail "idle: $(row idle measured_w)"
+[ "$(row training source)" = declared ] || fail "training measured without training"
+[ "$(row checkpointing measured_w)" = 450.0 ] || fail "the warming replica's draw is not the checkpoint draw: $(row checkpointing measured_w)"
 serve_stop
 finish serve_power_pull
