@@ -328,6 +328,8 @@ int dmn_settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *er
 /* The node groups as JSON (caller frees), with their power budgets and GPU
  * types' power models when not the defaults: equal strings = equal clusters. */
 char *dmn_cluster_json(const tide_cluster_t *c);
+/* ... the node groups alone (no power): equal strings = the same nodes. */
+char *dmn_cluster_nodes_json(const tide_cluster_t *c);
 /* Would an engine with this configuration and these services start? (Some
  * problems, like a reserve the services do not fit, only show at the first
  * step.) 0 or -1 with err. */

@@ -84,6 +84,8 @@ static char *cluster_json(const tide_cluster_t *c, int power)
 
 char *dmn_cluster_json(const tide_cluster_t *c) { return cluster_json(c, 1); }
 
+char *dmn_cluster_nodes_json(const tide_cluster_t *c) { return cluster_json(c, 0); }
+
 /* One stored group into c (its budget and its type's model when given). */
 static int group_from_json(tide_cluster_t *c, json_t *x, tide_error_t *err)
 {
