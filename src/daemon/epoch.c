@@ -2,8 +2,7 @@
  * A change starts a new epoch: the services are replaced in the database, a
  * fresh engine and backend are built, and what must survive (team
  * definitions, the measured power model, the last demand of services that
- * stay, failed nodes) is
- * carried over as pending events of the new epoch. */
+ * stay, failed nodes) is carried over as pending events of the new epoch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,8 +91,7 @@ static void carries_free(carries_t *c)
 }
 
 /* What the new services v keep of the current epoch: teams, the measured
- * power model, last demand of
- * services that stay, failed nodes. */
+ * power model, last demand of services that stay, failed nodes. */
 static void carries_build(const tide_daemon_t *d, const tide_service_spec_t *v, size_t n,
                           carries_t *c)
 {

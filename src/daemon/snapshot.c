@@ -1,7 +1,8 @@
 /* Snapshots of the daemon's state: the engine (tide_engine_snapshot) and
  * what the daemon derives from the step stream (replicas, notices, widths,
- * nodes, demand, teams, the measured power model), written into the store in a step's transaction every
- * snap_steps steps or snap_secs of engine time. The row stores the state
+ * nodes, demand, teams, the measured power model), written into the store
+ * in a step's transaction every snap_steps steps or snap_secs of engine
+ * time. The row stores the state
  * after the previous step (taken before the new step changes anything), so
  * it exists only when that step is committed. Recovery restores the newest
  * intact snapshot of the epoch and replays only the steps after it; a
