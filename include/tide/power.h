@@ -50,6 +50,50 @@ double tide_power_speed(const tide_power_model_t *m, double cap_w);
  * to [0, 1]). */
 double tide_power_serving(const tide_power_model_t *m, double load);
 
+/* ------------------------------------------------ fitting measured draws */
+
+/* The states a measured draw is attributed to (a GPU's state in the engine):
+ * free, a ready replica (with its service's load), an uncapped training
+ * job, a checkpointing / restoring job or a warming replica. */
+enum {
+    TIDE_PSTATE_IDLE = 0,
+    TIDE_PSTATE_SERVING,
+    TIDE_PSTATE_TRAINING,
+    TIDE_PSTATE_CKPT,
+    TIDE_PSTATE_COUNT
+};
+/* "idle", "serving", "training", "checkpointing"; NULL out of range. */
+const char *tide_power_state_name(int state);
+
+/* One pull's samples of one GPU type, by state (zero it to start). */
+typedef struct tide_power_fit {
+    long n[TIDE_PSTATE_COUNT];
+    double sum_w[TIDE_PSTATE_COUNT];
+    double sum_l, sum_ll, sum_lw;  /* serving: load, load^2, load x watts */
+    long rejected;                 /* samples refused by tide_power_fit_add */
+} tide_power_fit_t;
+
+/* Add one GPU's measured draw `watts` in `state` (serving: at `load`, the
+ * fraction of its service's rated capacity, clamped to [0, 1]). A sample
+ * that is not a number, negative, above max_w or of an unknown state is
+ * refused: -1 and f->rejected counted; else 0. */
+int tide_power_fit_add(tide_power_fit_t *f, int state, double load, double watts, double max_w);
+
+/* Move model m towards the samples of f. For each state with at least
+ * min_n samples: the mean draw; serving a line watts = a + b x load by
+ * least squares when the loads spread (variance >= 0.01, slope >= 0),
+ * else the declared line shifted so that it passes through the mean at
+ * the mean load. A state not yet in *mask takes the fitted value; one
+ * already measured moves by alpha (0 < alpha <= 1) of the difference
+ * (exponential smoothing across pulls). Then every draw is clamped to
+ * [0, tdp], the order idle <= serving unloaded <= serving full restored by
+ * raising the upper value, and min_cap lowered to training when above it
+ * (tdp and the throughput curve stay as declared). *mask gains bit
+ * (1 << state) for each state fitted. Returns the number of states fitted
+ * (m unchanged when 0). Pure. */
+int tide_power_fit_apply(const tide_power_fit_t *f, int min_n, double alpha,
+                         tide_power_model_t *m, unsigned *mask);
+
 #ifdef __cplusplus
 }
 #endif

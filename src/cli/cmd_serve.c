@@ -44,6 +44,15 @@ static void serve_usage(FILE *f)
             "      --demand-query SVC=URL\n"
             "                          pull SVC's demand every tick from a Prometheus query\n"
             "                          URL (http://.../api/v1/query?query=...); repeatable\n"
+            "      --power-query URL   pull measured GPU power (DCGM_FI_DEV_POWER_USAGE) from\n"
+            "                          Prometheus: an instant-query URL, or a base URL\n"
+            "                          (http://prom:9090) for that default query; the draws,\n"
+            "                          by the state each GPU is in, replace the declared\n"
+            "                          power model of its GPU type (recorded; GET /v1/power)\n"
+            "      --power-interval D  wall time between power pulls (default 60s)\n"
+            "      --power-labels HOST,GPU\n"
+            "                          the series' node and GPU index labels (default\n"
+            "                          Hostname,gpu as dcgm-exporter names them)\n"
             "      --demand-history FILE\n"
             "                          past demand (demand.csv; its latest time_s is \"now\")\n"
             "                          fed to the forecast at the database's first start\n"
@@ -169,6 +178,9 @@ typedef struct cmdline {
     const char *cluster, *cluster_file, *services, *db, *listen, *tokens, *backend, *policy;
     const char *slurm_conf, *partition, *infer_partition, *replica_command, *workdir, *api_url;
     const char *power_cap_cmd;
+    const char *power_query;     /* --power-query */
+    double power_interval;       /* --power-interval (0 = default) */
+    char power_host[64], power_gpu[64]; /* --power-labels HOST,GPU ("" = defaults) */
     int ckpt_signal;
     int64_t lease_max, lead_extra, control_period, deadline_slack, scale_down_hold;
     long long reserve, split_i, split_t;
@@ -203,8 +215,34 @@ enum {
     O_LEAD_EXTRA, O_CONTROL_PERIOD, O_SLURM_CONF, O_PARTITION, O_INFER_PARTITION,
     O_CKPT_SIGNAL, O_REPLICA_CMD, O_POWER_CAP_CMD, O_WORKDIR, O_API_URL, O_SLACK, O_TLS_CERT, O_TLS_KEY,
     O_INSECURE, O_PER_IP, O_HISTORY, O_HISTORY_DAYS, O_CONFIG, O_CHECK_CONFIG, O_HOLD,
-    O_AUDIT_KEEP, O_AUDIT_MAX, O_MODE, O_REHEARSE, O_WARM_FACTOR, O_SNAP_EVERY, O_SNAP_INTERVAL
+    O_AUDIT_KEEP, O_AUDIT_MAX, O_MODE, O_REHEARSE, O_WARM_FACTOR, O_SNAP_EVERY, O_SNAP_INTERVAL,
+    O_POWER_QUERY, O_POWER_INTERVAL, O_POWER_LABELS
 };
+
+/* --power-query URL, --power-interval D, --power-labels HOST,GPU. */
+static int power_opt(cmdline_t *c, int o)
+{
+    if (o == O_POWER_QUERY) {
+        if (strncmp(optarg, "http://", 7))
+            return bad("--power-query: '%s' is not an http:// URL (a Prometheus query URL or "
+                       "base URL)",
+                       optarg);
+        c->power_query = optarg;
+    } else if (o == O_POWER_INTERVAL) {
+        if (parse_tick(optarg, &c->power_interval) < 0)
+            return bad("--power-interval: '%s' is not a duration in (0, 1h] (60s, 5m)", optarg);
+    } else {
+        const char *comma = strchr(optarg, ',');
+        size_t h = comma ? (size_t)(comma - optarg) : 0;
+        if (!comma || h == 0 || h >= sizeof c->power_host || !comma[1] ||
+            strlen(comma + 1) >= sizeof c->power_gpu || strchr(comma + 1, ','))
+            return bad("--power-labels: '%s' is not HOST_LABEL,GPU_LABEL", optarg);
+        memcpy(c->power_host, optarg, h);
+        c->power_host[h] = '\0';
+        snprintf(c->power_gpu, sizeof c->power_gpu, "%s", comma + 1);
+    }
+    return -1;
+}
 
 /* --mode, --rehearse-every, --sim-warmup-factor. */
 static int mode_opt(cmdline_t *c, int o)
@@ -379,6 +417,9 @@ static int one_opt(cmdline_t *c, int o, char **argv)
     case O_MODE:
     case O_REHEARSE:
     case O_WARM_FACTOR: return mode_opt(c, o);
+    case O_POWER_QUERY:
+    case O_POWER_INTERVAL:
+    case O_POWER_LABELS: return power_opt(c, o);
     case 'h': serve_usage(stdout); return 0;
     default: return tide_cli_getopt_error("serve", o, argv);
     }
@@ -416,6 +457,9 @@ static const struct option longopts[] = {
     {"ckpt-signal", required_argument, NULL, O_CKPT_SIGNAL},
     {"replica-command", required_argument, NULL, O_REPLICA_CMD},
     {"power-cap-cmd", required_argument, NULL, O_POWER_CAP_CMD},
+    {"power-query", required_argument, NULL, O_POWER_QUERY},
+    {"power-interval", required_argument, NULL, O_POWER_INTERVAL},
+    {"power-labels", required_argument, NULL, O_POWER_LABELS},
     {"workdir", required_argument, NULL, O_WORKDIR},
     {"api-url", required_argument, NULL, O_API_URL},
     {"deadline-slack", required_argument, NULL, O_SLACK},
@@ -729,6 +773,9 @@ static int check_config_report(serve_t *v)
     printf("  mode       %s\n", c->shadow ? "shadow (enacts nothing)" : "enact");
     if (c->rehearse_every > 0)
         printf("  rehearsals every %llds of engine time\n", (long long)c->rehearse_every);
+    if (c->power_query)
+        printf("  power      pulled from %s every %gs\n", c->power_query,
+               c->power_interval > 0 ? c->power_interval : 60);
     return 0;
 }
 
@@ -772,6 +819,10 @@ static void daemon_opts(serve_t *v, tide_daemon_opts_t *o, tide_backend_opts_t *
     };
     o->shadow = c->shadow;
     o->rehearse_every_s = c->rehearse_every;
+    o->power_query = c->power_query;
+    o->power_interval_s = c->power_interval;
+    o->power_host_label = c->power_host[0] ? c->power_host : NULL;
+    o->power_gpu_label = c->power_gpu[0] ? c->power_gpu : NULL;
     o->backend_opts = bo;
     o->speed = c->speed;
     o->tick_s = c->tick;

@@ -796,6 +796,9 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now);
  * power domain can hold it with all training at its lowest cap; the
  * invariant (a budget exceeded while training there could still be shed) */
 void tide__power_init(tide_engine_t *e);
+/* Restore: type t's model as a snapshot holds it (no running total moves;
+ * the restored jobs carry theirs). 0 or -1 (an inconsistent model). */
+int tide__power_model_restore(tide_engine_t *e, int t, const tide_power_model_t *m);
 void tide__power_free(tide_engine_t *e);
 void tide__power_advance(tide_engine_t *e, tide_time_t now);
 void tide__power_pass(tide_engine_t *e);

@@ -101,6 +101,100 @@ double tide_power_serving(const tide_power_model_t *m, double load)
     return m->serve_idle_w + load * (m->serve_full_w - m->serve_idle_w);
 }
 
+/* ------------------------------------------------------------ fitting */
+
+static const char *const pstate_names[TIDE_PSTATE_COUNT] = {"idle", "serving", "training",
+                                                             "checkpointing"};
+
+const char *tide_power_state_name(int state)
+{
+    return state >= 0 && state < TIDE_PSTATE_COUNT ? pstate_names[state] : NULL;
+}
+
+int tide_power_fit_add(tide_power_fit_t *f, int state, double load, double watts, double max_w)
+{
+    if (state < 0 || state >= TIDE_PSTATE_COUNT || !(watts >= 0) || !(watts <= max_w) ||
+        (state == TIDE_PSTATE_SERVING && !isfinite(load))) {
+        f->rejected++;
+        return -1;
+    }
+    f->n[state]++;
+    f->sum_w[state] += watts;
+    if (state == TIDE_PSTATE_SERVING) {
+        load = load < 0 ? 0 : load > 1 ? 1 : load;
+        f->sum_l += load;
+        f->sum_ll += load * load;
+        f->sum_lw += load * watts;
+    }
+    return 0;
+}
+
+/* The serving line (unloaded, full) through f's samples; the declared
+ * line m shifted through the mean when the loads do not spread. */
+static void fit_serving(const tide_power_fit_t *f, const tide_power_model_t *m, double *lo,
+                        double *hi)
+{
+    double n = (double)f->n[TIDE_PSTATE_SERVING];
+    double ml = f->sum_l / n, mw = f->sum_w[TIDE_PSTATE_SERVING] / n;
+    double var = f->sum_ll / n - ml * ml, cov = f->sum_lw / n - ml * mw;
+    if (var >= 0.01 && cov >= 0) {
+        double b = cov / var;
+        *lo = mw - b * ml;
+        *hi = *lo + b;
+        return;
+    }
+    double shift = mw - tide_power_serving(m, ml);
+    *lo = m->serve_idle_w + shift;
+    *hi = m->serve_full_w + shift;
+}
+
+static double clamp_w(double v, double tdp) { return v < 0 ? 0 : v > tdp ? tdp : v; }
+
+/* Clamp every draw to [0, tdp] and restore the model's order. */
+static void fit_order(tide_power_model_t *m)
+{
+    double *v[] = {&m->idle_w, &m->serve_idle_w, &m->serve_full_w, &m->train_w, &m->ckpt_w};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        *v[i] = clamp_w(*v[i], m->tdp_w);
+    if (m->serve_idle_w < m->idle_w)
+        m->serve_idle_w = m->idle_w;
+    if (m->serve_full_w < m->serve_idle_w)
+        m->serve_full_w = m->serve_idle_w;
+    if (m->train_w < 1)
+        m->train_w = m->tdp_w < 1 ? m->tdp_w : 1;
+    if (m->min_cap_w > m->train_w)
+        m->min_cap_w = m->train_w;
+}
+
+int tide_power_fit_apply(const tide_power_fit_t *f, int min_n, double alpha,
+                         tide_power_model_t *m, unsigned *mask)
+{
+    if (!(alpha > 0) || alpha > 1)
+        alpha = 1;
+    if (min_n < 1)
+        min_n = 1;
+    double *dst[TIDE_PSTATE_COUNT][2] = {{&m->idle_w, NULL},
+                                         {&m->serve_idle_w, &m->serve_full_w},
+                                         {&m->train_w, NULL},
+                                         {&m->ckpt_w, NULL}};
+    int fitted = 0;
+    for (int s = 0; s < TIDE_PSTATE_COUNT; s++) {
+        if (f->n[s] < min_n)
+            continue;
+        double v[2] = {f->sum_w[s] / (double)f->n[s], 0};
+        if (s == TIDE_PSTATE_SERVING)
+            fit_serving(f, m, &v[0], &v[1]);
+        double a = *mask & (1u << s) ? alpha : 1.0;
+        for (int k = 0; k < 2 && dst[s][k]; k++)
+            *dst[s][k] += a * (v[k] - *dst[s][k]);
+        *mask |= 1u << s;
+        fitted++;
+    }
+    if (fitted)
+        fit_order(m);
+    return fitted;
+}
+
 /* ------------------------------------------------------------ topology */
 
 static const tide_power_model_t *model_of(const tide_engine_t *e, int gpu);
@@ -643,6 +737,14 @@ int tide_engine_power_all(const tide_engine_t *e, double *watts, int n)
     return e->n_pdom;
 }
 
+int tide__power_model_restore(tide_engine_t *e, int t, const tide_power_model_t *m)
+{
+    if (tide_cluster_set_power_model(e->cluster, t, m, NULL) < 0)
+        return -1;
+    power_means(e);
+    return 0;
+}
+
 int tide_engine_set_power_model(tide_engine_t *e, int type, const tide_power_model_t *m,
                                 tide_error_t *err)
 {
@@ -651,5 +753,13 @@ int tide_engine_set_power_model(tide_engine_t *e, int type, const tide_power_mod
     if (tide_cluster_set_power_model(e->cluster, type, m, err) < 0)
         return -1;
     power_means(e);
+    /* running jobs' draws in the running totals follow the new model */
+    for (size_t i = 0; i < e->n_running; i++) {
+        job_t *j = e->jobs[e->running[i]];
+        if (!job_holds(j))
+            continue;
+        tide__power_job_off(e, j);
+        tide__power_job_on(e, j);
+    }
     return 0;
 }

@@ -51,6 +51,14 @@ static const tide_field_t dom_f[] = {
     F(domain_t, claim_id), F(domain_t, claim_n), F(domain_t, claim_since), F(domain_t, borrowed),
     F(domain_t, foreign), F(domain_t, free_slot), F(domain_t, cut_held)};
 
+/* The power model of each GPU type (tide_engine_set_power_model changes it). */
+static const tide_field_t pm_f[] = {
+    F(tide_power_model_t, tdp_w),      F(tide_power_model_t, idle_w),
+    F(tide_power_model_t, serve_idle_w), F(tide_power_model_t, serve_full_w),
+    F(tide_power_model_t, train_w),    F(tide_power_model_t, ckpt_w),
+    F(tide_power_model_t, min_cap_w),  F(tide_power_model_t, n_curve),
+    F(tide_power_model_t, curve_frac), F(tide_power_model_t, curve_speed)};
+
 static const tide_field_t engine_f[] = {
     F(tide_engine_t, laid_out), F(tide_engine_t, zone_gpus), F(tide_engine_t, zone_free),
     F(tide_engine_t, zone_total), F(tide_engine_t, zone_foreign), F(tide_engine_t, queue_gpus),
@@ -225,7 +233,7 @@ static uint64_t layout_fingerprint(void)
              {lc_f, NF(lc_f)},         {samples_f, NF(samples_f)}, {svc_f, NF(svc_f)},
              {fc_f, NF(fc_f)},         {fcs_f, NF(fcs_f)},         {pred_f, NF(pred_f)},
              {hpa_f, NF(hpa_f)},       {orc_f, NF(orc_f)},         {team_f, NF(team_f)},
-             {lkey_f, NF(lkey_f)},     {dl_f, NF(dl_f)}};
+             {lkey_f, NF(lkey_f)},     {dl_f, NF(dl_f)},           {pm_f, NF(pm_f)}};
     static const size_t sizes[] = {sizeof(tide_config_t), sizeof(tide_service_spec_t),
                                    sizeof(node_t), sizeof(domain_t), sizeof(tide_engine_t),
                                    sizeof(tide_stats_t), sizeof(tide_job_spec_t), sizeof(job_t),
@@ -379,6 +387,10 @@ static void w_state(tide_wbuf_t *b, const tide_engine_t *e)
     w_structs(b, e->dl, e->n_dl, sizeof *e->dl, dl_f, NF(dl_f));
     tide_w_arr(b, e->dom_free_bits, ((size_t)e->max_dom_gpus + 1) * e->dom_words,
                sizeof *e->dom_free_bits);
+    int nt = tide_cluster_types(e->cluster);
+    tide_w_u64(b, (uint64_t)(nt > 0 ? nt : 0));
+    for (int t = 0; t < nt; t++)
+        tide_w_struct(b, tide_cluster_power_model(e->cluster, t), pm_f, NF(pm_f));
 }
 
 void *tide_engine_snapshot(const tide_engine_t *e, size_t *len)
@@ -515,6 +527,22 @@ static void r_i32s(tide_rbuf_t *r, int32_t **v, size_t *n, size_t *cap)
     *cap = *n ? *n : 1;
 }
 
+/* The power models (as tide_engine_set_power_model left them). */
+static void r_power_models(tide_rbuf_t *r, tide_engine_t *e)
+{
+    int nt = tide_cluster_types(e->cluster);
+    if (tide_r_u64(r) != (uint64_t)(nt > 0 ? nt : 0)) {
+        r->bad = 1;
+        return;
+    }
+    for (int t = 0; t < nt && !r->bad; t++) {
+        tide_power_model_t m = *tide_cluster_power_model(e->cluster, t);
+        tide_r_struct(r, &m, pm_f, NF(pm_f));
+        if (!r->bad && tide__power_model_restore(e, t, &m) < 0)
+            r->bad = 1;
+    }
+}
+
 static void r_state(tide_rbuf_t *r, tide_engine_t *e)
 {
     size_t n;
@@ -570,6 +598,7 @@ static void r_state(tide_rbuf_t *r, tide_engine_t *e)
     e->cap_dl = e->n_dl ? e->n_dl : 1;
     tide_r_fixed(r, e->dom_free_bits, ((size_t)e->max_dom_gpus + 1) * e->dom_words,
                  sizeof *e->dom_free_bits);
+    r_power_models(r, e);
 }
 
 /* -------------------------------------------------------------- validate */

@@ -168,6 +168,7 @@ static const tide_route_t routes[] = {
     {"POST", "/v1/rl/{job}/trajectories", TIDE_ROLE_SUBMITTER, api_rl_push, "rl.push"},
     {"POST", "/v1/rl/{job}/step", TIDE_ROLE_SUBMITTER, api_rl_step, "rl.step"},
     {"GET", "/v1/leases", TIDE_ROLE_VIEWER, api_leases, NULL},
+    {"GET", "/v1/power", TIDE_ROLE_VIEWER, api_power, NULL},
     {"GET", "/v1/events", TIDE_ROLE_VIEWER, api_events, NULL},
     {"GET", "/v1/stream", TIDE_ROLE_VIEWER, api_stream, NULL},
     {"GET", "/v1/usage", TIDE_ROLE_VIEWER, api_usage, NULL},

@@ -216,7 +216,8 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
     if (dmn_settings(d, o, err) < 0)
         return -1;
     if (tide_store_services_load(d->st, &d->svcs, &d->n_svcs, err) < 0 ||
-        dmn_services_open(d, o, err) < 0 || dmn_history_open(d, o, err) < 0)
+        dmn_services_open(d, o, err) < 0 || dmn_history_open(d, o, err) < 0 ||
+        dmn_power_open(d, o, err) < 0)
         return -1;
     d->wall0 = wall(d);
     if (dmn_rebuild(d, err) < 0 || dmn_pipe_open(d, err) < 0)
@@ -344,6 +345,7 @@ static void loop_tick(tide_daemon_t *d, dfetch_t *fetched, dsrc_t *copy, pulls_t
         pthread_mutex_lock(&d->mu);
         dmn_pipe_pull_apply(d, pulls->v, np);
     }
+    dmn_power_tick(d); /* measured power: pulled when due (the lock let go meanwhile) */
     /* the store's checks use the write connection */
     relock_with_db(d);
     dmn_store_tick(d);
@@ -463,6 +465,7 @@ static void daemon_free(tide_daemon_t *d)
     }
     free(d->src);
     dmn_history_free(d);
+    dmn_power_free(d);
     dmn_svcs_free(d->svcs, d->n_svcs);
     tide_cluster_destroy(d->cluster);
     free(d->db_path);

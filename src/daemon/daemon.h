@@ -63,6 +63,12 @@ typedef struct tide_daemon_opts {
     size_t n_queries;
     const char *demand_history;        /* demand.csv whose latest time is "now"; NULL = none.
                                           Read at the database's first start only */
+    const char *power_query;           /* measured GPU power: a Prometheus instant-query
+                                          URL, or a base URL for the default query
+                                          DCGM_FI_DEV_POWER_USAGE; NULL = no pulls */
+    const char *power_host_label;      /* the series' node label (NULL = "Hostname") */
+    const char *power_gpu_label;       /* ... and GPU index label (NULL = "gpu") */
+    double power_interval_s;           /* wall seconds between power pulls (0 = 60) */
     int history_days;                  /* range query per --demand-query at the first start:
                                           days of engine time (0 = none; default 7) */
     tide_time_t usage_interval_s;      /* engine seconds between usage snapshots (0 = 3600) */

@@ -1,8 +1,8 @@
 /* Epochs: the service list can change only while no job was ever submitted.
  * A change starts a new epoch: the services are replaced in the database, a
  * fresh engine and backend are built, and what must survive (team
- * definitions, the last demand of services that stay, failed nodes) is
- * carried over as pending events of the new epoch. */
+ * definitions, the measured power model, the last demand of services that
+ * stay, failed nodes) is carried over as pending events of the new epoch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,14 +90,18 @@ static void carries_free(carries_t *c)
     free(c->v);
 }
 
-/* What the new services v keep of the current epoch: teams, last demand of
- * services that stay, failed nodes. */
+/* What the new services v keep of the current epoch: teams, the measured
+ * power model, last demand of services that stay, failed nodes. */
 static void carries_build(const tide_daemon_t *d, const tide_service_spec_t *v, size_t n,
                           carries_t *c)
 {
     for (size_t i = 0; i < d->n_teams; i++)
         carry_add(c, dmn_blank_event(TIDE_STORE_KIND_TEAM_SET), d->teams[i].json, NULL,
                   &d->teams[i].spec);
+    tide_time_t pt;
+    const char *power = dmn_power_payload(d, &pt);
+    if (power)
+        carry_add(c, dmn_blank_event(TIDE_STORE_KIND_POWER_MODEL), power, NULL, NULL);
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < d->n_svcs; k++)
             if (!strcmp(v[i].name, d->svcs[k].name) && d->last_demand[k] >= 0) {

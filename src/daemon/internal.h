@@ -13,6 +13,7 @@
  *   ops.c       what the API does: one function per write, applied in a group commit
  *   api*.c      HTTP handlers by resource (api.c: the routes table, helpers)
  *   metrics.c   /metrics;  demand.c  pulled demand sources
+ *   power.c     measured power (--power-query, GET /v1/power)
  *   history.c   demand history fed to every fresh engine */
 #ifndef TIDE_DAEMON_INTERNAL_H
 #define TIDE_DAEMON_INTERNAL_H
@@ -292,10 +293,11 @@ struct tide_daemon {
     tide_time_t next_rehearse; /* engine time of the next one (0 = not set) */
     struct dpipe *pipe;        /* the model pipeline (pipe.c) */
     void *hist;                /* history.c: the stored demand history (NULL = none) */
+    struct dpower *pw;         /* power.c: measured power (--power-query) */
 };
 
 /* ---- snapshot.c */
-#define DMN_SNAP_VERSION 1     /* the daemon's snapshot format (the engine's has its own) */
+#define DMN_SNAP_VERSION 2     /* the daemon's snapshot format (the engine's has its own) */
 #define DMN_SNAP_KEEP 2        /* snapshots kept in the store */
 /* Is a snapshot of the state after the last step due? */
 int dmn_snapshot_due(const tide_daemon_t *d);
@@ -323,8 +325,11 @@ const char *dmn_service_name(const tide_engine_t *e, int32_t s);
 /* Create the settings in a new database, or load them and check the
  * options against them (fills d->cluster, d->cfg, d->policy, d->epoch). */
 int dmn_settings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
-/* The node groups as JSON (caller frees): equal strings = equal clusters. */
+/* The node groups as JSON (caller frees), with their power budgets and GPU
+ * types' power models when not the defaults: equal strings = equal clusters. */
 char *dmn_cluster_json(const tide_cluster_t *c);
+/* ... the node groups alone (no power): equal strings = the same nodes. */
+char *dmn_cluster_nodes_json(const tide_cluster_t *c);
 /* Would an engine with this configuration and these services start? (Some
  * problems, like a reserve the services do not fit, only show at the first
  * step.) 0 or -1 with err. */
@@ -550,6 +555,29 @@ void dmn_demand_fetch(const dsrc_t *src, size_t n, dfetch_t *out, int timeout_ms
  * stale/failed sources are reported. */
 void dmn_demand_apply(tide_daemon_t *d, const dfetch_t *f, tide_time_t now);
 
+/* ---- power.c: measured power (--power-query) */
+typedef struct dpower dpower_t;
+/* At open: the pull's URL (a Prometheus base URL gets the default query),
+ * labels and interval from o. 0 or -1 with err (a bad URL). */
+int dmn_power_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
+void dmn_power_free(tide_daemon_t *d);
+/* A fresh engine (declared models): the recorded state cleared. */
+void dmn_power_reset(tide_daemon_t *d);
+/* Apply a recorded power_model payload fed at engine time t (live and
+ * replay alike, before the step's events): each named type's model is
+ * its declared one with the payload's draws, the others declared. 0, or
+ * -1 (logged) when the payload is not JSON. */
+int dmn_power_apply(tide_daemon_t *d, const char *payload, tide_time_t t);
+/* The payload applied last (NULL: none) and its time, for snapshots; and
+ * back (the restored engine already has the models). */
+const char *dmn_power_payload(const tide_daemon_t *d, tide_time_t *t);
+void dmn_power_restored(tide_daemon_t *d, const char *payload, tide_time_t t);
+/* Once per tick (mu held; let go during the fetch): pull when due, fit,
+ * and queue a power_model event when the model moved. */
+void dmn_power_tick(tide_daemon_t *d);
+json_t *dmn_power_json(tide_daemon_t *d);           /* GET /v1/power (lock held) */
+void dmn_power_metrics(tide_daemon_t *d, tide_prom_t *p);
+
 /* ---- history.c */
 /* At open, before the rebuild: the demand history. On a database's first
  * start (no step yet) it is gathered from o (the --demand-history file, the
@@ -748,5 +776,6 @@ API_HANDLER(api_rl_step);
 void dmn_rl_metrics(tide_daemon_t *d, tide_prom_t *p);
 API_HANDLER(api_mode);
 API_HANDLER(api_rehearse);
+API_HANDLER(api_power);    /* power.c */
 
 #endif

@@ -410,6 +410,7 @@ char *dmn_metrics(tide_daemon_t *d, size_t *len)
     m_snapshots(d, &p);
     m_backend(d, &p);
     m_power(d, &p, &st);
+    dmn_power_metrics(d, &p);
     m_teams(d, &p);
     m_store(d, &p);
     m_forecast(d, &p);

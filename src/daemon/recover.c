@@ -38,6 +38,7 @@ static void derived_reset(tide_daemon_t *d)
         d->last_demand[i] = -1;
     memset(d->preempt, 0, sizeof d->preempt);
     dmn_teams_clear(d);
+    dmn_power_reset(d);
     d->started = 0;
     d->next_wake = 0;
 }
@@ -91,6 +92,8 @@ static int replay_step(void *ctx, int64_t step, tide_time_t t, const tide_store_
     for (size_t i = 0; i < n; i++)
         if (ev[i].ev.kind == TIDE_STORE_KIND_TEAM_SET && ev[i].payload)
             team_replay(d, ev[i].payload);
+        else if (ev[i].ev.kind == TIDE_STORE_KIND_POWER_MODEL && ev[i].payload)
+            dmn_power_apply(d, ev[i].payload, t);
     for (size_t i = 0; i < n; i++) {
         if (ev[i].ev.kind < 0 || ev[i].ev.kind >= TIDE_EV_KIND_COUNT)
             continue;
@@ -145,7 +148,7 @@ static int pending_load(void *ctx, int64_t step, tide_time_t t, const tide_store
     (void)nrec;
     tide_daemon_t *d = ctx;
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].ev.kind < 0 || ev[i].ev.kind > TIDE_STORE_KIND_TEAM_SET)
+        if (ev[i].ev.kind < 0 || ev[i].ev.kind > TIDE_STORE_KIND_POWER_MODEL)
             continue;
         dmn_evx_t x = {.job_id = ev[i].job_id, .service_name = ev[i].service_name,
                        .payload = ev[i].payload};

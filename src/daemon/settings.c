@@ -9,24 +9,103 @@
 #include "daemon/internal.h"
 #include "util/util.h"
 
-char *dmn_cluster_json(const tide_cluster_t *c)
+/* A GPU type's power model as JSON (keys as in the cluster file's power:). */
+static json_t *model_json(const tide_power_model_t *m)
 {
+    json_t *curve = json_array();
+    for (int i = 0; i < m->n_curve && i < TIDE_POWER_CURVE_MAX; i++)
+        json_array_append_new(curve, json_pack("[f,f]", m->curve_frac[i], m->curve_speed[i]));
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "tdp", m->tdp_w, "idle", m->idle_w,
+                     "serving_idle", m->serve_idle_w, "serving_full", m->serve_full_w,
+                     "training", m->train_w, "checkpoint", m->ckpt_w, "min_cap", m->min_cap_w,
+                     "curve", curve);
+}
+
+static int model_from_json(json_t *j, tide_power_model_t *m)
+{
+    json_t *curve = NULL;
+    if (json_unpack(j, "{s:F,s:F,s:F,s:F,s:F,s:F,s:F,s:o}", "tdp", &m->tdp_w, "idle", &m->idle_w,
+                    "serving_idle", &m->serve_idle_w, "serving_full", &m->serve_full_w,
+                    "training", &m->train_w, "checkpoint", &m->ckpt_w, "min_cap", &m->min_cap_w,
+                    "curve", &curve) != 0 ||
+        !json_is_array(curve) || json_array_size(curve) > TIDE_POWER_CURVE_MAX)
+        return -1;
+    m->n_curve = (int)json_array_size(curve);
+    for (int i = 0; i < m->n_curve; i++)
+        if (json_unpack(json_array_get(curve, (size_t)i), "[F,F]", &m->curve_frac[i],
+                        &m->curve_speed[i]) != 0)
+            return -1;
+    return 0;
+}
+
+/* Equal models, field by field (no padding compared). */
+static int model_same(const tide_power_model_t *a, const tide_power_model_t *b)
+{
+    if (a->tdp_w != b->tdp_w || a->idle_w != b->idle_w || a->serve_idle_w != b->serve_idle_w ||
+        a->serve_full_w != b->serve_full_w || a->train_w != b->train_w ||
+        a->ckpt_w != b->ckpt_w || a->min_cap_w != b->min_cap_w || a->n_curve != b->n_curve)
+        return 0;
+    for (int i = 0; i < a->n_curve && i < TIDE_POWER_CURVE_MAX; i++)
+        if (a->curve_frac[i] != b->curve_frac[i] || a->curve_speed[i] != b->curve_speed[i])
+            return 0;
+    return 1;
+}
+
+/* The node groups; with power (1) each group's power budget and its GPU
+ * type's power model when they are not the defaults (so that a cluster
+ * without either reads as it always did). */
+static char *cluster_json(const tide_cluster_t *c, int power)
+{
+    tide_power_model_t def;
+    tide_power_model_default(&def);
     json_t *a = json_array();
     for (int i = 0; i < tide_cluster_groups(c); i++) {
         tide_node_group_t g;
         if (tide_cluster_group(c, i, &g) != 0)
             continue;
-        json_array_append_new(a, json_pack("{s:i,s:i,s:s,s:i,s:i,s:i}", "count", g.count,
-                                           "gpus_per_node", g.gpus_per_node, "gpu_type",
-                                           g.gpu_type ? g.gpu_type : "gpu", "domain_nodes",
-                                           g.domain_nodes, "rack_nodes", g.rack_nodes,
-                                           "power_nodes", g.power_nodes));
+        json_t *o = json_pack("{s:i,s:i,s:s,s:i,s:i,s:i}", "count", g.count, "gpus_per_node",
+                              g.gpus_per_node, "gpu_type", g.gpu_type ? g.gpu_type : "gpu",
+                              "domain_nodes", g.domain_nodes, "rack_nodes", g.rack_nodes,
+                              "power_nodes", g.power_nodes);
+        const tide_power_model_t *m =
+            tide_cluster_power_model(c, tide_cluster_type_find(c, g.gpu_type ? g.gpu_type : "gpu"));
+        if (power && g.power_budget_w > 0)
+            json_object_set_new(o, "power_budget_w", json_real(g.power_budget_w));
+        if (power && m && !model_same(m, &def))
+            json_object_set_new(o, "power", model_json(m));
+        json_array_append_new(a, o);
     }
     char *s = json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(a);
     char *r = tide_xstrdup(s ? s : "[]");
     free(s);
     return r;
+}
+
+char *dmn_cluster_json(const tide_cluster_t *c) { return cluster_json(c, 1); }
+
+char *dmn_cluster_nodes_json(const tide_cluster_t *c) { return cluster_json(c, 0); }
+
+/* One stored group into c (its budget and its type's model when given). */
+static int group_from_json(tide_cluster_t *c, json_t *x, tide_error_t *err)
+{
+    tide_node_group_t g = {0};
+    const char *type = NULL;
+    json_t *pm = NULL;
+    if (json_unpack(x, "{s:i,s:i,s:s,s:i,s:i,s:i,s?F,s?o}", "count", &g.count, "gpus_per_node",
+                    &g.gpus_per_node, "gpu_type", &type, "domain_nodes", &g.domain_nodes,
+                    "rack_nodes", &g.rack_nodes, "power_nodes", &g.power_nodes,
+                    "power_budget_w", &g.power_budget_w, "power", &pm) != 0)
+        return -1;
+    g.gpu_type = type;
+    if (tide_cluster_add_group(c, &g, err) != 0)
+        return -1;
+    tide_power_model_t m;
+    tide_power_model_default(&m);
+    if (pm && (model_from_json(pm, &m) < 0 ||
+               tide_cluster_set_power_model(c, tide_cluster_type_find(c, type), &m, err) < 0))
+        return -1;
+    return 0;
 }
 
 static tide_cluster_t *cluster_from_json(const char *s, tide_error_t *err)
@@ -42,12 +121,7 @@ static tide_cluster_t *cluster_from_json(const char *s, tide_error_t *err)
     size_t i;
     json_t *x;
     json_array_foreach(a, i, x) {
-        tide_node_group_t g = {0};
-        const char *type = NULL;
-        if (json_unpack(x, "{s:i,s:i,s:s,s:i,s:i,s:i}", "count", &g.count, "gpus_per_node",
-                        &g.gpus_per_node, "gpu_type", &type, "domain_nodes", &g.domain_nodes,
-                        "rack_nodes", &g.rack_nodes, "power_nodes", &g.power_nodes) != 0 ||
-            (g.gpu_type = type, tide_cluster_add_group(c, &g, err) != 0)) {
+        if (group_from_json(c, x, err) < 0) {
             if (err && !err->msg[0])
                 tide_errf(err, TIDE_EIO, "database: the stored cluster is unreadable");
             tide_cluster_destroy(c);
@@ -184,6 +258,32 @@ static int settings_timings(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_
     return 0;
 }
 
+/* The power budgets and models of an existing database (cj: its stored
+ * cluster) against the given cluster's: the database's are kept (fixed at
+ * creation); a database written before they were stored takes the given
+ * ones (and stores them). */
+static int settings_power(tide_daemon_t *d, const tide_daemon_opts_t *o, const char *cj,
+                          tide_error_t *err)
+{
+    char *given = dmn_cluster_json(o->cluster);
+    int rc = 0;
+    if (strcmp(given, cj)) {
+        char *plain = cluster_json(d->cluster, 0);
+        if (!strcmp(plain, cj)) { /* nothing stored: take the given ones */
+            tide_cluster_destroy(d->cluster);
+            d->cluster = tide_cluster_copy(o->cluster);
+            rc = tide_store_meta_set(d->st, "cluster", given, err);
+        } else {
+            fprintf(d->log ? d->log : stderr,
+                    "tide serve: the cluster's power budgets or models differ from the "
+                    "database's: the database's are kept (fixed at creation; use another --db)\n");
+        }
+        free(plain);
+    }
+    free(given);
+    return rc;
+}
+
 /* An existing database: load its settings (cj: its cluster) and check the
  * options against them. */
 static int settings_load(tide_daemon_t *d, const tide_daemon_opts_t *o, char *cj,
@@ -195,9 +295,14 @@ static int settings_load(tide_daemon_t *d, const tide_daemon_opts_t *o, char *cj
         return -1;
     }
     if (o->cluster) {
-        char *given = dmn_cluster_json(o->cluster);
-        int same = !strcmp(given, cj);
+        char *given = cluster_json(o->cluster, 0), *mine = cluster_json(d->cluster, 0);
+        int same = !strcmp(given, mine);
         free(given);
+        free(mine);
+        if (same && settings_power(d, o, cj, err) < 0) {
+            free(cj);
+            return -1;
+        }
         if (!same) {
             char a[256], b[256];
             tide_cluster_format(d->cluster, a, sizeof a);

@@ -1,7 +1,8 @@
 /* Snapshots of the daemon's state: the engine (tide_engine_snapshot) and
  * what the daemon derives from the step stream (replicas, notices, widths,
- * nodes, demand, teams), written into the store in a step's transaction every
- * snap_steps steps or snap_secs of engine time. The row stores the state
+ * nodes, demand, teams, the measured power model), written into the store
+ * in a step's transaction every snap_steps steps or snap_secs of engine
+ * time. The row stores the state
  * after the previous step (taken before the new step changes anything), so
  * it exists only when that step is committed. Recovery restores the newest
  * intact snapshot of the epoch and replays only the steps after it; a
@@ -47,6 +48,10 @@ static void w_derived(tide_wbuf_t *b, tide_daemon_t *d)
         tide_w_str(b, d->teams[i].name);
         tide_w_str(b, d->teams[i].json);
     }
+    tide_time_t pt;
+    const char *power = dmn_power_payload(d, &pt); /* the engine's snapshot has the models */
+    tide_w_str(b, power);
+    tide_w_u64(b, (uint64_t)pt);
 }
 
 int dmn_snapshot_due(const tide_daemon_t *d)
@@ -92,6 +97,8 @@ typedef struct dsnap {
     double *demand;
     char **names, **jsons;
     size_t n_teams;
+    char *power;               /* the measured power model's payload (NULL none) */
+    tide_time_t power_t;
 } dsnap_t;
 
 static void dsnap_free(dsnap_t *s)
@@ -106,6 +113,7 @@ static void dsnap_free(dsnap_t *s)
     }
     free(s->names);
     free(s->jsons);
+    free(s->power);
 }
 
 static int r_derived(tide_rbuf_t *r, const tide_daemon_t *d, const tide_engine_t *e, dsnap_t *s)
@@ -131,6 +139,8 @@ static int r_derived(tide_rbuf_t *r, const tide_daemon_t *d, const tide_engine_t
         if (!s->names[i])
             r->bad = 1;
     }
+    s->power = tide_r_str(r);
+    s->power_t = (tide_time_t)tide_r_u64(r);
     return r->bad || r->pos != r->n || nn != (size_t)tide_cluster_nodes(d->cluster) ||
                    nd != d->n_svcs || s->n_reps != (size_t)tide_engine_replicas(e) ||
                    s->n_jobs != (size_t)tide_engine_jobs(e)
@@ -167,6 +177,7 @@ static void derived_apply(tide_daemon_t *d, dsnap_t *s)
         free(name);
         TIDE_PUSH(d->teams, d->n_teams, d->cap_teams, n);
     }
+    dmn_power_restored(d, s->power, s->power_t);
 }
 
 typedef struct restore_ctx {

@@ -298,10 +298,11 @@ static size_t pending_batch(const tide_daemon_t *d, tide_time_t t)
     return np;
 }
 
-/* The step's events into d->evbuf: teams first (applied to the engine), then
- * the pending batch and the due loop events in order. Returns the highest
- * pending seq fed. */
-static int64_t feed_build(tide_daemon_t *d, size_t np, const size_t *xi, size_t nx)
+/* The step's events into d->evbuf: teams and power models first (applied to
+ * the engine, as of the step at t), then the pending batch and the due loop
+ * events in order. Returns the highest pending seq fed. */
+static int64_t feed_build(tide_daemon_t *d, tide_time_t t, size_t np, const size_t *xi,
+                          size_t nx)
 {
     d->n_evbuf = 0;
     int64_t upto = 0;
@@ -310,6 +311,13 @@ static int64_t feed_build(tide_daemon_t *d, size_t np, const size_t *xi, size_t 
         upto = p->seq;
         if (p->ev.kind == TIDE_STORE_KIND_TEAM_SET && p->has_tspec)
             dmn_team_apply(d, &p->tspec, p->payload);
+        else if (p->ev.kind == TIDE_STORE_KIND_POWER_MODEL && p->payload)
+            dmn_power_apply(d, p->payload, t);
+    }
+    for (size_t i = 0; i < nx; i++) {
+        const dmn_ev_t *p = &d->extra.v[xi[i]];
+        if (p->ev.kind == TIDE_STORE_KIND_POWER_MODEL && p->payload)
+            dmn_power_apply(d, p->payload, t);
     }
     for (size_t i = 0; i < np; i++) {
         dmn_ev_t *p = &d->pending.v[i];
@@ -323,6 +331,8 @@ static int64_t feed_build(tide_daemon_t *d, size_t np, const size_t *xi, size_t 
     }
     for (size_t i = 0; i < nx; i++) {
         dmn_ev_t *p = &d->extra.v[xi[i]];
+        if (p->ev.kind < 0 || p->ev.kind >= TIDE_EV_KIND_COUNT)
+            continue;
         tide_event_t x = p->ev;
         dmn_resolve(d, &x, p->job_id);
         evbuf_push(d, &x);
@@ -414,7 +424,7 @@ static int step_at(tide_daemon_t *d, tide_time_t t, int force, tide_error_t *err
             *err = perr;
         return -1;
     }
-    int64_t upto = feed_build(d, np, xi, nx);
+    int64_t upto = feed_build(d, t, np, xi, nx);
     tide_error_t serr = {0};
     if (tide_engine_step(d->e, t, d->evbuf, d->n_evbuf, &d->acts, &serr) != 0) {
         d->step_errors++;

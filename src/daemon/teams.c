@@ -108,8 +108,16 @@ int dmn_reload(tide_daemon_t *d, int *n_tokens, int *n_teams, int *changed, tide
     tide_cluster_t *c = tide_cluster_file_load_ex(d->cluster_file, &gov, err);
     if (!c)
         return tide_err_prefix(err, "--cluster-file: ");
-    char *a = dmn_cluster_json(c), *b = dmn_cluster_json(d->cluster);
+    char *a = dmn_cluster_nodes_json(c), *b = dmn_cluster_nodes_json(d->cluster);
     int same = !strcmp(a, b);
+    free(a);
+    free(b);
+    a = dmn_cluster_json(c);
+    b = dmn_cluster_json(d->cluster);
+    if (same && strcmp(a, b))
+        dmn_log(d, "--cluster-file %s: power budgets or models changed: not applied (fixed "
+                   "when the database was created)",
+                d->cluster_file);
     free(a);
     free(b);
     tide_cluster_destroy(c);

@@ -107,21 +107,40 @@ static int sample(const json_t *pair, double *v, double *ts, tide_error_t *err)
     return 0;
 }
 
-int tide_prom_query_value(const char *body, size_t len, double *value, double *ts, tide_error_t *err)
+/* A Prometheus API response (what: "query" or "range query" for messages):
+ * its root (caller decrefs), result type (NULL when none) and result; NULL
+ * with err: EINVAL not JSON, EIO status "error". */
+static json_t *prom_load(const char *body, size_t len, const char *what, const char **rt,
+                         const json_t **res, tide_error_t *err)
 {
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je);
-    if (!j)
-        return tide_errf(err, TIDE_EINVAL, "query response is not JSON: %s", je.text);
-    int rc = 0;
+    if (!j) {
+        tide_errf(err, TIDE_EINVAL, "%s response is not JSON: %s", what, je.text);
+        return NULL;
+    }
     const char *st = json_string_value(json_object_get(j, "status"));
     const json_t *data = json_object_get(j, "data");
-    const char *rt = json_string_value(json_object_get(data, "resultType"));
-    const json_t *res = json_object_get(data, "result");
+    *rt = json_string_value(json_object_get(data, "resultType"));
+    *res = json_object_get(data, "result");
     if (!st || strcmp(st, "success")) {
         const char *m = json_string_value(json_object_get(j, "error"));
-        rc = tide_errf(err, TIDE_EIO, "query failed: %.300s", m ? m : "status is not success");
-    } else if (rt && !strcmp(rt, "scalar")) {
+        tide_errf(err, TIDE_EIO, "%s failed: %.300s", what, m ? m : "status is not success");
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+int tide_prom_query_value(const char *body, size_t len, double *value, double *ts, tide_error_t *err)
+{
+    const char *rt;
+    const json_t *res;
+    json_t *j = prom_load(body, len, "query", &rt, &res, err);
+    if (!j)
+        return -1;
+    int rc = 0;
+    if (rt && !strcmp(rt, "scalar")) {
         rc = sample(res, value, ts, err);
     } else if (rt && !strcmp(rt, "vector") && json_is_array(res)) {
         if (json_array_size(res) == 0)
@@ -186,21 +205,15 @@ int tide_prom_range_values(const char *body, size_t len, double **ts, double **v
 {
     *ts = *values = NULL;
     *n = 0;
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je);
+    const char *rt;
+    const json_t *res;
+    json_t *j = prom_load(body, len, "range query", &rt, &res, err);
     if (!j)
-        return tide_errf(err, TIDE_EINVAL, "range query response is not JSON: %s", je.text);
-    const char *st = json_string_value(json_object_get(j, "status"));
-    const json_t *data = json_object_get(j, "data");
-    const char *rt = json_string_value(json_object_get(data, "resultType"));
-    const json_t *res = json_object_get(data, "result");
+        return -1;
     rpt_t *p = NULL;
     size_t np = 0, cap = 0;
     int rc = 0;
-    if (!st || strcmp(st, "success")) {
-        const char *m = json_string_value(json_object_get(j, "error"));
-        rc = tide_errf(err, TIDE_EIO, "range query failed: %.300s", m ? m : "status is not success");
-    } else if (!rt || strcmp(rt, "matrix") || !json_is_array(res)) {
+    if (!rt || strcmp(rt, "matrix") || !json_is_array(res)) {
         rc = tide_errf(err, TIDE_EINVAL, "range query result type '%.40s' (want matrix)",
                        rt ? rt : "?");
     } else {
@@ -279,4 +292,66 @@ int tide_prom_range_url(const char *url, double start, double end, double step, 
     if (w < 0 || (size_t)w >= n - o)
         return tide_errf(err, TIDE_ERANGE, "range query URL too long");
     return 0;
+}
+
+/* One series of a vector into *o (labels asked for). */
+static int series_one(const json_t *r, const char *const *labels, size_t nl,
+                      tide_prom_series_t *o, tide_error_t *err)
+{
+    const json_t *pair = json_object_get(r, "value");
+    const json_t *met = json_object_get(r, "metric");
+    if (!json_is_array(pair) || json_array_size(pair) != 2 ||
+        !json_is_number(json_array_get(pair, 0)) || !json_is_string(json_array_get(pair, 1)))
+        return tide_errf(err, TIDE_EINVAL, "query result: expected [time, \"value\"]");
+    o->ts = json_number_value(json_array_get(pair, 0));
+    const char *s = json_string_value(json_array_get(pair, 1));
+    char *end;
+    o->value = strtod(s, &end);
+    if (end == s || *end)
+        o->value = NAN; /* not a number: the caller refuses it */
+    for (size_t k = 0; k < nl; k++) {
+        const char *v = json_string_value(json_object_get(met, labels[k]));
+        o->label[k] = v ? tide_xstrdup(v) : NULL;
+    }
+    return 0;
+}
+
+int tide_prom_query_series(const char *body, size_t len, const char *const *labels,
+                           size_t n_labels, tide_prom_series_t **out, size_t *n,
+                           tide_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (n_labels > TIDE_PROM_SERIES_LABELS)
+        return tide_errf(err, TIDE_EINVAL, "at most %d labels", TIDE_PROM_SERIES_LABELS);
+    const char *rt;
+    const json_t *res;
+    json_t *j = prom_load(body, len, "query", &rt, &res, err);
+    if (!j)
+        return -1;
+    int rc = 0;
+    if (!rt || strcmp(rt, "vector") || !json_is_array(res)) {
+        rc = tide_errf(err, TIDE_EINVAL, "query result type '%.40s' (want vector)",
+                       rt ? rt : "?");
+    } else {
+        size_t m = json_array_size(res);
+        *out = tide_xcalloc(m ? m : 1, sizeof **out);
+        for (size_t i = 0; rc == 0 && i < m; i++, (*n)++)
+            rc = series_one(json_array_get(res, i), labels, n_labels, &(*out)[i], err);
+        if (rc < 0) {
+            tide_prom_series_free(*out, *n);
+            *out = NULL;
+            *n = 0;
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+void tide_prom_series_free(tide_prom_series_t *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        for (int k = 0; k < TIDE_PROM_SERIES_LABELS; k++)
+            free(v[i].label[k]);
+    free(v);
 }

@@ -44,4 +44,23 @@ int tide_prom_range_values(const char *body, size_t len, double **ts, double **v
 int tide_prom_range_url(const char *url, double start, double end, double step, char *out,
                         size_t n, tide_error_t *err);
 
+/* One series of an instant-query vector: the values of the labels asked
+ * for (owned, NULL when the series lacks one) and its sample as given
+ * (any number, NaN and infinities included: the caller judges it). */
+#define TIDE_PROM_SERIES_LABELS 4
+typedef struct tide_prom_series {
+    char *label[TIDE_PROM_SERIES_LABELS];
+    double value, ts;
+} tide_prom_series_t;
+
+/* Parse a Prometheus /api/v1/query response holding a vector: each series
+ * with the labels named in labels[0 .. n_labels) (n_labels <= 4). *out
+ * (free with tide_prom_series_free) holds *n >= 0 series; an empty vector
+ * is 0 series, not an error. Errors: EINVAL malformed or not a vector, EIO
+ * status "error". */
+int tide_prom_query_series(const char *body, size_t len, const char *const *labels,
+                           size_t n_labels, tide_prom_series_t **out, size_t *n,
+                           tide_error_t *err);
+void tide_prom_series_free(tide_prom_series_t *v, size_t n);
+
 #endif

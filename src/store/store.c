@@ -690,6 +690,8 @@ const char *tide_store_event_kind_name(int kind)
 {
     if (kind == TIDE_STORE_KIND_TEAM_SET)
         return "team_set";
+    if (kind == TIDE_STORE_KIND_POWER_MODEL)
+        return "power_model";
     return tide_event_name(kind);
 }
 
@@ -697,7 +699,7 @@ int tide_store_event_kind_find(const char *name)
 {
     if (!name)
         return -1;
-    for (int k = 0; k <= TIDE_STORE_KIND_TEAM_SET; k++)
+    for (int k = 0; k <= TIDE_STORE_KIND_POWER_MODEL; k++)
         if (!strcmp(tide_store_event_kind_name(k), name))
             return k;
     return -1;
@@ -912,7 +914,7 @@ static void event_from_row(batch_t *b, sqlite3_stmt *st)
     e.step = col_opt(st, 3) > 0 ? col_opt(st, 3) : 0;
     e.time_s = sqlite3_column_int64(st, 4);
     int kind = tide_store_event_kind_find(col_str(st, 5));
-    e.ev.kind = kind < 0 ? TIDE_EV_KIND_COUNT + 1 : kind; /* unknown: the engine rejects it */
+    e.ev.kind = kind < 0 ? TIDE_STORE_KIND_UNKNOWN : kind; /* never fed */
     e.job_id = keep(b, st, 6);
     e.ev.job = (int32_t)col_opt(st, 7);
     e.ev.service = (int32_t)col_opt(st, 8);

@@ -190,6 +190,12 @@ int tide_store_jobs_list(tide_store_t *s, const tide_store_job_filter_t *f, tide
 /* Pseudo-event kind stored in events_in for a team definition applied to the
  * engine before the step it belongs to (payload = team spec JSON). */
 #define TIDE_STORE_KIND_TEAM_SET TIDE_EV_KIND_COUNT
+/* ... and for a power model fitted from measured draws, applied the same way
+ * (payload = the measured models by GPU type as JSON; tide serve
+ * --power-query, docs/serve.md). */
+#define TIDE_STORE_KIND_POWER_MODEL (TIDE_EV_KIND_COUNT + 1)
+/* What a stored kind this build does not know reads back as (never fed). */
+#define TIDE_STORE_KIND_UNKNOWN (TIDE_EV_KIND_COUNT + 2)
 
 /* An event row. On writes strings are borrowed; in replay callbacks they are
  * borrowed for the call. For JOB_SUBMIT rows read back, spec is filled from
@@ -198,7 +204,7 @@ typedef struct tide_store_event {
     int64_t seq;            /* set by append */
     int64_t step;           /* 0 = pending (not yet fed) */
     tide_time_t time_s;     /* when it was accepted / fed */
-    tide_event_t ev;        /* kind (or TIDE_STORE_KIND_TEAM_SET), handles, value */
+    tide_event_t ev;        /* kind (or TIDE_STORE_KIND_*), handles, value */
     const char *job_id;     /* events about a job: its id (authoritative over ev.job) */
     const char *service_name;
     const char *source;     /* "api", "backend", "demand", "recovery", "daemon" */
@@ -206,7 +212,8 @@ typedef struct tide_store_event {
     tide_job_spec_t spec;   /* replay of JOB_SUBMIT */
 } tide_store_event_t;
 
-/* Name stored for an event kind (tide_event_name, or "team_set"), and back
+/* Name stored for an event kind (tide_event_name, "team_set" or
+ * "power_model"), and back
  * (-1 when unknown). */
 const char *tide_store_event_kind_name(int kind);
 int tide_store_event_kind_find(const char *name);

@@ -691,6 +691,44 @@ static void test_get_parsing(void **state)
     assert_int_equal(tide_http_listen_parse("x:99999", lh, sizeof lh, lp, sizeof lp, &err), -1);
 }
 
+/* A DCGM-style vector: each series with the labels asked for, values as
+ * given (NaN kept for the caller to refuse), an empty vector is no error. */
+static void test_prom_series(void **state)
+{
+    (void)state;
+    tide_error_t err = {0};
+    const char *labels[] = {"Hostname", "gpu"};
+    const char *body =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_USAGE\",\"Hostname\":\"n0\",\"gpu\":\"3\"},"
+        "\"value\":[1700000000.5,\"612.25\"]},"
+        "{\"metric\":{\"gpu\":\"1\"},\"value\":[1700000000.5,\"NaN\"]}]}}";
+    tide_prom_series_t *v = NULL;
+    size_t n = 0;
+    assert_int_equal(tide_prom_query_series(body, strlen(body), labels, 2, &v, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].label[0], "n0");
+    assert_string_equal(v[0].label[1], "3");
+    assert_true(v[0].value == 612.25 && v[0].ts == 1700000000.5);
+    assert_null(v[1].label[0]);
+    assert_true(v[1].value != v[1].value); /* NaN */
+    tide_prom_series_free(v, n);
+    const char *empty = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}";
+    assert_int_equal(tide_prom_query_series(empty, strlen(empty), labels, 2, &v, &n, &err), 0);
+    assert_int_equal(n, 0);
+    tide_prom_series_free(v, n);
+    const char *scalar = "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1,\"7\"]}}";
+    assert_int_equal(tide_prom_query_series(scalar, strlen(scalar), labels, 2, &v, &n, &err), -1);
+    assert_int_equal(err.code, TIDE_EINVAL);
+    const char *e = "{\"status\":\"error\",\"error\":\"bad query\"}";
+    assert_int_equal(tide_prom_query_series(e, strlen(e), labels, 2, &v, &n, &err), -1);
+    assert_int_equal(err.code, TIDE_EIO);
+    const char *bad = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"value\":7}]}}";
+    assert_int_equal(tide_prom_query_series(bad, strlen(bad), labels, 2, &v, &n, &err), -1);
+    assert_null(v);
+    assert_int_equal(tide_prom_query_series("nope", 4, labels, 2, &v, &n, &err), -1);
+}
+
 /* Prometheus range queries: the URL made from an instant query URL, and the
  * matrix parsed (series summed per time, NaN skipped, errors named). */
 static void test_prom_range(void **state)
@@ -883,7 +921,7 @@ int main(void)
         cmocka_unit_test(test_route_roles),   cmocka_unit_test(test_job_validation),
         cmocka_unit_test(test_other_bodies),  cmocka_unit_test(test_prom),
         cmocka_unit_test(test_server),        cmocka_unit_test(test_get_parsing),
-        cmocka_unit_test(test_prom_range),
+        cmocka_unit_test(test_prom_range),    cmocka_unit_test(test_prom_series),
         cmocka_unit_test(test_routes_audited), cmocka_unit_test(test_audit_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -301,6 +301,153 @@ static void test_property_budget(void **state)
     assert_true(caps > 0);
 }
 
+/* Fitting measured draws: samples refused, means per state, the serving line,
+ * smoothing across pulls, the order restored, declared values kept. */
+static void test_fit_samples(void **state)
+{
+    (void)state;
+    tide_power_fit_t f;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_IDLE, 0, NAN, 1400), -1);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_IDLE, 0, -5, 1400), -1);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_IDLE, 0, 1e9, 1400), -1);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_COUNT, 0, 100, 1400), -1);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_SERVING, NAN, 300, 1400), -1);
+    assert_int_equal(f.rejected, 5);
+    tide_power_model_t m, dec;
+    tide_power_model_default(&dec);
+    m = dec;
+    unsigned mask = 0;
+    assert_int_equal(tide_power_fit_apply(&f, 1, 0.3, &m, &mask), 0); /* nothing to fit */
+    assert_memory_equal(&m, &dec, sizeof m);
+    assert_int_equal(mask, 0);
+    /* idle 100 and 110, training 600 and 620 */
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_IDLE, 0, 100, 1400), 0);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_IDLE, 0, 110, 1400), 0);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_TRAINING, 0, 600, 1400), 0);
+    assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_TRAINING, 0, 620, 1400), 0);
+    assert_int_equal(tide_power_fit_apply(&f, 1, 0.3, &m, &mask), 2);
+    assert_true(fabs(m.idle_w - 105) < 1e-9);
+    assert_true(fabs(m.train_w - 610) < 1e-9);
+    assert_int_equal(mask, (1u << TIDE_PSTATE_IDLE) | (1u << TIDE_PSTATE_TRAINING));
+    /* no measurement: declared */
+    assert_true(m.serve_idle_w == dec.serve_idle_w && m.serve_full_w == dec.serve_full_w);
+    assert_true(m.ckpt_w == dec.ckpt_w && m.tdp_w == dec.tdp_w && m.min_cap_w == dec.min_cap_w);
+    assert_int_equal(tide_power_model_check(&m, NULL), 0);
+    /* a second pull smooths: idle 205 -> 105 + 0.3 x 100 */
+    tide_power_fit_t g;
+    memset(&g, 0, sizeof g);
+    tide_power_fit_add(&g, TIDE_PSTATE_IDLE, 0, 205, 1400);
+    assert_int_equal(tide_power_fit_apply(&g, 1, 0.3, &m, &mask), 1);
+    assert_true(fabs(m.idle_w - 135) < 1e-9);
+    /* min_n: one sample is not enough for a state that needs two */
+    tide_power_model_t m2 = m;
+    assert_int_equal(tide_power_fit_apply(&g, 2, 0.3, &m2, &mask), 0);
+    assert_true(m2.idle_w == m.idle_w);
+}
+
+static void test_fit_serving(void **state)
+{
+    (void)state;
+    tide_power_model_t dec, m;
+    tide_power_model_default(&dec); /* serving 200 .. 600 W */
+    /* loads spread: the line through watts = 250 + 300 x load */
+    tide_power_fit_t f;
+    memset(&f, 0, sizeof f);
+    const double loads[] = {0.1, 0.4, 0.7, 0.9, 2.0 /* clamped to 1 */};
+    for (size_t i = 0; i < sizeof loads / sizeof loads[0]; i++) {
+        double l = loads[i] > 1 ? 1 : loads[i];
+        assert_int_equal(tide_power_fit_add(&f, TIDE_PSTATE_SERVING, loads[i], 250 + 300 * l, 1400), 0);
+    }
+    m = dec;
+    unsigned mask = 0;
+    assert_int_equal(tide_power_fit_apply(&f, 1, 0.3, &m, &mask), 1);
+    assert_true(fabs(m.serve_idle_w - 250) < 1e-6);
+    assert_true(fabs(m.serve_full_w - 550) < 1e-6);
+    assert_int_equal(mask, 1u << TIDE_PSTATE_SERVING);
+    /* one load only: the declared line shifted through the mean (load 0.5:
+     * declared 400 W, measured 450 W -> 250 .. 650 W) */
+    memset(&f, 0, sizeof f);
+    tide_power_fit_add(&f, TIDE_PSTATE_SERVING, 0.5, 440, 1400);
+    tide_power_fit_add(&f, TIDE_PSTATE_SERVING, 0.5, 460, 1400);
+    m = dec;
+    mask = 0;
+    assert_int_equal(tide_power_fit_apply(&f, 1, 0.3, &m, &mask), 1);
+    assert_true(fabs(m.serve_idle_w - 250) < 1e-9);
+    assert_true(fabs(m.serve_full_w - 650) < 1e-9);
+    assert_int_equal(tide_power_model_check(&m, NULL), 0);
+}
+
+/* Measured values that break the model's order are clamped and reordered,
+ * so the result always passes tide_power_model_check. */
+static void test_fit_order(void **state)
+{
+    (void)state;
+    tide_power_model_t m;
+    tide_power_model_default(&m); /* tdp 700, serving idle 200, min cap 200 */
+    tide_power_fit_t f;
+    memset(&f, 0, sizeof f);
+    tide_power_fit_add(&f, TIDE_PSTATE_IDLE, 0, 300, 1400);      /* above serving unloaded */
+    tide_power_fit_add(&f, TIDE_PSTATE_TRAINING, 0, 150, 1400);  /* below the lowest cap */
+    tide_power_fit_add(&f, TIDE_PSTATE_CKPT, 0, 900, 1400);      /* above TDP */
+    unsigned mask = 0;
+    assert_int_equal(tide_power_fit_apply(&f, 1, 1, &m, &mask), 3);
+    assert_true(m.idle_w == 300 && m.serve_idle_w == 300 && m.serve_full_w == 600);
+    assert_true(m.train_w == 150 && m.min_cap_w == 150);
+    assert_true(m.ckpt_w == 700);
+    assert_int_equal(tide_power_model_check(&m, NULL), 0);
+    assert_string_equal(tide_power_state_name(TIDE_PSTATE_CKPT), "checkpointing");
+    assert_null(tide_power_state_name(TIDE_PSTATE_COUNT));
+}
+
+/* A model set on a running engine changes its plan at once (running jobs'
+ * draw follows it) and survives a snapshot and restore. */
+static void test_measured_model_snapshot(void **state)
+{
+    (void)state;
+    ef_t *f = train_only("4x8", 0.85);
+    tide_job_spec_t p3 = ef_job("p3", 3, 16, 8, 2, 36000);
+    int32_t h3 = ef_submit(f, 0, &p3);
+    assert_int_equal(ef_info(f, h3).state, TIDE_JOB_RUNNING);
+    tide_power_info_t before, after;
+    assert_int_equal(tide_engine_power(f->e, 0, &before), 0);
+    tide_power_model_t m = *tide_cluster_power_model(tide_engine_cluster(f->e), 0);
+    m.train_w = 500;
+    m.idle_w = 60;
+    tide_error_t err = {0};
+    assert_int_equal(tide_engine_set_power_model(f->e, 0, &m, &err), 0);
+    assert_int_equal(tide_engine_power(f->e, 0, &after), 0);
+    assert_true(after.watts < before.watts);
+    ef_tick(f, 600);
+    size_t len = 0;
+    void *snap = tide_engine_snapshot(f->e, &len);
+    tide_config_t cfg = ef_cfg("static");
+    cfg.split_inf = 0;
+    tide_engine_t *fresh = tide_engine_create(f->c, &cfg, &err);
+    assert_non_null(fresh);
+    tide_engine_t *r = tide_engine_restore(fresh, snap, len, &err);
+    if (!r)
+        fail_msg("restore: %s", err.msg);
+    const tide_power_model_t *rm = tide_cluster_power_model(tide_engine_cluster(r), 0);
+    assert_true(rm->train_w == 500 && rm->idle_w == 60);
+    /* the same run from here */
+    tide_actions_t a = {0}, b = {0};
+    assert_int_equal(tide_engine_step(f->e, 1200, NULL, 0, &a, &err), 0);
+    assert_int_equal(tide_engine_step(r, 1200, NULL, 0, &b, &err), 0);
+    tide_stats_t sa, sb;
+    tide_engine_stats(f->e, &sa);
+    tide_engine_stats(r, &sb);
+    assert_true(sa.energy_training_j == sb.energy_training_j);
+    assert_true(sa.energy_idle_j == sb.energy_idle_j);
+    assert_int_equal(a.n, b.n);
+    tide_actions_free(&a);
+    tide_actions_free(&b);
+    free(snap);
+    tide_engine_destroy(r);
+    tide_engine_destroy(fresh);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +459,10 @@ int main(void)
         cmocka_unit_test(test_serving_first),
         cmocka_unit_test(test_capped_slower),
         cmocka_unit_test(test_property_budget),
+        cmocka_unit_test(test_fit_samples),
+        cmocka_unit_test(test_fit_serving),
+        cmocka_unit_test(test_fit_order),
+        cmocka_unit_test(test_measured_model_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
