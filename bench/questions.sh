@@ -164,7 +164,8 @@ for n, f in (("elastic, uplinks", "uplink"), ("elastic+QoS, uplinks", "uplink_qo
           f"busiest rack {b['rack']}: peak demand {u['peak_demand_gbps']:.1f} GB/s "
           f"({b['peak_demand_ratio']:.1f}x its uplink), peak rate {u['peak_rate_gbps']:.2f} GB/s, "
           f"saturated {b['saturated_s']:.0f} s; {r['count']} reclaims ({r['late']} late), P99 notice "
-          f"-> GPUs returned {r['p99_lead_s']:.0f} s, -> ready {r['p99_notice_to_ready_s']:.0f} s")
+          f"-> GPUs returned {r['p99_lead_s']:.0f} s, -> ready {r['p99_notice_to_ready_s']:.0f} s; "
+          f"TTFT SLO {lat(p)['ttft_slo_attainment']:.4f}, {p['training']['jobs_completed']} jobs done")
 print()
 print(f"**5. With a 2x forecast error ({burst}), does Tier A still meet its SLO?**")
 for n, p in arms.items():
