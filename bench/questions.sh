@@ -5,11 +5,14 @@
 # (`isolated`), a static co-partition (`static`), elastic leases (`elastic`) and
 # elastic leases with bulk-traffic QoS (`elastic --bulk-qos`), with a 2x burst
 # on inference (a 2x forecast error), rank failures in training and checkpoint
-# and weight-load traffic through one shared storage. Prints the five answers
-# as Markdown (figures from summary.json and timeline.csv).
+# and weight-load traffic through one shared storage. Question 4 has an uplink
+# arm as well: `elastic` again, with and without QoS, with every rack's network
+# uplink a per-domain budget tight enough to contend (UPLINK, below). Prints the
+# five answers as Markdown (figures from summary.json and timeline.csv).
 #   bash bench/questions.sh build [OUT]       # or: make bench-questions
 # Knobs (environment): DAYS (7), SEED (1), STORAGE GB/s (5), QOS share (0.5),
-# BURST (burst:2x@36h+2h), RANKS (rank-fail-rate:2/day).
+# BURST (burst:2x@36h+2h), RANKS (rank-fail-rate:2/day), UPLINK GB/s per rack
+# (default: derived from the run, below).
 set -euo pipefail
 BUILD=${1:-build}
 OUT=${2:-$(mktemp -d /tmp/tide-questions.XXXXXX)}
@@ -20,6 +23,7 @@ STORAGE=${STORAGE:-5}
 QOS=${QOS:-0.5}
 BURST=${BURST:-burst:2x@36h+2h}
 RANKS=${RANKS:-rank-fail-rate:2/day}
+UPLINK=${UPLINK:-}
 [ -x "$TIDE" ] || { echo "questions: $TIDE not built" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "questions: python3 missing" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -36,9 +40,33 @@ common=(--cluster 25x8:H100 --services "$OUT/gen/services.csv" --demand "$OUT/ge
 # the quiet baseline: inference alone on its own GPUs, no burst, no faults
 "$TIDE" sim "${common[@]:0:12}" --policy isolated --out "$OUT/quiet" > "$OUT/quiet.txt" 2>/dev/null
 
-python3 - "$OUT" "$BURST" "$STORAGE" "$QOS" <<'EOF'
+# The uplink arm (question 4). First a probe: elastic with every rack's uplink as
+# wide as the storage, which can never bind (a rack's transfers together get at
+# most the storage's bandwidth), so the run is elastic's above, and summary.json
+# lists the racks with their unconstrained per-rack demand. The tight uplink is
+# then the storage's bandwidth split evenly over those racks, STORAGE / racks:
+# all uplinks together carry no more than the storage, so the network is
+# provisioned exactly for the storage and no rack can take more than its even
+# share of it. Bulk traffic is not spread evenly (a reclaim wave or a job's
+# checkpoint lands on the racks of its GPUs), so the racks that carry it contend
+# on their own uplink while the storage still has room; the probe's per-rack
+# peaks, printed with the answer, show by how much.
+"$TIDE" sim "${common[@]}" --policy elastic --uplink "$STORAGE" --out "$OUT/probe" \
+    > "$OUT/probe.txt" 2>/dev/null
+if [ -z "$UPLINK" ]; then
+    UPLINK=$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))["policies"]["elastic"]["faults"]["storage"]
+print("%.6g" % (s["gbps"] / len(s["uplinks"])))' "$OUT/probe/summary.json")
+fi
+"$TIDE" sim "${common[@]}" --policy elastic --uplink "$UPLINK" --out "$OUT/uplink" \
+    > "$OUT/uplink.txt" 2>/dev/null
+"$TIDE" sim "${common[@]}" --policy elastic --uplink "$UPLINK" --bulk-qos "$QOS" \
+    --out "$OUT/uplink_qos" > "$OUT/uplink_qos.txt" 2>/dev/null
+
+python3 - "$OUT" "$BURST" "$STORAGE" "$QOS" "$UPLINK" <<'EOF'
 import csv, json, re, sys
 out, burst, storage, qos = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+uplink = float(sys.argv[5])
 base = json.load(open(f"{out}/base/summary.json"))["policies"]
 arms = {"isolated": base["isolated"], "static": base["static"], "elastic": base["elastic"],
         "elastic+QoS": json.load(open(f"{out}/qos/summary.json"))["policies"]["elastic"]}
@@ -119,6 +147,25 @@ for n, p in arms.items():
           f"weight load P50/P99 {tt['weight_load']['p50_s']:.0f}/{tt['weight_load']['p99_s']:.0f} s; "
           f"{s['staggered']} checkpoints staggered (P99 delay "
           f"{tt['ckpt_stagger_delay']['p99_s']:.0f} s)")
+el = lambda f: json.load(open(f"{out}/{f}/summary.json"))["policies"]["elastic"]
+probe = sto(el("probe"))
+same = all(probe[k] == sto(arms["elastic"])[k] for k in ("peak_demand_gbps", "saturated_s", "moved_gb"))
+racks = sorted(probe["uplinks"], key=lambda u: -u["peak_demand_gbps"])
+print(f"- rack uplinks: {len(racks)} racks; with uplinks as wide as the storage (never binding; "
+      f"the run is elastic's above: {'yes' if same else 'NO'}) the racks' peak demand is "
+      + ", ".join(f"{u['peak_demand_gbps']:.1f}" for u in racks)
+      + f" GB/s; each uplink set to {storage:g} / {len(racks)} = {uplink:.2f} GB/s")
+for n, f in (("elastic, uplinks", "uplink"), ("elastic+QoS, uplinks", "uplink_qos")):
+    p = el(f); s = sto(p); tt = s["transfer_times"]; b = s["busiest_uplink"]; r = p["reclaim"]
+    u = next(x for x in s["uplinks"] if x["rack"] == b["rack"])
+    print(f"- {n} {uplink:.2f} GB/s: checkpoint P99 {tt['ckpt_periodic']['p99_s']:.0f} s periodic, "
+          f"{tt['ckpt_asked']['p99_s']:.0f} s asked; weight load P99 {tt['weight_load']['p99_s']:.0f} s; "
+          f"storage peak demand {s['peak_demand_gbps']:.1f} GB/s, saturated {s['saturated_s']:.0f} s; "
+          f"busiest rack {b['rack']}: peak demand {u['peak_demand_gbps']:.1f} GB/s "
+          f"({b['peak_demand_ratio']:.1f}x its uplink), peak rate {u['peak_rate_gbps']:.2f} GB/s, "
+          f"saturated {b['saturated_s']:.0f} s; {r['count']} reclaims ({r['late']} late), P99 notice "
+          f"-> GPUs returned {r['p99_lead_s']:.0f} s, -> ready {r['p99_notice_to_ready_s']:.0f} s; "
+          f"TTFT SLO {lat(p)['ttft_slo_attainment']:.4f}, {p['training']['jobs_completed']} jobs done")
 print()
 print(f"**5. With a 2x forecast error ({burst}), does Tier A still meet its SLO?**")
 for n, p in arms.items():

@@ -1013,6 +1013,7 @@ static const char PAGE_BODY[] =
     "<div class=\"chart\" id=\"chart-leases\"></div>\n"
     "<div class=\"chart\" id=\"chart-pipeline\"></div>\n"
     "<div class=\"chart\" id=\"chart-storage\"></div>\n"
+    "<div id=\"uplink-table\" class=\"tablebox\"></div>\n"
     "<div class=\"chart\" id=\"chart-power\"></div>\n"
     "<div id=\"power-table\" class=\"tablebox\"></div>\n"
     "<div class=\"chart\" id=\"chart-class-hours\"></div>\n"

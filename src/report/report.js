@@ -1062,11 +1062,16 @@
         (lim ? ', ' + num(st.near_limit_intervals) + ' at \u2265 90% of the limit' : '') + '.';
       if (fs && typeof fs === 'object') {
         var known = ['gbps', 'peak_demand_gbps', 'mean_demand_gbps', 'saturated_s', 'transfers', 'moved_gb',
-          'p99_ckpt_s', 'p99_warmup_s'];
+          'p99_ckpt_s', 'p99_warmup_s', 'uplinks', 'busiest_uplink'];
         a4 += ' From summary.json faults.storage: instantaneous peak demand ' + num(peakI, 2) + ' GB/s, saturated for ' +
           dur(sat) + ', ' + num(fs.transfers) + ' transfers moving ' + (fs.moved_gb >= 1000 ? num(fs.moved_gb / 1000, 1) + ' TB' :
           num(fs.moved_gb, 0) + ' GB') + '; P99 checkpoint ' +
           dur(fs.p99_ckpt_s) + ', P99 warm-up ' + dur(fs.p99_warmup_s) + '.';
+        var bu = fs.busiest_uplink;
+        if (Array.isArray(fs.uplinks) && fs.uplinks.length && bu && typeof bu === 'object')
+          a4 += ' Rack uplinks: ' + num(fs.uplinks.length) + '; the busiest, rack ' + esc(bu.rack) + ', peaked at ' +
+            num(bu.peak_demand_ratio, 1) + '\u00d7 its uplink and was saturated for ' + dur(bu.saturated_s) +
+            ' (table below the storage chart).';
         var rest = Object.keys(fs).filter(function (k) { return known.indexOf(k) < 0; });
         if (rest.length) a4 += ' Also: ' + esc(rest.map(function (k) { return flat(fs[k], k).join(', '); }).join(', ')) + '.';
       } else if (fs !== undefined) a4 += ' summary.json faults.storage: ' + esc(flat(fs).join(', ')) + '.';
@@ -1228,6 +1233,7 @@
       sbox.style.display = 'none';
       sbox.innerHTML = '';
     }
+    uplinkTable(pol);
     powerSection(pol);
     expected['chart-team-hours'] = 1;
     drawn['chart-team-hours'] = teamHours('chart-team-hours', pol);
@@ -1245,6 +1251,29 @@
    * domain's highest planned draw per bucket as a share of its budget (of its
    * nameplate without one), the 100% line, and the jobs that were capped. */
   var POWER_COLORS = ['#1c7ed6', '#e8590c', '#2b8a3e', '#862e9c', '#c92a2a', '#0b7285', '#5f3dc4', '#d9480f', '#087f5b', '#495057'];
+  /* The per-rack uplink figures (summary.json faults.storage.uplinks, tide sim
+   * --uplink or a cluster file's uplink_gbps): one row per rack, the busiest
+   * marked; nothing when the run has no uplinks. */
+  function uplinkTable(pol) {
+    var f = faultsOf(pol), fs = f && typeof f === 'object' ? f.storage : undefined, tb = $('uplink-table');
+    var U = get(fs, 'uplinks'), b = get(fs, 'busiest_uplink');
+    if (!Array.isArray(U) || !U.length) { tb.innerHTML = ''; return; }
+    var busy = b && typeof b === 'object' ? b.rack : null;
+    var h = '<p class="note">Rack uplinks (per-domain bandwidth budgets beside the ' + num(fs.gbps, 1) +
+      ' GB/s storage; summary.json faults.storage.uplinks): demand is what the rack\'s transfers would take at their ' +
+      'declared rates, rate what they got; saturated: seconds with demand above the uplink.' +
+      (busy !== null ? ' Busiest: rack ' + esc(busy) + ', ' + num(b.peak_demand_ratio, 1) + '\u00d7 its uplink at peak.' : '') +
+      '</p><table class="uplinks"><thead><tr><th>rack</th><th>uplink GB/s</th><th>peak demand GB/s</th>' +
+      '<th>peak rate GB/s</th><th>saturated s</th><th>GB moved</th><th>transfers</th></tr></thead><tbody>';
+    U.forEach(function (u) {
+      h += '<tr data-rack="' + esc(u.rack) + '"' + (u.rack === busy ? ' class="busiest"' : '') + '><td>' + esc(u.rack) +
+        '</td><td>' + num(u.gbps, 2) + '</td><td>' + num(u.peak_demand_gbps, 2) + '</td><td>' + num(u.peak_rate_gbps, 2) +
+        '</td><td>' + num(u.saturated_s, 0) + '</td><td>' + num(u.moved_gb, 0) + '</td><td>' + num(u.transfers, 0) +
+        '</td></tr>';
+    });
+    tb.innerHTML = h + '</tbody></table>';
+  }
+
   function powerSection(pol) {
     var P = (S.policies[pol] || {}).power, box = $('chart-power'), tb = $('power-table');
     if (!P || !P.series || !P.series.domains || !P.series.domains.length) {

@@ -4,8 +4,10 @@
 # from the DOM the page's own script leaves behind, that every chart was drawn
 # with data, the self-test (#selftest: every policy, full and day views, and
 # every team page) passed and no script error happened; checks the Teams and
-# Capacity signals sections (and that a run without usage.csv still gives a
-# page that says so); saves two screenshots: the top of the page and the
+# Capacity signals sections, the rack uplink table against summary.json (the
+# cluster has two racks with uplinks), and that a run from an older tide (no
+# usage.csv, no uplinks) still gives a page that says so and has no uplink
+# table; saves two screenshots: the top of the page and the
 # Teams + Capacity signals sections (#only=teams,signals).
 #
 # Environment: TIDE_BIN (the tide binary). TIDE_REPORT_SHOT: where to save the
@@ -66,7 +68,11 @@ if "$TIDE_BIN" sim --help 2>/dev/null | grep -q -- '--inject'; then
     # with fault injection built in: a storage limit and a 2x burst on day 2
     extra=(--inject 'storage:20,burst:2x@30h+2h')
 fi
-if ! "$TIDE_BIN" sim --cluster 4x8:H100 --services "$tmp/g/services.csv" \
+# 4 nodes of 8 H100 in two racks of 2 nodes, each with a 4 GB/s uplink (used
+# with the storage model only)
+printf 'groups:\n  - {count: 4, gpus_per_node: 8, gpu_type: H100, rack_nodes: 2, uplink_gbps: 4}\n' \
+    >"$tmp/cluster.yaml"
+if ! "$TIDE_BIN" sim --cluster "$tmp/cluster.yaml" --services "$tmp/g/services.csv" \
     --demand "$tmp/g/demand.csv" --jobs "$tmp/g/jobs.csv" --horizon 2d --seed 1 \
     "${extra[@]}" --publish-every 12h --regress-every 2 \
     --sweep reserve=8:16:8 --out "$tmp/sim" --report "$tmp/report.html" \
@@ -143,16 +149,52 @@ for team in $(tail -n +2 "$tmp/g/jobs.csv" | cut -d, -f3 | sort -u); do
 done
 grep -q '(policy: lost work)' "$tmp/dom.html" || fail "no (policy: lost work) line in the Teams section"
 grep -q '<table class="findings">' "$tmp/dom.html" || fail "no capacity findings table"
+# the rack uplink table of the policy shown last (elastic, after the self-test):
+# one row per rack of summary.json faults.storage.uplinks, the same figures
+if [ ${#extra[@]} -gt 0 ]; then
+    python3 - "$tmp/dom.html" "$tmp/sim/summary.json" <<'PY' || fail "rack uplink table"
+import json, re, sys
+dom = open(sys.argv[1]).read()
+st = json.load(open(sys.argv[2]))["policies"]["elastic"]["faults"]["storage"]
+ups = st["uplinks"]
+assert len(ups) == 2, ups
+m = re.search(r'<div id="uplink-table"[^>]*>.*?<table class="uplinks">(.*?)</table>', dom, re.S)
+assert m, "no uplink table"
+rows = re.findall(r'<tr data-rack="(\d+)"( class="busiest")?>(.*?)</tr>', m.group(1), re.S)
+assert [int(r[0]) for r in rows] == [u["rack"] for u in ups], rows
+for (rack, busiest, cells), u in zip(rows, ups):
+    got = [float(c.replace(",", "")) for c in re.findall(r"<td>([^<]*)</td>", cells)]
+    want = [u["rack"], u["gbps"], u["peak_demand_gbps"], u["peak_rate_gbps"], u["saturated_s"],
+            u["moved_gb"], u["transfers"]]
+    tol = [0, .005, .005, .005, .5, .5, 0]
+    assert len(got) == len(want), (got, want)
+    for g, w, t in zip(got, want, tol):
+        assert abs(g - w) <= t + 1e-9, (rack, got, want)
+    assert (busiest != "") == (int(rack) == st["busiest_uplink"]["rack"]), (rack, busiest)
+PY
+fi
 
-# --- a run without usage.csv (older tide): the page says so, no script error
+# --- a run from an older tide (no usage.csv, no uplinks in summary.json): the
+# page says so, has no uplink table, no script error
 mkdir -p "$tmp/old"
-cp "$tmp/sim/summary.json" "$tmp/sim/timeline.csv" "$tmp/sim/events.csv" "$tmp/old/"
+cp "$tmp/sim/timeline.csv" "$tmp/sim/events.csv" "$tmp/old/"
+python3 - "$tmp/sim/summary.json" "$tmp/old/summary.json" <<'PY' || fail "summary.json without uplinks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["policies"].values():
+    st = p.get("faults", {}).get("storage", {})
+    st.pop("uplinks", None)
+    st.pop("busiest_uplink", None)
+json.dump(d, open(sys.argv[2], "w"))
+PY
 "$TIDE_BIN" report "$tmp/old" >/dev/null || fail "tide report without usage.csv failed"
 if run_browser "$(mktemp -d -p "$tmp")" --window-size=1400,2400 --dump-dom \
     "file://$tmp/old/report.html#selftest" >"$tmp/dom_old.html"; then
     ob=$(grep -o '<body[^>]*>' "$tmp/dom_old.html" | head -1)
     case $ob in *'data-errors="0"'*'data-selftest="ok'*) ;; *) fail "no usage.csv: $ob" ;; esac
     grep -q 'usage.csv was not found' "$tmp/dom_old.html" || fail "no usage.csv: the page does not say so"
+    grep -q '<div id="uplink-table" class="tablebox"></div>' "$tmp/dom_old.html" &&
+        ! grep -q '<tr data-rack="[0-9]' "$tmp/dom_old.html" || fail "no uplinks: an uplink table was drawn"
 else
     fail "chromium --dump-dom (no usage.csv) failed"
 fi

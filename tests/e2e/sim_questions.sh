@@ -10,7 +10,10 @@
 #    loads take no longer than the longest declared warm-up;
 #  - bad input: --bulk-qos without storage or out of range, a negative latency
 #    column: clear errors;
-#  - bench/questions.sh answers the five questions.
+#  - bench/questions.sh answers the five questions; its uplink arm (question
+#    4): the probe (uplinks as wide as the storage) is elastic's run, the tight
+#    uplink is the storage split over the probe's racks, no rack uses more than
+#    it, and the tight uplinks lengthen the periodic checkpoint tail.
 # Relations only, no recorded numbers. Environment: TIDE_BIN, TIDE_SRC. Exit 77 = skip.
 set -u
 [ -x "${TIDE_BIN:-}" ] || { echo "skip: TIDE_BIN" >&2; exit 77; }
@@ -27,6 +30,9 @@ DAYS=3 bash "$TIDE_SRC/bench/questions.sh" "$(dirname "$TIDE_BIN")" "$tmp/q" >"$
 for k in 1 2 3 4 5; do
     grep -q "^\*\*$k\. " "$tmp/answers.md" || fail "question $k not answered"
 done
+grep -q '^- elastic+QoS, uplinks [0-9.]* GB/s: checkpoint P99 .*late' "$tmp/answers.md" ||
+    fail "question 4 lacks the uplink arm"
+grep -q 'the run is elastic.s above: yes' "$tmp/answers.md" || fail "the uplink probe changed the run"
 grep -q 'p99TTFT_s' "$tmp/q/base.txt" && grep -q 'p99TBT_ms' "$tmp/q/base.txt" \
     && grep -q 'cap_SLO' "$tmp/q/base.txt" || fail "table lacks the latency / capacity SLO columns"
 for p in isolated static elastic; do
@@ -75,6 +81,22 @@ check(so["bulk_qos"] > 0 and sn["bulk_qos"] == 0, "bulk_qos recorded")
 check(so["transfer_times"]["weight_load"]["p99_s"] <= max(svcs.values()),
       "with QoS a weight load took longer than the longest declared warm-up")
 check(so["peak_rate_gbps"] <= so["gbps"] + 1e-9, "more than the bandwidth in use")
+# the uplink arm
+probe = pol("probe")["elastic"]["faults"]["storage"]
+check(all(probe[k] == sn[k] for k in ("peak_demand_gbps", "saturated_s", "moved_gb", "transfers"))
+      and probe["transfer_times"] == sn["transfer_times"],
+      "uplinks as wide as the storage changed elastic's run")
+racks = len(probe["uplinks"])
+for arm in ("uplink", "uplink_qos"):
+    s = pol(arm)["elastic"]["faults"]["storage"]
+    ups = s["uplinks"]
+    check(len(ups) == racks and all(abs(u["gbps"] - sn["gbps"] / racks) < 1e-5 * sn["gbps"] for u in ups),
+          f"{arm}: uplink is not the storage over {racks} racks")
+    check(all(u["peak_rate_gbps"] <= u["gbps"] + 1e-6 for u in ups), f"{arm}: a rack above its uplink")
+    check(s["busiest_uplink"]["saturated_s"] > 0, f"{arm}: the tight uplinks never saturated")
+    check(s["transfer_times"]["ckpt_periodic"]["p99_s"] > sn["transfer_times"]["ckpt_periodic"]["p99_s"],
+          f"{arm}: tight uplinks did not lengthen the periodic checkpoint tail")
+check(pol("uplink_qos")["elastic"]["faults"]["storage"]["staggered"] > 0, "uplink + QoS: nothing staggered")
 if bad:
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
