@@ -9,7 +9,8 @@
 #include "util/fs.h"
 #include "util/util.h"
 
-static const char *const variant_names[TIDE_SIM_RL_NVAR] = {"fixed-min", "fixed-max", "lent"};
+static const char *const variant_names[TIDE_SIM_RL_NVAR] = {"fixed-min", "fixed-max", "lent-all",
+                                                             "lent"};
 
 /* The observer's state: the model, the RL jobs' ids and handles. */
 typedef struct rl_obs {
@@ -24,6 +25,9 @@ typedef struct rl_obs {
     int lent_gpus;            /* lent GPUs since x->t */
     tide_sim_observe_fn user; /* the caller's observer, called after ours */
     void *user_ctx;
+    int sized;                /* the pool follows the controller (variant lent) */
+    tide_rl_pool_t pool;
+    unsigned char *held;      /* per job of jobs: held now */
 } rl_obs_t;
 
 /* Active, phase and width of RL job k as the world sees it. */
@@ -53,6 +57,26 @@ static void drains_done(rl_obs_t *x, const tide_sim_step_t *s)
     }
 }
 
+/* The pool jobs, in order, released while their replicas are within the
+ * controller's want, held beyond it. */
+static void size_pool(rl_obs_t *x, const tide_sim_step_t *s)
+{
+    tide_rl_stats_t st;
+    tide_rl_stats(x->rl, &st);
+    int want = tide_rl_pool_observe(&x->pool, &st), have = 0;
+    int g = x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+    tide_world_job_t wj;
+    for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n; k++) {
+        int hold = have >= want;
+        have += x->jobs->v[k].gpus / g;
+        world_job(x, s, k, &wj); /* finds the handle */
+        if (x->h[k] < 0 || x->held[k] == hold)
+            continue;
+        if (tide_engine_job_hold(s->engine, x->h[k], hold, NULL) == 0)
+            x->held[k] = (unsigned char)hold;
+    }
+}
+
 /* After every engine step: give the model the capacity the jobs hold. */
 static void observe(void *ctx, const tide_sim_step_t *s)
 {
@@ -76,6 +100,8 @@ static void observe(void *ctx, const tide_sim_step_t *s)
     if (!x->failed && tide_rl_set(x->rl, s->t, &cap, &x->err) != 0)
         x->failed = 1;
     drains_done(x, s);
+    if (x->sized)
+        size_pool(x, s);
     if (s->t > x->t) /* steps are at most a tick apart: bucket by the start */
         x->hour_gpu_s[x->t % 86400 / 3600] += (double)(s->t - x->t) * x->lent_gpus;
     x->lent_gpus = cap.lent * x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
@@ -109,6 +135,11 @@ static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_r
     double days = (double)(x->t - rl->submit_s) / 86400.0;
     for (int h = 0; h < 24; h++)
         r->lent_gpus_by_hour[h] = days > 0 ? x->hour_gpu_s[h] / 3600.0 / days : 0;
+    if (x->sized) {
+        r->pool_grows = x->pool.grows;
+        r->pool_shrinks = x->pool.shrinks;
+        r->pool_want = x->pool.want;
+    }
 }
 
 /* One variant: the RL jobs added to the background jobs, one sim run. */
@@ -116,7 +147,7 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
                        tide_sim_rl_result_t *res, tide_error_t *err)
 {
     tide_rl_jobs_t jobs;
-    int mode = v == TIDE_SIM_RL_LENT ? TIDE_RL_LENT : TIDE_RL_FIXED;
+    int mode = v >= TIDE_SIM_RL_LENT_ALL ? TIDE_RL_LENT : TIDE_RL_FIXED;
     int fixed = v == TIDE_SIM_RL_FIXED_MIN ? rl->min_replicas : rl->max_replicas;
     if (tide_rl_jobs(rl, mode, fixed, &jobs, err) != 0)
         return -1;
@@ -140,7 +171,15 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     snprintf(dir, sizeof dir, "%s/%s", base->out_dir, variant_names[v]);
     o.out_dir = dir;
     o.table = NULL;
-    rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t))};
+    rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t)),
+                  .held = tide_xcalloc((size_t)jobs.n, 1), .sized = v == TIDE_SIM_RL_LENT};
+    if (x.sized && tide_rl_pool_init(&x.pool, rl, NULL, err) != 0) {
+        free(x.h);
+        free(x.held);
+        free(all);
+        tide_rl_jobs_free(&jobs);
+        return -1;
+    }
     for (int k = 0; k < jobs.n; k++)
         x.h[k] = -1;
     x.rl = tide_rl_create(rl, rl->submit_s, err);
@@ -160,6 +199,7 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     }
     tide_rl_destroy(x.rl);
     free(x.h);
+    free(x.held);
     free(all);
     tide_rl_jobs_free(&jobs);
     return rc;
@@ -176,7 +216,7 @@ static json_t *result_json(const tide_sim_rl_result_t *r)
     const tide_rl_stats_t *s = &r->st;
     return json_pack(
         "{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i,"
-        " s:i, s:i, s:o, s:i, s:o, s:o}",
+        " s:i, s:i, s:o, s:i, s:o, s:o, s:i, s:i, s:i}",
         "variant", r->variant, "dedicated_gpus", r->dedicated_gpus, "steps", (int)r->steps,
         "step_mean_s", tide_json_round(r->step_mean, 2), "step_p50_s",
         tide_json_round(r->step_p50, 2), "step_p99_s", tide_json_round(r->step_p99, 2),
@@ -190,7 +230,8 @@ static json_t *result_json(const tide_sim_rl_result_t *r)
         (json_int_t)s->abandoned, "max_staleness", r->max_staleness, "max_accepted_staleness",
         s->max_accepted_staleness, "drains", s->drains, "staleness_hist", st, "drains_clean",
         s->drains_clean, "borrowed_gpu_h", tide_json_round(r->borrowed_gpu_s / 3600, 2),
-        "lent_gpus_by_hour", hours);
+        "lent_gpus_by_hour", hours, "pool_grows", r->pool_grows, "pool_shrinks",
+        r->pool_shrinks, "pool_want", r->pool_want);
 }
 
 static int write_outputs(const char *dir, const tide_sim_rl_result_t *r, tide_error_t *err)

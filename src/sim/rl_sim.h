@@ -3,7 +3,10 @@
  * jobs under three rollout provisionings: fixed-min (a static pool of
  * min_replicas, the trainer's dedicated GPUs only), fixed-max (a static pool
  * of max_replicas sized at start, the frameworks' default when sized for the
- * peak) and lent (min_replicas dedicated, the rest lent by tide). */
+ * peak), lent-all (min_replicas dedicated, the rest lent by tide as far as
+ * lending allows) and lent (the same, the lent pool sized from the trainer's
+ * measured wait on rollouts: tide_rl_pool_t, the pool jobs beyond it held
+ * with tide_engine_job_hold). */
 #ifndef TIDE_SIM_RL_SIM_H
 #define TIDE_SIM_RL_SIM_H
 
@@ -12,7 +15,13 @@
 #include "sim/sim.h"
 #include "tide/rl.h"
 
-enum { TIDE_SIM_RL_FIXED_MIN = 0, TIDE_SIM_RL_FIXED_MAX, TIDE_SIM_RL_LENT, TIDE_SIM_RL_NVAR };
+enum {
+    TIDE_SIM_RL_FIXED_MIN = 0,
+    TIDE_SIM_RL_FIXED_MAX,
+    TIDE_SIM_RL_LENT_ALL, /* lent: every pool job released, as lending allows */
+    TIDE_SIM_RL_LENT,     /* lent: pool sized from the trainer's measured wait */
+    TIDE_SIM_RL_NVAR
+};
 
 /* What one variant measured. */
 typedef struct tide_sim_rl_result {
@@ -27,9 +36,11 @@ typedef struct tide_sim_rl_result {
     int max_staleness;           /* the spec's bound */
     int dedicated_gpus;          /* trainer + dedicated rollout GPUs */
     double lent_gpus_by_hour[24]; /* mean lent rollout GPUs in each hour of the day */
+    int pool_grows, pool_shrinks; /* lent: the controller's changes (tide_rl_pool_t) */
+    int pool_want;                /* lent: lent replicas it wants at the end */
 } tide_sim_rl_result_t;
 
-/* Run the three variants of RL job rl (normalized) with the workload of
+/* Run the four variants of RL job rl (normalized) with the workload of
  * base (its jobs are background jobs; its first policy, default elastic, is
  * used; its observe hook, if any, is called after the RL model saw each step,
  * with s->policy the engine's policy). Each variant writes the usual outputs

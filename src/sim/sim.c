@@ -543,6 +543,7 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
                                (long long)t);
     if (r->o->observe) {
         tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w, .world = r->w,
+                              .engine = r->e,
                               .events = r->ev, .n_events = r->nev, .acts = &r->acts};
         r->o->observe(r->o->observe_ctx, &si);
     }
