@@ -186,6 +186,9 @@ typedef struct tide_rl_pool_cfg {
     int patience;       /* >= 1: agreeing decisions before a change (3) */
 } tide_rl_pool_cfg_t;
 void tide_rl_pool_cfg_default(tide_rl_pool_cfg_t *c);
+/* Parse "KEY=VALUE,..." (keys target_wait, headroom, patience) over c's
+ * values. Returns 0, or -1 with EINVAL naming the bad item. */
+int tide_rl_pool_cfg_parse(const char *s, tide_rl_pool_cfg_t *c, tide_error_t *err);
 
 typedef struct tide_rl_pool {
     tide_rl_pool_cfg_t cfg;

@@ -684,6 +684,48 @@ void tide_rl_pool_cfg_default(tide_rl_pool_cfg_t *c)
     c->patience = 3;
 }
 
+static int pool_cfg_check(const tide_rl_pool_cfg_t *c, tide_error_t *err)
+{
+    if (!(c->target_wait > 0 && c->target_wait < 1) || !(c->headroom > 0) || c->headroom > 100 ||
+        c->patience < 1 || c->patience > 1000000)
+        return tide_errf(err, TIDE_EINVAL,
+                         "rl pool: need 0 < target_wait < 1, 0 < headroom <= 100, "
+                         "1 <= patience <= 1000000");
+    return 0;
+}
+
+int tide_rl_pool_cfg_parse(const char *s, tide_rl_pool_cfg_t *c, tide_error_t *err)
+{
+    tide_rl_pool_cfg_t x = *c;
+    char buf[256];
+    if (strlen(s) >= sizeof buf)
+        return tide_errf(err, TIDE_EINVAL, "rl pool: '%.40s...' is too long", s);
+    strcpy(buf, s);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(it, '='), *end = NULL;
+        if (!eq)
+            return tide_errf(err, TIDE_EINVAL, "rl pool: '%s' is not KEY=VALUE", it);
+        *eq++ = 0;
+        double v = strtod(eq, &end);
+        if (!*eq || *end)
+            return tide_errf(err, TIDE_EINVAL, "rl pool: %s: '%s' is not a number", it, eq);
+        if (!strcmp(it, "target_wait"))
+            x.target_wait = v;
+        else if (!strcmp(it, "headroom"))
+            x.headroom = v;
+        else if (!strcmp(it, "patience") && v == floor(v) && fabs(v) <= 1e7)
+            x.patience = (int)v;
+        else
+            return tide_errf(err, TIDE_EINVAL,
+                             "rl pool: '%s=%s': keys are target_wait, headroom, patience (a "
+                             "whole number)", it, eq);
+    }
+    if (pool_cfg_check(&x, err) != 0)
+        return -1;
+    *c = x;
+    return 0;
+}
+
 /* Lent replicas for `total` replicas in all, within the spec's range. */
 static int lent_of(const tide_rl_pool_t *p, double total)
 {
@@ -703,10 +745,8 @@ int tide_rl_pool_init(tide_rl_pool_t *p, const tide_rl_spec_t *s, const tide_rl_
         p->cfg = *cfg;
     else
         tide_rl_pool_cfg_default(&p->cfg);
-    if (!(p->cfg.target_wait > 0 && p->cfg.target_wait < 1) || !(p->cfg.headroom > 0) ||
-        p->cfg.headroom > 100 || p->cfg.patience < 1 || p->cfg.patience > 1000000)
-        return tide_errf(err, TIDE_EINVAL,
-                         "rl pool: need 0 < target_wait < 1, 0 < headroom <= 100, patience >= 1");
+    if (pool_cfg_check(&p->cfg, err) != 0)
+        return -1;
     p->min_replicas = c.min_replicas;
     p->max_replicas = c.max_replicas;
     double need = (double)c.batch / ((double)c.step_s * c.replica_tps) * (1 + p->cfg.headroom);

@@ -143,8 +143,9 @@ static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_r
 }
 
 /* One variant: the RL jobs added to the background jobs, one sim run. */
-static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, int v,
-                       tide_sim_rl_result_t *res, tide_error_t *err)
+static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl,
+                       const tide_rl_pool_cfg_t *pool, int v, tide_sim_rl_result_t *res,
+                       tide_error_t *err)
 {
     tide_rl_jobs_t jobs;
     int mode = v >= TIDE_SIM_RL_LENT_ALL ? TIDE_RL_LENT : TIDE_RL_FIXED;
@@ -173,7 +174,7 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     o.table = NULL;
     rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t)),
                   .held = tide_xcalloc((size_t)jobs.n, 1), .sized = v == TIDE_SIM_RL_LENT};
-    if (x.sized && tide_rl_pool_init(&x.pool, rl, NULL, err) != 0) {
+    if (x.sized && tide_rl_pool_init(&x.pool, rl, pool, err) != 0) {
         free(x.h);
         free(x.held);
         free(all);
@@ -282,8 +283,9 @@ static void print_table(FILE *f, const tide_sim_rl_result_t *r)
     }
 }
 
-int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE *table,
-                    tide_sim_rl_result_t *res, tide_error_t *err)
+int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl,
+                    const tide_rl_pool_cfg_t *pool, FILE *table, tide_sim_rl_result_t *res,
+                    tide_error_t *err)
 {
     tide_rl_spec_t s = *rl;
     if (tide_rl_spec_normalize(&s, err) != 0)
@@ -294,7 +296,7 @@ int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE 
         return -1;
     tide_sim_rl_result_t r[TIDE_SIM_RL_NVAR];
     for (int v = 0; v < TIDE_SIM_RL_NVAR; v++)
-        if (run_variant(base, &s, v, &r[v], err) != 0)
+        if (run_variant(base, &s, pool, v, &r[v], err) != 0)
             return tide_err_prefix(err, "rl %s: ", variant_names[v]);
     if (write_outputs(base->out_dir, r, err) != 0)
         return -1;

@@ -42,13 +42,14 @@ typedef struct tide_sim_rl_result {
 
 /* Run the four variants of RL job rl (normalized) with the workload of
  * base (its jobs are background jobs; its first policy, default elastic, is
- * used; its observe hook, if any, is called after the RL model saw each step,
+ * used; `pool` (NULL = defaults) configures the lent variant's controller; its observe hook, if any, is called after the RL model saw each step,
  * with s->policy the engine's policy). Each variant writes the usual outputs
  * into base->out_dir/<variant>/; then base->out_dir/rl.json and rl.csv get
  * the side-by-side figures and `table` (NULL = none) a readable table.
  * res (may be NULL) receives the TIDE_SIM_RL_NVAR results.
  * Returns 0, or -1 with err (the sim's errors; EINVAL for a bad RL spec). */
-int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE *table,
-                    tide_sim_rl_result_t *res, tide_error_t *err);
+int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl,
+                    const tide_rl_pool_cfg_t *pool, FILE *table, tide_sim_rl_result_t *res,
+                    tide_error_t *err);
 
 #endif

@@ -176,6 +176,25 @@ static void test_bad_config(void **st)
     assert_non_null(strstr(e.msg, "max_replicas"));
 }
 
+static void test_cfg_parse(void **st)
+{
+    (void)st;
+    tide_rl_pool_cfg_t c;
+    tide_error_t e;
+    tide_rl_pool_cfg_default(&c);
+    assert_int_equal(tide_rl_pool_cfg_parse("target_wait=0.1,patience=5", &c, &e), 0);
+    assert_true(c.target_wait == 0.1 && c.patience == 5 && c.headroom == 0.25);
+    assert_int_equal(tide_rl_pool_cfg_parse("headroom=0.5", &c, &e), 0);
+    assert_true(c.headroom == 0.5 && c.patience == 5);
+    const char *bad[] = {"target_wait", "target_wait=x", "colour=1", "patience=1.5",
+                         "target_wait=1", "headroom=0", "patience=0", "patience=-3"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(tide_rl_pool_cfg_parse(bad[i], &c, &e), -1);
+        assert_int_equal(e.code, TIDE_EINVAL);
+        assert_true(c.headroom == 0.5 && c.patience == 5); /* unchanged */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_oversized_pool_shrinks),
         cmocka_unit_test(test_declared_start_and_hysteresis),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_cfg_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

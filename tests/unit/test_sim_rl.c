@@ -113,7 +113,7 @@ static void run(tide_sim_rl_result_t *res, seen_t *x)
     o.observe = observe;
     o.observe_ctx = x;
     tide_error_t err = {0};
-    if (tide_sim_rl_run(&o, &RL, NULL, res, &err) != 0)
+    if (tide_sim_rl_run(&o, &RL, NULL, NULL, res, &err) != 0)
         fail_msg("sim --rl: %s", err.msg);
     sf_rm_rf(dir);
     tide_cluster_destroy(c5);
