@@ -45,17 +45,8 @@ api POST /v1/rl/grpo "{\"spec\":{$SPEC}}"
 [ "$API_STATUS" = 201 ] || fail "register: $API_STATUS $API_BODY"
 t_reg=$(now_s)
 [ "$t_reg" -lt $((RISE / 2)) ] || fail "registered only at engine time $t_reg"
-# jobs PYEXPR: over `js` (GET /v1/rl/grpo's jobs by role; pool: a list)
-jobs() {
-    api GET /v1/rl/grpo
-    [ "$API_STATUS" = 200 ] || return 1
-    python3 -c '
-import json, sys
-d = json.loads(sys.argv[1]); js = {"pool": []}
-for j in d["jobs"]:
-    (js["pool"].append(j) if j["role"] == "pool" else js.__setitem__(j["role"], j))
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$API_BODY" "$1"
-}
+# jobs PYEXPR: over `js`, GET /v1/rl/grpo's jobs by role (lib/serve.bash)
+jobs() { rl_jobs grpo "$1"; }
 
 # --- 1. by night: everything runs, the pool on leases
 poll_until 20 jobs 'js["trainer"]["state"] == "running" and js["rollout"]["state"] == "running" and len(js["pool"]) >= 2 and all(p["state"] == "running" and p["lease"] is not None for p in js["pool"])' ||
