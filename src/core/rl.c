@@ -783,8 +783,10 @@ static int pool_proposal(tide_rl_pool_t *p, const tide_rl_stats_t *st, int *dir)
 int tide_rl_pool_observe(tide_rl_pool_t *p, const tide_rl_stats_t *st)
 {
     if (st->version <= p->last.version || st->now <= p->last.now) {
-        if (st->version < p->last.version || st->now < p->last.now)
-            p->last = *st; /* another run's measures: start over from them */
+        if (st->version < p->last.version || st->now < p->last.now ||
+            (st->version == 0 && st->wait_s == 0 && st->compute_s == 0))
+            p->last = *st; /* another run's measures, or the trainer has not started:
+                              measure from here */
         return p->want;
     }
     int dir;
