@@ -57,11 +57,10 @@ t_lent=$(now_s)
 # --- 2. drained ahead of the forecast rise, nothing but the night's demand observed
 pool_drained() { jobs 'any(p["state"] != "running" for p in js["pool"]) and js["trainer"]["state"] == "running"'; }
 poll_until 60 pool_drained || fail "no pool job was reclaimed ahead of the rise: $API_BODY"
-t_drain=$(now_s)
-[ "$t_drain" -lt "$RISE" ] || fail "the first pool reclaim came at engine time $t_drain, not before the rise at $RISE"
+t_drain=$(now_s) # when this poll saw it (the notice's own time is checked below, from the events)
 jobs 'True'
 p_before=$(jq_ '[j for j in d["jobs"] if j["role"] == "trainer"][0]["progress_s"]')
-echo "lent at t=$t_lent; first pool job drained by t=$t_drain (rise at $RISE, demand still 20 rps)"
+echo "lent at t=$t_lent; a pool job seen draining at t=$t_drain (rise at $RISE, demand still 20 rps)"
 
 # --- 3. the rise itself, pushed at its time
 past_rise() { [ "$(now_s)" -ge "$RISE" ]; }
