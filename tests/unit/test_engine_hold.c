@@ -71,6 +71,58 @@ static void test_hold_running_drains_and_stops(void **st)
     ef_free(f);
 }
 
+/* A snapshot keeps the hold: the restored engine decides as the original,
+ * held job included (a pending notice of a running held job too). */
+static void test_hold_snapshot(void **st)
+{
+    (void)st;
+    ef_t *f = train_only();
+    tide_job_spec_t a = ef_job("a", 3, 8, 8, 0, 36000), b = ef_job("b", 3, 8, 8, 0, 600);
+    int32_t ha = ef_submit(f, 0, &a);
+    int32_t hb = ef_submit(f, 10, &b);
+    assert_int_equal(tide_engine_job_hold(f->e, hb, 1, NULL), 0);
+    assert_int_equal(tide_engine_job_hold(f->e, ha, 1, NULL), 0); /* noticed at the next step */
+    size_t len;
+    void *buf = tide_engine_snapshot(f->e, &len);
+    tide_engine_t *r = tide_engine_restore(f->e, buf, len, NULL);
+    assert_non_null(r);
+    tide_engine_t *two[2] = {f->e, r};
+    tide_actions_t acts[2];
+    for (int k = 0; k < 2; k++) {
+        tide_actions_init(&acts[k]);
+        assert_int_equal(tide_engine_step(two[k], 60, NULL, 0, &acts[k], NULL), 0);
+        tide_event_t c = ef_ev(TIDE_EV_CKPT_COMMITTED);
+        c.job = ha;
+        c.value = 50;
+        assert_int_equal(tide_engine_step(two[k], 120, &c, 1, &acts[k], NULL), 0);
+        assert_int_equal(tide_engine_job_hold(two[k], hb, 0, NULL), 0);
+        assert_int_equal(tide_engine_step(two[k], 180, NULL, 0, &acts[k], NULL), 0);
+    }
+    assert_int_equal(acts[0].n, acts[1].n);
+    assert_true(acts[0].n > 0);
+    for (size_t i = 0; i < acts[0].n; i++) {
+        assert_int_equal(acts[0].v[i].kind, acts[1].v[i].kind);
+        assert_int_equal(acts[0].v[i].job, acts[1].v[i].job);
+    }
+    tide_job_info_t ia, ib;
+    assert_int_equal(tide_engine_job(r, ha, &ia), 0);
+    assert_int_equal(tide_engine_job(r, hb, &ib), 0);
+    assert_true(ia.held && ia.state == TIDE_JOB_QUEUED);
+    assert_true(!ib.held && ib.state == TIDE_JOB_RUNNING);
+    size_t l0, l1;
+    void *s0 = tide_engine_snapshot(f->e, &l0), *s1 = tide_engine_snapshot(r, &l1);
+    assert_int_equal(l0, l1);
+    assert_memory_equal(s0, s1, l0);
+    free(s0);
+    free(s1);
+    free(buf);
+    for (int k = 0; k < 2; k++)
+        tide_actions_free(&acts[k]);
+    tide_engine_destroy(r);
+    f->track = 0; /* the steps above bypassed the fixture's log */
+    ef_free(f);
+}
+
 static void test_hold_errors(void **st)
 {
     (void)st;
@@ -94,6 +146,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hold_queued_then_release),
         cmocka_unit_test(test_hold_running_drains_and_stops),
+        cmocka_unit_test(test_hold_snapshot),
         cmocka_unit_test(test_hold_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
