@@ -23,6 +23,7 @@ typedef struct seen {
     unsigned char noticed[64];    /* per job handle: a notice came */
     tide_time_t notice_at[64];    /* ... at this time */
     tide_time_t drain_min, drain_max; /* notice -> commit of pool jobs */
+    int scale_notices;            /* drains of pool jobs the controller holds */
 } seen_t;
 
 static int is_pool(const tide_engine_t *e, int32_t job)
@@ -55,10 +56,16 @@ static void observe(void *ctx, const tide_sim_step_t *s)
             continue;
         if (a->kind == TIDE_ACT_JOB_START)
             x->pool_started++;
-        if (a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_RECLAIM) {
-            x->pool_notices++;
+        /* a drain: for a reclaim, or (reason scale) a pool job the lent
+         * variant's controller holds */
+        if (a->kind == TIDE_ACT_JOB_CKPT &&
+            (a->reason == TIDE_R_RECLAIM || a->reason == TIDE_R_SCALE)) {
             x->noticed[a->job] = 1;
             x->notice_at[a->job] = s->t;
+        }
+        x->scale_notices += a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_SCALE;
+        if (a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_RECLAIM) {
+            x->pool_notices++;
             if (x->first_notice < 0)
                 x->first_notice = s->t;
         }
@@ -92,7 +99,7 @@ static const tide_rl_spec_t RL = {
     .len_sigma = 1.0, .sync_s = 10, .drain_s = 90, .max_staleness = 2, .min_replicas = 1,
     .max_replicas = 9, .seed = 3};
 
-static void run(tide_sim_rl_result_t *res, seen_t *x)
+static void run_spec(const tide_rl_spec_t *rl, tide_sim_rl_result_t *res, seen_t *x)
 {
     sf_work_t w;
     sf_load(&w);
@@ -113,13 +120,15 @@ static void run(tide_sim_rl_result_t *res, seen_t *x)
     o.observe = observe;
     o.observe_ctx = x;
     tide_error_t err = {0};
-    if (tide_sim_rl_run(&o, &RL, NULL, NULL, res, &err) != 0)
+    if (tide_sim_rl_run(&o, rl, NULL, NULL, res, &err) != 0)
         fail_msg("sim --rl: %s", err.msg);
     sf_rm_rf(dir);
     tide_cluster_destroy(c5);
     tide_demand_free(h);
     sf_free(&w);
 }
+
+static void run(tide_sim_rl_result_t *res, seen_t *x) { run_spec(&RL, res, x); }
 
 static void test_drained_ahead_of_rise(void **st)
 {
@@ -142,6 +151,10 @@ static void test_drained_ahead_of_rise(void **st)
     assert_int_equal(fm->st.lent_gpu_s, 0);
     assert_int_equal(le->dedicated_gpus, fm->dedicated_gpus);
     assert_true(le->steps >= fm->steps);
+    /* the lent variant's pool is what its controller wants, within the spec */
+    assert_true(le->pool_want >= 0 && le->pool_want <= RL.max_replicas - RL.min_replicas);
+    assert_int_equal(r[TIDE_SIM_RL_LENT_ALL].pool_grows + r[TIDE_SIM_RL_LENT_ALL].pool_shrinks, 0);
+    assert_int_equal(r[TIDE_SIM_RL_LENT_ALL].dedicated_gpus, fm->dedicated_gpus);
     for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
         assert_true(r[v].st.max_accepted_staleness <= RL.max_staleness);
         assert_true(r[v].steps > 0);
@@ -158,10 +171,36 @@ static void test_drained_ahead_of_rise(void **st)
     assert_int_equal(y.first_notice, x.first_notice);
 }
 
+/* A pool the trainer needs little of: the lent variant's controller wants
+ * fewer replicas than max_replicas (the declared-rate estimate, then what
+ * the trainer's wait says), so the pool jobs beyond them are held: drained
+ * if they started (a scale notice, then the commit and the stop) and not
+ * started again; the released ones cover what it wants. The trainer runs on,
+ * staleness stays bounded. */
+static void test_controller_holds_extra_pool_jobs(void **st)
+{
+    (void)st;
+    tide_rl_spec_t small = RL;
+    small.batch = 32;
+    small.max_replicas = 17; /* 4 pool jobs of 4 replicas */
+    tide_sim_rl_result_t r[TIDE_SIM_RL_NVAR];
+    seen_t x = {.first_notice = -1, .drain_min = -1};
+    run_spec(&small, r, &x);
+    const tide_sim_rl_result_t *le = &r[TIDE_SIM_RL_LENT], *la = &r[TIDE_SIM_RL_LENT_ALL];
+    assert_true(le->pool_want < small.max_replicas - small.min_replicas);
+    assert_true(x.scale_notices > 0);            /* held ones drained ... */
+    assert_int_equal(x.pool_stops_unnoticed, 0); /* ... never stopped without one */
+    assert_int_equal(x.trainer_stops, 0);
+    assert_true(le->st.lent_gpu_s < la->st.lent_gpu_s); /* a smaller lent pool */
+    assert_true(le->st.max_accepted_staleness <= small.max_staleness);
+    assert_true(le->steps > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drained_ahead_of_rise),
+        cmocka_unit_test(test_controller_holds_extra_pool_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
