@@ -385,6 +385,7 @@ typedef struct tide_job_info {
     double cap_delay_s;         /* full-width seconds of progress the caps cost */
     double cap_energy_j;        /* energy under caps minus what the same progress
                                    took uncapped (negative: energy saved) */
+    int held;                   /* 1: held by its driver (tide_engine_job_hold) */
 } tide_job_info_t;
 
 /* The engine's copy of its cluster (borrowed: valid while the engine lives). */
@@ -393,6 +394,15 @@ const tide_cluster_t *tide_engine_cluster(const tide_engine_t *e);
 int tide_engine_jobs(const tide_engine_t *e);
 int tide_engine_job(const tide_engine_t *e, int32_t job, tide_job_info_t *out);
 int32_t tide_engine_job_find(const tide_engine_t *e, const char *id); /* -1 if unknown */
+
+/* Hold (hold = 1) or release (0) job h on its driver's behalf: a held job
+ * is not started (it stays QUEUED, out of the queue); one that runs is given
+ * a checkpoint notice (reason TIDE_R_SCALE) at the next step and stopped at
+ * its commit (or deadline), not counted as a preemption; a released one is
+ * queued again. The lent rollout pool of an RL job is sized this way
+ * (tide_rl_pool_t in tide/rl.h). A no-op when it is already so. Returns 0,
+ * or -1 with err (ENOENT: unknown job; ESTATE: done or cancelled). */
+int tide_engine_job_hold(tide_engine_t *e, int32_t h, int hold, tide_error_t *err);
 
 int tide_engine_services(const tide_engine_t *e);
 const tide_service_spec_t *tide_engine_service(const tide_engine_t *e, int s);

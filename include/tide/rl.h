@@ -147,6 +147,11 @@ typedef struct tide_rl_stats {
     double compute_s;           /* trainer computing */
     double trainer_gpu_s, dedicated_gpu_s, lent_gpu_s; /* rollout GPUs by provenance */
     double lent_idle_gpu_s;     /* lent GPU-seconds spent draining or syncing */
+    double active_rep_s;        /* replica-seconds of replicas not draining (syncing
+                                   or generating): the pool the trainer is fed by */
+    double slot_s, slot_busy_s; /* trajectory-slot-seconds of generating replicas, and
+                                   of them with a trajectory in flight (the rest sat
+                                   idle: the staleness gate held generation back) */
 } tide_rl_stats_t;
 void tide_rl_stats(const tide_rl_t *rl, tide_rl_stats_t *out);
 
@@ -196,6 +201,57 @@ int tide_rl_sync_done(tide_rl_t *rl, int rep, uint32_t seq, double at);
  * starts later ends later); INFINITY while the trainer does not run. A
  * driver that moves syncs (above) steps then, so that they start on time. */
 double tide_rl_next_step_end(const tide_rl_t *rl);
+/* ------------------------------------------------------ pool controller */
+
+/* Sizes the lent rollout pool from what the trainer measured, once per
+ * trainer step (docs/rl.md, "Sizing the pool from the trainer's wait").
+ * Over the steps since its last decision it reads the trainer's wait
+ * fraction w (wait / (wait + compute)), the replicas that fed it R (mean
+ * of active_rep_s) and the busy share u of their trajectory slots:
+ *  - grow when w > target_wait while the slots are busy (u >= 1 / (1 +
+ *    headroom): rollout throughput, not trajectory latency, starves the
+ *    trainer) to R x (wait + compute) x (1 - target_wait) / compute, the
+ *    replicas at which the measured per-replica rate meets the trainer's
+ *    consumption with target_wait left;
+ *  - shrink when w <= target_wait and u < 1 / (1 + headroom) (capacity sat
+ *    idle: generation was held back because it ran more than the staleness
+ *    bound allows ahead of the trainer) to R x u x (1 + headroom);
+ *  - a change needs `patience` consecutive decisions in the same direction
+ *    (hysteresis), and the count restarts after each change.
+ * Pure and deterministic: it reads measures, never a clock. */
+typedef struct tide_rl_pool_cfg {
+    double target_wait; /* (0, 1): trainer wait fraction tolerated (0.05) */
+    double headroom;    /* > 0: capacity kept beyond the busy slots (0.25) */
+    int patience;       /* >= 1: agreeing decisions before a change (3) */
+} tide_rl_pool_cfg_t;
+void tide_rl_pool_cfg_default(tide_rl_pool_cfg_t *c);
+/* Parse "KEY=VALUE,..." (keys target_wait, headroom, patience) over c's
+ * values. Returns 0, or -1 with EINVAL naming the bad item. */
+int tide_rl_pool_cfg_parse(const char *s, tide_rl_pool_cfg_t *c, tide_error_t *err);
+
+typedef struct tide_rl_pool {
+    tide_rl_pool_cfg_t cfg;
+    int min_replicas, max_replicas; /* the spec's */
+    int want;               /* lent replicas wanted now, 0 .. max - min */
+    int streak;             /* agreeing decisions so far: > 0 grow, < 0 shrink */
+    int total;              /* replicas the last decision asked for (dedicated + lent) */
+    int grows, shrinks;     /* changes made */
+    double last_wait;       /* w of the last decision (-1: none yet) */
+    tide_rl_stats_t last;   /* measures at the last decision */
+} tide_rl_pool_t;
+
+/* Start a controller for spec s (normalized; not kept) with cfg (NULL =
+ * defaults). The first want is the declared-rate estimate: the replicas
+ * (x (1 + headroom)) whose replica_tps meets batch / step_s, less the
+ * dedicated ones, within 0 .. max - min. Returns 0, or -1 with EINVAL (a bad
+ * spec or cfg). */
+int tide_rl_pool_init(tide_rl_pool_t *p, const tide_rl_spec_t *s, const tide_rl_pool_cfg_t *cfg,
+                      tide_error_t *err);
+
+/* Feed the model's (or a driver's) cumulative measures; decides when at
+ * least one trainer step ended since the last decision. Returns the lent
+ * replicas wanted (p->want). */
+int tide_rl_pool_observe(tide_rl_pool_t *p, const tide_rl_stats_t *st);
 
 /* The acceptance rule, for drivers that count real trajectories (the daemon):
  * 1 when a trajectory of policy `version` may be used by trainer step

@@ -33,10 +33,13 @@ static void sim_usage(FILE *f)
             "      --demand D.csv      demand per service over time (required)\n"
             "      --jobs J.csv        training jobs (required, but with --rl)\n"
             "      --rl R.csv          agentic RL job (docs/rl.md): run it under fixed-min,\n"
-            "                          fixed-max and lent rollout pools (first policy of\n"
+            "                          fixed-max, lent-all and lent (sized from the\n"
+            "                          trainer's measured wait) rollout pools (first policy of\n"
             "                          --policy, default elastic; --jobs, if given, are\n"
             "                          background jobs); write DIR/<variant>/, DIR/rl.json,\n"
             "                          DIR/rl.csv and print the side-by-side table\n"
+            "      --rl-pool K=V,...   the lent pool's controller (docs/rl.md): target_wait\n"
+            "                          (0.05), headroom (0.25), patience (3 trainer steps)\n"
             "      --demand-history H.csv\n"
             "                          past demand (demand.csv format; its latest time_s\n"
             "                          is the replay's start) fed to the forecast first,\n"
@@ -151,6 +154,7 @@ typedef struct cmdline {
     tide_inject_t inject; /* --inject (owned) */
     const char *report, *sweep; /* --report FILE, --sweep GRID (NULL = not given) */
     const char *rl;             /* --rl R.csv (NULL = not given) */
+    tide_rl_pool_cfg_t rl_pool; /* --rl-pool */
     unsigned outputs;     /* --outputs (TIDE_SIM_OUT_*; 0 = all) */
     tide_pipesim_opts_t pipe; /* --publish-every etc. (every_s 0 = off) */
     double bulk_qos;      /* --bulk-qos (0 = off) */
@@ -231,7 +235,7 @@ enum {
 enum { O_INJECT = 1000 };
 enum { O_REPORT = 1100, O_SWEEP, O_HEADROOM, O_HPA_WINDOW, O_HISTORY, O_SIZING, O_OBS_WINDOW };
 enum { O_OUTPUTS = 1200, O_PUB_EVERY, O_PUB_SERVICE, O_REGRESS, O_BULK_QOS, O_RL, O_POWER_BUDGET,
-       O_SPREAD, O_SURVIVE, O_UPLINK };
+       O_SPREAD, O_SURVIVE, O_UPLINK, O_RL_POOL };
 /* The options (getopt_long). */
 static const struct option longopts[] = {
     {"cluster", required_argument, NULL, O_CLUSTER},
@@ -266,6 +270,7 @@ static const struct option longopts[] = {
     {"bulk-qos", required_argument, NULL, O_BULK_QOS},
     {"uplink", required_argument, NULL, O_UPLINK},
     {"rl", required_argument, NULL, O_RL},
+    {"rl-pool", required_argument, NULL, O_RL_POOL},
     {"power-budget", required_argument, NULL, O_POWER_BUDGET},
     {"spread", required_argument, NULL, O_SPREAD},
     {"survive", required_argument, NULL, O_SURVIVE},
@@ -299,6 +304,12 @@ static int parse_knob(cmdline_t *c, int o)
         else
             return bad("--sizing: '%s' is not forecast or ensemble", optarg);
         break;
+    case O_RL_POOL: {
+        tide_error_t pe = {0};
+        if (tide_rl_pool_cfg_parse(optarg, &c->rl_pool, &pe) != 0)
+            return bad("--rl-pool: %s", pe.msg);
+        break;
+    }
     case O_SPREAD:
         if (tide_parse_int(optarg, &c->spread) < 0 || c->spread < 0 || c->spread > 1000)
             return bad("--spread: '%s' is not a whole number 0..1000", optarg);
@@ -561,6 +572,7 @@ int tide_cmd_sim(int argc, char **argv)
     cmdline_t c = {.fairshare = -1, .reserve = -1, .split_i = -1, .split_t = -1, .night_a = -1, .night_b = -1,
                    .margin = -1, .headroom = -1, .hpa_window = -1, .obs_window = -1, .sizing = -1,
                    .spread = -1, .survive = -1};
+    tide_rl_pool_cfg_default(&c.rl_pool);
     inputs_t in = {0};
     tide_error_t err = {0};
     const char **cmd_argv = NULL;
@@ -634,7 +646,7 @@ int tide_cmd_sim(int argc, char **argv)
         goto out;
     }
     if (in.rl) {
-        rc = tide_sim_rl_run(&o, &in.rl->v[0], stdout, NULL, &err) != 0 ? fail(&err) : 0;
+        rc = tide_sim_rl_run(&o, &in.rl->v[0], &c.rl_pool, stdout, NULL, &err) != 0 ? fail(&err) : 0;
         if (rc == 0)
             printf("tide sim: wrote %s/rl.json, %s/rl.csv\n", c.out, c.out);
         goto out;

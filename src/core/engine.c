@@ -436,7 +436,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
     int32_t h = ev->job;
     tide__samples_add(&e->smp[TIDE_SAMPLE_CKPT], (double)(e->now - j->notice_at));
     int reason = j->reclaim_reason;
-    if (reason == TIDE_R_RECLAIM && !claimed_by_service(e, j)) {
+    if (reason == TIDE_R_RECLAIM && !claimed_by_service(e, j) && !j->held) {
         /* the need went away while it checkpointed: keep running */
         j->state = TIDE_JOB_RUNNING;
         j->stop_pending = 0;
@@ -757,6 +757,8 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
             first = ev_err;
         }
     }
+    if (e->hold_dirty)
+        tide__job_hold_pass(e);
     if (now >= e->next_tick) {
         tide__infer_observe(e, now);
         for (int s = 0; s < e->n_svcs; s++) {
@@ -1042,6 +1044,7 @@ int tide_engine_job(const tide_engine_t *e, int32_t h, tide_job_info_t *out)
     out->lease = j->lease;
     out->cap_w = j->cap_w;
     out->speed = j->speed;
+    out->held = j->held;
     tide__power_job_live(e, j, out);
     return 0;
 }

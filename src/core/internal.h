@@ -114,6 +114,8 @@ typedef struct job {
     double pw_w;             /* its draw in the running total (W) */
     tide_time_t pw_at;
     tide_time_t grow_after;  /* lost a rank: grows back from this time on */
+    int held;                /* tide_engine_job_hold: not started (out of the queue);
+                                noticed and stopped if it runs */
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -369,6 +371,7 @@ struct tide_engine {
     tide_time_t next_tick;
     int sched_dirty;         /* resources or queue changed: run a training pass */
     int infer_dirty;         /* demand or replicas changed: run an inference pass */
+    int hold_dirty;          /* a running job was held: notice it at the next step */
 
     /* accounting */
     int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT]; /* GPUs now (idle derived) */
@@ -645,6 +648,8 @@ int tide__job_rank_lost(tide_engine_t *e, int32_t h, int node);
 int tide__job_cut(const tide_engine_t *e, const job_t *j);
 void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs);
 void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
+/* Notice the running jobs held since the last step (tide_engine_job_hold). */
+void tide__job_hold_pass(tide_engine_t *e);
 void tide__queue_insert(tide_engine_t *e, int32_t h);
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 /* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=

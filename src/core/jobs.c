@@ -106,6 +106,9 @@ static size_t qpos(const tide_engine_t *e, int p, int32_t h)
 void tide__queue_insert(tide_engine_t *e, int32_t h)
 {
     job_t *j = e->jobs[h];
+    j->state = TIDE_JOB_QUEUED;
+    if (j->held)
+        return; /* queued but not eligible until released (tide_engine_job_hold) */
     int p = j->spec.priority;
     tide_grow((void **)&e->q[p], &e->qcap[p], e->qn[p] + 1, sizeof *e->q[p]);
     size_t at = qpos(e, p, h);
@@ -310,6 +313,8 @@ void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
     case TIDE_R_FAILURE:
         break;
     default:
+        if (j->held)
+            break; /* its driver asked for it (tide_engine_job_hold) */
         j->preemptions++;
         e->teams[j->team].preemptions++;
         e->st.preemptions++;
@@ -496,4 +501,49 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
     }
     if (reason == TIDE_R_RECLAIM || reason == TIDE_R_WINDOW)
         e->st.reclaims++;
+}
+
+/* ------------------------------------------------------------------ hold */
+
+int tide_engine_job_hold(tide_engine_t *e, int32_t h, int hold, tide_error_t *err)
+{
+    if (h < 0 || (size_t)h >= e->n_jobs)
+        return tide_errf(err, TIDE_ENOENT, "unknown job %d", (int)h);
+    job_t *j = e->jobs[h];
+    if (j->state == TIDE_JOB_DONE || j->state == TIDE_JOB_CANCELLED)
+        return tide_errf(err, TIDE_ESTATE, "job %s: already %s", j->spec.id,
+                         tide_job_state_name(j->state));
+    hold = hold != 0;
+    if (j->held == hold)
+        return 0;
+    if (!hold) {
+        j->held = 0;
+        if (j->state == TIDE_JOB_QUEUED)
+            tide__queue_insert(e, h);
+        return 0;
+    }
+    if (j->state == TIDE_JOB_QUEUED) {
+        tide__queue_remove(e, h);
+        clear_job_claims(e, h);
+        e->sched_dirty = 1;
+    } else {
+        e->hold_dirty = 1;
+    }
+    j->held = 1;
+    return 0;
+}
+
+void tide__job_hold_pass(tide_engine_t *e)
+{
+    e->hold_dirty = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        int32_t h = e->running[i];
+        job_t *j = e->jobs[h];
+        if (!j->held)
+            continue;
+        if (j->state == TIDE_JOB_RUNNING)
+            tide__job_notice(e, h, TIDE_R_SCALE, 1);
+        else if (j->state == TIDE_JOB_RECLAIMING)
+            j->stop_pending = 1;
+    }
 }

@@ -327,6 +327,12 @@ static void integrate(tide_rl_t *rl, double t)
         const rep_t *r = &rl->rep[i];
         if (r->state == R_OFF)
             continue;
+        if (r->state != R_DRAIN)
+            rl->st.active_rep_s += dt;
+        if (r->state == R_RUN) {
+            rl->st.slot_s += dt * rl->s.replica_slots;
+            rl->st.slot_busy_s += dt * r->busy;
+        }
         if (!r->lent)
             rl->st.dedicated_gpu_s += dt * g;
         else {
@@ -723,4 +729,141 @@ double tide_rl_next_step_end(const tide_rl_t *rl)
     if (!rl->cap.trainer)
         return INFINITY;
     return rl->t + (rl->computing ? rl->compute_left : (double)rl->s.step_s);
+}
+
+/* ------------------------------------------------------ pool controller */
+
+void tide_rl_pool_cfg_default(tide_rl_pool_cfg_t *c)
+{
+    c->target_wait = 0.05;
+    c->headroom = 0.25;
+    c->patience = 3;
+}
+
+static int pool_cfg_check(const tide_rl_pool_cfg_t *c, tide_error_t *err)
+{
+    if (!(c->target_wait > 0 && c->target_wait < 1) || !(c->headroom > 0) || c->headroom > 100 ||
+        c->patience < 1 || c->patience > 1000000)
+        return tide_errf(err, TIDE_EINVAL,
+                         "rl pool: need 0 < target_wait < 1, 0 < headroom <= 100, "
+                         "1 <= patience <= 1000000");
+    return 0;
+}
+
+int tide_rl_pool_cfg_parse(const char *s, tide_rl_pool_cfg_t *c, tide_error_t *err)
+{
+    tide_rl_pool_cfg_t x = *c;
+    char buf[256];
+    if (strlen(s) >= sizeof buf)
+        return tide_errf(err, TIDE_EINVAL, "rl pool: '%.40s...' is too long", s);
+    strcpy(buf, s);
+    for (char *save = NULL, *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(it, '='), *end = NULL;
+        if (!eq)
+            return tide_errf(err, TIDE_EINVAL, "rl pool: '%s' is not KEY=VALUE", it);
+        *eq++ = 0;
+        double v = strtod(eq, &end);
+        if (!*eq || *end)
+            return tide_errf(err, TIDE_EINVAL, "rl pool: %s: '%s' is not a number", it, eq);
+        if (!strcmp(it, "target_wait"))
+            x.target_wait = v;
+        else if (!strcmp(it, "headroom"))
+            x.headroom = v;
+        else if (!strcmp(it, "patience") && v == floor(v) && fabs(v) <= 1e7)
+            x.patience = (int)v;
+        else
+            return tide_errf(err, TIDE_EINVAL,
+                             "rl pool: '%s=%s': keys are target_wait, headroom, patience (a "
+                             "whole number)", it, eq);
+    }
+    if (pool_cfg_check(&x, err) != 0)
+        return -1;
+    *c = x;
+    return 0;
+}
+
+/* Lent replicas for `total` replicas in all, within the spec's range. */
+static int lent_of(const tide_rl_pool_t *p, double total)
+{
+    double lent = ceil(total - 1e-9) - p->min_replicas;
+    double most = p->max_replicas - p->min_replicas;
+    return (int)(lent < 0 ? 0 : lent > most ? most : lent);
+}
+
+int tide_rl_pool_init(tide_rl_pool_t *p, const tide_rl_spec_t *s, const tide_rl_pool_cfg_t *cfg,
+                      tide_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    tide_rl_spec_t c = *s;
+    if (tide_rl_spec_normalize(&c, err) != 0)
+        return -1;
+    if (cfg)
+        p->cfg = *cfg;
+    else
+        tide_rl_pool_cfg_default(&p->cfg);
+    if (pool_cfg_check(&p->cfg, err) != 0)
+        return -1;
+    p->min_replicas = c.min_replicas;
+    p->max_replicas = c.max_replicas;
+    double need = (double)c.batch / ((double)c.step_s * c.replica_tps) * (1 + p->cfg.headroom);
+    p->want = lent_of(p, need);
+    p->total = p->min_replicas + p->want;
+    p->last_wait = -1;
+    p->last.max_accepted_staleness = -1;
+    return 0;
+}
+
+/* Replicas in all the measures since the last decision ask for (0: keep). */
+static int pool_proposal(tide_rl_pool_t *p, const tide_rl_stats_t *st, int *dir)
+{
+    const tide_rl_stats_t *o = &p->last;
+    double dw = st->wait_s - o->wait_s, dc = st->compute_s - o->compute_s;
+    double dt = (double)(st->now - o->now), dslot = st->slot_s - o->slot_s;
+    double reps = dt > 0 ? (st->active_rep_s - o->active_rep_s) / dt : 0;
+    double u = dslot > 0 ? (st->slot_busy_s - o->slot_busy_s) / dslot : 1;
+    double w = dw + dc > 0 ? dw / (dw + dc) : 0, busy = 1 / (1 + p->cfg.headroom);
+    p->last_wait = w;
+    *dir = 0;
+    if (w > p->cfg.target_wait && u >= busy) {
+        *dir = 1;
+        double t = dc > 0 ? reps * (dw + dc) * (1 - p->cfg.target_wait) / dc : p->max_replicas;
+        return (int)ceil(fmax(t, floor(reps) + 1) - 1e-9);
+    }
+    if (w <= p->cfg.target_wait && u < busy) {
+        *dir = -1;
+        return (int)ceil(fmin(reps * u * (1 + p->cfg.headroom), ceil(reps) - 1) - 1e-9);
+    }
+    return 0;
+}
+
+int tide_rl_pool_observe(tide_rl_pool_t *p, const tide_rl_stats_t *st)
+{
+    if (st->version <= p->last.version || st->now <= p->last.now) {
+        if (st->version < p->last.version || st->now < p->last.now ||
+            (st->version == 0 && st->wait_s == 0 && st->compute_s == 0))
+            p->last = *st; /* another run's measures, or the trainer has not started:
+                              measure from here */
+        return p->want;
+    }
+    int dir;
+    int total = pool_proposal(p, st, &dir);
+    p->last = *st;
+    if (dir == 0 || (p->streak != 0 && (p->streak > 0) != (dir > 0)))
+        p->streak = 0;
+    if (dir == 0)
+        return p->want;
+    p->streak += dir;
+    if (p->streak * dir < p->cfg.patience)
+        return p->want;
+    p->streak = 0;
+    int want = lent_of(p, total);
+    if (dir > 0 && want > p->want) {
+        p->want = want;
+        p->grows++;
+    } else if (dir < 0 && want < p->want) {
+        p->want = want;
+        p->shrinks++;
+    }
+    p->total = p->min_replicas + p->want;
+    return p->want;
 }

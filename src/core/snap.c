@@ -64,6 +64,7 @@ static const tide_field_t engine_f[] = {
     F(tide_engine_t, zone_total), F(tide_engine_t, zone_foreign), F(tide_engine_t, queue_gpus),
     F(tide_engine_t, start), F(tide_engine_t, now), F(tide_engine_t, started),
     F(tide_engine_t, next_tick), F(tide_engine_t, sched_dirty), F(tide_engine_t, infer_dirty),
+    F(tide_engine_t, hold_dirty),
     F(tide_engine_t, cnt), F(tide_engine_t, orc_v), F(tide_engine_t, orc_width),
     F(tide_engine_t, declared_ckpt_max), F(tide_engine_t, quotas_on),
     F(tide_engine_t, next_deadline), F(tide_engine_t, reserve_target),
@@ -107,7 +108,8 @@ static const tide_field_t job_f[] = {
     F(job_t, tr_c), F(job_t, tr_d), F(job_t, tr_at), F(job_t, run_idx), F(job_t, exp_end),
     F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order),
     F(job_t, cap_w), F(job_t, speed), F(job_t, capped_s), F(job_t, cap_delay_s),
-    F(job_t, cap_energy_j), F(job_t, pw_w), F(job_t, pw_at), F(job_t, grow_after)};
+    F(job_t, cap_energy_j), F(job_t, pw_w), F(job_t, pw_at), F(job_t, grow_after),
+    F(job_t, held)};
 
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, tier), F(replica_t, started),

@@ -12,7 +12,8 @@
 #include "util/fs.h"
 #include "util/util.h"
 
-static const char *const variant_names[TIDE_SIM_RL_NVAR] = {"fixed-min", "fixed-max", "lent"};
+static const char *const variant_names[TIDE_SIM_RL_NVAR] = {"fixed-min", "fixed-max", "lent-all",
+                                                             "lent"};
 
 /* The observer's state: the model, the RL jobs' ids and handles. */
 typedef struct rl_obs {
@@ -35,6 +36,9 @@ typedef struct rl_obs {
     double *sync_s;           /* each finished sync's time, asked -> done */
     size_t nsync, capsync;
     int pool_next;            /* the pool job the next lent sync is attributed to */
+    int sized;                /* the pool follows the controller (variant lent) */
+    tide_rl_pool_t pool;
+    unsigned char *held;      /* per job of jobs: held now */
 } rl_obs_t;
 
 /* Active, phase and width of RL job k as the world sees it. */
@@ -140,6 +144,26 @@ static void syncs_begin(rl_obs_t *x, const tide_sim_step_t *s)
     }
 }
 
+/* The pool jobs, in order, released while their replicas are within the
+ * controller's want, held beyond it. */
+static void size_pool(rl_obs_t *x, const tide_sim_step_t *s)
+{
+    tide_rl_stats_t st;
+    tide_rl_stats(x->rl, &st);
+    int want = tide_rl_pool_observe(&x->pool, &st), have = 0;
+    int g = x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
+    tide_world_job_t wj;
+    for (int k = TIDE_RL_JOB_POOL; k < x->jobs->n; k++) {
+        int hold = have >= want;
+        have += x->jobs->v[k].gpus / g;
+        world_job(x, s, k, &wj); /* finds the handle */
+        if (x->h[k] < 0 || x->held[k] == hold)
+            continue;
+        if (tide_engine_job_hold(s->engine, x->h[k], hold, NULL) == 0)
+            x->held[k] = (unsigned char)hold;
+    }
+}
+
 /* After every engine step: give the model the capacity the jobs hold. */
 static void observe(void *ctx, const tide_sim_step_t *s)
 {
@@ -171,6 +195,8 @@ static void observe(void *ctx, const tide_sim_step_t *s)
             *s->wake = TIDE_MIN(*s->wake, (tide_time_t)ceil(end - 1e-6));
     }
     drains_done(x, s);
+    if (x->sized)
+        size_pool(x, s);
     if (s->t > x->t) /* steps are at most a tick apart: bucket by the start */
         x->hour_gpu_s[x->t % 86400 / 3600] += (double)(s->t - x->t) * x->lent_gpus;
     x->lent_gpus = cap.lent * x->jobs->v[TIDE_RL_JOB_ROLLOUT].gang_gpus;
@@ -208,6 +234,11 @@ static void fill_result(tide_sim_rl_result_t *r, const rl_obs_t *x, const tide_r
     r->syncs = x->nsync;
     r->sync_p50 = tide_quantile(x->sync_s, x->nsync, 0.5);
     r->sync_p99 = tide_quantile(x->sync_s, x->nsync, 0.99);
+    if (x->sized) {
+        r->pool_grows = x->pool.grows;
+        r->pool_shrinks = x->pool.shrinks;
+        r->pool_want = x->pool.want;
+    }
 }
 
 /* Checkpoint sizes for the storage model (o->jobs = the RL jobs, then the
@@ -227,11 +258,12 @@ static double *ckpt_sizes(const tide_sim_opts_t *base, const tide_rl_jobs_t *job
 }
 
 /* One variant: the RL jobs added to the background jobs, one sim run. */
-static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, int v,
-                       tide_sim_rl_result_t *res, tide_error_t *err)
+static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl,
+                       const tide_rl_pool_cfg_t *pool, int v, tide_sim_rl_result_t *res,
+                       tide_error_t *err)
 {
     tide_rl_jobs_t jobs;
-    int mode = v == TIDE_SIM_RL_LENT ? TIDE_RL_LENT : TIDE_RL_FIXED;
+    int mode = v >= TIDE_SIM_RL_LENT_ALL ? TIDE_RL_LENT : TIDE_RL_FIXED;
     int fixed = v == TIDE_SIM_RL_FIXED_MIN ? rl->min_replicas : rl->max_replicas;
     if (tide_rl_jobs(rl, mode, fixed, &jobs, err) != 0)
         return -1;
@@ -255,7 +287,15 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     snprintf(dir, sizeof dir, "%s/%s", base->out_dir, variant_names[v]);
     o.out_dir = dir;
     o.table = NULL;
-    rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t))};
+    rl_obs_t x = {.jobs = &jobs, .h = tide_xmalloc((size_t)jobs.n * sizeof(int32_t)),
+                  .held = tide_xcalloc((size_t)jobs.n, 1), .sized = v == TIDE_SIM_RL_LENT};
+    if (x.sized && tide_rl_pool_init(&x.pool, rl, pool, err) != 0) {
+        free(x.h);
+        free(x.held);
+        free(all);
+        tide_rl_jobs_free(&jobs);
+        return -1;
+    }
     x.ext = base->inject && tide_inject_storage_gbps(base->inject) > 0;
     double *gb = x.ext ? ckpt_sizes(base, &jobs) : NULL;
     o.job_ckpt_gb = gb;
@@ -284,6 +324,7 @@ static int run_variant(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, in
     free(x.sync_s);
     free(gb);
     free(x.h);
+    free(x.held);
     free(all);
     tide_rl_jobs_free(&jobs);
     return rc;
@@ -300,7 +341,7 @@ static json_t *result_json(const tide_sim_rl_result_t *r)
     const tide_rl_stats_t *s = &r->st;
     return json_pack(
         "{s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i,"
-        " s:i, s:i, s:o, s:i, s:o, s:o}",
+        " s:i, s:i, s:o, s:i, s:o, s:o, s:i, s:i, s:i}",
         "variant", r->variant, "dedicated_gpus", r->dedicated_gpus, "steps", (int)r->steps,
         "step_mean_s", tide_json_round(r->step_mean, 2), "step_p50_s",
         tide_json_round(r->step_p50, 2), "step_p99_s", tide_json_round(r->step_p99, 2),
@@ -314,7 +355,8 @@ static json_t *result_json(const tide_sim_rl_result_t *r)
         (json_int_t)s->abandoned, "max_staleness", r->max_staleness, "max_accepted_staleness",
         s->max_accepted_staleness, "drains", s->drains, "staleness_hist", st, "drains_clean",
         s->drains_clean, "borrowed_gpu_h", tide_json_round(r->borrowed_gpu_s / 3600, 2),
-        "lent_gpus_by_hour", hours);
+        "lent_gpus_by_hour", hours, "pool_grows", r->pool_grows, "pool_shrinks",
+        r->pool_shrinks, "pool_want", r->pool_want);
 }
 
 static int write_outputs(const char *dir, const tide_sim_rl_result_t *r, tide_error_t *err)
@@ -376,8 +418,9 @@ static void print_table(FILE *f, const tide_sim_rl_result_t *r)
                     r[v].variant, r[v].syncs, r[v].sync_p50, r[v].sync_p99);
 }
 
-int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE *table,
-                    tide_sim_rl_result_t *res, tide_error_t *err)
+int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl,
+                    const tide_rl_pool_cfg_t *pool, FILE *table, tide_sim_rl_result_t *res,
+                    tide_error_t *err)
 {
     tide_rl_spec_t s = *rl;
     if (tide_rl_spec_normalize(&s, err) != 0)
@@ -388,7 +431,7 @@ int tide_sim_rl_run(const tide_sim_opts_t *base, const tide_rl_spec_t *rl, FILE 
         return -1;
     tide_sim_rl_result_t r[TIDE_SIM_RL_NVAR];
     for (int v = 0; v < TIDE_SIM_RL_NVAR; v++)
-        if (run_variant(base, &s, v, &r[v], err) != 0)
+        if (run_variant(base, &s, pool, v, &r[v], err) != 0)
             return tide_err_prefix(err, "rl %s: ", variant_names[v]);
     if (write_outputs(base->out_dir, r, err) != 0)
         return -1;

@@ -546,6 +546,7 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     if (r->o->observe) {
         tide_time_t wake = TIDE_TIME_NEVER;
         tide_sim_step_t si = {.policy = r->policy, .t = t, .e = r->e, .w = r->w, .world = r->w,
+                              .engine = r->e,
                               .events = r->ev, .n_events = r->nev, .acts = &r->acts,
                               .wake = &wake};
         r->o->observe(r->o->observe_ctx, &si);

@@ -41,6 +41,8 @@ typedef struct tide_sim_step {
     const tide_world_t *w;
     tide_world_t *world;          /* the same world, for observers that act on it
                                      (tide_world_ckpt_early: sim/rl_sim.c) */
+    tide_engine_t *engine;        /* the same engine, for observers that act on it
+                                     between steps (tide_engine_job_hold: sim/rl_sim.c) */
     const tide_event_t *events;
     size_t n_events;
     const tide_actions_t *acts;

@@ -28,17 +28,8 @@ demand() { api POST /v1/services/chat/demand "{\"rps\": $1}"; [ "$API_STATUS" = 
 SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.5,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
 register() { api POST /v1/rl/grpo "{\"spec\":{$1}$2}"; }
 njobs() { api GET '/v1/jobs?limit=1000'; jq_ 'len(d["jobs"])'; }
-# jobs PYEXPR: over `js`, GET /v1/rl/grpo's jobs by role (pool: a list)
-jobs() {
-    api GET /v1/rl/grpo
-    [ "$API_STATUS" = 200 ] || return 1
-    python3 -c '
-import json, sys
-d = json.loads(sys.argv[1]); js = {"pool": []}
-for j in d["jobs"]:
-    (js["pool"].append(j) if j["role"] == "pool" else js.__setitem__(j["role"], j))
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$API_BODY" "$1"
-}
+# jobs PYEXPR: over `js`, GET /v1/rl/grpo's jobs by role (lib/serve.bash)
+jobs() { rl_jobs grpo "$1"; }
 
 # --- 1. validation and idempotence
 register "${SPEC/\"min_replicas\":1/\"min_replicas\":20}" ""

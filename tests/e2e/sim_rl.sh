@@ -2,7 +2,8 @@
 # End-to-end: `tide sim --rl` (docs/rl.md) on a seed200 cluster (2 days of its
 # inference demand) with the example RL job: the command `make bench-rl` runs.
 # Checks relations, not numbers: the lent pool's trainer step is not slower
-# than the fixed pool at the same dedicated GPUs, no accepted trajectory is
+# than the fixed pool at the same dedicated GPUs (lent-all: every pool job
+# released; lent: sized from the trainer's wait), no accepted trajectory is
 # older than max_staleness, inference stays at its SLO target, the lent pool
 # was reclaimed by drain and lent more by night (seed200's demand is by day),
 # the engine's invariants hold (--check: Tier A never
@@ -34,7 +35,7 @@ run() {
 run --check --out "$tmp/a" >"$tmp/a.txt" 2>&1 || { cat "$tmp/a.txt" >&2; fail "sim --rl --check failed"; }
 grep -q '^lent ' "$tmp/a.txt" || fail "no table row for lent"
 [ -s "$tmp/a/rl.csv" ] || fail "no rl.csv"
-for v in fixed-min fixed-max lent; do
+for v in fixed-min fixed-max lent-all lent; do
     [ -s "$tmp/a/$v/summary.json" ] || fail "no $v/summary.json"
 done
 
@@ -42,7 +43,7 @@ python3 - "$tmp/a/rl.json" "$tmp/a/lent/summary.json" <<'EOF' || fail "relations
 import json, sys
 r = {x["variant"]: x for x in json.load(open(sys.argv[1]))}
 slo = 0.999  # the engine's default SLO target
-fm, fx, le = r["fixed-min"], r["fixed-max"], r["lent"]
+fm, fx, la, le = r["fixed-min"], r["fixed-max"], r["lent-all"], r["lent"]
 bad = []
 def need(ok, msg):
     if not ok:
@@ -62,6 +63,12 @@ need(le["drains"] > 0, "the lent pool was never drained")
 h = le["lent_gpus_by_hour"]
 need(sum(h[0:6]) / 6 > sum(h[10:17]) / 7, "lent no more by night than by day: %s" % h)
 need(le["drains_clean"] <= le["drains"], "drains_clean > drains")
+# the pool sized from the trainer's wait: within the spec's range, a dedicated floor like
+# lent-all's, and not slower than the fixed pool at the same dedicated GPUs
+need(0 <= le["pool_want"] <= 64 - 8, "pool_want %s out of 0..56" % le["pool_want"])
+need(la["dedicated_gpus"] == le["dedicated_gpus"], "lent-all dedicated GPUs")
+need(la["lent_rollout_gpu_h"] > 0 and la["step_mean_s"] <= fm["step_mean_s"], "lent-all")
+need(la["pool_grows"] == 0 and la["pool_shrinks"] == 0, "lent-all has a controller")
 s = json.load(open(sys.argv[2]))["policies"]["elastic"]
 need(s["reclaim"]["late"] == 0, "late reclaims")
 if bad:
@@ -79,6 +86,8 @@ grep -qi "none.csv" "$tmp/e.txt" || fail "missing rl.csv: no message naming it"
 sed 's/,8,64,1$/,8,4,1/' "$src/examples/rl/rl.csv" >"$tmp/bad.csv"
 if run --out "$tmp/c" --rl "$tmp/bad.csv" >"$tmp/e.txt" 2>&1; then fail "max < min accepted"; fi
 grep -q "max_replicas" "$tmp/e.txt" || fail "max < min: no message naming max_replicas"
+if run --out "$tmp/c" --rl-pool target_wait=2 >"$tmp/e.txt" 2>&1; then fail "--rl-pool target_wait=2 accepted"; fi
+grep -q "target_wait" "$tmp/e.txt" || fail "--rl-pool: no message naming target_wait"
 if run --out "$tmp/c" --sweep reserve=40 >"$tmp/e.txt" 2>&1; then fail "--rl with --sweep accepted"; fi
 "$TIDE_BIN" sim --help | grep -q -- "--rl" || fail "--rl not in tide sim --help"
 

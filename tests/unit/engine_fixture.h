@@ -402,7 +402,9 @@ EF_FN void ef_track(ef_t *f, tide_time_t t, const tide_event_t *ev, size_t nev,
             case TIDE_R_RECLAIM:
             case TIDE_R_PRIORITY:
             case TIDE_R_WINDOW:
-            case TIDE_R_QUOTA: /* graceful: only once the checkpoint is committed */
+            case TIDE_R_QUOTA:
+            case TIDE_R_SCALE: /* graceful: only once the checkpoint is committed
+                                  (a scale stop: a job held, tide_engine_job_hold) */
                 ok = *nr == x->reason && ef_has_event(ev, nev, TIDE_EV_CKPT_COMMITTED, x->job);
                 break;
             case TIDE_R_FAILURE:

@@ -26,6 +26,7 @@ typedef struct seen {
     tide_time_t drain_min, drain_max; /* notice -> commit of pool jobs */
     int trainer_asked;            /* checkpoints asked of the trainer */
     size_t asked_xfers;           /* asked checkpoints through the storage model */
+    int scale_notices;            /* drains of pool jobs the controller holds */
 } seen_t;
 
 static int is_pool(const tide_engine_t *e, int32_t job)
@@ -61,10 +62,16 @@ static void observe(void *ctx, const tide_sim_step_t *s)
             continue;
         if (a->kind == TIDE_ACT_JOB_START)
             x->pool_started++;
-        if (a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_RECLAIM) {
-            x->pool_notices++;
+        /* a drain: for a reclaim, or (reason scale) a pool job the lent
+         * variant's controller holds */
+        if (a->kind == TIDE_ACT_JOB_CKPT &&
+            (a->reason == TIDE_R_RECLAIM || a->reason == TIDE_R_SCALE)) {
             x->noticed[a->job] = 1;
             x->notice_at[a->job] = s->t;
+        }
+        x->scale_notices += a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_SCALE;
+        if (a->kind == TIDE_ACT_JOB_CKPT && a->reason == TIDE_R_RECLAIM) {
+            x->pool_notices++;
             if (x->first_notice < 0)
                 x->first_notice = s->t;
         }
@@ -98,8 +105,9 @@ static const tide_rl_spec_t RL = {
     .len_sigma = 1.0, .sync_s = 10, .drain_s = 90, .max_staleness = 2, .min_replicas = 1,
     .max_replicas = 9, .seed = 3};
 
-/* The comparison, with faults `inject` (NULL = none). */
-static void run_with(tide_sim_rl_result_t *res, seen_t *x, const char *inject)
+/* The comparison of RL job rl, with faults `inject` (NULL = none). */
+static void run_with(const tide_rl_spec_t *rl, tide_sim_rl_result_t *res, seen_t *x,
+                     const char *inject)
 {
     sf_work_t w;
     sf_load(&w);
@@ -126,7 +134,7 @@ static void run_with(tide_sim_rl_result_t *res, seen_t *x, const char *inject)
         assert_int_equal(tide_inject_parse(&inj, inject, &err), 0);
         o.inject = &inj;
     }
-    if (tide_sim_rl_run(&o, &RL, NULL, res, &err) != 0)
+    if (tide_sim_rl_run(&o, rl, NULL, NULL, res, &err) != 0)
         fail_msg("sim --rl: %s", err.msg);
     tide_inject_free(&inj);
     sf_rm_rf(dir);
@@ -135,7 +143,7 @@ static void run_with(tide_sim_rl_result_t *res, seen_t *x, const char *inject)
     sf_free(&w);
 }
 
-static void run(tide_sim_rl_result_t *res, seen_t *x) { run_with(res, x, NULL); }
+static void run(tide_sim_rl_result_t *res, seen_t *x) { run_with(&RL, res, x, NULL); }
 
 static void test_drained_ahead_of_rise(void **st)
 {
@@ -158,6 +166,10 @@ static void test_drained_ahead_of_rise(void **st)
     assert_int_equal(fm->st.lent_gpu_s, 0);
     assert_int_equal(le->dedicated_gpus, fm->dedicated_gpus);
     assert_true(le->steps >= fm->steps);
+    /* the lent variant's pool is what its controller wants, within the spec */
+    assert_true(le->pool_want >= 0 && le->pool_want <= RL.max_replicas - RL.min_replicas);
+    assert_int_equal(r[TIDE_SIM_RL_LENT_ALL].pool_grows + r[TIDE_SIM_RL_LENT_ALL].pool_shrinks, 0);
+    assert_int_equal(r[TIDE_SIM_RL_LENT_ALL].dedicated_gpus, fm->dedicated_gpus);
     for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
         assert_true(r[v].st.max_accepted_staleness <= RL.max_staleness);
         assert_true(r[v].steps > 0);
@@ -186,8 +198,8 @@ static void test_syncs_through_storage(void **st)
         tight[TIDE_SIM_RL_NVAR];
     seen_t x = {.first_notice = -1, .drain_min = -1}, y = x, z = x;
     run(none, &x);
-    run_with(wide, &y, "storage:1000");
-    run_with(tight, &z, "storage:4");
+    run_with(&RL, wide, &y, "storage:1000");
+    run_with(&RL, tight, &z, "storage:4");
     for (int v = 0; v < TIDE_SIM_RL_NVAR; v++) {
         assert_int_equal(none[v].syncs_io, 0);
         assert_int_equal(none[v].syncs, 0);
@@ -199,8 +211,9 @@ static void test_syncs_through_storage(void **st)
         assert_true(tight[v].st.max_accepted_staleness <= RL.max_staleness);
         assert_true(wide[v].st.max_accepted_staleness <= RL.max_staleness);
     }
-    /* the lent pool (up to 9 replicas) syncs together after every step */
-    const tide_sim_rl_result_t *lw = &wide[TIDE_SIM_RL_LENT], *lt = &tight[TIDE_SIM_RL_LENT];
+    /* the lent-all pool (up to 9 replicas) syncs together after every step */
+    const tide_sim_rl_result_t *lw = &wide[TIDE_SIM_RL_LENT_ALL],
+                                *lt = &tight[TIDE_SIM_RL_LENT_ALL];
     assert_true(lt->sync_p50 > 1.5 * RL.sync_s);
     assert_true(lt->st.wait_s > lw->st.wait_s);
     assert_true(lt->steps < lw->steps);
@@ -209,8 +222,33 @@ static void test_syncs_through_storage(void **st)
     assert_true(y.asked_xfers <= (size_t)y.trainer_asked);
     assert_true(z.asked_xfers <= (size_t)z.trainer_asked);
     /* with bandwidth to spare the lent pool does what it does without the model */
-    const tide_sim_rl_result_t *ln = &none[TIDE_SIM_RL_LENT];
+    const tide_sim_rl_result_t *ln = &none[TIDE_SIM_RL_LENT_ALL];
     assert_true(lw->steps >= ln->steps * 95 / 100 && lw->steps <= ln->steps * 105 / 100);
+}
+
+/* A pool the trainer needs little of: the lent variant's controller wants
+ * fewer replicas than max_replicas (the declared-rate estimate, then what
+ * the trainer's wait says), so the pool jobs beyond them are held: drained
+ * if they started (a scale notice, then the commit and the stop) and not
+ * started again; the released ones cover what it wants. The trainer runs on,
+ * staleness stays bounded. */
+static void test_controller_holds_extra_pool_jobs(void **st)
+{
+    (void)st;
+    tide_rl_spec_t small = RL;
+    small.batch = 32;
+    small.max_replicas = 17; /* 4 pool jobs of 4 replicas */
+    tide_sim_rl_result_t r[TIDE_SIM_RL_NVAR];
+    seen_t x = {.first_notice = -1, .drain_min = -1};
+    run_with(&small, r, &x, NULL);
+    const tide_sim_rl_result_t *le = &r[TIDE_SIM_RL_LENT], *la = &r[TIDE_SIM_RL_LENT_ALL];
+    assert_true(le->pool_want < small.max_replicas - small.min_replicas);
+    assert_true(x.scale_notices > 0);            /* held ones drained ... */
+    assert_int_equal(x.pool_stops_unnoticed, 0); /* ... never stopped without one */
+    assert_int_equal(x.trainer_stops, 0);
+    assert_true(le->st.lent_gpu_s < la->st.lent_gpu_s); /* a smaller lent pool */
+    assert_true(le->st.max_accepted_staleness <= small.max_staleness);
+    assert_true(le->steps > 0);
 }
 
 int main(void)
@@ -218,6 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drained_ahead_of_rise),
         cmocka_unit_test(test_syncs_through_storage),
+        cmocka_unit_test(test_controller_holds_extra_pool_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,3 +150,16 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # now_s: the engine clock from /healthz
 now_s() { curl -s "$SERVE_URL/healthz" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["now_s"]))'; }
+
+# rl_jobs JOB PYEXPR: GET /v1/rl/JOB; PYEXPR (a Python expression) over `js`, its jobs by role
+# (js["trainer"], js["rollout"], js["pool"]: a list) decides the status
+rl_jobs() {
+    api GET "/v1/rl/$1"
+    [ "$API_STATUS" = 200 ] || return 1
+    python3 -c '
+import json, sys
+d = json.loads(sys.argv[1]); js = {"pool": []}
+for j in d["jobs"]:
+    (js["pool"].append(j) if j["role"] == "pool" else js.__setitem__(j["role"], j))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$API_BODY" "$2"
+}
