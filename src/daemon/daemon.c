@@ -140,11 +140,11 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     pthread_mutex_init(&d->rd_mu, NULL);
     pthread_mutex_init(&d->gc_mu, NULL);
     pthread_mutex_init(&d->qc_mu, NULL);
-    pthread_cond_init(&d->gc_cv, NULL);
     d->gc_tail = &d->gc_head;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->gc_cv, &ca); /* a gathering leader's deadline is monotonic */
     pthread_cond_init(&d->loop_cv, &ca);
     pthread_cond_init(&d->notice_cv, &ca);
     pthread_cond_init(&d->step_cv, &ca);

@@ -176,6 +176,12 @@ struct tide_daemon {
     long gc_queued;            /* writes waiting for the next batch */
     const dmn_op_t *gc_applying; /* the batch being applied (mu held) */
     long gc_batches, gc_writes; /* group commits done, writes they carried */
+    /* gathering (queue.c gc_gather): writers seen around the last batch
+     * (its own and those queued meanwhile: closed-loop clients come back),
+     * a batch's duration (moving average, s), leaders that waited */
+    long gc_expect;
+    double gc_batch_s;
+    long gc_gathers;
     int64_t audit_keep_s;      /* audit rows older than this are pruned (<= 0: no age cap) */
     int64_t audit_max_rows;    /* rows kept at most (<= 0: no cap) */
     unsigned long audit_rows, audit_failed; /* rows recorded / lost (atomic) */
@@ -244,8 +250,9 @@ struct tide_daemon {
     uint64_t notice_seq;
     unsigned long preempt[TIDE_R_COUNT];
     long steps_total;          /* engine steps taken in this process (replay included) */
-    /* GET /v1/jobs/{id}'s queue fields: the whole queue inspection, kept
-     * while the engine is the one it was taken from (api_jobs.c) */
+    /* GET /v1/jobs/{id}'s and the job list's queue fields: the whole queue
+     * inspection, kept while the engine is the one it was taken from
+     * (api_jobs.c). qc_mu is taken with mu held, before rd_mu. */
     pthread_mutex_t qc_mu;
     struct dqcache {
         tide_queue_info_t *q;

@@ -4,7 +4,9 @@
  * first writer's commit cannot start, waits (on the batcher's condition
  * variable, no sleeping) until every other writer queued behind it, then
  * lets go: exactly two transactions carry the N writes. An accepted write's
- * audit row commits in its own transaction (the hook adds none after). */
+ * audit row commits in its own transaction (the hook adds none after).
+ * A leader gathers: it waits (at most one batch's duration) for the writers
+ * the last batch saw, so that closed-loop clients share one transaction. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -246,12 +248,94 @@ static void audit_row_in_the_write_transaction(void **state)
     done_daemon(&f);
 }
 
+/* Wait (gc_mu, on the batcher's condition variable) until a leader is
+ * gathering with `queued` writes queued. */
+static void wait_gathering(tide_daemon_t *d, long gathers, long queued)
+{
+    pthread_mutex_lock(&d->gc_mu);
+    while (!(d->gc_busy && d->gc_gathers == gathers && d->gc_queued == queued))
+        pthread_cond_wait(&d->gc_cv, &d->gc_mu);
+    pthread_mutex_unlock(&d->gc_mu);
+}
+
+/* Gathering: a leader that finds fewer writers queued than were active
+ * around the last batch waits for the missing ones (closed-loop clients
+ * coming back), so that they share its transaction. The deadline (one
+ * batch's duration) is set far off: only the arrivals end the wait. */
+static void leader_gathers_returning_writers(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    pthread_mutex_lock(&d->gc_mu);
+    d->gc_expect = 3;
+    d->gc_batch_s = 600;
+    long gathers0 = d->gc_gathers;
+    pthread_mutex_unlock(&d->gc_mu);
+    long batches0 = d->gc_batches, writes0 = d->gc_writes;
+    writer_t w[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (writer_t){.d = d};
+        snprintf(w[i].id, sizeof w[i].id, "g%d", i);
+        assert_int_equal(pthread_create(&th[i], NULL, submit_one, &w[i]), 0);
+        /* the first leads and waits; the second joins its batch; the third
+         * completes it (the leader takes the batch at once: no state to see) */
+        if (i < 2)
+            wait_gathering(d, gathers0 + 1, i + 1);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    tide_daemon_lock(d);
+    assert_int_equal(d->gc_batches - batches0, 1); /* one transaction for the three */
+    assert_int_equal(d->gc_writes - writes0, 3);
+    assert_int_equal(d->gc_gathers - gathers0, 1);
+    assert_int_equal(d->gc_expect, 3); /* its three writers, none queued behind */
+    assert_true(d->gc_batch_s < 600);  /* the batch's duration went into the average */
+    tide_daemon_unlock(d);
+    done_daemon(&f);
+}
+
+/* The writers expected do not come: the leader commits what it has once a
+ * batch's duration passed, and expects no more than it saw. A lone writer
+ * (expect 1) never waits. */
+static void gathering_ends_at_the_deadline(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    pthread_mutex_lock(&d->gc_mu);
+    d->gc_expect = 4;
+    d->gc_batch_s = 0.005;
+    long gathers0 = d->gc_gathers;
+    pthread_mutex_unlock(&d->gc_mu);
+    long batches0 = d->gc_batches;
+    writer_t w = {.d = d, .id = "lone"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(d->gc_batches - batches0, 1);
+    assert_int_equal(d->gc_gathers - gathers0, 1);
+    assert_int_equal(d->gc_expect, 1);
+    snprintf(w.id, sizeof w.id, "lone2");
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(d->gc_gathers - gathers0, 1); /* no wait this time */
+    assert_int_equal(d->gc_batches - batches0, 2);
+    done_daemon(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(concurrent_submits_share_transactions),
         cmocka_unit_test(failed_commit_answers_all),
         cmocka_unit_test(audit_row_in_the_write_transaction),
+        cmocka_unit_test(leader_gathers_returning_writers),
+        cmocka_unit_test(gathering_ends_at_the_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
