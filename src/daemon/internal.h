@@ -65,6 +65,10 @@ typedef struct devq {
  * this write alone and must come before any row is written; any other error
  * (EIO) fails the whole batch. After the commit the leader queues the
  * accepted events for the loop; then every writer is answered. */
+/* Read connections a daemon keeps on a file database (one per HTTP I/O
+ * thread by default). */
+#define DMN_RD_CONNS 4
+
 typedef struct dmn_op dmn_op_t;
 struct dmn_op {
     int (*apply)(struct tide_daemon *d, dmn_op_t *op, tide_error_t *err);
@@ -158,17 +162,24 @@ typedef struct dteam {
 } dteam_t;
 
 struct tide_daemon {
-    /* Locks, in the order they are taken: db_mu, then mu, then rd_mu.
+    /* Locks, in the order they are taken: db_mu, then mu, then a reader's.
      * db_mu: the write connection st, from BEGIN to COMMIT (the loop for a
      * step, a group commit's leader, the admin handlers through
      * tide_daemon_lock). mu: everything else (engine, queues, derived
      * state); a writer lets it go during its COMMIT (the fsync) when
      * readers have their own connection, so reads never wait for a disk.
-     * rd_mu: the read connection rd. gc_mu: the group-commit queue only. */
+     * rdp[i].mu: read connection i. gc_mu: the group-commit queue only. */
     pthread_mutex_t db_mu;
     pthread_mutex_t mu;
-    pthread_mutex_t rd_mu;
-    tide_store_t *rd;          /* readers' connection (committed rows only); NULL: use st */
+    tide_store_t *rd;          /* readers' first connection (committed rows only); NULL: use st */
+    /* readers' connections (rdp[0].st is rd): a reader takes a free one, so
+     * reads on different I/O threads do not queue behind each other */
+    struct dmn_rdconn {
+        pthread_mutex_t mu;
+        tide_store_t *st;
+    } rdp[DMN_RD_CONNS];
+    int n_rdp;
+    unsigned rd_next;          /* the next to wait for when all are busy (atomic) */
     pthread_mutex_t gc_mu;
     pthread_cond_t gc_cv;      /* a write was queued (for observers: writers wait on their op's) */
     dmn_op_t *gc_head, **gc_tail;
@@ -252,7 +263,7 @@ struct tide_daemon {
     long steps_total;          /* engine steps taken in this process (replay included) */
     /* GET /v1/jobs/{id}'s and the job list's queue fields: the whole queue
      * inspection, kept while the engine is the one it was taken from
-     * (api_jobs.c). qc_mu is taken with mu held, before rd_mu. */
+     * (api_jobs.c). qc_mu is taken with mu held, before a read connection. */
     pthread_mutex_t qc_mu;
     struct dqcache {
         tide_queue_info_t *q;
@@ -369,8 +380,9 @@ int dmn_op_event(tide_daemon_t *d, dmn_op_t *op, const tide_event_t *ev, const d
 /* COMMIT the write connection; mu is let go meanwhile when readers have
  * their own connection (db_mu and mu held on entry and on return). */
 int dmn_store_commit(tide_daemon_t *d, tide_error_t *err);
-/* Readers: the connection to read committed rows from (mu held; rd_mu is
- * taken when there is a read connection) and its release. */
+/* Readers: a connection to read committed rows from (mu may be held; a free
+ * read connection is taken, or the next one waited for, when there are read
+ * connections) and its release by the same thread. No nesting. */
 tide_store_t *dmn_rd(tide_daemon_t *d);
 void dmn_rd_done(tide_daemon_t *d);
 /* mu alone: for handlers that only read (or wait for the loop). */

@@ -328,6 +328,67 @@ static void gathering_ends_at_the_deadline(void **state)
     done_daemon(&f);
 }
 
+/* Readers on different threads hold different read connections at once
+ * (a read does not queue behind another), each seeing committed rows. */
+typedef struct reader {
+    tide_daemon_t *d;
+    tide_store_t *got;
+    int found;
+    pthread_mutex_t *mu;
+    pthread_cond_t *cv;
+    int *step; /* 1: holding, 2: may release */
+} reader_t;
+
+static void *read_one(void *arg)
+{
+    reader_t *r = arg;
+    r->got = dmn_rd(r->d);
+    tide_store_job_t row;
+    r->found = tide_store_job_get(r->got, "seen", &row, NULL) == 0;
+    if (r->found)
+        tide_store_job_free(&row);
+    pthread_mutex_lock(r->mu);
+    *r->step = 1;
+    pthread_cond_broadcast(r->cv);
+    while (*r->step != 2)
+        pthread_cond_wait(r->cv, r->mu);
+    pthread_mutex_unlock(r->mu);
+    dmn_rd_done(r->d);
+    return NULL;
+}
+
+static void readers_hold_their_own_connections(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    writer_t w = {.d = d, .id = "seen"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    assert_true(d->n_rdp > 1);
+    tide_store_t *mine = dmn_rd(d); /* held while the other thread reads */
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    int step = 0;
+    reader_t r = {.d = d, .mu = &mu, .cv = &cv, .step = &step};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, read_one, &r), 0);
+    pthread_mutex_lock(&mu);
+    while (step != 1)
+        pthread_cond_wait(&cv, &mu);
+    step = 2;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(th, NULL);
+    assert_non_null(r.got);
+    assert_ptr_not_equal(r.got, mine);
+    assert_ptr_not_equal(r.got, tide_daemon_store(d)); /* never the writer's */
+    assert_true(r.found);
+    dmn_rd_done(d);
+    done_daemon(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +397,7 @@ int main(void)
         cmocka_unit_test(audit_row_in_the_write_transaction),
         cmocka_unit_test(leader_gathers_returning_writers),
         cmocka_unit_test(gathering_ends_at_the_deadline),
+        cmocka_unit_test(readers_hold_their_own_connections),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
