@@ -245,7 +245,7 @@ static void gc_gather(tide_daemon_t *d)
     if (d->gc_queued >= d->gc_expect || d->gc_batch_s <= 0)
         return;
     double end = mono_s() + d->gc_batch_s;
-    d->gc_gathers++;
+    __atomic_fetch_add(&d->gc_gathers, 1, __ATOMIC_RELAXED); /* /metrics reads it without gc_mu */
     pthread_cond_broadcast(&d->gc_cv); /* observers (a test) */
     while (d->gc_queued < d->gc_expect && !d->stop) {
         struct timespec dl;
