@@ -258,6 +258,18 @@ static void wait_gathering(tide_daemon_t *d, long gathers, long queued)
     pthread_mutex_unlock(&d->gc_mu);
 }
 
+/* Set what the next leader expects: writers, and a batch's duration (its
+ * longest wait, s). Returns the gathers so far. */
+static long expect_writers(tide_daemon_t *d, long writers, double batch_s)
+{
+    pthread_mutex_lock(&d->gc_mu);
+    d->gc_expect = writers;
+    d->gc_batch_s = batch_s;
+    long g = d->gc_gathers;
+    pthread_mutex_unlock(&d->gc_mu);
+    return g;
+}
+
 /* Gathering: a leader that finds fewer writers queued than were active
  * around the last batch waits for the missing ones (closed-loop clients
  * coming back), so that they share its transaction. The deadline (one
@@ -268,11 +280,7 @@ static void leader_gathers_returning_writers(void **state)
     fixture_t f;
     open_daemon(&f);
     tide_daemon_t *d = f.d;
-    pthread_mutex_lock(&d->gc_mu);
-    d->gc_expect = 3;
-    d->gc_batch_s = 600;
-    long gathers0 = d->gc_gathers;
-    pthread_mutex_unlock(&d->gc_mu);
+    long gathers0 = expect_writers(d, 3, 600);
     long batches0 = d->gc_batches, writes0 = d->gc_writes;
     writer_t w[3];
     pthread_t th[3];
@@ -308,11 +316,7 @@ static void gathering_ends_at_the_deadline(void **state)
     fixture_t f;
     open_daemon(&f);
     tide_daemon_t *d = f.d;
-    pthread_mutex_lock(&d->gc_mu);
-    d->gc_expect = 4;
-    d->gc_batch_s = 0.005;
-    long gathers0 = d->gc_gathers;
-    pthread_mutex_unlock(&d->gc_mu);
+    long gathers0 = expect_writers(d, 4, 0.005);
     long batches0 = d->gc_batches;
     writer_t w = {.d = d, .id = "lone"};
     submit_one(&w);
