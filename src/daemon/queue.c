@@ -185,13 +185,22 @@ static int op_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     return -1;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* The leader: one transaction for every write of the batch and the audit
  * rows of those accepted, the events queued only once it committed. Takes
- * db_mu, then mu. */
-static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
+ * db_mu, then mu. Returns the seconds from holding both to the commit's
+ * end (not the wait for a step holding them). */
+static double batch_run(tide_daemon_t *d, dmn_op_t *ops)
 {
     pthread_mutex_lock(&d->db_mu);
     pthread_mutex_lock(&d->mu);
+    double t0 = mono_s();
     tide_error_t err = {0};
     int ok = tide_store_begin(d->st, &err) == 0;
     long n = 0;
@@ -222,15 +231,10 @@ static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
         d->gc_batches++;
         d->gc_writes += n;
     }
+    double took = mono_s() - t0;
     pthread_mutex_unlock(&d->mu);
     pthread_mutex_unlock(&d->db_mu);
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return took;
 }
 
 /* A leader about to take the batch (gc_mu held, gc_busy set): when fewer
@@ -239,7 +243,8 @@ static double mono_s(void)
  * by the last commit come back within a round trip: without the wait, the
  * first of them to return would lead a batch alone and the writers would
  * split into two groups taking turns, each batch half full. The wait costs
- * at most one commit's time, once: expect follows what arrives. */
+ * at most one batch's time (its apply and commit, not a wait for a step
+ * holding the write connection), once: expect follows what arrives. */
 static void gc_gather(tide_daemon_t *d)
 {
     if (d->gc_queued >= d->gc_expect || d->gc_batch_s <= 0)
@@ -268,9 +273,7 @@ static void gc_lead(tide_daemon_t *d, const dmn_op_t *self)
     d->gc_tail = &d->gc_head;
     d->gc_queued = 0;
     pthread_mutex_unlock(&d->gc_mu);
-    double t0 = mono_s();
-    batch_run(d, batch);
-    double took = mono_s() - t0;
+    double took = batch_run(d, batch);
     pthread_mutex_lock(&d->gc_mu);
     d->gc_batch_s = d->gc_batch_s > 0 ? 0.875 * d->gc_batch_s + 0.125 * took : took;
     d->gc_expect = n + d->gc_queued; /* this batch's writers and those that queued behind it */
