@@ -251,7 +251,7 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     echo
     echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
         "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//');" \
-        "$(date -u +%Y-%m-%d). Command: \`make bench-serve\` (SECS=$SECS THREADS=$THREADS)." \
+        "$(date -u +%Y-%m-%d). Command: \`$([ "$SLURM" = 0 ] && echo "SLURM=0 ")make bench-serve\` (SECS=$SECS THREADS=$THREADS)." \
         "Each figure: calls completed / wall seconds over ${SECS} s, one run, server and clients on the same machine."
     echo "The disk under the database ($(df -T "$tmp" | awk 'NR == 2 {print $2}')) does **${fs_app} fsync/s** appending" \
         "(${fs_ovw}/s overwriting in place): write 4 KiB + fsync for 2 s (bench/fsync_rate.py)."
