@@ -127,7 +127,8 @@ bench-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# The daemon under wrk beside slurmctld: writes bench/serve_results.md.
+# The daemon under wrk beside slurmctld: writes bench/serve_results.md
+# (SLURM=0: tide's side only, when the local Slurm is in use elsewhere).
 bench-serve: build bench-deps
 	bash bench/serve_bench.sh $(BUILD)
 

@@ -21,7 +21,8 @@
 # beside the figures. Each figure is calls completed / elapsed wall time over $SECS s.
 # Results go to bench/serve_results.md and stdout. The run fails (exit 1, the reason)
 # when a tide mode produces no result; when Slurm cannot come up, tide's figures are
-# still written with the reason, and the run fails.
+# still written with the reason, and the run fails. SLURM=0 runs tide's side only
+# (the Slurm columns say "not run"; exit 0).
 set -uo pipefail
 BUILD=${1:-build}
 TIDE_BIN=$(cd "$(dirname "$BUILD/tide")" 2>/dev/null && pwd)/tide
@@ -34,6 +35,7 @@ ASYNC_CONNS=${ASYNC_CONNS:-32}
 API_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/api_bench
 RPC_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/slurm_rpc_bench
 RES=${RES:-$ROOT/bench/serve_results.md}
+SLURM=${SLURM:-1} # 0: tide's side only (another run holds the local Slurm's ports)
 
 die() { echo "bench-serve: $*" >&2; exit 1; }
 [ -x "$TIDE_BIN" ] || die "$BUILD/tide is not built (make build)"
@@ -195,7 +197,9 @@ slurmrestd_run() {
     wait "$pid" 2>/dev/null
     [ -n "$r_sub" ] && [ -n "$r_get" ] || restd="not measured: slurmrestd gave no result ($(tail -2 "$tmp/slurmrestd.log" | tr '\n' ' '))"
 }
-if ! command -v slurmctld >/dev/null 2>&1; then
+if [ "$SLURM" = 0 ]; then
+    slurm_why="not run (SLURM=0: tide's side only)"
+elif ! command -v slurmctld >/dev/null 2>&1; then
     slurm_why="Slurm is not installed (apt-get install -y slurmctld slurmd slurm-client munge)"
 elif [ "$(id -u)" != 0 ]; then
     slurm_why="scripts/slurm-local.sh needs root"
@@ -247,7 +251,7 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     echo
     echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
         "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//');" \
-        "$(date -u +%Y-%m-%d). Command: \`make bench-serve\` (SECS=$SECS THREADS=$THREADS)." \
+        "$(date -u +%Y-%m-%d). Command: \`$([ "$SLURM" = 0 ] && echo "SLURM=0 ")make bench-serve\` (SECS=$SECS THREADS=$THREADS)." \
         "Each figure: calls completed / wall seconds over ${SECS} s, one run, server and clients on the same machine."
     echo "The disk under the database ($(df -T "$tmp" | awk 'NR == 2 {print $2}')) does **${fs_app} fsync/s** appending" \
         "(${fs_ovw}/s overwriting in place): write 4 KiB + fsync for 2 s (bench/fsync_rate.py)."
@@ -278,5 +282,5 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     echo "slurmrestd: $restd."
     [ -n "$slurm_why" ] && echo && echo "Slurm figures missing: $slurm_why."
 } | tee "$RES"
-[ -z "$slurm_why" ] || die "Slurm figures missing: $slurm_why"
-[ -n "$s_get" ] || die "slurm_rpc_bench produced no result"
+[ -z "$slurm_why" ] || [ "$SLURM" = 0 ] || die "Slurm figures missing: $slurm_why"
+[ "$SLURM" = 0 ] || [ -n "$s_get" ] || die "slurm_rpc_bench produced no result"

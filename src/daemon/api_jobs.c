@@ -53,13 +53,11 @@ static void queue_view_load(const tide_daemon_t *d, queue_view_t *v)
             v->at[v->q[i].job] = (int32_t)i + 1;
 }
 
-/* One job's queue fields (read lock held): from the whole inspection, taken
- * again only when the engine stepped since (one pass for every GET between
- * two steps, not one per GET). 0, or -1 when the job is not queued. */
-static int queue_info_cached(tide_daemon_t *d, int32_t h, tide_queue_info_t *out)
+/* The whole queue inspection, taken again only when the engine stepped
+ * since (one pass for every read between two steps, not one per request).
+ * Read lock held; returns with qc_mu held (qc_release lets it go). */
+static const struct dqcache *qc_take(tide_daemon_t *d)
 {
-    if (h < 0)
-        return -1;
     struct dqcache *c = &d->qc;
     pthread_mutex_lock(&d->qc_mu);
     if (!c->q || c->steps != d->steps_total || c->epoch != d->epoch || c->e != d->e ||
@@ -71,17 +69,23 @@ static int queue_info_cached(tide_daemon_t *d, int32_t h, tide_queue_info_t *out
         *c = (struct dqcache){.q = v.q, .at = v.at, .n_handles = v.n_handles,
                               .steps = d->steps_total, .epoch = d->epoch, .e = d->e};
     }
+    return c;
+}
+
+static void qc_release(tide_daemon_t *d) { pthread_mutex_unlock(&d->qc_mu); }
+
+/* One job's queue fields (read lock held), from qc_take's inspection. 0, or
+ * -1 when the job is not queued. */
+static int queue_info_cached(tide_daemon_t *d, int32_t h, tide_queue_info_t *out)
+{
+    if (h < 0)
+        return -1;
+    const struct dqcache *c = qc_take(d);
     int rc = h < c->n_handles && c->at[h] ? 0 : -1;
     if (rc == 0)
         *out = c->q[c->at[h] - 1];
-    pthread_mutex_unlock(&d->qc_mu);
+    qc_release(d);
     return rc;
-}
-
-static void queue_view_free(queue_view_t *v)
-{
-    free(v->q);
-    free(v->at);
 }
 
 /* reason, expected_start_s, position: null unless the engine queues the job. */
@@ -319,14 +323,14 @@ API_HANDLER(api_jobs_list)
     tide_store_job_filter_t f = {.team = team, .state = state, .priority = (int)prio,
                                  .after_seq = after, .limit = (int)limit + 1};
     dmn_lock_read(d);
-    queue_view_t qv;
-    queue_view_load(d, &qv);
+    const struct dqcache *qc = qc_take(d); /* the inspection GETs share */
+    queue_view_t qv = {.q = qc->q, .at = qc->at, .n_handles = qc->n_handles, .one = -1};
     list_ctx_t c = {.d = d, .qv = &qv, .arr = json_array(), .last = after};
     tide_error_t err = {0};
     int n = tide_store_jobs_list(dmn_rd(d), &f, list_one, &c, &err);
     dmn_rd_done(d);
+    qc_release(d);
     dmn_unlock_read(d);
-    queue_view_free(&qv);
     if (n < 0) {
         json_decref(c.arr);
         api_fail(rep, &err);

@@ -137,14 +137,15 @@ static tide_daemon_t *daemon_alloc(const tide_daemon_opts_t *o)
     tide_daemon_t *d = tide_xcalloc(1, sizeof *d);
     pthread_mutex_init(&d->mu, NULL);
     pthread_mutex_init(&d->db_mu, NULL);
-    pthread_mutex_init(&d->rd_mu, NULL);
+    for (int i = 0; i < DMN_RD_CONNS; i++)
+        pthread_mutex_init(&d->rdp[i].mu, NULL);
     pthread_mutex_init(&d->gc_mu, NULL);
     pthread_mutex_init(&d->qc_mu, NULL);
-    pthread_cond_init(&d->gc_cv, NULL);
     d->gc_tail = &d->gc_head;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->gc_cv, &ca); /* a gathering leader's deadline is monotonic */
     pthread_cond_init(&d->loop_cv, &ca);
     pthread_cond_init(&d->notice_cv, &ca);
     pthread_cond_init(&d->step_cv, &ca);
@@ -228,9 +229,12 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
     /* readers get their own connection (WAL: they see committed rows and
      * never wait for a writer's fsync); an in-memory database cannot be
      * shared, so its readers use st (and writers keep mu through COMMIT) */
-    if (strcmp(o->db_path, ":memory:") && !strstr(o->db_path, "mode=memory") &&
-        !(d->rd = tide_store_open(o->db_path, err)))
-        return -1;
+    if (!strcmp(o->db_path, ":memory:") || strstr(o->db_path, "mode=memory"))
+        return 0;
+    for (; d->n_rdp < DMN_RD_CONNS; d->n_rdp++)
+        if (!(d->rdp[d->n_rdp].st = tide_store_open(o->db_path, err)))
+            return -1;
+    d->rd = d->rdp[0].st;
     return 0;
 }
 
@@ -442,7 +446,8 @@ static void daemon_free(tide_daemon_t *d)
     dmn_shadow_free(d);
     tide_engine_destroy(d->e);
     tide_store_close(d->st);
-    tide_store_close(d->rd);
+    for (int i = 0; i < d->n_rdp; i++)
+        tide_store_close(d->rdp[i].st);
     tide_actions_free(&d->acts);
     dmn_devq_clear(&d->pending);
     dmn_devq_clear(&d->extra);
@@ -483,7 +488,8 @@ static void daemon_free(tide_daemon_t *d)
     pthread_cond_destroy(&d->step_cv);
     pthread_mutex_destroy(&d->mu);
     pthread_mutex_destroy(&d->db_mu);
-    pthread_mutex_destroy(&d->rd_mu);
+    for (int i = 0; i < DMN_RD_CONNS; i++)
+        pthread_mutex_destroy(&d->rdp[i].mu);
     pthread_mutex_destroy(&d->gc_mu);
     pthread_mutex_destroy(&d->qc_mu);
     free(d->qc.q);
@@ -532,18 +538,29 @@ void tide_daemon_unlock(tide_daemon_t *d)
 void dmn_lock_read(tide_daemon_t *d) { pthread_mutex_lock(&d->mu); }
 void dmn_unlock_read(tide_daemon_t *d) { pthread_mutex_unlock(&d->mu); }
 
+static _Thread_local int rd_held = -1; /* the read connection this thread holds */
+
 tide_store_t *dmn_rd(tide_daemon_t *d)
 {
     if (!d->rd)
         return d->st;
-    pthread_mutex_lock(&d->rd_mu);
-    return d->rd;
+    int i = 0;
+    while (i < d->n_rdp && pthread_mutex_trylock(&d->rdp[i].mu) != 0)
+        i++;
+    if (i == d->n_rdp) { /* all busy: wait for one, spread over them */
+        i = (int)(__atomic_fetch_add(&d->rd_next, 1u, __ATOMIC_RELAXED) % (unsigned)d->n_rdp);
+        pthread_mutex_lock(&d->rdp[i].mu);
+    }
+    rd_held = i;
+    return d->rdp[i].st;
 }
 
 void dmn_rd_done(tide_daemon_t *d)
 {
-    if (d->rd)
-        pthread_mutex_unlock(&d->rd_mu);
+    if (!d->rd || rd_held < 0)
+        return;
+    pthread_mutex_unlock(&d->rdp[rd_held].mu);
+    rd_held = -1;
 }
 const tide_engine_t *tide_daemon_engine(const tide_daemon_t *d) { return d->e; }
 tide_store_t *tide_daemon_store(const tide_daemon_t *d) { return d->st; }

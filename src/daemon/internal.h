@@ -66,6 +66,10 @@ typedef struct devq {
  * this write alone and must come before any row is written; any other error
  * (EIO) fails the whole batch. After the commit the leader queues the
  * accepted events for the loop; then every writer is answered. */
+/* Read connections a daemon keeps on a file database (one per HTTP I/O
+ * thread by default). */
+#define DMN_RD_CONNS 4
+
 typedef struct dmn_op dmn_op_t;
 struct dmn_op {
     int (*apply)(struct tide_daemon *d, dmn_op_t *op, tide_error_t *err);
@@ -159,17 +163,24 @@ typedef struct dteam {
 } dteam_t;
 
 struct tide_daemon {
-    /* Locks, in the order they are taken: db_mu, then mu, then rd_mu.
+    /* Locks, in the order they are taken: db_mu, then mu, then a reader's.
      * db_mu: the write connection st, from BEGIN to COMMIT (the loop for a
      * step, a group commit's leader, the admin handlers through
      * tide_daemon_lock). mu: everything else (engine, queues, derived
      * state); a writer lets it go during its COMMIT (the fsync) when
      * readers have their own connection, so reads never wait for a disk.
-     * rd_mu: the read connection rd. gc_mu: the group-commit queue only. */
+     * rdp[i].mu: read connection i. gc_mu: the group-commit queue only. */
     pthread_mutex_t db_mu;
     pthread_mutex_t mu;
-    pthread_mutex_t rd_mu;
-    tide_store_t *rd;          /* readers' connection (committed rows only); NULL: use st */
+    tide_store_t *rd;          /* readers' first connection (committed rows only); NULL: use st */
+    /* readers' connections (rdp[0].st is rd): a reader takes a free one, so
+     * reads on different I/O threads do not queue behind each other */
+    struct dmn_rdconn {
+        pthread_mutex_t mu;
+        tide_store_t *st;
+    } rdp[DMN_RD_CONNS];
+    int n_rdp;
+    unsigned rd_next;          /* the next to wait for when all are busy (atomic) */
     pthread_mutex_t gc_mu;
     pthread_cond_t gc_cv;      /* a write was queued (for observers: writers wait on their op's) */
     dmn_op_t *gc_head, **gc_tail;
@@ -177,6 +188,12 @@ struct tide_daemon {
     long gc_queued;            /* writes waiting for the next batch */
     const dmn_op_t *gc_applying; /* the batch being applied (mu held) */
     long gc_batches, gc_writes; /* group commits done, writes they carried */
+    /* gathering (queue.c gc_gather): writers seen around the last batch
+     * (its own and those queued meanwhile: closed-loop clients come back),
+     * a batch's duration (moving average, s), leaders that waited */
+    long gc_expect;
+    double gc_batch_s;
+    long gc_gathers;
     int64_t audit_keep_s;      /* audit rows older than this are pruned (<= 0: no age cap) */
     int64_t audit_max_rows;    /* rows kept at most (<= 0: no cap) */
     unsigned long audit_rows, audit_failed; /* rows recorded / lost (atomic) */
@@ -245,8 +262,9 @@ struct tide_daemon {
     uint64_t notice_seq;
     unsigned long preempt[TIDE_R_COUNT];
     long steps_total;          /* engine steps taken in this process (replay included) */
-    /* GET /v1/jobs/{id}'s queue fields: the whole queue inspection, kept
-     * while the engine is the one it was taken from (api_jobs.c) */
+    /* GET /v1/jobs/{id}'s and the job list's queue fields: the whole queue
+     * inspection, kept while the engine is the one it was taken from
+     * (api_jobs.c). qc_mu is taken with mu held, before a read connection. */
     pthread_mutex_t qc_mu;
     struct dqcache {
         tide_queue_info_t *q;
@@ -367,8 +385,9 @@ int dmn_op_event(tide_daemon_t *d, dmn_op_t *op, const tide_event_t *ev, const d
 /* COMMIT the write connection; mu is let go meanwhile when readers have
  * their own connection (db_mu and mu held on entry and on return). */
 int dmn_store_commit(tide_daemon_t *d, tide_error_t *err);
-/* Readers: the connection to read committed rows from (mu held; rd_mu is
- * taken when there is a read connection) and its release. */
+/* Readers: a connection to read committed rows from (mu may be held; a free
+ * read connection is taken, or the next one waited for, when there are read
+ * connections) and its release by the same thread. No nesting. */
 tide_store_t *dmn_rd(tide_daemon_t *d);
 void dmn_rd_done(tide_daemon_t *d);
 /* mu alone: for handlers that only read (or wait for the loop). */

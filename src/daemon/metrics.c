@@ -216,6 +216,7 @@ static void m_engine(tide_daemon_t *d, tide_prom_t *p)
         {"tide_replay_mismatches_total", "counter", "Replayed steps whose actions differed from the recorded ones.", (double)d->replay_mismatch},
         {"tide_api_commits_total", "counter", "Group commits of API writes (transactions, each one fsync).", (double)d->gc_batches},
         {"tide_api_writes_total", "counter", "API writes carried by those commits (accepted or refused).", (double)d->gc_writes},
+        {"tide_api_commit_gathers_total", "counter", "Group commits whose leader waited (at most one commit's duration) for writers the last batch saw.", (double)__atomic_load_n(&d->gc_gathers, __ATOMIC_RELAXED)},
         {"tide_pending_events", "gauge", "API events accepted but not yet fed.", (double)d->pending.n},
     };
     tide_prom_scalars(p, m, sizeof m / sizeof m[0], NULL, 0);

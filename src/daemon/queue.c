@@ -185,13 +185,22 @@ static int op_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     return -1;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* The leader: one transaction for every write of the batch and the audit
  * rows of those accepted, the events queued only once it committed. Takes
- * db_mu, then mu. */
-static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
+ * db_mu, then mu. Returns the seconds from holding both to the commit's
+ * end (not the wait for a step holding them). */
+static double batch_run(tide_daemon_t *d, dmn_op_t *ops)
 {
     pthread_mutex_lock(&d->db_mu);
     pthread_mutex_lock(&d->mu);
+    double t0 = mono_s();
     tide_error_t err = {0};
     int ok = tide_store_begin(d->st, &err) == 0;
     long n = 0;
@@ -222,8 +231,61 @@ static void batch_run(tide_daemon_t *d, dmn_op_t *ops)
         d->gc_batches++;
         d->gc_writes += n;
     }
+    double took = mono_s() - t0;
     pthread_mutex_unlock(&d->mu);
     pthread_mutex_unlock(&d->db_mu);
+    return took;
+}
+
+/* A leader about to take the batch (gc_mu held, gc_busy set): when fewer
+ * writers are queued than were active around the last batch, wait for the
+ * missing ones, at most one batch's duration. Closed-loop clients answered
+ * by the last commit come back within a round trip: without the wait, the
+ * first of them to return would lead a batch alone and the writers would
+ * split into two groups taking turns, each batch half full. The wait costs
+ * at most one batch's time (its apply and commit, not a wait for a step
+ * holding the write connection), once: expect follows what arrives. */
+static void gc_gather(tide_daemon_t *d)
+{
+    if (d->gc_queued >= d->gc_expect || d->gc_batch_s <= 0)
+        return;
+    double end = mono_s() + d->gc_batch_s;
+    __atomic_fetch_add(&d->gc_gathers, 1, __ATOMIC_RELAXED); /* /metrics reads it without gc_mu */
+    pthread_cond_broadcast(&d->gc_cv); /* observers (a test) */
+    while (d->gc_queued < d->gc_expect && !d->stop) {
+        struct timespec dl;
+        dl.tv_sec = (time_t)end;
+        dl.tv_nsec = (long)((end - (double)dl.tv_sec) * 1e9);
+        if (pthread_cond_timedwait(&d->gc_cv, &d->gc_mu, &dl) == ETIMEDOUT)
+            break;
+    }
+}
+
+/* Lead one batch (gc_mu held on entry and return, released meanwhile):
+ * gather, take every write queued, commit, answer them all. */
+static void gc_lead(tide_daemon_t *d, const dmn_op_t *self)
+{
+    d->gc_busy = 1;
+    gc_gather(d);
+    dmn_op_t *batch = d->gc_head;
+    long n = d->gc_queued;
+    d->gc_head = NULL;
+    d->gc_tail = &d->gc_head;
+    d->gc_queued = 0;
+    pthread_mutex_unlock(&d->gc_mu);
+    double took = batch_run(d, batch);
+    pthread_mutex_lock(&d->gc_mu);
+    d->gc_batch_s = d->gc_batch_s > 0 ? 0.875 * d->gc_batch_s + 0.125 * took : took;
+    d->gc_expect = n + d->gc_queued; /* this batch's writers and those that queued behind it */
+    for (dmn_op_t *o = batch, *next; o; o = next) {
+        next = o->next; /* o may be gone once done is seen (after gc_mu) */
+        o->done = 1;
+        if (o != self)
+            pthread_cond_signal(&o->cv);
+    }
+    d->gc_busy = 0;
+    if (d->gc_head) /* the first one queued meanwhile leads the next batch */
+        pthread_cond_signal(&d->gc_head->cv);
 }
 
 /* Each waiting writer sleeps on its own condition variable: a finished
@@ -241,30 +303,12 @@ int dmn_commit(tide_daemon_t *d, dmn_op_t *op)
     *d->gc_tail = op;
     d->gc_tail = &op->next;
     d->gc_queued++;
-    pthread_cond_broadcast(&d->gc_cv); /* no waiter but a test's: cheap */
+    pthread_cond_broadcast(&d->gc_cv); /* a gathering leader, a test */
     while (!op->done) {
-        if (d->gc_busy) {
+        if (d->gc_busy)
             pthread_cond_wait(&op->cv, &d->gc_mu);
-            continue;
-        }
-        /* lead: everything queued so far (op among it) is this batch */
-        dmn_op_t *batch = d->gc_head;
-        d->gc_head = NULL;
-        d->gc_tail = &d->gc_head;
-        d->gc_queued = 0;
-        d->gc_busy = 1;
-        pthread_mutex_unlock(&d->gc_mu);
-        batch_run(d, batch);
-        pthread_mutex_lock(&d->gc_mu);
-        for (dmn_op_t *o = batch, *next; o; o = next) {
-            next = o->next; /* o may be gone once done is seen (after gc_mu) */
-            o->done = 1;
-            if (o != op)
-                pthread_cond_signal(&o->cv);
-        }
-        d->gc_busy = 0;
-        if (d->gc_head) /* the first one queued meanwhile leads the next batch */
-            pthread_cond_signal(&d->gc_head->cv);
+        else
+            gc_lead(d, op); /* everything queued so far (op among it) is this batch */
     }
     pthread_mutex_unlock(&d->gc_mu);
     pthread_cond_destroy(&op->cv);

@@ -4,7 +4,9 @@
  * first writer's commit cannot start, waits (on the batcher's condition
  * variable, no sleeping) until every other writer queued behind it, then
  * lets go: exactly two transactions carry the N writes. An accepted write's
- * audit row commits in its own transaction (the hook adds none after). */
+ * audit row commits in its own transaction (the hook adds none after).
+ * A leader gathers: it waits (at most one batch's duration) for the writers
+ * the last batch saw, so that closed-loop clients share one transaction. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -246,12 +248,160 @@ static void audit_row_in_the_write_transaction(void **state)
     done_daemon(&f);
 }
 
+/* Wait (gc_mu, on the batcher's condition variable) until a leader is
+ * gathering with `queued` writes queued. */
+static void wait_gathering(tide_daemon_t *d, long gathers, long queued)
+{
+    pthread_mutex_lock(&d->gc_mu);
+    while (!(d->gc_busy && d->gc_gathers == gathers && d->gc_queued == queued))
+        pthread_cond_wait(&d->gc_cv, &d->gc_mu);
+    pthread_mutex_unlock(&d->gc_mu);
+}
+
+/* Set what the next leader expects: writers, and a batch's duration (its
+ * longest wait, s). Returns the gathers so far. */
+static long expect_writers(tide_daemon_t *d, long writers, double batch_s)
+{
+    pthread_mutex_lock(&d->gc_mu);
+    d->gc_expect = writers;
+    d->gc_batch_s = batch_s;
+    long g = d->gc_gathers;
+    pthread_mutex_unlock(&d->gc_mu);
+    return g;
+}
+
+/* Gathering: a leader that finds fewer writers queued than were active
+ * around the last batch waits for the missing ones (closed-loop clients
+ * coming back), so that they share its transaction. The deadline (one
+ * batch's duration) is set far off: only the arrivals end the wait. */
+static void leader_gathers_returning_writers(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    long gathers0 = expect_writers(d, 3, 600);
+    long batches0 = d->gc_batches, writes0 = d->gc_writes;
+    writer_t w[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (writer_t){.d = d};
+        snprintf(w[i].id, sizeof w[i].id, "g%d", i);
+        assert_int_equal(pthread_create(&th[i], NULL, submit_one, &w[i]), 0);
+        /* the first leads and waits; the second joins its batch; the third
+         * completes it (the leader takes the batch at once: no state to see) */
+        if (i < 2)
+            wait_gathering(d, gathers0 + 1, i + 1);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].rc, 0);
+    }
+    tide_daemon_lock(d);
+    assert_int_equal(d->gc_batches - batches0, 1); /* one transaction for the three */
+    assert_int_equal(d->gc_writes - writes0, 3);
+    assert_int_equal(d->gc_gathers - gathers0, 1);
+    assert_int_equal(d->gc_expect, 3); /* its three writers, none queued behind */
+    assert_true(d->gc_batch_s < 600);  /* the batch's duration went into the average */
+    tide_daemon_unlock(d);
+    done_daemon(&f);
+}
+
+/* The writers expected do not come: the leader commits what it has once a
+ * batch's duration passed, and expects no more than it saw. A lone writer
+ * (expect 1) never waits. */
+static void gathering_ends_at_the_deadline(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    long gathers0 = expect_writers(d, 4, 0.005);
+    long batches0 = d->gc_batches;
+    writer_t w = {.d = d, .id = "lone"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(d->gc_batches - batches0, 1);
+    assert_int_equal(d->gc_gathers - gathers0, 1);
+    assert_int_equal(d->gc_expect, 1);
+    snprintf(w.id, sizeof w.id, "lone2");
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(d->gc_gathers - gathers0, 1); /* no wait this time */
+    assert_int_equal(d->gc_batches - batches0, 2);
+    done_daemon(&f);
+}
+
+/* Readers on different threads hold different read connections at once
+ * (a read does not queue behind another), each seeing committed rows. */
+typedef struct reader {
+    tide_daemon_t *d;
+    tide_store_t *got;
+    int found;
+    pthread_mutex_t *mu;
+    pthread_cond_t *cv;
+    int *step; /* 1: holding, 2: may release */
+} reader_t;
+
+static void *read_one(void *arg)
+{
+    reader_t *r = arg;
+    r->got = dmn_rd(r->d);
+    tide_store_job_t row;
+    r->found = tide_store_job_get(r->got, "seen", &row, NULL) == 0;
+    if (r->found)
+        tide_store_job_free(&row);
+    pthread_mutex_lock(r->mu);
+    *r->step = 1;
+    pthread_cond_broadcast(r->cv);
+    while (*r->step != 2)
+        pthread_cond_wait(r->cv, r->mu);
+    pthread_mutex_unlock(r->mu);
+    dmn_rd_done(r->d);
+    return NULL;
+}
+
+static void readers_hold_their_own_connections(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    writer_t w = {.d = d, .id = "seen"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    assert_true(d->n_rdp > 1);
+    tide_store_t *mine = dmn_rd(d); /* held while the other thread reads */
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    int step = 0;
+    reader_t r = {.d = d, .mu = &mu, .cv = &cv, .step = &step};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, read_one, &r), 0);
+    pthread_mutex_lock(&mu);
+    while (step != 1)
+        pthread_cond_wait(&cv, &mu);
+    step = 2;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(th, NULL);
+    assert_non_null(r.got);
+    assert_ptr_not_equal(r.got, mine);
+    assert_ptr_not_equal(r.got, tide_daemon_store(d)); /* never the writer's */
+    assert_true(r.found);
+    dmn_rd_done(d);
+    done_daemon(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(concurrent_submits_share_transactions),
         cmocka_unit_test(failed_commit_answers_all),
         cmocka_unit_test(audit_row_in_the_write_transaction),
+        cmocka_unit_test(leader_gathers_returning_writers),
+        cmocka_unit_test(gathering_ends_at_the_deadline),
+        cmocka_unit_test(readers_hold_their_own_connections),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
