@@ -185,6 +185,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->need_vals);
     free(e->lease_order);
     free(e->renew_new);
+    free(e->renew_mark);
     free(e->lease_merge);
     free(e->dl);
     free(e->dom_free_bits);
@@ -444,7 +445,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
             l->noticed = 0;
-            tide__lease_renewable(e, h);
+            tide__lease_note(e, h);
             l->term_start = e->now;
             l->latest_return = e->pol->lease_deadline(e, e->now);
             tide__deadline_push(e, l->latest_return, h);
@@ -978,7 +979,7 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
         rc = tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
     int32_t unseen = rc ? -1 : tide__renew_check(e);
     if (unseen >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "job %s: a renewable lease the renewal pass would miss",
+        rc = tide_errf(err, TIDE_ESTATE, "job %s: a lease the renewal pass would miss or misorder",
                        e->jobs[unseen]->spec.id);
     int32_t lost = rc ? -1 : tide__deadline_check(e);
     if (lost >= 0)

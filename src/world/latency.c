@@ -28,6 +28,8 @@
 typedef struct hist {
     double w[H_BINS];
     double total;
+    double last_x; /* the last value binned and its bin: a service in a steady */
+    int last_b;    /* state adds the same x every sub-step (0 -> bin 0 at calloc) */
 } hist_t;
 
 typedef struct lsvc {
@@ -58,7 +60,11 @@ static void hist_add(hist_t *h, double x, double w)
 {
     if (!(w > 0))
         return;
-    h->w[bin_of(x)] += w;
+    if (x != h->last_x) {
+        h->last_b = bin_of(x);
+        h->last_x = x;
+    }
+    h->w[h->last_b] += w;
     h->total += w;
 }
 
