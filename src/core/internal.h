@@ -28,6 +28,8 @@ struct lease_key {
     int prio, shrink;
     double cost;
     int32_t h;
+    int32_t lease;   /* not keys: the job's lease and leased GPUs, so that the */
+    int n_leased;    /* renewal pass need not read the job (kept by the notes) */
 };
 struct deadline_ent {
     tide_time_t t;

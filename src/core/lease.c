@@ -214,7 +214,7 @@ static struct lease_key key_of(const job_t *j, int32_t h)
 {
     return (struct lease_key){.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
                               .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
-                              .h = h};
+                              .h = h, .lease = j->lease, .n_leased = j->n_leased};
 }
 
 /* Merge the sorted runs lease_order[0, kept) and [kept, n). */
@@ -311,7 +311,8 @@ static int32_t listed_check(const tide_engine_t *e)
         const job_t *j = e->jobs[k->h];
         struct lease_key now = key_of(j, k->h);
         if (!noted(e, k->h) && (!renewable(e, j) || !j->in_lease_order || now.prio != k->prio ||
-                                now.shrink != k->shrink || now.cost != k->cost))
+                                now.shrink != k->shrink || now.cost != k->cost ||
+                                now.lease != k->lease || now.n_leased != k->n_leased))
             return k->h;
     }
     return -1;
@@ -331,6 +332,8 @@ int32_t tide__renew_check(const tide_engine_t *e)
     return bad;
 }
 
+#define RENEW_AHEAD 8 /* leases fetched ahead by the renewal pass */
+
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and
  * never let a lease nobody noticed run out while tide is up. */
 static void renew_pass(tide_engine_t *e, tide_time_t now)
@@ -338,14 +341,16 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     size_t n = renew_order(e);
     int before = 0, cursor = 0;
     for (size_t i = 0; i < n; i++) {
-        int32_t h = e->lease_order[i].h;
-        job_t *j = e->jobs[h];
-        lease_t *l = &e->leases[j->lease];
+        const struct lease_key *k = &e->lease_order[i];
+        int32_t h = k->h;
+        if (i + RENEW_AHEAD < n) /* the leases are scattered: fetch ahead */
+            __builtin_prefetch(&e->leases[e->lease_order[i + RENEW_AHEAD].lease]);
+        lease_t *l = &e->leases[k->lease];
         tide_time_t d = e->pol->lease_renew_deadline
                             ? e->pol->lease_renew_deadline(e, now, before, &cursor)
                             : e->pol->lease_deadline(e, now);
-        before += j->n_leased;
-        if (tide__job_cut(e, j))
+        before += k->n_leased;
+        if (e->n_cut && tide__job_cut(e, e->jobs[h]))
             continue; /* the far side cannot hear: its lease runs out on its own */
         tide_time_t left = l->latest_return - now;
         int half = now - l->term_start >= (l->latest_return - l->term_start) / 2;

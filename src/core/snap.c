@@ -111,7 +111,8 @@ static const tide_field_t lease_f[] = {
     F(lease_t, returned), F(lease_t, late)};
 
 static const tide_field_t lkey_f[] = {F(struct lease_key, prio), F(struct lease_key, shrink),
-                                      F(struct lease_key, cost), F(struct lease_key, h)};
+                                      F(struct lease_key, cost), F(struct lease_key, h),
+                                      F(struct lease_key, lease), F(struct lease_key, n_leased)};
 static const tide_field_t dl_f[] = {F(struct deadline_ent, t), F(struct deadline_ent, h)};
 
 static const tide_field_t lc_f[] = {F(lc_t, n), F(lc_t, t), F(lc_t, acc)};
