@@ -894,6 +894,20 @@ static int check_queue(const tide_engine_t *e, tide_error_t *err)
     return 0;
 }
 
+/* Each zone's free count is the sum of its domains' (placement bounds its
+ * scores by the zones with free GPUs). */
+static int check_zone_free(const tide_engine_t *e, tide_error_t *err)
+{
+    int sum[Z_COUNT] = {0};
+    for (int d = 0; d < e->n_doms; d++)
+        sum[e->doms[d].zone] += e->doms[d].free;
+    for (int z = 0; z < Z_COUNT; z++)
+        if (e->started && sum[z] != e->zone_free[z])
+            return tide_errf(err, TIDE_ESTATE, "zone %d: free count %d, its domains %d", z,
+                             e->zone_free[z], sum[z]);
+    return 0;
+}
+
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 {
     uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
@@ -974,6 +988,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free index disagrees with %d free", d,
                            dm->free);
     }
+    if (!rc)
+        rc = check_zone_free(e, err);
     long slot = rc ? -1 : tide__grow_slots_check(e);
     if (slot >= 0)
         rc = tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
