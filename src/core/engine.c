@@ -908,6 +908,26 @@ static int check_zone_free(const tide_engine_t *e, tide_error_t *err)
     return 0;
 }
 
+/* The derived indexes against a scan: zone free counts, elastic run slots,
+ * the renewal list and order, the deadline heap. */
+static int check_indexes(const tide_engine_t *e, tide_error_t *err)
+{
+    if (check_zone_free(e, err))
+        return -1;
+    long slot = tide__grow_slots_check(e);
+    if (slot >= 0)
+        return tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
+    int32_t unseen = tide__renew_check(e);
+    if (unseen >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: a lease the renewal pass would miss or misorder",
+                         e->jobs[unseen]->spec.id);
+    int32_t lost = tide__deadline_check(e);
+    if (lost >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
+                         e->jobs[lost]->spec.id);
+    return 0;
+}
+
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 {
     uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
@@ -989,18 +1009,7 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
                            dm->free);
     }
     if (!rc)
-        rc = check_zone_free(e, err);
-    long slot = rc ? -1 : tide__grow_slots_check(e);
-    if (slot >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
-    int32_t unseen = rc ? -1 : tide__renew_check(e);
-    if (unseen >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "job %s: a lease the renewal pass would miss or misorder",
-                       e->jobs[unseen]->spec.id);
-    int32_t lost = rc ? -1 : tide__deadline_check(e);
-    if (lost >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
-                       e->jobs[lost]->spec.id);
+        rc = check_indexes(e, err);
     free(seen);
     if (rc)
         return rc;
