@@ -185,6 +185,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->need_vals);
     free(e->lease_order);
     free(e->renew_new);
+    free(e->renew_mark);
     free(e->lease_merge);
     free(e->dl);
     free(e->dom_free_bits);
@@ -444,7 +445,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
             l->noticed = 0;
-            tide__lease_renewable(e, h);
+            tide__lease_note(e, h);
             l->term_start = e->now;
             l->latest_return = e->pol->lease_deadline(e, e->now);
             tide__deadline_push(e, l->latest_return, h);
@@ -895,6 +896,40 @@ static int check_queue(const tide_engine_t *e, tide_error_t *err)
     return 0;
 }
 
+/* Each zone's free count is the sum of its domains' (placement bounds its
+ * scores by the zones with free GPUs). */
+static int check_zone_free(const tide_engine_t *e, tide_error_t *err)
+{
+    int sum[Z_COUNT] = {0};
+    for (int d = 0; d < e->n_doms; d++)
+        sum[e->doms[d].zone] += e->doms[d].free;
+    for (int z = 0; z < Z_COUNT; z++)
+        if (e->started && sum[z] != e->zone_free[z])
+            return tide_errf(err, TIDE_ESTATE, "zone %d: free count %d, its domains %d", z,
+                             e->zone_free[z], sum[z]);
+    return 0;
+}
+
+/* The derived indexes against a scan: zone free counts, elastic run slots,
+ * the renewal list and order, the deadline heap. */
+static int check_indexes(const tide_engine_t *e, tide_error_t *err)
+{
+    if (check_zone_free(e, err))
+        return -1;
+    long slot = tide__grow_slots_check(e);
+    if (slot >= 0)
+        return tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
+    int32_t unseen = tide__renew_check(e);
+    if (unseen >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: a lease the renewal pass would miss or misorder",
+                         e->jobs[unseen]->spec.id);
+    int32_t lost = tide__deadline_check(e);
+    if (lost >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
+                         e->jobs[lost]->spec.id);
+    return 0;
+}
+
 int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
 {
     uint8_t *seen = tide_xcalloc((size_t)e->n_gpus, 1);
@@ -975,17 +1010,8 @@ int tide_engine_check(const tide_engine_t *e, tide_error_t *err)
             rc = tide_errf(err, TIDE_ESTATE, "domain %d: free index disagrees with %d free", d,
                            dm->free);
     }
-    long slot = rc ? -1 : tide__grow_slots_check(e);
-    if (slot >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);
-    int32_t unseen = rc ? -1 : tide__renew_check(e);
-    if (unseen >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "job %s: a renewable lease the renewal pass would miss",
-                       e->jobs[unseen]->spec.id);
-    int32_t lost = rc ? -1 : tide__deadline_check(e);
-    if (lost >= 0)
-        rc = tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
-                       e->jobs[lost]->spec.id);
+    if (!rc)
+        rc = check_indexes(e, err);
     free(seen);
     if (rc)
         return rc;

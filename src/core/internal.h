@@ -28,6 +28,8 @@ struct lease_key {
     int prio, shrink;
     double cost;
     int32_t h;
+    int32_t lease;   /* not keys: the job's lease and leased GPUs, so that the */
+    int n_leased;    /* renewal pass need not read the job (kept by the notes) */
 };
 struct deadline_ent {
     tide_time_t t;
@@ -405,9 +407,12 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
-    int32_t *renew_new;      /* jobs that may have become renewable since the last
-                                renewal pass (a lease granted, a notice withdrawn) */
+    int32_t *renew_new;      /* jobs whose lease may have become renewable or not, or
+                                changed its reclaim-order key, since the last renewal
+                                pass (tide__lease_note; each once) */
     size_t n_renew_new, cap_renew_new;
+    uint8_t *renew_mark;     /* [handle] 1 while listed in renew_new (derived) */
+    size_t cap_renew_mark;
     int renew_rescan;        /* look at every running job instead (after a restore) */
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
@@ -484,10 +489,13 @@ tide_time_t tide__lease_deadline_default(const tide_engine_t *e, tide_time_t now
 /* Forecast-aware: the earlier of now + lease_max and the next forecast rise
  * that needs these GPUs minus the return lead (lease.c). */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now);
-/* Job h may have become renewable (holds a lease nobody noticed, running):
- * the next renewal pass looks at it (lease.c). */
-void tide__lease_renewable(tide_engine_t *e, int32_t h);
-/* A running renewable job the renewal pass would miss, or -1. O(running). */
+/* Job h's lease may have become renewable (a lease granted, a notice
+ * withdrawn) or stopped being so (returned, noticed, the job stopped), or its
+ * reclaim-order key changed (width): the next renewal pass looks at it; it
+ * keeps every other listed lease's place and key (lease.c). */
+void tide__lease_note(tide_engine_t *e, int32_t h);
+/* A running renewable job the renewal pass would miss, or a listed lease
+ * that changed without a note, or -1. O(running + listed). */
 int32_t tide__renew_check(const tide_engine_t *e);
 /* Record that job h has a deadline (lease latest return or checkpoint) at t. */
 void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h);

@@ -486,6 +486,7 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
     if (j->lease >= 0) {
         lease_t *l = &e->leases[j->lease];
         l->noticed = 1;
+        tide__lease_note(e, h);
         if (l->latest_return > j->deadline) {
             l->latest_return = j->deadline;
             tide__deadline_push(e, l->latest_return, h);

@@ -39,7 +39,7 @@ void tide__lease_grant(tide_engine_t *e, int32_t h)
     j->lease = id;
     tide__deadline_push(e, l->latest_return, h);
     lower_deadline(e, l->latest_return);
-    tide__lease_renewable(e, h);
+    tide__lease_note(e, h);
     e->st.leases_granted++;
     tide_action_t *a = tide__act_push(e, TIDE_ACT_LEASE_GRANT, TIDE_R_NONE);
     a->lease = id;
@@ -57,6 +57,7 @@ void tide__lease_update(tide_engine_t *e, int32_t h)
         return;
     }
     l->gpus = j->n_leased;
+    tide__lease_note(e, h); /* its width (reclaim-order key) changed */
 }
 
 void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late)
@@ -75,6 +76,7 @@ void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late)
     a->n_gpus = l->gpus;
     a->deadline = l->latest_return;
     j->lease = -1;
+    tide__lease_note(e, h);
 }
 
 tide_time_t tide__reclaim_lead(tide_engine_t *e, int service)
@@ -212,7 +214,7 @@ static struct lease_key key_of(const job_t *j, int32_t h)
 {
     return (struct lease_key){.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
                               .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
-                              .h = h};
+                              .h = h, .lease = j->lease, .n_leased = j->n_leased};
 }
 
 /* Merge the sorted runs lease_order[0, kept) and [kept, n). */
@@ -231,10 +233,17 @@ static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
     memcpy(o, m, n * sizeof *o);
 }
 
+static int noted(const tide_engine_t *e, int32_t h)
+{
+    return (size_t)h < e->cap_renew_mark && e->renew_mark[h];
+}
+
 /* The renewable leases in reclaim order, updated from the previous pass:
- * those still renewable keep their order (re-sorted only if a key changed),
- * new ones are sorted and merged in. The order is total (ties broken by
- * handle), so this equals sorting them all. Returns their number. */
+ * those not noted since keep their place and key without a look at the job
+ * (every change of their renewability or key notes them), the noted ones
+ * are looked at again (re-sorted only if a key changed), new ones are
+ * sorted and merged in. The order is total (ties broken by handle), so this
+ * equals sorting them all. Returns their number. */
 static size_t renew_order(tide_engine_t *e)
 {
     struct lease_key *o = e->lease_order;
@@ -242,11 +251,15 @@ static size_t renew_order(tide_engine_t *e)
     int sorted = 1;
     for (size_t i = 0; i < e->n_lease_order; i++) {
         int32_t h = o[i].h;
-        job_t *j = e->jobs[h];
-        j->in_lease_order = renewable(e, j);
-        if (!j->in_lease_order)
-            continue;
-        o[n] = key_of(j, h);
+        if (e->renew_rescan || noted(e, h)) {
+            job_t *j = e->jobs[h];
+            j->in_lease_order = renewable(e, j);
+            if (!j->in_lease_order)
+                continue;
+            o[n] = key_of(j, h);
+        } else {
+            o[n] = o[i];
+        }
         if (n && order_cmp(&o[n - 1], &o[n]) > 0)
             sorted = 0;
         n++;
@@ -265,6 +278,8 @@ static size_t renew_order(tide_engine_t *e)
         e->lease_order[n++] = key_of(j, h);
         j->in_lease_order = 1;
     }
+    for (size_t i = 0; i < e->n_renew_new; i++)
+        e->renew_mark[e->renew_new[i]] = 0;
     e->n_renew_new = 0;
     e->renew_rescan = 0;
     o = e->lease_order;
@@ -278,29 +293,46 @@ static size_t renew_order(tide_engine_t *e)
     return n;
 }
 
-void tide__lease_renewable(tide_engine_t *e, int32_t h)
+void tide__lease_note(tide_engine_t *e, int32_t h)
 {
-    if (e->pol->renew_leases && !e->jobs[h]->in_lease_order)
-        TIDE_PUSH(e->renew_new, e->n_renew_new, e->cap_renew_new, h);
+    if (!e->pol->renew_leases || noted(e, h))
+        return;
+    tide_grow_zeroed((void **)&e->renew_mark, &e->cap_renew_mark, (size_t)h + 1, 1);
+    e->renew_mark[h] = 1;
+    TIDE_PUSH(e->renew_new, e->n_renew_new, e->cap_renew_new, h);
+}
+
+/* A listed lease not noted whose job is not renewable or whose key changed,
+ * or -1. */
+static int32_t listed_check(const tide_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_lease_order; i++) {
+        const struct lease_key *k = &e->lease_order[i];
+        const job_t *j = e->jobs[k->h];
+        struct lease_key now = key_of(j, k->h);
+        if (!noted(e, k->h) && (!renewable(e, j) || !j->in_lease_order || now.prio != k->prio ||
+                                now.shrink != k->shrink || now.cost != k->cost ||
+                                now.lease != k->lease || now.n_leased != k->n_leased))
+            return k->h;
+    }
+    return -1;
 }
 
 int32_t tide__renew_check(const tide_engine_t *e)
 {
     if (e->renew_rescan || !e->pol->renew_leases)
         return -1;
-    uint8_t *noted = tide_xcalloc(e->n_jobs + 1, 1);
-    for (size_t i = 0; i < e->n_renew_new; i++)
-        noted[e->renew_new[i]] = 1;
-    int32_t bad = -1;
+    int32_t bad = listed_check(e);
     for (size_t i = 0; i < e->n_running && bad < 0; i++) {
         int32_t h = e->running[i];
         const job_t *j = e->jobs[h];
-        if (renewable(e, j) && !j->in_lease_order && !noted[h])
+        if (renewable(e, j) && !j->in_lease_order && !noted(e, h))
             bad = h;
     }
-    free(noted);
     return bad;
 }
+
+#define RENEW_AHEAD 8 /* leases fetched ahead by the renewal pass */
 
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and
  * never let a lease nobody noticed run out while tide is up. */
@@ -309,14 +341,16 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     size_t n = renew_order(e);
     int before = 0, cursor = 0;
     for (size_t i = 0; i < n; i++) {
-        int32_t h = e->lease_order[i].h;
-        job_t *j = e->jobs[h];
-        lease_t *l = &e->leases[j->lease];
+        const struct lease_key *k = &e->lease_order[i];
+        int32_t h = k->h;
+        if (i + RENEW_AHEAD < n) /* the leases are scattered: fetch ahead */
+            __builtin_prefetch(&e->leases[e->lease_order[i + RENEW_AHEAD].lease]);
+        lease_t *l = &e->leases[k->lease];
         tide_time_t d = e->pol->lease_renew_deadline
                             ? e->pol->lease_renew_deadline(e, now, before, &cursor)
                             : e->pol->lease_deadline(e, now);
-        before += j->n_leased;
-        if (tide__job_cut(e, j))
+        before += k->n_leased;
+        if (e->n_cut && tide__job_cut(e, e->jobs[h]))
             continue; /* the far side cannot hear: its lease runs out on its own */
         tide_time_t left = l->latest_return - now;
         int half = now - l->term_start >= (l->latest_return - l->term_start) / 2;

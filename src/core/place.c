@@ -320,7 +320,25 @@ static void spread_floor(const tide_engine_t *e, int gang, uint32_t types, unsig
  * claimed for the owner first, then (spreading a service's replicas) one
  * keeping its rack and power domain within the skew, then the zone order,
  * then the best fit. The domains with f >= gang free GPUs are visited by f
- * then index: equal scores have equal f, so the lowest index wins. */
+ * then index: equal scores have equal f, so the lowest index wins; the visit
+ * stops once no domain left can score lower (a full cluster's first fitting
+ * domain in the preferred zone ends it). */
+/* The lowest rank among the zones that may hold a domain with free GPUs:
+ * free GPUs counted there, or GPUs down (a down node can leave a domain's
+ * count negative, so the zone's sum proves nothing); all zones if none. */
+static int min_free_rank(const tide_engine_t *e, unsigned zones, const int *rank)
+{
+    int min_rank = Z_COUNT, any = Z_COUNT;
+    for (int z = 0; z < Z_COUNT; z++) {
+        if (!(zones & ZBIT(z)))
+            continue;
+        any = TIDE_MIN(any, rank[z]);
+        if ((e->zone_free[z] > 0 || e->zone_gpus[z] != e->zone_total[z]) && rank[z] < min_rank)
+            min_rank = rank[z];
+    }
+    return min_rank < Z_COUNT ? min_rank : any;
+}
+
 static int best_domain(tide_engine_t *e, int gang, uint32_t types, unsigned zones,
                        int kind, int32_t owner, const int *rank, int power)
 {
@@ -328,7 +346,14 @@ static int best_domain(tide_engine_t *e, int gang, uint32_t types, unsigned zone
     spread_floor(e, gang, types, zones, kind, owner, &spread, &min_rack, &min_power);
     int best = -1;
     long long best_score = 0;
-    for (int f = gang; f <= e->max_dom_gpus; f++)
+    /* every score on level f is at least the rank term of the best zone
+     * that can hold a domain with free GPUs, plus f - gang: once the best
+     * found is that low, nothing after it is lower */
+    int min_rank = min_free_rank(e, zones, rank);
+    for (int f = gang; f <= e->max_dom_gpus; f++) {
+        long long floor_f = (long long)min_rank * 10000LL + (f - gang);
+        if (best >= 0 && best_score <= floor_f)
+            return best;
         for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {
             const domain_t *d = &e->doms[i];
             if (!tide__domain_ok(e, d, types, zones, kind, owner))
@@ -342,8 +367,11 @@ static int best_domain(tide_engine_t *e, int gang, uint32_t types, unsigned zone
             if (best < 0 || score < best_score) {
                 best = i;
                 best_score = score;
+                if (best_score <= floor_f)
+                    return best;
             }
         }
+    }
     return best;
 }
 

@@ -122,7 +122,8 @@ static const tide_field_t lease_f[] = {
     F(lease_t, returned), F(lease_t, late)};
 
 static const tide_field_t lkey_f[] = {F(struct lease_key, prio), F(struct lease_key, shrink),
-                                      F(struct lease_key, cost), F(struct lease_key, h)};
+                                      F(struct lease_key, cost), F(struct lease_key, h),
+                                      F(struct lease_key, lease), F(struct lease_key, n_leased)};
 static const tide_field_t dl_f[] = {F(struct deadline_ent, t), F(struct deadline_ent, h)};
 
 static const tide_field_t lc_f[] = {F(lc_t, n), F(lc_t, t), F(lc_t, acc)};
@@ -219,7 +220,8 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, gpu_pdom), F(tide_engine_t, pw_w), F(tide_engine_t, pw_b),
     F(tide_engine_t, pw_n), F(tide_engine_t, pw_idle_mean), F(tide_engine_t, pw_train_mean),
     F(tide_engine_t, grow_slots), F(tide_engine_t, renew_new), F(tide_engine_t, n_renew_new),
-    F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan)};
+    F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan),
+    F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */

@@ -28,6 +28,8 @@
 typedef struct hist {
     double w[H_BINS];
     double total;
+    double last_x; /* the last value binned and its bin: a service in a steady */
+    int last_b;    /* state adds the same x every sub-step (0 -> bin 0 at calloc) */
 } hist_t;
 
 typedef struct lsvc {
@@ -35,6 +37,7 @@ typedef struct lsvc {
     double q;                        /* queue level (requests) */
     double arrived, served, rejected, max_q;
     double ttft_ok, tbt_ok;          /* served within target */
+    double memo_x, memo_pre, memo_tbt; /* prefill and TBT at the last per-replica rate */
     hist_t ttft, tbt;
 } lsvc_t;
 
@@ -58,7 +61,11 @@ static void hist_add(hist_t *h, double x, double w)
 {
     if (!(w > 0))
         return;
-    h->w[bin_of(x)] += w;
+    if (x != h->last_x) {
+        h->last_b = bin_of(x);
+        h->last_x = x;
+    }
+    h->w[h->last_b] += w;
     h->total += w;
 }
 
@@ -122,6 +129,7 @@ tide_latency_t *tide_latency_create(const tide_latency_spec_t *specs, size_t n)
     m->n = n;
     for (size_t i = 0; i < n; i++) {
         m->v[i].sp = specs[i];
+        m->v[i].memo_x = NAN; /* none yet */
         if (tide_latency_spec_default(&m->v[i].sp) != 0) {
             tide_latency_destroy(m);
             return NULL;
@@ -172,7 +180,12 @@ static void substep(lsvc_t *v, double h, double lambda, int ready)
     }
     if (served > 0 && mu > 0) {
         double x = served / h / ready; /* requests/s per replica */
-        double ttft = (v->q + q1) / 2 / mu + prefill_at(sp, x), tbt = tbt_at(sp, x);
+        if (!(x == v->memo_x)) { /* a steady service repeats x every sub-step */
+            v->memo_x = x;
+            v->memo_pre = prefill_at(sp, x);
+            v->memo_tbt = tbt_at(sp, x);
+        }
+        double ttft = (v->q + q1) / 2 / mu + v->memo_pre, tbt = v->memo_tbt;
         hist_add(&v->ttft, ttft, served);
         hist_add(&v->tbt, tbt, served);
         v->served += served;

@@ -160,13 +160,18 @@ static int before(const wentry_t *a, const wentry_t *b)
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
+/* A 4-ary min-heap on (t, seq): a total order, so entries come out in the
+ * same order as from any other heap; half the levels of a binary heap, and
+ * the children of a node share a cache line or two. */
+#define HEAP_D 4
+
 static void heap_push(tide_world_t *w, wentry_t x)
 {
     x.seq = w->seq++;
     tide_grow((void **)&w->heap, &w->cap, w->n + 1, sizeof *w->heap);
     size_t i = w->n++;
     while (i > 0) {
-        size_t p = (i - 1) / 2;
+        size_t p = (i - 1) / HEAP_D;
         if (!before(&x, &w->heap[p]))
             break;
         w->heap[i] = w->heap[p];
@@ -181,14 +186,13 @@ static wentry_t heap_pop(tide_world_t *w)
     wentry_t last = w->heap[--w->n];
     size_t i = 0;
     for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
+        size_t c = HEAP_D * i + 1, end = c + HEAP_D < w->n ? c + HEAP_D : w->n, m = i;
         const wentry_t *best = &last;
-        if (l < w->n && before(&w->heap[l], best)) {
-            m = l;
-            best = &w->heap[l];
-        }
-        if (r < w->n && before(&w->heap[r], best))
-            m = r;
+        for (; c < end; c++)
+            if (before(&w->heap[c], best)) {
+                m = c;
+                best = &w->heap[c];
+            }
         if (m == i)
             break;
         w->heap[i] = w->heap[m];

@@ -3,8 +3,11 @@
  * slots of elastic jobs: an elastic job moved to another slot (jobs before it
  * finished) still grows. The renewal pass's list of new renewable leases:
  * every job holding a lease is renewed although no pass scans the running
- * jobs. Every step ends with tide_engine_check (the fixture), which compares
- * both indexes with a brute-force scan. */
+ * jobs. The renewal pass's order keeps each listed lease's key without
+ * looking at its job unless noted: a lent elastic job shrunk to its minimum
+ * (key change), noticed and stopped is noted each time. Every step ends with
+ * tide_engine_check (the fixture), which compares the indexes with a
+ * brute-force scan (and every listed key with its job's). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -76,11 +79,44 @@ static void test_every_lease_renewed(void **state)
     ef_free(f);
 }
 
+static void test_lease_order_follows_changes(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.margin_min = cfg.margin_max = 0.05;
+    ef_t *f = ef_new("4x8", &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    /* a lent elastic job: 3 gangs of 8, minimum 2 */
+    tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
+    int32_t he = ef_submit(f, 10, &el);
+    assert_int_equal(ef_info(f, he).width, 3);
+    ef_ticks(f, 540, 60); /* renewal passes list it (shrinkable) */
+    assert_true(ef_count(f, 0, TIDE_ACT_LEASE_GRANT, -1, he) >= 1);
+    /* a rise to 2 replicas shrinks it to its minimum: its key changes */
+    ef_demand(f, 600, 0, 15);
+    assert_int_equal(ef_info(f, he).width, 2);
+    ef_ticks(f, 1800, 60);
+    assert_int_equal(ef_info(f, he).state, TIDE_JOB_RUNNING);
+    /* a rise past it: a notice (its lease is noticed), the job stops */
+    ef_demand(f, 1860, 0, 25);
+    ef_ticks(f, 3 * 3600, 60);
+    assert_int_equal(ef_count(f, 0, TIDE_ACT_JOB_CKPT, -1, he), 1);
+    assert_true(ef_count(f, 0, TIDE_ACT_LEASE_RETURN, -1, he) >= 1);
+    /* demand falls: it is lent again and renewed */
+    size_t mark = f->nlog;
+    ef_demand(f, 4 * 3600 + 60, 0, 5);
+    ef_ticks(f, 2 * 86400, 60);
+    assert_true(ef_count(f, mark, TIDE_ACT_LEASE_RENEW, -1, -1) >= 1);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moved_elastic_job_grows),
         cmocka_unit_test(test_every_lease_renewed),
+        cmocka_unit_test(test_lease_order_follows_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* The serving latency model (src/world/latency.c): conservation of requests,
  * queueing when demand exceeds ready capacity, bounded queue, no latency
- * beyond the target when capacity suffices, determinism. */
+ * beyond the target when capacity suffices, determinism; a service's
+ * figures do not depend on what other services of the model did between its
+ * steps (the per-service memo of the last rate and bin). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -137,6 +139,36 @@ static void deterministic_and_validated(void **state)
     tide_latency_destroy(m);
 }
 
+/* Two services stepped interleaved, with steady runs (the same rate for many
+ * steps: the memo's case) and jumps, against each alone in its own model. */
+static void services_independent(void **state)
+{
+    (void)state;
+    tide_latency_spec_t sp[2] = {{.replica_rps = 7}, {.replica_rps = 3, .prompt_tokens = 4096}};
+    tide_latency_t *both = tide_latency_create(sp, 2);
+    tide_latency_t *alone[2] = {tide_latency_create(&sp[0], 1), tide_latency_create(&sp[1], 1)};
+    assert_non_null(both);
+    uint32_t r = 12345;
+    for (int i = 0; i < 2000; i++) {
+        int s = i % 3 == 0;
+        r = r * 1103515245u + 12345u;
+        double dem = (i / 50) % 4 == 0 ? 20.0 : (double)(r >> 16 & 63);
+        int ready = (i / 30) % 6;
+        double dt = 1 + (r >> 8 & 7);
+        tide_latency_advance(both, s, dt, dem, ready);
+        tide_latency_advance(alone[s], 0, dt, dem, ready);
+    }
+    for (int s = 0; s < 2; s++) {
+        tide_latency_stats_t a, b;
+        assert_int_equal(tide_latency_stats(both, s, &a), 0);
+        assert_int_equal(tide_latency_stats(alone[s], 0, &b), 0);
+        assert_true(a.served > 0 && a.ttft_p99_s > 0);
+        assert_memory_equal(&a, &b, sizeof a);
+        tide_latency_destroy(alone[s]);
+    }
+    tide_latency_destroy(both);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +177,7 @@ int main(void)
         cmocka_unit_test(ttft_grows_with_queue),
         cmocka_unit_test(queue_is_bounded),
         cmocka_unit_test(deterministic_and_validated),
+        cmocka_unit_test(services_independent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
