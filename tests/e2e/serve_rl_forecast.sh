@@ -7,7 +7,8 @@
 # forecast knows the 08:00 rise (engine time 3600) while only the night's
 # 20 rps is observed.
 #  1. An RL job (POST /v1/rl/grpo with a spec): trainer, dedicated rollout and
-#     pool jobs run, the pool jobs (P3) on lent GPUs under leases.
+#     the pool jobs the pool controller releases run (P3) on lent GPUs
+#     under leases (the others are held: docs/rl.md).
 #  2. With nothing but 20 rps pushed, before engine time 3600, pool jobs get a
 #     reclaim notice (a drain), commit it and stop: the forecast, not observed
 #     demand, drove it. The trainer keeps running.
@@ -49,13 +50,13 @@ t_reg=$(now_s)
 jobs() { rl_jobs grpo "$1"; }
 
 # --- 1. by night: everything runs, the pool on leases
-poll_until 20 jobs 'js["trainer"]["state"] == "running" and js["rollout"]["state"] == "running" and len(js["pool"]) >= 2 and all(p["state"] == "running" and p["lease"] is not None for p in js["pool"])' ||
+poll_until 20 jobs 'js["trainer"]["state"] == "running" and js["rollout"]["state"] == "running" and len(js["pool"]) >= 2 and any(not p["held"] for p in js["pool"]) and all(p["state"] == "running" and p["lease"] is not None for p in js["pool"] if not p["held"])' ||
     fail "the pool is not lent by night: $API_BODY"
 t_lent=$(now_s)
 [ "$t_lent" -lt "$RISE" ] || fail "the pool was lent only at engine time $t_lent (the rise is at $RISE)"
 
 # --- 2. drained ahead of the forecast rise, nothing but the night's demand observed
-pool_drained() { jobs 'any(p["state"] != "running" for p in js["pool"]) and js["trainer"]["state"] == "running"'; }
+pool_drained() { jobs 'any(p["state"] != "running" for p in js["pool"] if not p["held"]) and js["trainer"]["state"] == "running"'; }
 poll_until 60 pool_drained || fail "no pool job was reclaimed ahead of the rise: $API_BODY"
 t_drain=$(now_s) # when this poll saw it (the notice's own time is checked below, from the events)
 jobs 'True'
