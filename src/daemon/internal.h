@@ -300,7 +300,7 @@ struct tide_daemon {
 };
 
 /* ---- snapshot.c */
-#define DMN_SNAP_VERSION 2     /* the daemon's snapshot format (the engine's has its own) */
+#define DMN_SNAP_VERSION 3     /* the daemon's snapshot format (the engine's has its own) */
 #define DMN_SNAP_KEEP 2        /* snapshots kept in the store */
 /* Is a snapshot of the state after the last step due? */
 int dmn_snapshot_due(const tide_daemon_t *d);
@@ -745,6 +745,10 @@ int dmn_rl_pool_step(tide_daemon_t *d, dmn_op_t *op, const char *job, int64_t st
 void dmn_rl_pool_hold(tide_daemon_t *d, const char *payload);
 /* ... and restore the controller it records (recovery). */
 void dmn_rl_pool_restore(tide_daemon_t *d, const char *payload);
+/* Every controller as text (daemon snapshots; NULL: none; caller frees),
+ * and back. */
+char *dmn_rl_pool_save(tide_daemon_t *d);
+void dmn_rl_pool_load(tide_daemon_t *d, const char *saved);
 /* The controller of job as JSON (NULL: none); mu held. */
 json_t *dmn_rl_pool_json(tide_daemon_t *d, const char *job);
 void dmn_rl_pool_free(tide_daemon_t *d);

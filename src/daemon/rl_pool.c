@@ -175,6 +175,31 @@ void dmn_rl_pool_hold(tide_daemon_t *d, const char *payload)
     json_decref(o);
 }
 
+char *dmn_rl_pool_save(tide_daemon_t *d)
+{
+    if (!d->rlp || !d->rlp->n)
+        return NULL;
+    json_t *a = json_array();
+    for (size_t i = 0; i < d->rlp->n; i++)
+        json_array_append_new(a, pool_json(&d->rlp->v[i]));
+    char *js = json_dumps(a, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(a);
+    return js;
+}
+
+void dmn_rl_pool_load(tide_daemon_t *d, const char *saved)
+{
+    json_t *a = saved ? json_loads(saved, 0, NULL) : NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x) {
+        char *one = json_dumps(x, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        dmn_rl_pool_restore(d, one);
+        free(one);
+    }
+    json_decref(a);
+}
+
 json_t *dmn_rl_pool_json(tide_daemon_t *d, const char *job)
 {
     drlpool_t *p = pool_find(d, job);

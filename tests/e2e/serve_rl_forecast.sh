@@ -7,8 +7,7 @@
 # forecast knows the 08:00 rise (engine time 3600) while only the night's
 # 20 rps is observed.
 #  1. An RL job (POST /v1/rl/grpo with a spec): trainer, dedicated rollout and
-#     the pool jobs the pool controller releases run (P3) on lent GPUs
-#     under leases (the others are held: docs/rl.md).
+#     pool jobs run, the pool jobs (P3) on lent GPUs under leases.
 #  2. With nothing but 20 rps pushed, before engine time 3600, pool jobs get a
 #     reclaim notice (a drain), commit it and stop: the forecast, not observed
 #     demand, drove it. The trainer keeps running.
@@ -41,7 +40,9 @@ serve_start rlfc --db "$tmp/tide.db" --cluster 8x8 --services "$tmp/services.csv
 
 api POST /v1/services/chat/demand '{"rps": 20}'
 [ "$API_STATUS" = 200 ] || fail "demand: $API_STATUS $API_BODY"
-SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.5,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
+# replica_tps 0.05: the pool controller's first estimate (batch / (step_s x replica_tps) x 1.25
+# replicas) wants every pool job lent, none held (serve_rl_pool.sh sizes the pool)
+SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.05,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
 api POST /v1/rl/grpo "{\"spec\":{$SPEC}}"
 [ "$API_STATUS" = 201 ] || fail "register: $API_STATUS $API_BODY"
 t_reg=$(now_s)
@@ -50,13 +51,13 @@ t_reg=$(now_s)
 jobs() { rl_jobs grpo "$1"; }
 
 # --- 1. by night: everything runs, the pool on leases
-poll_until 20 jobs 'js["trainer"]["state"] == "running" and js["rollout"]["state"] == "running" and len(js["pool"]) >= 2 and any(not p["held"] for p in js["pool"]) and all(p["state"] == "running" and p["lease"] is not None for p in js["pool"] if not p["held"])' ||
+poll_until 20 jobs 'js["trainer"]["state"] == "running" and js["rollout"]["state"] == "running" and len(js["pool"]) >= 2 and all(p["state"] == "running" and p["lease"] is not None for p in js["pool"])' ||
     fail "the pool is not lent by night: $API_BODY"
 t_lent=$(now_s)
 [ "$t_lent" -lt "$RISE" ] || fail "the pool was lent only at engine time $t_lent (the rise is at $RISE)"
 
 # --- 2. drained ahead of the forecast rise, nothing but the night's demand observed
-pool_drained() { jobs 'any(p["state"] != "running" for p in js["pool"] if not p["held"]) and js["trainer"]["state"] == "running"'; }
+pool_drained() { jobs 'any(p["state"] != "running" for p in js["pool"]) and js["trainer"]["state"] == "running"'; }
 poll_until 60 pool_drained || fail "no pool job was reclaimed ahead of the rise: $API_BODY"
 t_drain=$(now_s) # when this poll saw it (the notice's own time is checked below, from the events)
 jobs 'True'
