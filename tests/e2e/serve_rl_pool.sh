@@ -89,7 +89,15 @@ echo "after 12 high-wait steps: want $want, grows $(jq_ 'd["pool"]["grows"]'), $
 
 # --- 4. no wait, rollouts idle: the pool shrinks, pool jobs drained (scale)
 low=',"wait_s":0,"compute_s":60,"rollout_busy":0.1'
-for _ in 1 2 3; do step "$low"; done
+for _ in 1 2; do step "$low"; done
+# the third through the CLI (tide rl step --wait --compute --rollout-busy)
+b=""; for i in 1 2 3 4; do b="$b${b:+,}{\"trajectory_id\":\"c$((S + 1))-$i\",\"policy_version\":$S}"; done
+api POST /v1/rl/grpo/trajectories "{\"trajectories\":[$b]}"
+S=$((S + 1))
+"$TIDE_BIN" rl step grpo --step $S --wait 0 --compute 60 --rollout-busy 0.1 --server "$SERVE_URL" >"$tmp/cli.out" 2>&1 ||
+    fail "tide rl step with measures: $(cat "$tmp/cli.out")"
+"$TIDE_BIN" rl step grpo --step 1 --wait -1 --server "$SERVE_URL" >/dev/null 2>&1
+[ $? = 2 ] || fail "tide rl step --wait -1 is not a usage error"
 rl_get
 [ "$(jq_ 'd["pool"]["shrinks"]')" -ge 1 ] && [ "$(jq_ 'd["pool"]["want"]')" -lt "$want" ] ||
     fail "no shrink after idle rollouts: $API_BODY"
