@@ -15,6 +15,7 @@ typedef struct rl_args {
     tide_remote_opts_t ro;
     const char *job, *file, *spec;
     long long max_staleness, batch_size, step;
+    double meas[3];    /* (step) --wait, --compute, --rollout-busy; -1: not given */
 } rl_args_t;
 
 typedef struct rl_sub {
@@ -147,9 +148,14 @@ static int rl_step(rl_args_t *a)
 {
     if (a->step < 1)
         return tide_cli_usage_error("rl", "step: --step K (>= 1) is required");
+    static const char *const keys[] = {"wait_s", "compute_s", "rollout_busy"};
+    json_t *body = json_pack("{s:I}", "step", (json_int_t)a->step);
+    for (int i = 0; i < 3; i++) /* the daemon checks them (400 naming the field) */
+        if (a->meas[i] >= 0)
+            json_object_set_new(body, keys[i], json_real(a->meas[i]));
     char path[1200];
-    return tide_remote_call(&a->ro, "POST", rl_path(path, sizeof path, a->job, "/step"),
-                            json_pack("{s:I}", "step", (json_int_t)a->step), step_show);
+    return tide_remote_call(&a->ro, "POST", rl_path(path, sizeof path, a->job, "/step"), body,
+                            step_show);
 }
 
 /* ------------------------------------------------------------------- push */
@@ -297,10 +303,14 @@ static const rl_sub_t subs[] = {
      "(a duplicate). Refused ones (stale, ahead of the trainer, an id reused with\n"
      "another version) are printed; the exit status is then 7.\n"},
     {"step", rl_step,
-     "usage: tide rl step JOB --step K [--server URL] [--token T] [--json]\n\n"
+     "usage: tide rl step JOB --step K [--wait S --compute S [--rollout-busy F]]\n"
+     "                    [--server URL] [--token T] [--json]\n\n"
      "Take trainer step K (the next one): the batch of the oldest fresh queued\n"
      "trajectories is consumed and printed. A retry of a step taken before prints\n"
-     "the same batch. Refused (exit 7) while fewer than the batch are queued.\n"},
+     "the same batch. Refused (exit 7) while fewer than the batch are queued.\n"
+     "--wait and --compute (seconds the step just finished waited for rollouts and\n"
+     "computed) and --rollout-busy (0..1, the rollout slots' busy share) size an RL\n"
+     "job's lent pool (docs/rl.md, \"The daemon sizes the pool\").\n"},
 };
 
 static void rl_usage(FILE *f, const rl_sub_t *s)
@@ -311,7 +321,9 @@ static void rl_usage(FILE *f, const rl_sub_t *s)
                    "      --max-staleness N (register) policy versions a trajectory may lag\n"
                    "      --batch-size N    (register) trajectories per trainer step\n"
                    "      --spec FILE       (register) submit an RL job: its rl.csv columns (JSON)\n"
-                   "      --step K          (step) the trainer step to take\n" TIDE_REMOTE_HELP
+                   "      --step K          (step) the trainer step to take\n"
+                   "      --wait S, --compute S, --rollout-busy F\n"
+                   "                        (step) the trainer's measures of the step\n" TIDE_REMOTE_HELP
                        TIDE_REMOTE_EXIT_HELP,
                 s->usage);
     else
@@ -320,7 +332,7 @@ static void rl_usage(FILE *f, const rl_sub_t *s)
                    "once, trainer steps (docs/api.md, \"RL trajectory ledger\").\n");
 }
 
-enum { RL_FILE = 1, RL_STALE, RL_BATCH, RL_STEP, RL_SPEC };
+enum { RL_FILE = 1, RL_STALE, RL_BATCH, RL_STEP, RL_SPEC, RL_WAIT, RL_COMPUTE, RL_BUSY };
 
 static int rl_opt(rl_args_t *a, int opt, const char *arg)
 {
@@ -332,7 +344,12 @@ static int rl_opt(rl_args_t *a, int opt, const char *arg)
     }
     if (opt >= RL_STALE && opt <= RL_STEP && tide_parse_int(arg, dst[opt]) == 0 && *dst[opt] >= 0)
         return 0;
-    return opt == '?' ? 2 : tide_cli_usage_error("rl", "'%s' is not a whole number >= 0", arg);
+    if (opt >= RL_WAIT && opt <= RL_BUSY && tide_parse_double(arg, &a->meas[opt - RL_WAIT]) == 0 &&
+        a->meas[opt - RL_WAIT] >= 0)
+        return 0;
+    return opt == '?' ? 2
+                      : tide_cli_usage_error("rl", "'%s' is not a %s >= 0", arg,
+                                             opt >= RL_WAIT ? "number" : "whole number");
 }
 
 int tide_cmd_rl(int argc, char **argv)
@@ -340,12 +357,14 @@ int tide_cmd_rl(int argc, char **argv)
     static const struct option opts[] = {
         {"file", required_argument, NULL, RL_FILE}, {"max-staleness", required_argument, NULL, RL_STALE},
         {"batch-size", required_argument, NULL, RL_BATCH}, {"step", required_argument, NULL, RL_STEP},
-        {"spec", required_argument, NULL, RL_SPEC}, {"help", no_argument, NULL, 'h'}, TIDE_REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
+        {"spec", required_argument, NULL, RL_SPEC}, {"wait", required_argument, NULL, RL_WAIT},
+        {"compute", required_argument, NULL, RL_COMPUTE},
+        {"rollout-busy", required_argument, NULL, RL_BUSY}, {"help", no_argument, NULL, 'h'}, TIDE_REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
     const rl_sub_t *s = NULL;
     for (size_t k = 0; argc > 1 && k < sizeof subs / sizeof subs[0]; k++)
         if (!strcmp(argv[1], subs[k].name))
             s = &subs[k];
-    rl_args_t a = {.max_staleness = -1, .batch_size = -1, .step = -1};
+    rl_args_t a = {.max_staleness = -1, .batch_size = -1, .step = -1, .meas = {-1, -1, -1}};
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc - (s != NULL), argv + (s != NULL), "h", opts, NULL)) != -1) {

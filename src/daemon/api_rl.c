@@ -19,6 +19,8 @@ typedef struct rl_reg {
     const char *job;
     int64_t max_staleness, batch_size;
     int created;
+    const json_t *spec;              /* submitted with a spec: its pool is sized */
+    char *keep[2];                   /* the pool event's strings (rl_pool.c) */
 } rl_reg_t;
 
 static int shutting(const tide_daemon_t *d, tide_error_t *err)
@@ -49,6 +51,8 @@ static int reg_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     if (rc < 0)
         return rl_store_failed(err);
     r->created = rc;
+    if (r->spec && dmn_rl_pool_register(d, op, r->job, r->spec, r->keep, err) < 0)
+        return err->code = TIDE_EIO, -1;
     return 0;
 }
 
@@ -79,6 +83,8 @@ static int push_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
 typedef struct rl_step {
     const char *job;
     int64_t step, queued;
+    tide_rl_step_report_t rep;       /* the trainer's measures */
+    char *keep[2];                   /* the pool event's strings (rl_pool.c) */
     int dup;
     json_t *batch;                   /* the trajectories consumed */
 } rl_step_t;
@@ -103,6 +109,12 @@ static int step_apply(tide_daemon_t *d, dmn_op_t *op, tide_error_t *err)
     json_array_clear(r->batch);
     if (tide_store_rl_step(d->st, r->job, r->step, step_row, r, &r->dup, &r->queued, err) < 0)
         return rl_store_failed(err);
+    tide_store_rl_run_t run;
+    if (r->dup || r->rep.wait_s < 0 || tide_store_rl_run_get(d->st, r->job, &run, NULL) < 0)
+        return 0;
+    if (dmn_rl_pool_step(d, op, r->job, r->step, r->rep.wait_s, r->rep.compute_s,
+                         r->rep.rollout_busy, r->queued, run.batch_size, r->keep, err) < 0)
+        return err->code = TIDE_EIO, -1;
     return 0;
 }
 
@@ -243,6 +255,7 @@ API_HANDLER(api_rl_register)
         return;
     }
     r.job = id;
+    r.spec = spec;
     if (rl_commit(d, reg_apply, &r, &err) < 0) {
         api_write_failed(d, rep, &err);
     } else {
@@ -259,6 +272,8 @@ API_HANDLER(api_rl_register)
             api_fail(rep, &err);
     }
     json_decref(spec);
+    free(r.keep[0]);
+    free(r.keep[1]);
     free(id);
 }
 
@@ -276,6 +291,9 @@ API_HANDLER(api_rl_get)
         o = run_get(d, req->params[0], &err);
     if (o)
         api_set(o, "jobs", dmn_rl_jobs_json(d, req->params[0])); /* [] for a plain run */
+    json_t *pool = o ? dmn_rl_pool_json(d, req->params[0]) : NULL;
+    if (pool)
+        api_set(o, "pool", pool);
     dmn_unlock_read(d);
     if (o)
         tide_http_reply_json(rep, 200, o);
@@ -410,10 +428,11 @@ API_HANDLER(api_rl_step)
     tide_daemon_t *d = API_D(app);
     tide_error_t err = {0};
     rl_step_t r = {0};
-    if (tide_json_rl_step(req->body, req->body_len, &r.step, &err) < 0) {
+    if (tide_json_rl_step_report(req->body, req->body_len, &r.rep, &err) < 0) {
         api_fail(rep, &err);
         return;
     }
+    r.step = r.rep.step;
     char *id;
     if (rl_owned(d, req, &id, rep) < 0)
         return;
@@ -427,6 +446,8 @@ API_HANDLER(api_rl_step)
                                        (json_int_t)r.step, "policy_version", (json_int_t)r.step,
                                        "duplicate", r.dup, "trajectories", r.batch));
     json_decref(r.batch);
+    free(r.keep[0]);
+    free(r.keep[1]);
     free(id);
 }
 

@@ -471,6 +471,7 @@ static void daemon_free(tide_daemon_t *d)
     free(d->src);
     dmn_history_free(d);
     dmn_power_free(d);
+    dmn_rl_pool_free(d);
     dmn_svcs_free(d->svcs, d->n_svcs);
     tide_cluster_destroy(d->cluster);
     free(d->db_path);

@@ -24,7 +24,9 @@
 #include "backend/backend.h"
 #include "daemon/daemon.h"
 #include "http/codec.h"
+#include "formats/workload_io.h"
 #include "http/prom.h"
+#include "tide/rl.h"
 
 /* An accepted event not yet fed to the engine. API events are committed as
  * pending rows first (seq > 0); loop events (backend polls, pulled demand,
@@ -312,10 +314,11 @@ struct tide_daemon {
     struct dpipe *pipe;        /* the model pipeline (pipe.c) */
     void *hist;                /* history.c: the stored demand history (NULL = none) */
     struct dpower *pw;         /* power.c: measured power (--power-query) */
+    struct drlpools *rlp;      /* rl_pool.c: RL pool controllers (NULL: none yet) */
 };
 
 /* ---- snapshot.c */
-#define DMN_SNAP_VERSION 2     /* the daemon's snapshot format (the engine's has its own) */
+#define DMN_SNAP_VERSION 3     /* the daemon's snapshot format (the engine's has its own) */
 #define DMN_SNAP_KEEP 2        /* snapshots kept in the store */
 /* Is a snapshot of the state after the last step due? */
 int dmn_snapshot_due(const tide_daemon_t *d);
@@ -737,6 +740,37 @@ int dmn_rl_submit(tide_daemon_t *d, const tide_http_req_t *req, const char *job,
 /* The jobs of RL job `job` ({job}-trainer, -rollout, -pool-N that exist) as
  * GET /v1/jobs/{id} shows them, with a "role" (mu held). */
 json_t *dmn_rl_jobs_json(tide_daemon_t *d, const char *job);
+/* spec (an object) read as one RL job named job (*out owned). 0 or -1. */
+int dmn_rl_spec_read(const json_t *spec, const char *job, tide_rl_specs_t **out,
+                     tide_error_t *err);
+
+/* ---- rl_pool.c: the lent pool sized from the trainer's wait (docs/rl.md,
+ * "The daemon sizes the pool"). Every decision is a recorded rl_pool event
+ * (its payload: the pool jobs held and the controller's state), fed like an
+ * API input, so replay and recovery hold the same jobs. */
+/* At registration with a spec (inside a group-commit apply): start job's
+ * controller and record its first decision (once; a retry records none).
+ * keep[0..1] (NULL on entry) get the event's strings: the caller frees them
+ * once answered. */
+int dmn_rl_pool_register(tide_daemon_t *d, dmn_op_t *op, const char *job, const json_t *spec,
+                         char **keep, tide_error_t *err);
+/* A trainer step with measures (wait_s < 0: none; busy < 0: derived from
+ * the queue): feed job's controller and record its decision. No controller
+ * (a plain run, or none restored): nothing. Inside a group-commit apply. */
+int dmn_rl_pool_step(tide_daemon_t *d, dmn_op_t *op, const char *job, int64_t step,
+                     double wait_s, double compute_s, double busy, int64_t queued,
+                     int64_t batch, char **keep, tide_error_t *err);
+/* An rl_pool payload: hold / release its jobs in the engine (feed, replay). */
+void dmn_rl_pool_hold(tide_daemon_t *d, const char *payload);
+/* ... and restore the controller it records (recovery). */
+void dmn_rl_pool_restore(tide_daemon_t *d, const char *payload);
+/* Every controller as text (daemon snapshots; NULL: none; caller frees),
+ * and back. */
+char *dmn_rl_pool_save(tide_daemon_t *d);
+void dmn_rl_pool_load(tide_daemon_t *d, const char *saved);
+/* The controller of job as JSON (NULL: none); mu held. */
+json_t *dmn_rl_pool_json(tide_daemon_t *d, const char *job);
+void dmn_rl_pool_free(tide_daemon_t *d);
 /* A write the group commit refused: ESTATE while stopping is a 503, the
  * rest as api_fail. */
 void api_write_failed(tide_daemon_t *d, tide_http_reply_t *rep, const tide_error_t *err);

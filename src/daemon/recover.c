@@ -94,6 +94,10 @@ static int replay_step(void *ctx, int64_t step, tide_time_t t, const tide_store_
             team_replay(d, ev[i].payload);
         else if (ev[i].ev.kind == TIDE_STORE_KIND_POWER_MODEL && ev[i].payload)
             dmn_power_apply(d, ev[i].payload, t);
+        else if (ev[i].ev.kind == TIDE_STORE_KIND_RL_POOL) {
+            dmn_rl_pool_hold(d, ev[i].payload);
+            dmn_rl_pool_restore(d, ev[i].payload);
+        }
     for (size_t i = 0; i < n; i++) {
         if (ev[i].ev.kind < 0 || ev[i].ev.kind >= TIDE_EV_KIND_COUNT)
             continue;
@@ -148,8 +152,10 @@ static int pending_load(void *ctx, int64_t step, tide_time_t t, const tide_store
     (void)nrec;
     tide_daemon_t *d = ctx;
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].ev.kind < 0 || ev[i].ev.kind > TIDE_STORE_KIND_POWER_MODEL)
+        if (ev[i].ev.kind < 0 || ev[i].ev.kind > TIDE_STORE_KIND_LAST)
             continue;
+        if (ev[i].ev.kind == TIDE_STORE_KIND_RL_POOL)
+            dmn_rl_pool_restore(d, ev[i].payload); /* its holds when it is fed */
         dmn_evx_t x = {.job_id = ev[i].job_id, .service_name = ev[i].service_name,
                        .payload = ev[i].payload};
         if (ev[i].ev.kind == TIDE_EV_JOB_SUBMIT && ev[i].spec.id)

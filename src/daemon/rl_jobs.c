@@ -170,6 +170,15 @@ static int submit_one(tide_daemon_t *d, const tide_rl_jobs_t *j, int k, const ch
     return rc;
 }
 
+int dmn_rl_spec_read(const json_t *spec, const char *job, tide_rl_specs_t **out,
+                     tide_error_t *err)
+{
+    char *command = NULL;
+    int rc = spec_parse(spec, job, "team", out, &command, err);
+    free(command);
+    return rc;
+}
+
 int dmn_rl_spec_values(const json_t *spec, const char *job, int64_t *max_staleness,
                        int64_t *batch, tide_error_t *err)
 {
@@ -231,6 +240,10 @@ json_t *dmn_rl_jobs_json(tide_daemon_t *d, const char *job)
         if (!o)
             continue;
         api_set(o, "role", json_string(k < 2 ? role : "pool"));
+        tide_job_info_t ji;
+        int32_t h = tide_engine_job_find(d->e, id);
+        if (k >= 2) /* held by the pool controller (rl_pool.c) */
+            api_set(o, "held", json_boolean(h >= 0 && tide_engine_job(d->e, h, &ji) == 0 && ji.held));
         json_array_append_new(arr, o);
     }
     return arr;

@@ -52,6 +52,9 @@ static void w_derived(tide_wbuf_t *b, tide_daemon_t *d)
     const char *power = dmn_power_payload(d, &pt); /* the engine's snapshot has the models */
     tide_w_str(b, power);
     tide_w_u64(b, (uint64_t)pt);
+    char *rl = dmn_rl_pool_save(d); /* the RL pool controllers (the holds: the engine's) */
+    tide_w_str(b, rl);
+    free(rl);
 }
 
 int dmn_snapshot_due(const tide_daemon_t *d)
@@ -99,6 +102,7 @@ typedef struct dsnap {
     size_t n_teams;
     char *power;               /* the measured power model's payload (NULL none) */
     tide_time_t power_t;
+    char *rlpools;             /* the RL pool controllers (NULL none) */
 } dsnap_t;
 
 static void dsnap_free(dsnap_t *s)
@@ -114,6 +118,7 @@ static void dsnap_free(dsnap_t *s)
     free(s->names);
     free(s->jsons);
     free(s->power);
+    free(s->rlpools);
 }
 
 static int r_derived(tide_rbuf_t *r, const tide_daemon_t *d, const tide_engine_t *e, dsnap_t *s)
@@ -141,6 +146,7 @@ static int r_derived(tide_rbuf_t *r, const tide_daemon_t *d, const tide_engine_t
     }
     s->power = tide_r_str(r);
     s->power_t = (tide_time_t)tide_r_u64(r);
+    s->rlpools = tide_r_str(r);
     return r->bad || r->pos != r->n || nn != (size_t)tide_cluster_nodes(d->cluster) ||
                    nd != d->n_svcs || s->n_reps != (size_t)tide_engine_replicas(e) ||
                    s->n_jobs != (size_t)tide_engine_jobs(e)
@@ -178,6 +184,7 @@ static void derived_apply(tide_daemon_t *d, dsnap_t *s)
         TIDE_PUSH(d->teams, d->n_teams, d->cap_teams, n);
     }
     dmn_power_restored(d, s->power, s->power_t);
+    dmn_rl_pool_load(d, s->rlpools);
 }
 
 typedef struct restore_ctx {

@@ -313,6 +313,8 @@ static int64_t feed_build(tide_daemon_t *d, tide_time_t t, size_t np, const size
             dmn_team_apply(d, &p->tspec, p->payload);
         else if (p->ev.kind == TIDE_STORE_KIND_POWER_MODEL && p->payload)
             dmn_power_apply(d, p->payload, t);
+        else if (p->ev.kind == TIDE_STORE_KIND_RL_POOL)
+            dmn_rl_pool_hold(d, p->payload);
     }
     for (size_t i = 0; i < nx; i++) {
         const dmn_ev_t *p = &d->extra.v[xi[i]];

@@ -663,6 +663,42 @@ int tide_json_rl_step(const char *body, size_t len, int64_t *step, tide_error_t 
     return whole_fields(body, len, fields, lo, out, err);
 }
 
+/* Optional number field k of o in [lo, hi] into *v (-1 when absent). */
+static int opt_num(const json_t *o, const char *k, double lo, double hi, double *v,
+                   tide_error_t *err)
+{
+    const json_t *j = json_object_get(o, k);
+    *v = -1;
+    if (!j)
+        return 0;
+    if (!json_is_number(j) || json_number_value(j) < lo || json_number_value(j) > hi)
+        return tide_errf(err, TIDE_EINVAL, "%s: expected a number in [%g, %g]", k, lo, hi);
+    *v = json_number_value(j);
+    return 1;
+}
+
+int tide_json_rl_step_report(const char *body, size_t len, tide_rl_step_report_t *r,
+                             tide_error_t *err)
+{
+    static const char *const keys[] = {"step", "wait_s", "compute_s", "rollout_busy", NULL};
+    json_t *o = tide_json_parse_object(body, len, err);
+    if (!o)
+        return -1;
+    int rc = tide_json_only(o, keys, err);
+    const json_t *s = json_object_get(o, "step");
+    if (rc == 0 && (!json_is_integer(s) || json_integer_value(s) < 1))
+        rc = tide_errf(err, TIDE_EINVAL, "step: %s", s ? "expected an integer >= 1" : "required");
+    r->step = rc == 0 ? (int64_t)json_integer_value(s) : 0;
+    int hw = rc == 0 ? opt_num(o, "wait_s", 0, 1e9, &r->wait_s, err) : -1;
+    int hc = hw < 0 ? -1 : opt_num(o, "compute_s", 0, 1e9, &r->compute_s, err);
+    int hb = hc < 0 ? -1 : opt_num(o, "rollout_busy", 0, 1, &r->rollout_busy, err);
+    if (hb >= 0 && hw != hc)
+        hb = tide_errf(err, TIDE_EINVAL, "%s: required with %s", hw ? "compute_s" : "wait_s",
+                       hw ? "wait_s" : "compute_s");
+    json_decref(o);
+    return rc < 0 || hb < 0 ? -1 : 0;
+}
+
 void tide_rl_push_request_free(tide_rl_push_request_t *r)
 {
     if (!r)

@@ -148,6 +148,16 @@ int tide_json_rl_run(const char *body, size_t len, int64_t *max_staleness, int64
                      tide_error_t *err);
 /* POST /v1/rl/{job}/step: {"step": k >= 1}. */
 int tide_json_rl_step(const char *body, size_t len, int64_t *step, tide_error_t *err);
+/* The same with the trainer's measures (docs/api.md): "wait_s" and
+ * "compute_s" (seconds >= 0 of the step just finished; both or neither) and
+ * "rollout_busy" (0..1, optional: the busy share of the rollout slots).
+ * Absent measures read back as -1. */
+typedef struct tide_rl_step_report {
+    int64_t step;
+    double wait_s, compute_s, rollout_busy;
+} tide_rl_step_report_t;
+int tide_json_rl_step_report(const char *body, size_t len, tide_rl_step_report_t *r,
+                             tide_error_t *err);
 
 /* One pushed trajectory: id and version; payload: the whole object as
  * compact JSON (its other fields are the caller's, kept as given). */

@@ -692,6 +692,8 @@ const char *tide_store_event_kind_name(int kind)
         return "team_set";
     if (kind == TIDE_STORE_KIND_POWER_MODEL)
         return "power_model";
+    if (kind == TIDE_STORE_KIND_RL_POOL)
+        return "rl_pool";
     return tide_event_name(kind);
 }
 
@@ -699,7 +701,7 @@ int tide_store_event_kind_find(const char *name)
 {
     if (!name)
         return -1;
-    for (int k = 0; k <= TIDE_STORE_KIND_POWER_MODEL; k++)
+    for (int k = 0; k <= TIDE_STORE_KIND_LAST; k++)
         if (!strcmp(tide_store_event_kind_name(k), name))
             return k;
     return -1;

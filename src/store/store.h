@@ -194,8 +194,13 @@ int tide_store_jobs_list(tide_store_t *s, const tide_store_job_filter_t *f, tide
  * (payload = the measured models by GPU type as JSON; tide serve
  * --power-query, docs/serve.md). */
 #define TIDE_STORE_KIND_POWER_MODEL (TIDE_EV_KIND_COUNT + 1)
+/* ... and for an RL job's pool decision: which of its pool jobs are held
+ * (tide_engine_job_hold) and its controller's state (payload = JSON;
+ * docs/rl.md, "The daemon sizes the pool"). */
+#define TIDE_STORE_KIND_RL_POOL (TIDE_EV_KIND_COUNT + 2)
+#define TIDE_STORE_KIND_LAST TIDE_STORE_KIND_RL_POOL
 /* What a stored kind this build does not know reads back as (never fed). */
-#define TIDE_STORE_KIND_UNKNOWN (TIDE_EV_KIND_COUNT + 2)
+#define TIDE_STORE_KIND_UNKNOWN (TIDE_EV_KIND_COUNT + 3)
 
 /* An event row. On writes strings are borrowed; in replay callbacks they are
  * borrowed for the call. For JOB_SUBMIT rows read back, spec is filled from
@@ -212,8 +217,8 @@ typedef struct tide_store_event {
     tide_job_spec_t spec;   /* replay of JOB_SUBMIT */
 } tide_store_event_t;
 
-/* Name stored for an event kind (tide_event_name, "team_set" or
- * "power_model"), and back
+/* Name stored for an event kind (tide_event_name, "team_set",
+ * "power_model" or "rl_pool"), and back
  * (-1 when unknown). */
 const char *tide_store_event_kind_name(int kind);
 int tide_store_event_kind_find(const char *name);

@@ -40,7 +40,9 @@ serve_start rlfc --db "$tmp/tide.db" --cluster 8x8 --services "$tmp/services.csv
 
 api POST /v1/services/chat/demand '{"rps": 20}'
 [ "$API_STATUS" = 200 ] || fail "demand: $API_STATUS $API_BODY"
-SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.5,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
+# replica_tps 0.05: the pool controller's first estimate (batch / (step_s x replica_tps) x 1.25
+# replicas) wants every pool job lent, none held (serve_rl_pool.sh sizes the pool)
+SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.05,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
 api POST /v1/rl/grpo "{\"spec\":{$SPEC}}"
 [ "$API_STATUS" = 201 ] || fail "register: $API_STATUS $API_BODY"
 t_reg=$(now_s)

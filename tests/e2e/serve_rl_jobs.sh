@@ -25,7 +25,9 @@ serve_start rl --db "$tmp/tide.db" --cluster 8x8 --services "$tmp/services.csv" 
     { fail "daemon did not start"; finish serve_rl_jobs; }
 
 demand() { api POST /v1/services/chat/demand "{\"rps\": $1}"; [ "$API_STATUS" = 200 ] || fail "demand $1: $API_STATUS $API_BODY"; }
-SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.5,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
+# replica_tps 0.05: the pool controller's first estimate (batch / (step_s x replica_tps) x 1.25
+# replicas) wants every pool job lent, none held (serve_rl_pool.sh sizes the pool)
+SPEC='"team":"rl","priority":2,"duration_s":864000,"trainer_gpus":8,"step_s":60,"batch":64,"rollout_gpus":2,"replica_tps":0.05,"max_staleness":2,"min_replicas":1,"max_replicas":17,"drain_s":60'
 register() { api POST /v1/rl/grpo "{\"spec\":{$1}$2}"; }
 njobs() { api GET '/v1/jobs?limit=1000'; jq_ 'len(d["jobs"])'; }
 # jobs PYEXPR: over `js`, GET /v1/rl/grpo's jobs by role (lib/serve.bash)
@@ -68,7 +70,7 @@ register "${SPEC/\"trainer_gpus\":8/\"trainer_gpus\":16}" ""
 running() { [ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["state"])' "$1")" = running ]; }
 poll_until 20 jobs 'js["trainer"]["state"] == "running" and js["rollout"]["state"] == "running" and len(js["pool"]) >= 2 and all(p["state"] == "running" for p in js["pool"])' ||
     fail "not everything runs at low demand: $API_BODY"
-jobs 'all(p["priority"] == 3 and p["lease"] is not None for p in js["pool"]) and js["trainer"]["priority"] == 2' ||
+jobs 'all(p["priority"] == 3 and p["lease"] is not None and not p["held"] for p in js["pool"]) and js["trainer"]["priority"] == 2' ||
     fail "pool jobs are not P3 jobs on leases: $API_BODY"
 npool=$(jq_ 'sum(1 for j in d["jobs"] if j["role"] == "pool")')
 [ "$npool" = $((sub - 2)) ] || fail "$npool pool jobs listed, $((sub - 2)) submitted"

@@ -137,12 +137,53 @@ static void test_run_and_step(void **state)
     assert_non_null(strstr(err.msg, "step: required"));
 }
 
+/* The step with the trainer's measures: optional, wait_s and compute_s
+ * together, rollout_busy a share. */
+static void test_step_report(void **state)
+{
+    (void)state;
+    tide_error_t err = {0};
+    tide_rl_step_report_t r;
+    assert_int_equal(tide_json_rl_step_report(REQ("{\"step\":3}"), &r, &err), 0);
+    assert_int_equal(r.step, 3);
+    assert_true(r.wait_s < 0 && r.compute_s < 0 && r.rollout_busy < 0);
+    assert_int_equal(tide_json_rl_step_report(
+                         REQ("{\"step\":4,\"wait_s\":1.5,\"compute_s\":30,\"rollout_busy\":0.25}"),
+                         &r, &err),
+                     0);
+    assert_int_equal(r.step, 4);
+    assert_true(r.wait_s == 1.5 && r.compute_s == 30 && r.rollout_busy == 0.25);
+    assert_int_equal(tide_json_rl_step_report(REQ("{\"step\":4,\"wait_s\":0,\"compute_s\":1}"),
+                                              &r, &err),
+                     0);
+    assert_true(r.wait_s == 0 && r.rollout_busy < 0);
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"{\"step\":1,\"wait_s\":1}", "compute_s: required with wait_s"},
+        {"{\"step\":1,\"compute_s\":1}", "wait_s: required with compute_s"},
+        {"{\"step\":1,\"wait_s\":-1,\"compute_s\":1}", "wait_s"},
+        {"{\"step\":1,\"wait_s\":\"1\",\"compute_s\":1}", "wait_s"},
+        {"{\"step\":1,\"wait_s\":1,\"compute_s\":1,\"rollout_busy\":1.5}", "rollout_busy"},
+        {"{\"step\":0}", "step"},
+        {"{\"wait_s\":1,\"compute_s\":1}", "step: required"},
+        {"{\"step\":1,\"b\":1}", "unknown field 'b'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&err, 0, sizeof err);
+        assert_int_equal(tide_json_rl_step_report(bad[i].body, strlen(bad[i].body), &r, &err), -1);
+        assert_int_equal(err.code, TIDE_EINVAL);
+        if (!strstr(err.msg, bad[i].msg))
+            fail_msg("%s: %s", bad[i].body, err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_push_one),     cmocka_unit_test(test_push_batch),
         cmocka_unit_test(test_push_refused), cmocka_unit_test(test_push_limit),
-        cmocka_unit_test(test_run_and_step),
+        cmocka_unit_test(test_run_and_step), cmocka_unit_test(test_step_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
