@@ -1473,6 +1473,8 @@ size_t tide_world_xfer_finished(tide_world_t *w, uint64_t *tags, tide_time_t *at
         if (at)
             at[i] = w->done[i].at;
     }
+    if (k == 0) /* nothing done (w->done may still be NULL) */
+        return 0;
     memmove(w->done, w->done + k, (w->ndone - k) * sizeof *w->done);
     w->ndone -= k;
     return k;
