@@ -332,6 +332,10 @@ static void pw_attribute(tide_daemon_t *d, const tide_prom_series_t *v, size_t n
         tide_node_info_t ni;
         tide_cluster_node(d->cluster, node, &ni);
         double load = 0, tdp = tide_cluster_power_model(d->cluster, ni.type)->tdp_w;
+        if (!(v[i].value >= 0 && v[i].value <= PW_MAX_TDP * tdp)) {
+            p->rejected++; /* a bad value is refused whatever state its GPU is in */
+            continue;
+        }
         int ps = gpu_pstate(d, g, node, &load);
         if (ps < 0)
             continue;
