@@ -5,6 +5,7 @@
  * trajectories, each with a valid id and version, and its stored payload
  * (what the trainer is handed back) parses again as one trajectory with the
  * same id and version; accepted numbers are in range. */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +55,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (tide_json_rl_step(body, size, &a, &err) == 0) {
         if (a < 1)
+            abort();
+    } else if (err.code != TIDE_EINVAL || !err.msg[0]) {
+        abort();
+    }
+    /* the step with the trainer's measures: absent ones are -1, given ones
+     * finite and in range, wait and compute both or neither */
+    tide_rl_step_report_t sr;
+    if (tide_json_rl_step_report(body, size, &sr, &err) == 0) {
+        if (sr.step < 1 || (sr.wait_s < 0) != (sr.compute_s < 0) ||
+            !isfinite(sr.wait_s) || !isfinite(sr.compute_s) ||
+            (sr.wait_s < 0 && sr.wait_s != -1) || (sr.compute_s < 0 && sr.compute_s != -1) ||
+            (sr.rollout_busy != -1 && !(sr.rollout_busy >= 0 && sr.rollout_busy <= 1)))
             abort();
     } else if (err.code != TIDE_EINVAL || !err.msg[0]) {
         abort();
