@@ -91,14 +91,25 @@ int tide_http_get(const char *url, int timeout_ms, size_t max, char **body, size
     return 0;
 }
 
-/* One [ts, "value"] pair. */
-static int sample(const json_t *pair, double *v, double *ts, tide_error_t *err)
+/* One [ts, "value"] pair as given: *ts and the value's text *s (NULL with
+ * EINVAL when the pair is malformed). */
+static const char *pair_text(const json_t *pair, double *ts, tide_error_t *err)
 {
     if (!json_is_array(pair) || json_array_size(pair) != 2 || !json_is_number(json_array_get(pair, 0)) ||
-        !json_is_string(json_array_get(pair, 1)))
-        return tide_errf(err, TIDE_EINVAL, "query result: expected [time, \"value\"]");
+        !json_is_string(json_array_get(pair, 1))) {
+        tide_errf(err, TIDE_EINVAL, "query result: expected [time, \"value\"]");
+        return NULL;
+    }
     *ts = json_number_value(json_array_get(pair, 0));
-    const char *s = json_string_value(json_array_get(pair, 1));
+    return json_string_value(json_array_get(pair, 1));
+}
+
+/* One [ts, "value"] pair whose value is a finite number >= 0. */
+static int sample(const json_t *pair, double *v, double *ts, tide_error_t *err)
+{
+    const char *s = pair_text(pair, ts, err);
+    if (!s)
+        return -1;
     char *end;
     *v = strtod(s, &end);
     if (end == s || *end || !isfinite(*v) || *v < 0)
@@ -298,13 +309,10 @@ int tide_prom_range_url(const char *url, double start, double end, double step, 
 static int series_one(const json_t *r, const char *const *labels, size_t nl,
                       tide_prom_series_t *o, tide_error_t *err)
 {
-    const json_t *pair = json_object_get(r, "value");
     const json_t *met = json_object_get(r, "metric");
-    if (!json_is_array(pair) || json_array_size(pair) != 2 ||
-        !json_is_number(json_array_get(pair, 0)) || !json_is_string(json_array_get(pair, 1)))
-        return tide_errf(err, TIDE_EINVAL, "query result: expected [time, \"value\"]");
-    o->ts = json_number_value(json_array_get(pair, 0));
-    const char *s = json_string_value(json_array_get(pair, 1));
+    const char *s = pair_text(json_object_get(r, "value"), &o->ts, err);
+    if (!s)
+        return -1;
     char *end;
     o->value = strtod(s, &end);
     if (end == s || *end)
