@@ -32,6 +32,8 @@ SECS=${SECS:-10}
 THREADS=${THREADS:-4}
 WRK_CONNS=${WRK_CONNS:-64}
 ASYNC_CONNS=${ASYNC_CONNS:-32}
+# blocking client-thread counts measured on both sides (one call in flight per thread)
+SUB_SET=${SUB_SET:-"1 $THREADS 16 32"}
 API_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/api_bench
 RPC_BENCH=$(cd "$(dirname "$BUILD/tide")" && pwd)/bench/slurm_rpc_bench
 RES=${RES:-$ROOT/bench/serve_results.md}
@@ -114,8 +116,17 @@ api POST /v1/services "$(cat "$tmp/services.json")"
 [ "$API_STATUS" = 201 ] || [ "$API_STATUS" = 409 ] || echo "bench-serve: POST /v1/services: $API_STATUS $API_BODY" >&2
 
 echo "bench-serve: 1,000 jobs to read back" >&2
-seq 1 1000 | xargs -P 8 -I{} curl -s -o /dev/null -X POST -H 'Content-Type: application/json' \
-    --data-binary '{"job_id":"r-{}","team":"bench","priority":3,"gpus":1,"duration_s":3600}' "$SERVE_URL/v1/jobs"
+# each set-up job must exist (201, or 409 when a retry finds it made): a read
+# of a missing one would count as a failed read
+seq 1 1000 | xargs -P 8 -I{} curl -s -o /dev/null -w '{} %{http_code}\n' -X POST -H 'Content-Type: application/json' \
+    --data-binary '{"job_id":"r-{}","team":"bench","priority":3,"gpus":1,"duration_s":3600}' "$SERVE_URL/v1/jobs" >"$tmp/setup.codes"
+setup_bad=0
+while read -r k code; do
+    [ "$code" = 201 ] && continue
+    api POST /v1/jobs "{\"job_id\":\"r-$k\",\"team\":\"bench\",\"priority\":3,\"gpus\":1,\"duration_s\":3600}"
+    [ "$API_STATUS" = 201 ] || [ "$API_STATUS" = 409 ] || { setup_bad=$((setup_bad + 1)); echo "bench-serve: set-up job r-$k: HTTP $code, then $API_STATUS $API_BODY" >&2; }
+done <"$tmp/setup.codes"
+[ "$setup_bad" = 0 ] || die "$setup_bad of the 1,000 set-up jobs could not be created"
 api GET /v1/jobs/r-1000
 [ "$API_STATUS" = 200 ] || die "GET /v1/jobs/r-1000 after the set-up: HTTP $API_STATUS $API_BODY"
 
@@ -128,7 +139,7 @@ ab() {
 }
 echo "bench-serve: fsync rate under $tmp" >&2
 read -r fs_app fs_ovw < <(python3 "$HERE/fsync_rate.py" "$tmp")
-for th in 1 "$THREADS" 16; do
+for th in $SUB_SET; do
     echo "bench-serve: api_bench POST /v1/jobs x$th for ${SECS}s" >&2
     read -r _ _ _ _ bad _ rps p50 p99 mx < <(ab submit "$th" --prefix "s$th")
     T_SUB[$th]="$rps $bad $p50 $p99"
@@ -138,6 +149,7 @@ read -r _ _ _ _ bad _ rps p50 p99 mx < <(ab submit "$THREADS" --conns "$ASYNC_CO
 T_ASUB="$rps $bad $p50 $p99"
 echo "bench-serve: api_bench GET /v1/jobs/ID x$THREADS for ${SECS}s" >&2
 read -r _ _ _ _ t_get_bad _ t_get t_get_p50 t_get_p99 _ < <(ab get "$THREADS" --get-prefix r --ids 1000)
+t_get_why=$(grep -m1 'api_bench: thread' "$tmp/ab.err" 2>/dev/null)
 echo "bench-serve: api_bench GET /v1/jobs?limit=50 x$THREADS for ${SECS}s" >&2
 read -r _ _ _ _ t_list_bad _ t_list t_list_p50 t_list_p99 _ < <(ab list "$THREADS")
 echo "bench-serve: wrk POST /v1/jobs ($WRK_CONNS connections) for ${SECS}s" >&2
@@ -215,7 +227,7 @@ else
             { echo "bench-serve: slurm_rpc_bench $op x$th: $(tail -2 "$tmp/rb.err")" >&2; return 1; }
     }
     if [ -x "$RPC_BENCH" ]; then
-        for th in 1 "$THREADS" 16; do
+        for th in $SUB_SET; do
             echo "bench-serve: slurm_rpc_bench submit x$th for ${SECS}s" >&2
             read -r _ _ _ _ bad _ rps p50 p99 _ < <(rb submit "$th" --ids-out "$tmp/rpc_ids.$th")
             S_SUB[$th]="${rps:-} ${bad:-} ${p50:-} ${p99:-}"
@@ -261,7 +273,7 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     echo
     echo "| operation | client threads | tide | Slurm | tide/Slurm |"
     echo "|---|---:|---:|---:|---:|"
-    for th in 1 "$THREADS" 16; do
+    for th in $SUB_SET; do
         echo "| submit, API: POST /v1/jobs (api_bench) vs \`slurm_submit_batch_job\` held (slurm_rpc_bench) | $th | $(rate "$(f1 "${T_SUB[$th]}")") | $(rate "$(f1 "${S_SUB[$th]:-}")") | $(rt "$(f1 "${T_SUB[$th]}")" "$(f1 "${S_SUB[$th]:-}")") |"
     done
     echo "| submit, API, asynchronous client threads: POST /v1/jobs (api_bench --conns $ASYNC_CONNS: $ASYNC_CONNS connections in flight per thread) vs \`slurm_submit_batch_job\` (blocking, one call in flight per thread) | $THREADS | $(rate "$(f1 "$T_ASUB")") | $(rate "$(f1 "${S_SUB[$THREADS]:-}")") | $(rt "$(f1 "$T_ASUB")" "$(f1 "${S_SUB[$THREADS]:-}")") |"
@@ -274,11 +286,14 @@ col() { echo "$1" | awk -v k="$2" '{print $k}'; }
     echo "| submit, CLI: \`tide submit\` vs \`sbatch --wrap=true -H\` (one process per job, 1 loop) | 1 | $(rate "$t_csub") | $(rate "$s_csub") | $(rt "$t_csub" "$s_csub") |"
     echo "| read one job, CLI: \`tide job ID\` vs \`squeue -j ID\` (1 loop) | 1 | $(rate "$t_cget") | $(rate "${s_cget:-}") | $(rt "$t_cget" "${s_cget:-}") |"
     echo
-    echo "Latency, tide (p50 / p99 ms): submit x1 $(col "${T_SUB[1]}" 3) / $(col "${T_SUB[1]}" 4), x$THREADS $(col "${T_SUB[$THREADS]}" 3) / $(col "${T_SUB[$THREADS]}" 4)," \
-        "x16 $(col "${T_SUB[16]}" 3) / $(col "${T_SUB[16]}" 4); get $t_get_p50 / $t_get_p99; list $t_list_p50 / $t_list_p99; async submit x$THREADS x$ASYNC_CONNS $(col "$T_ASUB" 3) / $(col "$T_ASUB" 4); wrk submit $w_sub_p50 / $w_sub_p99."
+    sublat=""
+    for th in $SUB_SET; do sublat="$sublat${sublat:+, }x$th $(col "${T_SUB[$th]}" 3) / $(col "${T_SUB[$th]}" 4)"; done
+    echo "Latency, tide (p50 / p99 ms): submit $sublat;" \
+        "get $t_get_p50 / $t_get_p99; list $t_list_p50 / $t_list_p99; async submit x$THREADS x$ASYNC_CONNS $(col "$T_ASUB" 3) / $(col "$T_ASUB" 4); wrk submit $w_sub_p50 / $w_sub_p99."
     [ -n "$s_get" ] && echo "Latency, Slurm API (p50 / p99 ms): submit x$THREADS $(col "${S_SUB[$THREADS]}" 3) / $(col "${S_SUB[$THREADS]}" 4); slurm_load_job $s_get_p50 / $s_get_p99."
     echo "Group commit: $t_writes API writes in $t_commits transactions. Non-2xx: get $t_get_bad, list $t_list_bad, wrk submit $w_sub_bad, wrk get $w_get_bad;" \
         "CLI failures: submit ${t_csub_bad}, job ${t_cget_bad}; /healthz after the run: $t_health; jobs submitted: $t_jobs."
+    [ "${t_get_bad:-0}" != 0 ] && echo "Failed reads: ${t_get_why:-no reason printed}."
     echo "slurmrestd: $restd."
     [ -n "$slurm_why" ] && echo && echo "Slurm figures missing: $slurm_why."
 } | tee "$RES"

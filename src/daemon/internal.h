@@ -388,6 +388,14 @@ int dmn_op_event(tide_daemon_t *d, dmn_op_t *op, const tide_event_t *ev, const d
 /* COMMIT the write connection; mu is let go meanwhile when readers have
  * their own connection (db_mu and mu held on entry and on return). */
 int dmn_store_commit(tide_daemon_t *d, tide_error_t *err);
+/* The step's store writes let readers in: with db_mu and mu held, open
+ * (mu let go when readers have their own connection) and close (mu taken
+ * again) a window in which the caller only reads the engine and the daemon
+ * and writes the store. Every writer takes db_mu first, so nothing the
+ * caller reads moves; readers that fill caches under mu (the lead's
+ * quantiles, the queue view) must not be read by the caller meanwhile. */
+void dmn_readers_in(tide_daemon_t *d);
+void dmn_readers_out(tide_daemon_t *d);
 /* Readers: a connection to read committed rows from (mu may be held; a free
  * read connection is taken, or the next one waited for, when there are read
  * connections) and its release by the same thread. No nesting. */

@@ -149,13 +149,23 @@ int dmn_op_event(tide_daemon_t *d, dmn_op_t *op, const tide_event_t *ev, const d
     return 0;
 }
 
+void dmn_readers_in(tide_daemon_t *d)
+{
+    if (d->rd)
+        pthread_mutex_unlock(&d->mu);
+}
+
+void dmn_readers_out(tide_daemon_t *d)
+{
+    if (d->rd)
+        pthread_mutex_lock(&d->mu);
+}
+
 int dmn_store_commit(tide_daemon_t *d, tide_error_t *err)
 {
-    if (!d->rd)
-        return tide_store_commit(d->st, err);
-    pthread_mutex_unlock(&d->mu);
+    dmn_readers_in(d);
     int rc = tide_store_commit(d->st, err);
-    pthread_mutex_lock(&d->mu);
+    dmn_readers_out(d);
     return rc;
 }
 

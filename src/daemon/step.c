@@ -231,6 +231,10 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
                         const size_t *extra_idx, size_t n_extra, tide_error_t *err)
 {
     tide_store_t *st = d->st;
+    /* the rows and the fsync: readers may take mu meanwhile (writers wait
+     * for db_mu, so nothing the step refers to moves; the rows read only
+     * jobs, names and usage, no cache a reader fills) */
+    dmn_readers_in(d);
     if (step_rows(d, step, t, upto_seq, extra_idx, n_extra, err) < 0 ||
         job_states(d, t, d->evbuf, d->n_evbuf, 1, err) < 0)
         goto fail;
@@ -242,9 +246,9 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
         if (rc < 0)
             goto fail;
     }
-    /* the fsync: readers may take mu meanwhile (writers wait for db_mu, so
-     * nothing the step refers to moves) */
-    if (dmn_store_commit(d, err) < 0)
+    int rc = tide_store_commit(st, err);
+    dmn_readers_out(d);
+    if (rc < 0)
         return -1;
     /* only now is the jobs table as the memo says */
     job_states(d, t, d->evbuf, d->n_evbuf, 0, NULL);
@@ -253,6 +257,7 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
     return 0;
 fail:
     tide_store_rollback(st);
+    dmn_readers_out(d);
     return -1;
 }
 
