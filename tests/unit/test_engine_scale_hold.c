@@ -74,38 +74,44 @@ static tide_time_t down_at(const trace_t *c, int level)
     return t;
 }
 
+#define HIGH_REPLICAS ((int)ceil(HIGH / RPS))
+
+/* Run with a floor of `window` (0: none) under a hold of `hold`; check that
+ * the replicas held do come down below HIGH's; return when they settled. */
+static tide_time_t settle(tide_time_t window, tide_time_t hold, trace_t *c)
+{
+    run(window, hold, c);
+    int settled = at(c, 3 * 3600);
+    tide_time_t down = down_at(c, settled);
+    if (getenv("TIDE_TEST_VERBOSE"))
+        fprintf(stderr, "floor %llds, hold %llds: %d replicas before, %d settled %+llds after the drop\n",
+                (long long)window, (long long)hold, at(c, DROP - TICK), settled,
+                (long long)(down - DROP));
+    assert_true(settled < HIGH_REPLICAS); /* it does come down */
+    return down;
+}
+
 static void test_hold_counts_from_the_floor_window(void **state)
 {
     (void)state;
-    const tide_time_t window = 1800, hold = 1800;
+    const tide_time_t window = 1800;
     trace_t c;
-    run(window, hold, &c);
-    int high = (int)ceil(HIGH / RPS), settled = at(&c, 3 * 3600);
-    if (getenv("TIDE_TEST_VERBOSE"))
-        fprintf(stderr, "floor: before %d, settled %d, down %+llds after the drop\n",
-                at(&c, DROP - TICK), settled, (long long)(down_at(&c, settled) - DROP));
-    assert_true(settled < high); /* it does come down */
+    tide_time_t down = settle(window, 1800, &c);
     /* the floor's contract: HIGH is held while the window still reaches it */
     for (tide_time_t t = DROP; t < DROP + window; t += TICK)
-        assert_true(at(&c, t) >= high);
-    /* and no longer than the window (bucket-aligned) and a tick or two */
-    assert_true(down_at(&c, settled) <= DROP + window + BUCKET + 2 * TICK);
+        assert_true(at(&c, t) >= HIGH_REPLICAS);
+    /* and no longer than the window (bucket-aligned) and a tick or two:
+     * the hold is not added after it */
+    assert_true(down <= DROP + window + BUCKET + 2 * TICK);
 }
 
 static void test_hold_beyond_the_window_still_holds(void **state)
 {
     (void)state;
-    const tide_time_t window = 1200, hold = 2400;
+    const tide_time_t hold = 2400;
     trace_t c;
-    run(window, hold, &c);
-    int high = (int)ceil(HIGH / RPS), settled = at(&c, 3 * 3600);
-    tide_time_t down = down_at(&c, settled);
-    if (getenv("TIDE_TEST_VERBOSE"))
-        fprintf(stderr, "floor %llds, hold %llds: down %+llds after the drop\n",
-                (long long)window, (long long)hold, (long long)(down - DROP));
-    assert_true(settled < high);
-    /* what the hold exceeds the window by is still held: the need of the
-     * last window-bucket ago still saw HIGH */
+    tide_time_t down = settle(1200, hold, &c);
+    /* what the hold exceeds the window by is still held */
     assert_true(down >= DROP + hold - BUCKET);
     assert_true(down <= DROP + hold + BUCKET + 2 * TICK);
 }
@@ -115,15 +121,8 @@ static void test_without_floor_the_hold_is_whole(void **state)
     (void)state;
     const tide_time_t hold = 1800;
     trace_t c;
-    run(0, hold, &c);
-    int high = (int)ceil(HIGH / RPS), settled = at(&c, 3 * 3600);
-    tide_time_t down = down_at(&c, settled);
-    if (getenv("TIDE_TEST_VERBOSE"))
-        fprintf(stderr, "no floor: before %d, settled %d, down %+llds after the drop\n",
-                at(&c, DROP - TICK), settled, (long long)(down - DROP));
-    assert_true(settled < high);
     /* the forecast's last need at HIGH is held for the whole hold */
-    assert_true(down >= DROP + hold);
+    assert_true(settle(0, hold, &c) >= DROP + hold);
 }
 
 int main(void)
