@@ -487,6 +487,19 @@ static void hold_reactive(tide_engine_t *e, int si, tide_time_t now, int active,
     }
 }
 
+/* The scale-down hold of forecast sizing. A need sized from the observed
+ * floor already holds the highest demand of the floor's window, so the hold
+ * is what remains of scale_down_hold_s after that window: stacked, the two
+ * kept a level for their sum after it went (a 30-minute floor under a
+ * 30-minute hold held an hour; docs/engine.md, "Observed floor"). */
+static tide_time_t forecast_hold(tide_engine_t *e)
+{
+    tide_time_t hold = e->cfg.scale_down_hold_s;
+    if (e->pol->obs_floor && e->cfg.obs_window_s > 0 && !tide__ensemble_on(e))
+        hold = hold > e->cfg.obs_window_s ? hold - e->cfg.obs_window_s : 0;
+    return hold;
+}
+
 /* Forecast sizing: keep the highest forecast need of the last hold window
  * (the forecast is smooth: no noisy maximum to latch onto), replicas added
  * for demand observed above it for one decision window, and what demand
@@ -509,7 +522,8 @@ static void hold_forecast(tide_engine_t *e, int si, tide_time_t now, int active,
         h->v[k] = down;
         h->n++;
     }
-    while (h->n && h->t[h->first] <= now - e->cfg.scale_down_hold_s && h->n > 1) {
+    tide_time_t hold = forecast_hold(e);
+    while (h->n && h->t[h->first] <= now - hold && h->n > 1) {
         h->first = (h->first + 1) % HOLD_RING;
         h->n--;
     }
