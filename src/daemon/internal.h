@@ -196,6 +196,9 @@ struct tide_daemon {
     long gc_expect;
     double gc_batch_s;
     long gc_gathers;
+    /* tests: called inside the step's readers window (dmn_readers_in) */
+    void (*on_persist)(tide_daemon_t *d, void *ctx);
+    void *on_persist_ctx;
     int64_t audit_keep_s;      /* audit rows older than this are pruned (<= 0: no age cap) */
     int64_t audit_max_rows;    /* rows kept at most (<= 0: no cap) */
     unsigned long audit_rows, audit_failed; /* rows recorded / lost (atomic) */

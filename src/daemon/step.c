@@ -235,6 +235,8 @@ static int persist_step(tide_daemon_t *d, int64_t step, tide_time_t t, int64_t u
      * for db_mu, so nothing the step refers to moves; the rows read only
      * jobs, names and usage, no cache a reader fills) */
     dmn_readers_in(d);
+    if (d->on_persist)
+        d->on_persist(d, d->on_persist_ctx);
     if (step_rows(d, step, t, upto_seq, extra_idx, n_extra, err) < 0 ||
         job_states(d, t, d->evbuf, d->n_evbuf, 1, err) < 0)
         goto fail;

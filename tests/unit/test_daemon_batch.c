@@ -393,6 +393,53 @@ static void readers_hold_their_own_connections(void **state)
     done_daemon(&f);
 }
 
+/* Inside the step's store writes (the rows and the fsync) the state lock
+ * is free: a read does not wait for a step writing to disk. The hook runs
+ * on the stepping thread, so the lock it finds free is not its own. */
+typedef struct window {
+    int calls, lock_free;
+    tide_store_t *rd;
+    int found;
+} window_t;
+
+static void in_window(tide_daemon_t *d, void *ctx)
+{
+    window_t *w = ctx;
+    w->calls++;
+    if (pthread_mutex_trylock(&d->mu) == 0) {
+        w->lock_free++;
+        pthread_mutex_unlock(&d->mu);
+    }
+    tide_store_t *rd = dmn_rd(d); /* a reader's connection: committed rows */
+    tide_store_job_t row;
+    w->found += tide_store_job_get(rd, "seen", &row, NULL) == 0;
+    if (w->found)
+        tide_store_job_free(&row);
+    dmn_rd_done(d);
+}
+
+static void step_writes_let_readers_in(void **state)
+{
+    (void)state;
+    fixture_t f;
+    open_daemon(&f);
+    tide_daemon_t *d = f.d;
+    writer_t w = {.d = d, .id = "seen"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    window_t win = {0};
+    d->on_persist = in_window;
+    d->on_persist_ctx = &win;
+    f.clock += 60;
+    tide_error_t err = {0};
+    assert_true(tide_daemon_pump(d, &err) > 0);
+    assert_true(win.calls > 0);
+    assert_int_equal(win.lock_free, win.calls); /* free in every step's window */
+    assert_int_equal(win.found, win.calls);     /* and the committed job readable */
+    d->on_persist = NULL;
+    done_daemon(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +449,7 @@ int main(void)
         cmocka_unit_test(leader_gathers_returning_writers),
         cmocka_unit_test(gathering_ends_at_the_deadline),
         cmocka_unit_test(readers_hold_their_own_connections),
+        cmocka_unit_test(step_writes_let_readers_in),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
