@@ -361,15 +361,21 @@ static void *read_one(void *arg)
     return NULL;
 }
 
+/* A daemon (open_daemon) with one committed job, "seen". */
+static tide_daemon_t *open_with_seen(fixture_t *f)
+{
+    open_daemon(f);
+    writer_t w = {.d = f->d, .id = "seen"};
+    submit_one(&w);
+    assert_int_equal(w.rc, 0);
+    return f->d;
+}
+
 static void readers_hold_their_own_connections(void **state)
 {
     (void)state;
     fixture_t f;
-    open_daemon(&f);
-    tide_daemon_t *d = f.d;
-    writer_t w = {.d = d, .id = "seen"};
-    submit_one(&w);
-    assert_int_equal(w.rc, 0);
+    tide_daemon_t *d = open_with_seen(&f);
     assert_true(d->n_rdp > 1);
     tide_store_t *mine = dmn_rd(d); /* held while the other thread reads */
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -422,11 +428,7 @@ static void step_writes_let_readers_in(void **state)
 {
     (void)state;
     fixture_t f;
-    open_daemon(&f);
-    tide_daemon_t *d = f.d;
-    writer_t w = {.d = d, .id = "seen"};
-    submit_one(&w);
-    assert_int_equal(w.rc, 0);
+    tide_daemon_t *d = open_with_seen(&f);
     window_t win = {0};
     d->on_persist = in_window;
     d->on_persist_ctx = &win;
