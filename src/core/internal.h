@@ -202,6 +202,8 @@ typedef struct forecast {
     double ens_cost[ENS_RULES], ens_miss[ENS_RULES];
     double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
     double ens_dem, ens_dur;  /* decayed requests and seconds scored */
+    double ens_real, ens_used; /* decayed misses measured, and the rule in use's
+                                  counterfactual misses over the same ticks */
     tide_time_t ens_at;       /* last scored (-1: never) */
 } forecast_t;
 
@@ -606,10 +608,14 @@ double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t hori
  * capacity comes (delay: what the engine achieves on a rise it reacts to,
  * the P99 warm-up and a tick), the scale-down hold; and the capacity
  * granule (unit: one replica's rps, 0: continuous) with its floor and cap
- * (min/max replicas x unit; cap 0: none), as the engine rounds. */
+ * (min/max replicas x unit; cap 0: none), as the engine rounds; the
+ * memory of the misses (misses are rare: they are judged over the SLO's
+ * compliance period, as the budget is spent; costs over a day). */
 typedef struct tide_ens_win {
     tide_time_t lead, delay, hold;
     double unit, lo, hi;
+    tide_time_t period; /* half-life of the misses (the SLO period); 0: a day */
+    double ready;       /* capacity ready now (rps; < 0: unknown, no calibration) */
 } tide_ens_win_t;
 /* Score every rule's proposals of one delay ago against the demand seen
  * now (capacity = its highest proposal over the hold, and the demand

@@ -85,7 +85,7 @@ static void drive(run_t *r, series_fn fn, tide_time_t until, tide_time_t alter_a
         int back = r->n - DELAY / TICK;
         double cap = back >= 0 ? r->need[back] : g(t, 7);
         tide__fc_learn(&r->f, t, LEAD, 0.999, cap, &cfg);
-        tide_ens_win_t w = {LEAD, DELAY, HOLD, 0, 0, 0};
+        tide_ens_win_t w = {LEAD, DELAY, HOLD, 0, 0, 0, 0, -1};
         tide__ens_learn(&r->f, t, &w, tide__fc_budget(&r->f, 0.999));
         r->picks[r->n] = r->f.ens_pick;
         r->need[r->n] = tide__ens_need(&r->f, r->f.ens_pick, t, LEAD);
