@@ -504,6 +504,12 @@ static double aim_rate(const forecast_t *f, double budget, const tide_config_t *
     return r;
 }
 
+double tide__fc_aim(const forecast_t *f, double slo_target, const tide_config_t *cfg)
+{
+    double budget = 1.0 - slo_target;
+    return aim_rate(f, budget < 1e-6 ? 1e-6 : budget, cfg);
+}
+
 static void decay_period(forecast_t *f, double dt, const tide_config_t *cfg)
 {
     if (cfg->slo_period_s <= 0)

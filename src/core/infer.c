@@ -43,6 +43,11 @@ static tide_time_t warmup_p99(service_t *s)
     return (tide_time_t)ceil(tide__warmup_floor(s, w));
 }
 
+tide_time_t tide__warmup_react(tide_engine_t *e, int si)
+{
+    return warmup_p99(&e->svcs[si]) + e->cfg.tick_s;
+}
+
 double tide__warmup_floor(const service_t *s, double w)
 {
     return s->rh_done > 0 && s->rh_last > w ? s->rh_last : w;

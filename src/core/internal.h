@@ -202,6 +202,8 @@ typedef struct forecast {
     double ens_cost[ENS_RULES], ens_miss[ENS_RULES];
     double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
     double ens_dem, ens_dur;  /* decayed requests and seconds scored */
+    double ens_real, ens_used; /* decayed misses measured, and the rule in use's
+                                  counterfactual misses over the same ticks */
     tide_time_t ens_at;       /* last scored (-1: never) */
 } forecast_t;
 
@@ -595,23 +597,39 @@ double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_t
 int tide__fc_day_seen(const forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
 double tide__fc_budget(const forecast_t *f, double slo_target);
+/* The miss rate to aim at (fraction of requests): a share of 1 - slo_target,
+ * less what the SLO period overspent (measured misses), to pay back within a
+ * day. Not scaled by the forecast's own feedback factor. */
+double tide__fc_aim(const forecast_t *f, double slo_target, const tide_config_t *cfg);
 /* Sizing ensemble (ensemble.c). Need (rps) of rule `rule` at now for a
  * decision window `horizon` (rule 0 is tide__fc_need). */
 double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t horizon);
 /* Windows of the counterfactual: the decision window (lead), how late
- * capacity comes (delay: the warm-up lead), the scale-down hold. */
+ * capacity comes (delay: what the engine achieves on a rise it reacts to,
+ * the P99 warm-up and a tick), the scale-down hold; and the capacity
+ * granule (unit: one replica's rps, 0: continuous) with its floor and cap
+ * (min/max replicas x unit; cap 0: none), as the engine rounds; the
+ * memory of the misses (misses are rare: they are judged over the SLO's
+ * compliance period, as the budget is spent; costs over a day). */
 typedef struct tide_ens_win {
     tide_time_t lead, delay, hold;
+    double unit, lo, hi;
+    tide_time_t period; /* half-life of the misses (the SLO period); 0: a day */
+    double ready;       /* capacity ready now (rps; < 0: unknown, no calibration) */
 } tide_ens_win_t;
 /* Score every rule's proposals of one delay ago against the demand seen
  * now (capacity = its highest proposal over the hold, and the demand
  * reacted to for one lead), record this tick's proposals, pick the rule:
  * the forecast, or a cheaper one that missed within `budget` of the
- * requests or no more than the forecast. Past only. */
+ * requests (a miss rate: the engine passes tide__fc_aim) or no more than the
+ * forecast. Past only. */
 void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget);
 /* The warm-up lead of a service: P99 warm-up + lead_extra_s + measured
  * lateness + one tick (the decision window of policies without reclaim). */
 tide_time_t tide__warmup_lead(tide_engine_t *e, int si);
+/* How late capacity comes on a rise the engine reacts to: P99 warm-up + one
+ * tick (no safety term). */
+tide_time_t tide__warmup_react(tide_engine_t *e, int si);
 /* The policy sizes with the ensemble (cfg.sizing_ensemble and a policy
  * that allows it). */
 int tide__ensemble_on(const tide_engine_t *e);

@@ -1,6 +1,9 @@
 /* Sizing ensemble (src/core/ensemble.c) on synthetic series: a series of
  * unforeseeable steps picks an observed-demand rule, a smooth repeating
- * diurnal one keeps the forecast; the pick at t does not change when the
+ * diurnal one keeps the forecast; the counterfactual holds whole replicas
+ * and brings capacity one delay late; misses measured above the
+ * counterfactual tighten the choice; the forecast's cold start is floored
+ * at observed + 10%; the pick at t does not change when the
  * demand after t changes (no look-ahead); the same series gives the same
  * scores and picks (determinism); and an elastic engine with the ensemble
  * on sizes from the rule it picked. */
@@ -70,6 +73,7 @@ typedef struct run {
     int picks[MAXT];
     double need[MAXT];
     int n;
+    double ready; /* capacity ready fed to the calibration (< 0: none) */
 } run_t;
 
 static void drive(run_t *r, series_fn fn, tide_time_t until, tide_time_t alter_after,
@@ -85,7 +89,7 @@ static void drive(run_t *r, series_fn fn, tide_time_t until, tide_time_t alter_a
         int back = r->n - DELAY / TICK;
         double cap = back >= 0 ? r->need[back] : g(t, 7);
         tide__fc_learn(&r->f, t, LEAD, 0.999, cap, &cfg);
-        tide_ens_win_t w = {LEAD, DELAY, HOLD};
+        tide_ens_win_t w = {LEAD, DELAY, HOLD, 0, 0, 0, 0, r->ready};
         tide__ens_learn(&r->f, t, &w, tide__fc_budget(&r->f, 0.999));
         r->picks[r->n] = r->f.ens_pick;
         r->need[r->n] = tide__ens_need(&r->f, r->f.ens_pick, t, LEAD);
@@ -106,7 +110,12 @@ static int usual_pick(const run_t *r)
     return best;
 }
 
-static run_t *run_new(void) { return tide_xcalloc(1, sizeof(run_t)); }
+static run_t *run_new(void)
+{
+    run_t *r = tide_xcalloc(1, sizeof(run_t));
+    r->ready = -1;
+    return r;
+}
 
 static void run_free(run_t *r)
 {
@@ -285,6 +294,113 @@ static void test_snapshot_same_run(void **state)
     ef_free(f);
 }
 
+/* Constant demand `lo` until `step_at`, `hi` after; one forecast_t scored
+ * with window w every tick up to `until`. */
+static void drive_step(forecast_t *f, const tide_ens_win_t *w, double lo, double hi,
+                       tide_time_t step_at, tide_time_t until)
+{
+    tide_config_t cfg;
+    tide_config_default(&cfg);
+    tide__fc_init(f, cfg.forecast_bucket_s, cfg.forecast_days, TICK, 0);
+    for (tide_time_t t = 0; t <= until; t += TICK) {
+        double x = t >= step_at ? hi : lo;
+        tide__fc_observe(f, t, x);
+        tide__fc_learn(f, t, LEAD, 0.999, x, &cfg);
+        tide__ens_learn(f, t, w, 0.001);
+    }
+}
+
+static int rule_named(const char *name)
+{
+    for (int k = 0; k < ENS_RULES; k++)
+        if (strcmp(tide__ens_rule_name(k), name) == 0)
+            return k;
+    fail_msg("no rule %s", name);
+    return -1;
+}
+
+/* The counterfactual holds whole replicas within min and max, as the
+ * engine does: 95 rps x 1.05 is 10 replicas of 10 rps, x 2 is 19, capped
+ * at 15. */
+static void test_counterfactual_whole_replicas(void **state)
+{
+    (void)state;
+    forecast_t f;
+    tide_ens_win_t w = {LEAD, 360, HOLD, 10, 20, 150, 7 * DAY, -1};
+    drive_step(&f, &w, 95, 95, TIDE_TIME_NEVER, DAY + 2 * 3600);
+    assert_true(f.ens_dur > 0);
+    assert_true(f.ens_last[rule_named("observed+5%")] == 100);
+    assert_true(f.ens_last[rule_named("observed+100%")] == 150);
+    for (int k = 0; k < ENS_RULES; k++) {
+        double c = f.ens_last[k];
+        assert_true(c >= 20 && c <= 150 && fabs(c / 10 - round(c / 10)) < 1e-9);
+    }
+    tide__fc_free(&f);
+}
+
+/* Capacity comes `delay` late, not a lead: a step from 100 to 150 rps
+ * costs an observed rule (capacity 110 before it) 40 rps for one delay. */
+static void test_counterfactual_delay(void **state)
+{
+    (void)state;
+    tide_time_t at = DAY + 3600;
+    for (tide_time_t delay = 360; delay <= 660; delay += 300) {
+        forecast_t f;
+        tide_ens_win_t w = {LEAD, delay, HOLD, 10, 10, 0, 7 * DAY, -1};
+        drive_step(&f, &w, 100, 150, at, at + 2 * 3600);
+        int r = rule_named("observed+5%");
+        double m = f.ens_miss[r]; /* none before the step: 100 rps under 110 */
+        print_message("delay %lld: misses %.0f rps x s, want %.0f\n", (long long)delay, m,
+                      40.0 * (double)delay);
+        assert_true(m > 0.9 * 40.0 * (double)delay && m < 1.05 * 40.0 * (double)(delay + TICK));
+        tide__fc_free(&f);
+    }
+}
+
+/* Misses measured above the rule in use's counterfactual shrink what
+ * another rule may miss: fed a ready capacity of 0 (every request missed),
+ * the ensemble ends on a rule that missed less than the one it picks when
+ * nothing is missed really, or on the forecast. */
+static void test_calibration_tightens(void **state)
+{
+    (void)state;
+    run_t *a = run_new(), *b = run_new();
+    a->ready = 1e12;
+    b->ready = 0;
+    drive(a, steps, 4 * DAY, -1, NULL);
+    drive(b, steps, 4 * DAY, -1, NULL);
+    int pa = a->picks[a->n - 1], pb = b->picks[b->n - 1];
+    print_message("calibration: %s without real misses, %s with\n", tide__ens_rule_name(pa),
+                  tide__ens_rule_name(pb));
+    assert_true(strncmp(tide__ens_rule_name(pa), "observed", 8) == 0);
+    assert_true(pb == 0 || b->f.ens_miss[pb] < a->f.ens_miss[pa]);
+    assert_true(b->f.ens_real > a->f.ens_real);
+    run_free(a);
+    run_free(b);
+}
+
+/* The forecast's cold start (less than a day of history) is floored at
+ * observed + 10%: it has no shape to size from yet. */
+static void test_cold_start_floor(void **state)
+{
+    (void)state;
+    forecast_t f;
+    tide_ens_win_t w = {LEAD, 360, HOLD, 0, 0, 0, 0, -1};
+    tide_config_t cfg;
+    tide_config_default(&cfg);
+    tide__fc_init(&f, cfg.forecast_bucket_s, cfg.forecast_days, TICK, 0);
+    for (tide_time_t t = 0; t < DAY / 2; t += TICK) {
+        double x = steps(t, 3);
+        tide__fc_observe(&f, t, x);
+        tide__fc_learn(&f, t, LEAD, 0.999, x, &cfg);
+        tide__ens_learn(&f, t, &w, 0.001);
+        assert_false(tide__fc_day_seen(&f));
+        assert_int_equal(f.ens_pick, 0);
+        assert_true(tide__ens_need(&f, 0, t, LEAD) >= 1.1 * x - 1e-9);
+    }
+    tide__fc_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +410,10 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_engine_uses_the_pick),
         cmocka_unit_test(test_snapshot_same_run),
+        cmocka_unit_test(test_counterfactual_whole_replicas),
+        cmocka_unit_test(test_counterfactual_delay),
+        cmocka_unit_test(test_calibration_tightens),
+        cmocka_unit_test(test_cold_start_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
