@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -452,17 +453,24 @@ const char *tide_csv_name(const tide_csv_t *c)
 
 /* ---------------------------------------------------------------- writer */
 
-int tide_csv_write_field(FILE *f, const char *s)
+/* Does s need quotes? *len gets its length. */
+static int needs_quotes(const char *s, size_t *len)
 {
-    if (!s)
-        s = "";
-    /* one pass: the length and whether a character needs quoting */
     size_t n = 0;
     int q = 0;
     for (const char *p = s; *p; p++, n++)
         q |= *p == ',' || *p == '"' || *p == '\r' || *p == '\n';
     q |= n > 0 && (s[0] == '#' || is_blank(s[0]) || is_blank(s[n - 1]));
-    if (!q)
+    *len = n;
+    return q;
+}
+
+int tide_csv_write_field(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    size_t n;
+    if (!needs_quotes(s, &n))
         return fwrite(s, 1, n, f) == n ? 0 : -1;
     if (putc('"', f) == EOF)
         return -1;
@@ -475,8 +483,46 @@ int tide_csv_write_field(FILE *f, const char *s)
     return putc('"', f) == EOF ? -1 : 0;
 }
 
+size_t tide_csv_put_field(char *buf, size_t cap, size_t len, const char *s)
+{
+    if (len == SIZE_MAX)
+        return SIZE_MAX;
+    if (!s)
+        s = "";
+    size_t n;
+    if (!needs_quotes(s, &n)) {
+        if (n > cap - len)
+            return SIZE_MAX;
+        memcpy(buf + len, s, n);
+        return len + n;
+    }
+    if (2 * n + 2 > cap - len) /* the most it can take: every byte a '"' */
+        return SIZE_MAX;
+    buf[len++] = '"';
+    for (; *s; s++) {
+        if (*s == '"')
+            buf[len++] = '"';
+        buf[len++] = *s;
+    }
+    buf[len++] = '"';
+    return len;
+}
+
 int tide_csv_write_row(FILE *f, const char *const *fields, int n)
 {
+    /* the row in memory, then one fwrite; a row too long for the buffer
+     * goes field by field */
+    char buf[4096];
+    size_t len = 0;
+    for (int i = 0; i < n && len != SIZE_MAX; i++) {
+        if (i)
+            len = len < sizeof buf ? (buf[len] = ',', len + 1) : SIZE_MAX;
+        len = tide_csv_put_field(buf, sizeof buf, len, fields[i]);
+    }
+    if (len < sizeof buf) {
+        buf[len++] = '\n';
+        return fwrite(buf, 1, len, f) == len ? 0 : -1;
+    }
     for (int i = 0; i < n; i++) {
         if (i && putc(',', f) == EOF)
             return -1;

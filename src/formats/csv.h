@@ -10,6 +10,7 @@
 #ifndef TIDE_SIM_CSV_H
 #define TIDE_SIM_CSV_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "tide/types.h"
@@ -87,5 +88,11 @@ int tide_csv_fail(const tide_csv_t *c, tide_error_t *err, int col, int code, con
  * Return 0, or -1 on a write error (errno set by stdio). */
 int tide_csv_write_field(FILE *f, const char *s);
 int tide_csv_write_row(FILE *f, const char *const *fields, int n);
+
+/* Append s (NULL = empty) as one CSV field, quoted as tide_csv_write_field
+ * quotes it, to buf[len..cap). Returns the new length, or SIZE_MAX when it
+ * does not fit or len is SIZE_MAX (so calls chain and the caller checks
+ * once); buf is not NUL-terminated. */
+size_t tide_csv_put_field(char *buf, size_t cap, size_t len, const char *s);
 
 #endif

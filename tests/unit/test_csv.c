@@ -288,6 +288,47 @@ static void test_file_and_writer(void **state)
     rmdir(dir);
 }
 
+/* The row writer (one buffer, one fwrite) writes what the field writer
+ * writes field by field, for short rows and for rows longer than its
+ * buffer; tide_csv_put_field refuses what does not fit. */
+static void test_row_matches_fields(void **state)
+{
+    (void)state;
+    static char big[9000];
+    memset(big, '"', sizeof big - 1); /* doubled when quoted: past any buffer */
+    const char *cases[][4] = {
+        {"a", "b,c", NULL, ""},   {"#x", " y", "z ", "q\"r"}, {"1", "2", "3", "4"},
+        {"multi\nline", "cr\rx", "-", "plain"}, {big, "after", big + 8000, "end"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        FILE *fa = open_memstream(&a, &na), *fb = open_memstream(&b, &nb);
+        assert_int_equal(tide_csv_write_row(fa, cases[k], 4), 0);
+        for (int i = 0; i < 4; i++) {
+            if (i)
+                fputc(',', fb);
+            assert_int_equal(tide_csv_write_field(fb, cases[k][i]), 0);
+        }
+        fputc('\n', fb);
+        fclose(fa);
+        fclose(fb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+        free(a);
+        free(b);
+    }
+    char buf[8];
+    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 0, "abc"), 3);
+    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 3, "de"), 5);
+    assert_memory_equal(buf, "abcde", 5);
+    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 5, "xyz!"), SIZE_MAX);
+    assert_int_equal(tide_csv_put_field(buf, sizeof buf, SIZE_MAX, "a"), SIZE_MAX);
+    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 0, "a,b"), 5);
+    assert_memory_equal(buf, "\"a,b\"", 5);
+    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 0, "a\"bc"), SIZE_MAX); /* 2n+2 > 8 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_recoverable),
         cmocka_unit_test(test_limits),     cmocka_unit_test(test_no_header),
         cmocka_unit_test(test_fail_message), cmocka_unit_test(test_file_and_writer),
+        cmocka_unit_test(test_row_matches_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
