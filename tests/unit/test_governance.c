@@ -752,6 +752,54 @@ static void test_usage_cells_margins(void **state)
     ef_free(f);
 }
 
+/* The bulk accessors behind the usage sampler give, bit for bit, what the
+ * per-cell accessors give, in the documented order; a bad index or a short
+ * buffer is refused. */
+static void test_gpu_s_all(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.reserve_gpus = 8;
+    ef_t *f = ef_new("2x8:h100,2x8:a100", &cfg);
+    int s = ef_service(f, "chat", 8, 100, 1, 60);
+    ef_tick(f, 0);
+    ef_demand(f, 10, s, 150);
+    tide_job_spec_t j1 = ef_job("j1", 2, 8, 8, 1, 20000);
+    ef_submit(f, 20, &j1);
+    ef_ticks(f, 3600, 60);
+    enum { NT = 2, TEAM_N = TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * NT };
+    double v[TEAM_N];
+    double nonzero = 0;
+    for (int i = 0; i < tide_engine_teams(f->e); i++) {
+        assert_int_equal(tide_engine_team_gpu_s_all(f->e, i, v, TEAM_N), TEAM_N);
+        int k = 0;
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            for (int st = 0; st < TIDE_S_COUNT; st++)
+                for (int r = 0; r < TIDE_T_COUNT; r++)
+                    for (int t = 0; t < NT; t++, k++) {
+                        double one = tide_engine_team_gpu_s(f->e, i, c, st, r, t);
+                        assert_memory_equal(&v[k], &one, sizeof one);
+                        nonzero += one;
+                    }
+    }
+    assert_int_equal(tide_engine_service_gpu_s_all(f->e, s, v, TEAM_N),
+                     TIDE_S_COUNT * TIDE_T_COUNT * NT);
+    for (int st = 0, k = 0; st < TIDE_S_COUNT; st++)
+        for (int r = 0; r < TIDE_T_COUNT; r++)
+            for (int t = 0; t < NT; t++, k++) {
+                double one = tide_engine_service_gpu_s(f->e, s, st, r, t);
+                assert_memory_equal(&v[k], &one, sizeof one);
+                nonzero += one;
+            }
+    assert_true(nonzero > 0);
+    assert_int_equal(tide_engine_team_gpu_s_all(f->e, -1, v, TEAM_N), -1);
+    assert_int_equal(tide_engine_team_gpu_s_all(f->e, tide_engine_teams(f->e), v, TEAM_N), -1);
+    assert_int_equal(tide_engine_team_gpu_s_all(f->e, 0, v, TEAM_N - 1), -1);
+    assert_int_equal(tide_engine_service_gpu_s_all(f->e, s + 1, v, TEAM_N), -1);
+    assert_int_equal(tide_engine_service_gpu_s_all(f->e, s, v, 3), -1);
+    ef_free(f);
+}
+
 /* GPUs that jobs tide does not manage hold (TIDE_EV_FOREIGN) are in the
  * cells as kind foreign / class none / state foreign, so that the cells add
  * up to the cluster's GPUs x the elapsed time, per GPU type too, while
@@ -822,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_lend_cap),
         cmocka_unit_test(test_fair_share_weights),
         cmocka_unit_test(test_usage_cells_margins),
+        cmocka_unit_test(test_gpu_s_all),
         cmocka_unit_test(test_usage_cells_foreign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
