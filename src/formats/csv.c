@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -483,51 +482,107 @@ int tide_csv_write_field(FILE *f, const char *s)
     return putc('"', f) == EOF ? -1 : 0;
 }
 
-size_t tide_csv_put_field(char *buf, size_t cap, size_t len, const char *s)
+/* ------------------------------------------------------------ row builder */
+
+/* Bytes that end the plain copy of a field: NUL and those that need quotes. */
+static const unsigned char stop_byte[256] = {[0] = 1, [','] = 1, ['"'] = 1, ['\r'] = 1,
+                                             ['\n'] = 1};
+
+void tide_csv_row_begin(tide_csv_row_t *r)
 {
-    if (len == SIZE_MAX)
-        return SIZE_MAX;
-    if (!s)
-        s = "";
-    size_t n;
-    if (!needs_quotes(s, &n)) {
-        if (n > cap - len)
-            return SIZE_MAX;
-        memcpy(buf + len, s, n);
-        return len + n;
+    r->p = r->inl;
+    r->cap = sizeof r->inl;
+    r->len = 0;
+    r->n = 0;
+}
+
+/* Room for `more` bytes after len. */
+static void row_room(tide_csv_row_t *r, size_t more)
+{
+    if (r->len + more <= r->cap)
+        return;
+    size_t cap = r->cap * 2 > r->len + more ? r->cap * 2 : r->len + more;
+    if (r->p == r->inl) {
+        r->p = tide_xmalloc(cap);
+        memcpy(r->p, r->inl, r->len);
+    } else {
+        r->p = tide_xrealloc(r->p, cap);
     }
-    if (2 * n + 2 > cap - len) /* the most it can take: every byte a '"' */
-        return SIZE_MAX;
-    buf[len++] = '"';
+    r->cap = cap;
+}
+
+/* The ',' before every field but the first. */
+static void row_sep(tide_csv_row_t *r, size_t more)
+{
+    row_room(r, more + 1);
+    if (r->n++)
+        r->p[r->len++] = ',';
+}
+
+void tide_csv_row_str(tide_csv_row_t *r, const char *s)
+{
+    row_sep(r, 32);
+    if (!s)
+        return;
+    /* copy until a byte that ends a plain field; most fields end at NUL */
+    size_t start = r->len;
+    const char *q = s;
+    for (;;) {
+        char *d = r->p + r->len, *end = r->p + r->cap;
+        while (d < end && !stop_byte[(unsigned char)*q])
+            *d++ = *q++;
+        r->len = (size_t)(d - r->p);
+        if (d < end)
+            break;
+        row_room(r, 32);
+    }
+    size_t n = r->len - start;
+    const char *f = r->p + start;
+    if (!*q && !(n > 0 && (f[0] == '#' || is_blank(f[0]) || is_blank(f[n - 1]))))
+        return;
+    /* quoted: every '"' doubled */
+    r->len = start;
+    row_room(r, 2 * strlen(s) + 2);
+    r->p[r->len++] = '"';
     for (; *s; s++) {
         if (*s == '"')
-            buf[len++] = '"';
-        buf[len++] = *s;
+            r->p[r->len++] = '"';
+        r->p[r->len++] = *s;
     }
-    buf[len++] = '"';
-    return len;
+    r->p[r->len++] = '"';
+}
+
+void tide_csv_row_i64(tide_csv_row_t *r, long long v)
+{
+    row_sep(r, 24);
+    r->len += (size_t)tide_fmt_i64(r->p + r->len, v);
+}
+
+void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec)
+{
+    /* %.*f of the largest doubles: 309 digits, a sign, a point, dec decimals */
+    enum { MAXF = 330 };
+    row_sep(r, MAXF);
+    int n = tide_fmt_fixed(r->p + r->len, MAXF, x, dec);
+    r->len += n > 0 ? (size_t)n : 0;
+}
+
+int tide_csv_row_end(tide_csv_row_t *r, FILE *f)
+{
+    row_room(r, 1);
+    r->p[r->len++] = '\n';
+    int rc = fwrite(r->p, 1, r->len, f) == r->len ? 0 : -1;
+    if (r->p != r->inl)
+        free(r->p);
+    tide_csv_row_begin(r);
+    return rc;
 }
 
 int tide_csv_write_row(FILE *f, const char *const *fields, int n)
 {
-    /* the row in memory, then one fwrite; a row too long for the buffer
-     * goes field by field */
-    char buf[4096];
-    size_t len = 0;
-    for (int i = 0; i < n && len != SIZE_MAX; i++) {
-        if (i)
-            len = len < sizeof buf ? (buf[len] = ',', len + 1) : SIZE_MAX;
-        len = tide_csv_put_field(buf, sizeof buf, len, fields[i]);
-    }
-    if (len < sizeof buf) {
-        buf[len++] = '\n';
-        return fwrite(buf, 1, len, f) == len ? 0 : -1;
-    }
-    for (int i = 0; i < n; i++) {
-        if (i && putc(',', f) == EOF)
-            return -1;
-        if (tide_csv_write_field(f, fields[i]) < 0)
-            return -1;
-    }
-    return putc('\n', f) == EOF ? -1 : 0;
+    tide_csv_row_t r;
+    tide_csv_row_begin(&r);
+    for (int i = 0; i < n; i++)
+        tide_csv_row_str(&r, fields[i]);
+    return tide_csv_row_end(&r, f);
 }

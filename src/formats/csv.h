@@ -89,10 +89,25 @@ int tide_csv_fail(const tide_csv_t *c, tide_error_t *err, int col, int code, con
 int tide_csv_write_field(FILE *f, const char *s);
 int tide_csv_write_row(FILE *f, const char *const *fields, int n);
 
-/* Append s (NULL = empty) as one CSV field, quoted as tide_csv_write_field
- * quotes it, to buf[len..cap). Returns the new length, or SIZE_MAX when it
- * does not fit or len is SIZE_MAX (so calls chain and the caller checks
- * once); buf is not NUL-terminated. */
-size_t tide_csv_put_field(char *buf, size_t cap, size_t len, const char *s);
+/* A row built in memory and written with one fwrite: fields are appended
+ * (tide_csv_row_str quotes as tide_csv_write_field does; numbers are written
+ * as printf's %lld and %.*f write them, without printf), tide_csv_row_end
+ * adds the '\n' and writes. Rows of any length (a long one moves to the
+ * heap, freed by tide_csv_row_end). A row must not be copied while in use
+ * (p may point into inl). */
+typedef struct tide_csv_row {
+    char *p;          /* inl or a heap copy */
+    size_t len, cap;
+    int n;            /* fields so far */
+    char inl[1024];
+} tide_csv_row_t;
+
+void tide_csv_row_begin(tide_csv_row_t *r);
+void tide_csv_row_str(tide_csv_row_t *r, const char *s); /* NULL = empty field */
+void tide_csv_row_i64(tide_csv_row_t *r, long long v);
+void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec); /* dec 0..6 */
+/* Write the row and '\n' to f; r is empty again (ready for the next row).
+ * Returns 0 or -1 on a write error. */
+int tide_csv_row_end(tide_csv_row_t *r, FILE *f);
 
 #endif

@@ -290,7 +290,7 @@ static void test_file_and_writer(void **state)
 
 /* The row writer (one buffer, one fwrite) writes what the field writer
  * writes field by field, for short rows and for rows longer than its
- * buffer; tide_csv_put_field refuses what does not fit. */
+ * buffer; the row builder's numbers are printf's. */
 static void test_row_matches_fields(void **state)
 {
     (void)state;
@@ -318,15 +318,32 @@ static void test_row_matches_fields(void **state)
         free(a);
         free(b);
     }
-    char buf[8];
-    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 0, "abc"), 3);
-    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 3, "de"), 5);
-    assert_memory_equal(buf, "abcde", 5);
-    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 5, "xyz!"), SIZE_MAX);
-    assert_int_equal(tide_csv_put_field(buf, sizeof buf, SIZE_MAX, "a"), SIZE_MAX);
-    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 0, "a,b"), 5);
-    assert_memory_equal(buf, "\"a,b\"", 5);
-    assert_int_equal(tide_csv_put_field(buf, sizeof buf, 0, "a\"bc"), SIZE_MAX); /* 2n+2 > 8 */
+    /* numbers as printf writes them, empty fields, a row past the inline
+     * buffer (moved to the heap) */
+    char *a = NULL;
+    size_t na = 0;
+    FILE *fa = open_memstream(&a, &na);
+    tide_csv_row_t r;
+    tide_csv_row_begin(&r);
+    tide_csv_row_i64(&r, -9223372036854775807LL - 1);
+    tide_csv_row_fixed(&r, 2.675, 2);
+    tide_csv_row_fixed(&r, -0.001, 2);
+    tide_csv_row_fixed(&r, 1e300, 1);
+    tide_csv_row_str(&r, NULL);
+    tide_csv_row_str(&r, "x y");
+    assert_int_equal(tide_csv_row_end(&r, fa), 0);
+    tide_csv_row_str(&r, big + 100); /* 8899 quotes */
+    tide_csv_row_i64(&r, 7);
+    assert_int_equal(tide_csv_row_end(&r, fa), 0);
+    fclose(fa);
+    char want[400];
+    int n = snprintf(want, sizeof want, "%lld,%.2f,%.2f,%.1f,,x y\n", -9223372036854775807LL - 1,
+                     2.675, -0.001, 1e300);
+    assert_true(na == (size_t)n + 2 * 8899 + 2 + 3);
+    assert_memory_equal(a, want, (size_t)n);
+    assert_int_equal(a[n], '"');
+    assert_memory_equal(a + na - 4, "\",7\n", 4);
+    free(a);
 }
 
 int main(void)
