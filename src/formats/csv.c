@@ -101,7 +101,8 @@ static int put(tide_csv_t *c, tide_error_t *err, int ch)
 {
     if (c->rowlen + 1 >= TIDE_CSV_MAX_RECORD)
         return fail_at(c, err, c->line, "record longer than %d bytes", TIDE_CSV_MAX_RECORD);
-    tide_grow((void **)&c->row, &c->rowcap, c->rowlen + 2, 1);
+    if (c->rowlen + 2 > c->rowcap)
+        tide_grow((void **)&c->row, &c->rowcap, c->rowlen + 2, 1);
     c->row[c->rowlen++] = (char)ch;
     return 0;
 }

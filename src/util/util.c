@@ -83,6 +83,17 @@ int tide_parse_double(const char *s, double *out)
 {
     if (!s || !*s)
         return -1;
+    /* the common case first: an integer of at most 15 digits is exact in a
+     * double, the value strtod gives */
+    const char *p = s + (*s == '-' || *s == '+');
+    unsigned long long u = 0;
+    int nd = 0;
+    for (; *p >= '0' && *p <= '9' && nd < 16; p++, nd++)
+        u = u * 10 + (unsigned)(*p - '0');
+    if (!*p && nd > 0 && nd <= 15) {
+        *out = *s == '-' ? -(double)u : (double)u;
+        return 0;
+    }
     char *end;
     errno = 0;
     double v = strtod(s, &end);

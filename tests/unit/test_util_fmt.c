@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/util.h"
@@ -123,6 +124,38 @@ static void test_fixed_limits(void **state)
     }
 }
 
+/* tide_parse_double's integer shortcut gives strtod's value to the bit
+ * (signs, -0, leading zeros, 15 and 16 digits) and refuses what it refused. */
+static void test_parse_integers(void **state)
+{
+    (void)state;
+    const char *ok[] = {"0", "-0", "+0", "7", "-7", "+42", "000123", "999999999999999",
+                        "-999999999999999", "1000000000000000", "9007199254740993",
+                        "12345678901234567890", "86400", "1.5", "-2e3"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        double v = 1, want = strtod(ok[i], NULL);
+        assert_int_equal(tide_parse_double(ok[i], &v), 0);
+        assert_memory_equal(&v, &want, sizeof v);
+    }
+    uint64_t s = 88172645463325252ULL;
+    for (int i = 0; i < 100000; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        char b[32];
+        unsigned long long n = (s % 10000000000000000ULL) >> (s >> 58);
+        snprintf(b, sizeof b, "%s%llu", s & 1 ? "-" : "", n);
+        double v, want = strtod(b, NULL);
+        assert_int_equal(tide_parse_double(b, &v), 0);
+        assert_memory_equal(&v, &want, sizeof v);
+    }
+    const char *bad[] = {"", "-", "+", "12a", "1 ", "--1", "+-1", "1e999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double v;
+        assert_int_equal(tide_parse_double(bad[i], &v), -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_fixed_random),
         cmocka_unit_test(test_i64_all_lengths),
         cmocka_unit_test(test_fixed_limits),
+        cmocka_unit_test(test_parse_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
