@@ -706,20 +706,30 @@ static void cell_add(void *ctx, const tide_usage_cell_t *c)
     x->n++;
 }
 
-static void test_usage_cells_margins(void **state)
+/* A two-type cluster after 2 h with a service (*svc) and two jobs. */
+static ef_t *two_types(int *svc)
 {
-    (void)state;
+    static tide_job_spec_t j1, j2; /* the engine may keep the pointers */
     tide_config_t cfg = ef_cfg("elastic");
     cfg.reserve_gpus = 8;
     ef_t *f = ef_new("2x8:h100,2x8:a100", &cfg);
     int s = ef_service(f, "chat", 8, 100, 1, 60);
     ef_tick(f, 0);
     ef_demand(f, 10, s, 150);
-    tide_job_spec_t j1 = ef_job("j1", 2, 8, 8, 1, 20000);
-    tide_job_spec_t j2 = ef_job("j2", 3, 16, 8, 1, 20000);
+    j1 = ef_job("j1", 2, 8, 8, 1, 20000);
+    j2 = ef_job("j2", 3, 16, 8, 1, 20000);
     ef_submit(f, 20, &j1);
     ef_submit(f, 30, &j2);
     ef_ticks(f, 7200, 60);
+    *svc = s;
+    return f;
+}
+
+static void test_usage_cells_margins(void **state)
+{
+    (void)state;
+    int s;
+    ef_t *f = two_types(&s);
     cells_t x;
     memset(&x, 0, sizeof x);
     tide_usage_cells(f->e, NULL, cell_add, &x);
@@ -758,15 +768,8 @@ static void test_usage_cells_margins(void **state)
 static void test_gpu_s_all(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.reserve_gpus = 8;
-    ef_t *f = ef_new("2x8:h100,2x8:a100", &cfg);
-    int s = ef_service(f, "chat", 8, 100, 1, 60);
-    ef_tick(f, 0);
-    ef_demand(f, 10, s, 150);
-    tide_job_spec_t j1 = ef_job("j1", 2, 8, 8, 1, 20000);
-    ef_submit(f, 20, &j1);
-    ef_ticks(f, 3600, 60);
+    int s;
+    ef_t *f = two_types(&s);
     enum { NT = 2, TEAM_N = TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * NT };
     double v[TEAM_N];
     double nonzero = 0;
