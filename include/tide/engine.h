@@ -594,6 +594,13 @@ double tide_engine_team_gpu_s(const tide_engine_t *e, int team, int cls, int sta
                               int type);
 double tide_engine_service_gpu_s(const tide_engine_t *e, int service, int state, int tier,
                                  int type);
+/* All of one team's (or one service's) cells at once, for samplers that
+ * read every cell: out[((cls x TIDE_S_COUNT + state) x TIDE_T_COUNT + tier) x
+ * types + type] (services: without cls), types = the cluster's GPU types.
+ * Returns the number of cells written, or -1 (bad index, or n smaller than
+ * that number; nothing written). */
+int tide_engine_team_gpu_s_all(const tide_engine_t *e, int team, double *out, size_t n);
+int tide_engine_service_gpu_s_all(const tide_engine_t *e, int service, double *out, size_t n);
 /* GPU-seconds so far that jobs tide does not manage held (class none, state
  * foreign; TIDE_EV_FOREIGN) by tier and GPU type. Out-of-range -> 0. */
 double tide_engine_foreign_gpu_s(const tide_engine_t *e, int tier, int type);

@@ -1324,6 +1324,31 @@ double tide_engine_foreign_gpu_s(const tide_engine_t *e, int tier, int type)
     return tide__lc_value(&e->foreign_cells[tier * e->n_types + type], e->now);
 }
 
+/* n lazy counters' values now into out (the same arithmetic as one by one). */
+static void lc_values(const lc_t *c, size_t n, tide_time_t now, double *out)
+{
+    for (size_t k = 0; k < n; k++)
+        out[k] = tide__lc_value(&c[k], now);
+}
+
+int tide_engine_team_gpu_s_all(const tide_engine_t *e, int ti, double *out, size_t n)
+{
+    size_t cells = (size_t)TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types;
+    if (ti < 0 || ti >= e->n_teams || n < cells)
+        return -1;
+    lc_values(e->teams[ti].cells, cells, e->now, out);
+    return (int)cells;
+}
+
+int tide_engine_service_gpu_s_all(const tide_engine_t *e, int s, double *out, size_t n)
+{
+    size_t cells = (size_t)TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types;
+    if (s < 0 || s >= e->n_svcs || n < cells)
+        return -1;
+    lc_values(e->svcs[s].cells, cells, e->now, out);
+    return (int)cells;
+}
+
 int tide_engine_type_gpus(const tide_engine_t *e, int type, int *reserve_gpus)
 {
     int n = 0, r = 0;

@@ -101,7 +101,8 @@ static int put(tide_csv_t *c, tide_error_t *err, int ch)
 {
     if (c->rowlen + 1 >= TIDE_CSV_MAX_RECORD)
         return fail_at(c, err, c->line, "record longer than %d bytes", TIDE_CSV_MAX_RECORD);
-    tide_grow((void **)&c->row, &c->rowcap, c->rowlen + 2, 1);
+    if (c->rowlen + 2 > c->rowcap)
+        tide_grow((void **)&c->row, &c->rowcap, c->rowlen + 2, 1);
     c->row[c->rowlen++] = (char)ch;
     return 0;
 }
@@ -452,17 +453,24 @@ const char *tide_csv_name(const tide_csv_t *c)
 
 /* ---------------------------------------------------------------- writer */
 
-int tide_csv_write_field(FILE *f, const char *s)
+/* Does s need quotes? *len gets its length. */
+static int needs_quotes(const char *s, size_t *len)
 {
-    if (!s)
-        s = "";
-    /* one pass: the length and whether a character needs quoting */
     size_t n = 0;
     int q = 0;
     for (const char *p = s; *p; p++, n++)
         q |= *p == ',' || *p == '"' || *p == '\r' || *p == '\n';
     q |= n > 0 && (s[0] == '#' || is_blank(s[0]) || is_blank(s[n - 1]));
-    if (!q)
+    *len = n;
+    return q;
+}
+
+int tide_csv_write_field(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    size_t n;
+    if (!needs_quotes(s, &n))
         return fwrite(s, 1, n, f) == n ? 0 : -1;
     if (putc('"', f) == EOF)
         return -1;
@@ -475,13 +483,107 @@ int tide_csv_write_field(FILE *f, const char *s)
     return putc('"', f) == EOF ? -1 : 0;
 }
 
+/* ------------------------------------------------------------ row builder */
+
+/* Bytes that end the plain copy of a field: NUL and those that need quotes. */
+static const unsigned char stop_byte[256] = {[0] = 1, [','] = 1, ['"'] = 1, ['\r'] = 1,
+                                             ['\n'] = 1};
+
+void tide_csv_row_begin(tide_csv_row_t *r)
+{
+    r->p = r->inl;
+    r->cap = sizeof r->inl;
+    r->len = 0;
+    r->n = 0;
+}
+
+/* Room for `more` bytes after len. */
+static void row_room(tide_csv_row_t *r, size_t more)
+{
+    if (r->len + more <= r->cap)
+        return;
+    size_t cap = r->cap * 2 > r->len + more ? r->cap * 2 : r->len + more;
+    if (r->p == r->inl) {
+        r->p = tide_xmalloc(cap);
+        memcpy(r->p, r->inl, r->len);
+    } else {
+        r->p = tide_xrealloc(r->p, cap);
+    }
+    r->cap = cap;
+}
+
+/* The ',' before every field but the first. */
+static void row_sep(tide_csv_row_t *r, size_t more)
+{
+    row_room(r, more + 1);
+    if (r->n++)
+        r->p[r->len++] = ',';
+}
+
+void tide_csv_row_str(tide_csv_row_t *r, const char *s)
+{
+    row_sep(r, 32);
+    if (!s)
+        return;
+    /* copy until a byte that ends a plain field; most fields end at NUL */
+    size_t start = r->len;
+    const char *q = s;
+    for (;;) {
+        char *d = r->p + r->len, *end = r->p + r->cap;
+        while (d < end && !stop_byte[(unsigned char)*q])
+            *d++ = *q++;
+        r->len = (size_t)(d - r->p);
+        if (d < end)
+            break;
+        row_room(r, 32);
+    }
+    size_t n = r->len - start;
+    const char *f = r->p + start;
+    if (!*q && !(n > 0 && (f[0] == '#' || is_blank(f[0]) || is_blank(f[n - 1]))))
+        return;
+    /* quoted: every '"' doubled */
+    r->len = start;
+    row_room(r, 2 * strlen(s) + 2);
+    r->p[r->len++] = '"';
+    for (; *s; s++) {
+        if (*s == '"')
+            r->p[r->len++] = '"';
+        r->p[r->len++] = *s;
+    }
+    r->p[r->len++] = '"';
+}
+
+void tide_csv_row_i64(tide_csv_row_t *r, long long v)
+{
+    row_sep(r, 24);
+    r->len += (size_t)tide_fmt_i64(r->p + r->len, v);
+}
+
+void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec)
+{
+    /* %.*f of the largest doubles: 309 digits, a sign, a point, dec decimals */
+    enum { MAXF = 330 };
+    row_sep(r, MAXF);
+    int n = tide_fmt_fixed(r->p + r->len, MAXF, x, dec);
+    r->len += n > 0 ? (size_t)n : 0;
+}
+
+int tide_csv_row_end(tide_csv_row_t *r, FILE *f)
+{
+    row_room(r, 1);
+    r->p[r->len++] = '\n';
+    int rc = fwrite(r->p, 1, r->len, f) == r->len ? 0 : -1;
+    if (r->p != r->inl)
+        free(r->p);
+    tide_csv_row_begin(r);
+    return rc;
+}
+
 int tide_csv_write_row(FILE *f, const char *const *fields, int n)
 {
-    for (int i = 0; i < n; i++) {
-        if (i && putc(',', f) == EOF)
-            return -1;
-        if (tide_csv_write_field(f, fields[i]) < 0)
-            return -1;
-    }
-    return putc('\n', f) == EOF ? -1 : 0;
+    tide_csv_row_t r;
+    tide_csv_row_begin(&r);
+    for (int i = 0; i < n; i++)
+        tide_csv_row_str(&r, fields[i]);
+    return tide_csv_row_end(&r, f);
 }

@@ -10,6 +10,7 @@
 #ifndef TIDE_SIM_CSV_H
 #define TIDE_SIM_CSV_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "tide/types.h"
@@ -87,5 +88,26 @@ int tide_csv_fail(const tide_csv_t *c, tide_error_t *err, int col, int code, con
  * Return 0, or -1 on a write error (errno set by stdio). */
 int tide_csv_write_field(FILE *f, const char *s);
 int tide_csv_write_row(FILE *f, const char *const *fields, int n);
+
+/* A row built in memory and written with one fwrite: fields are appended
+ * (tide_csv_row_str quotes as tide_csv_write_field does; numbers are written
+ * as printf's %lld and %.*f write them, without printf), tide_csv_row_end
+ * adds the '\n' and writes. Rows of any length (a long one moves to the
+ * heap, freed by tide_csv_row_end). A row must not be copied while in use
+ * (p may point into inl). */
+typedef struct tide_csv_row {
+    char *p;          /* inl or a heap copy */
+    size_t len, cap;
+    int n;            /* fields so far */
+    char inl[1024];
+} tide_csv_row_t;
+
+void tide_csv_row_begin(tide_csv_row_t *r);
+void tide_csv_row_str(tide_csv_row_t *r, const char *s); /* NULL = empty field */
+void tide_csv_row_i64(tide_csv_row_t *r, long long v);
+void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec); /* dec 0..6 */
+/* Write the row and '\n' to f; r is empty again (ready for the next row).
+ * Returns 0 or -1 on a write error. */
+int tide_csv_row_end(tide_csv_row_t *r, FILE *f);
 
 #endif

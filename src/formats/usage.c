@@ -38,6 +38,9 @@ struct tide_usage {
     char path[4096], tpath[4096], spath[4096];
     pstate_t *ps;
     size_t n_ps, cap_ps;
+    char tname[TIDE_MAX_GPU_TYPES][TIDE_MAX_TYPE_NAME + 16]; /* GPU type names */
+    double *vals;              /* the sampler's scratch (walk_t.v) */
+    size_t capvals;
     int failed;
 };
 
@@ -71,6 +74,8 @@ tide_usage_t *tide_usage_open(const char *dir, const tide_governance_t *g, tide_
         free(u);
         return NULL;
     }
+    for (int k = 0; k < TIDE_MAX_GPU_TYPES; k++)
+        tide_governance_type_name(g, k, u->tname[k], sizeof u->tname[k]);
     fputs("policy,time_s,owner,kind,class,state,tier,gpu_type,gpu_s,cost\n", u->f);
     fputs("policy,time_s,team,weight,quota_gpus,used_gpus,borrowed_gpus,usage_gpu_s\n", u->ft);
     fputs("policy,service,gpus_per_replica,min_replicas,max_replicas\n", u->fs);
@@ -116,19 +121,22 @@ static void emit(tide_usage_t *u, const pstate_t *p, const char *owner, int kind
     if (d == 0)
         return;
     *w += d;
-    char tname[TIDE_MAX_TYPE_NAME + 16];
-    tide_governance_type_name(u->g, type, tname, sizeof tname);
     double price = tide_governance_price(u->g, type, tide_cost_category(kind, state, tier));
     double cost = d / 3600.0 * price;
-    /* numbers formatted without printf (the same bytes: tide_fmt_*), the
-     * names are plain identifiers that CSV writes as they are */
-    char ts[24], dv[400], cv[400];
-    tide_fmt_i64(ts, (long long)p->t);
-    tide_fmt_fixed(dv, sizeof dv, d, 3);
-    tide_fmt_fixed(cv, sizeof cv, cost == 0 ? 0.0 : cost, 4);
-    const char *row[] = {p->policy, ts, owner, tide_owner_kind_name(kind), tide_class_name(cls),
-                         tide_state_name(state), tide_tier_name(tier), tname, dv, cv};
-    tide_csv_write_row(u->f, row, (int)(sizeof row / sizeof *row));
+    /* numbers formatted without printf (the same bytes: tide_csv_row_*) */
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
+    tide_csv_row_str(&row, p->policy);
+    tide_csv_row_i64(&row, (long long)p->t);
+    tide_csv_row_str(&row, owner);
+    tide_csv_row_str(&row, tide_owner_kind_name(kind));
+    tide_csv_row_str(&row, tide_class_name(cls));
+    tide_csv_row_str(&row, tide_state_name(state));
+    tide_csv_row_str(&row, tide_tier_name(tier));
+    tide_csv_row_str(&row, u->tname[type]);
+    tide_csv_row_fixed(&row, d, 3);
+    tide_csv_row_fixed(&row, cost == 0 ? 0.0 : cost, 4);
+    tide_csv_row_end(&row, u->f);
 }
 
 static int count_types(const tide_engine_t *e)
@@ -137,6 +145,19 @@ static int count_types(const tide_engine_t *e)
     while (n < TIDE_MAX_GPU_TYPES && tide_engine_type_gpus(e, n, NULL) > 0)
         n++;
     return n;
+}
+
+/* The keys of cell k of an owner in usage order (type fastest, nt GPU
+ * types) into x; x->kind says whether the class is part of k (teams) or
+ * inference. */
+static void cell_keys(tide_usage_cell_t *x, size_t k, int nt)
+{
+    x->type = (int)(k % (size_t)nt);
+    k /= (size_t)nt;
+    x->tier = (int)(k % TIDE_T_COUNT);
+    k /= TIDE_T_COUNT;
+    x->state = (int)(k % TIDE_S_COUNT);
+    x->cls = x->kind == TIDE_OWNER_TEAM ? (int)(k / TIDE_S_COUNT) : TIDE_C_INFERENCE;
 }
 
 static void write_meta(tide_usage_t *u, pstate_t *p, const tide_engine_t *e)
@@ -203,73 +224,135 @@ static void idle_split(const tide_engine_t *e, const tide_stats_t *st, int nt,
     }
 }
 
+/* One owner's (team's or service's) cells now into v[0..n), in usage order
+ * (type fastest): the engine's bulk accessor, or cell by cell when its
+ * layout differs (a GPU type without GPUs). */
+static void owner_values(const tide_engine_t *e, int kind, int i, int nt, double *v, size_t n)
+{
+    int got = kind == TIDE_OWNER_TEAM ? tide_engine_team_gpu_s_all(e, i, v, n)
+                                      : tide_engine_service_gpu_s_all(e, i, v, n);
+    if (got == (int)n)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        tide_usage_cell_t x = {.kind = kind};
+        cell_keys(&x, k, nt);
+        v[k] = kind == TIDE_OWNER_TEAM
+                   ? tide_engine_team_gpu_s(e, i, x.cls, x.state, x.tier, x.type)
+                   : tide_engine_service_gpu_s(e, i, x.state, x.tier, x.type);
+    }
+}
+
+/* A walk over an engine's cells, shared by tide_usage_cells and the
+ * sampler: per owner its values (owner_fn), then the idle and foreign cells
+ * (which need the owners' sums per type). */
+typedef struct walk {
+    const tide_engine_t *e;
+    int nt;
+    double *v;                 /* scratch: one owner's values */
+    size_t cap;
+    void (*owner_fn)(void *ctx, int kind, int index, const char *owner, const double *v,
+                     size_t n);
+    void *ctx;
+    double idle[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+    double foreign[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
+} walk_t;
+
+/* Values of one owner to owner_fn; its GPU-seconds into the sums per type. */
+static void walk_owner(walk_t *w, int kind, int i, const char *owner, double *alloc_type,
+                       double *svc_a)
+{
+    size_t nt = (size_t)w->nt, n = (kind == TIDE_OWNER_TEAM ? NCELL : SVC_NCELL) * nt;
+    tide_grow((void **)&w->v, &w->cap, n, sizeof *w->v);
+    owner_values(w->e, kind, i, w->nt, w->v, n);
+    if (nt > 1) /* the sums only split idle time between types */
+        for (size_t c = 0, k = 0; c < n / nt; c++)
+            for (size_t type = 0; type < nt; type++, k++) {
+                alloc_type[type] += w->v[k];
+                if (svc_a && c % TIDE_T_COUNT == TIDE_T_A)
+                    svc_a[type] += w->v[k];
+            }
+    w->owner_fn(w->ctx, kind, i, owner, w->v, n);
+}
+
+static void walk(walk_t *w, const tide_stats_t *st)
+{
+    const tide_engine_t *e = w->e;
+    int nt = w->nt;
+    double alloc_type[TIDE_MAX_GPU_TYPES] = {0};
+    double svc_a[TIDE_MAX_GPU_TYPES] = {0}; /* replica GPU-seconds on Tier A per type */
+    for (int i = 0; i < tide_engine_teams(e); i++) {
+        tide_team_stats_t ts;
+        if (tide_engine_team(e, i, &ts) == 0 && ts.team)
+            walk_owner(w, TIDE_OWNER_TEAM, i, ts.team, alloc_type, NULL);
+    }
+    for (int i = 0; i < tide_engine_services(e); i++) {
+        const tide_service_spec_t *sp = tide_engine_service(e, i);
+        if (sp)
+            walk_owner(w, TIDE_OWNER_SERVICE, i, sp->name, alloc_type, svc_a);
+    }
+    /* GPUs that jobs tide does not manage held: neither idle nor tide's */
+    for (int r = 0; r < TIDE_T_COUNT; r++)
+        for (int k = 0; k < nt; k++)
+            alloc_type[k] += w->foreign[r][k] = tide_engine_foreign_gpu_s(e, r, k);
+    idle_split(e, st, nt, alloc_type, svc_a, w->idle);
+}
+
+typedef struct cells_ctx {
+    const tide_governance_t *g;
+    tide_usage_cell_fn fn;
+    void *ctx;
+    int nt;
+} cells_ctx_t;
+
+static double cell_cost(const tide_governance_t *g, const tide_usage_cell_t *x)
+{
+    if (x->kind == TIDE_OWNER_FOREIGN)
+        return 0; /* tide does not price what it does not run */
+    return x->gpu_s / 3600.0 *
+           tide_governance_price(g, x->type, tide_cost_category(x->kind, x->state, x->tier));
+}
+
+static void cells_owner(void *ctx, int kind, int index, const char *owner, const double *v,
+                        size_t n)
+{
+    cells_ctx_t *c = ctx;
+    tide_usage_cell_t x = {.kind = kind, .index = index, .owner = owner};
+    for (size_t k = 0; k < n; k++) {
+        cell_keys(&x, k, c->nt);
+        x.gpu_s = v[k];
+        x.cost = cell_cost(c->g, &x);
+        c->fn(c->ctx, &x);
+    }
+}
+
+/* The idle cells (by tier, type), then the foreign ones, to fn. */
+static void tail_cells(const walk_t *w, const tide_governance_t *g, tide_usage_cell_fn fn,
+                       void *ctx)
+{
+    static const int kinds[2] = {TIDE_OWNER_IDLE, TIDE_OWNER_FOREIGN};
+    static const int states[2] = {TIDE_S_IDLE, TIDE_S_FOREIGN};
+    for (int j = 0; j < 2; j++) {
+        tide_usage_cell_t x = {.kind = kinds[j], .index = -1, .owner = "-",
+                               .cls = TIDE_C_NONE, .state = states[j]};
+        for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
+            for (x.type = 0; x.type < w->nt; x.type++) {
+                x.gpu_s = j == 0 ? w->idle[x.tier][x.type] : w->foreign[x.tier][x.type];
+                x.cost = cell_cost(g, &x);
+                fn(ctx, &x);
+            }
+    }
+}
+
 void tide_usage_cells(const tide_engine_t *e, const tide_governance_t *g, tide_usage_cell_fn fn,
                       void *ctx)
 {
     tide_stats_t st;
     tide_engine_stats(e, &st);
-    int nt = count_types(e);
-    double alloc_type[TIDE_MAX_GPU_TYPES] = {0};
-    double svc_a[TIDE_MAX_GPU_TYPES] = {0}; /* replica GPU-seconds on Tier A per type */
-    tide_usage_cell_t x;
-    for (int i = 0; i < tide_engine_teams(e); i++) {
-        tide_team_stats_t ts;
-        if (tide_engine_team(e, i, &ts) != 0 || !ts.team)
-            continue;
-        x = (tide_usage_cell_t){.kind = TIDE_OWNER_TEAM, .index = i, .owner = ts.team};
-        for (x.cls = 0; x.cls < TIDE_C_COUNT; x.cls++)
-            for (x.state = 0; x.state < TIDE_S_COUNT; x.state++)
-                for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
-                    for (x.type = 0; x.type < nt; x.type++) {
-                        x.gpu_s = tide_engine_team_gpu_s(e, i, x.cls, x.state, x.tier, x.type);
-                        alloc_type[x.type] += x.gpu_s;
-                        x.cost = x.gpu_s / 3600.0 *
-                                 tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
-                        fn(ctx, &x);
-                    }
-    }
-    for (int i = 0; i < tide_engine_services(e); i++) {
-        const tide_service_spec_t *sp = tide_engine_service(e, i);
-        if (!sp)
-            continue;
-        x = (tide_usage_cell_t){.kind = TIDE_OWNER_SERVICE, .index = i, .owner = sp->name,
-                                .cls = TIDE_C_INFERENCE};
-        for (x.state = 0; x.state < TIDE_S_COUNT; x.state++)
-            for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
-                for (x.type = 0; x.type < nt; x.type++) {
-                    x.gpu_s = tide_engine_service_gpu_s(e, i, x.state, x.tier, x.type);
-                    alloc_type[x.type] += x.gpu_s;
-                    if (x.tier == TIDE_T_A)
-                        svc_a[x.type] += x.gpu_s;
-                    x.cost = x.gpu_s / 3600.0 *
-                             tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
-                    fn(ctx, &x);
-                }
-    }
-    /* GPUs that jobs tide does not manage held: neither idle nor tide's */
-    double foreign[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
-    for (int r = 0; r < TIDE_T_COUNT; r++)
-        for (int k = 0; k < nt; k++)
-            alloc_type[k] += foreign[r][k] = tide_engine_foreign_gpu_s(e, r, k);
-    double cell[TIDE_T_COUNT][TIDE_MAX_GPU_TYPES];
-    idle_split(e, &st, nt, alloc_type, svc_a, cell);
-    x = (tide_usage_cell_t){.kind = TIDE_OWNER_IDLE, .index = -1, .owner = "-",
-                            .cls = TIDE_C_NONE, .state = TIDE_S_IDLE};
-    for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
-        for (x.type = 0; x.type < nt; x.type++) {
-            x.gpu_s = cell[x.tier][x.type];
-            x.cost = x.gpu_s / 3600.0 *
-                     tide_governance_price(g, x.type, tide_cost_category(x.kind, x.state, x.tier));
-            fn(ctx, &x);
-        }
-    x = (tide_usage_cell_t){.kind = TIDE_OWNER_FOREIGN, .index = -1, .owner = "-",
-                            .cls = TIDE_C_NONE, .state = TIDE_S_FOREIGN};
-    for (x.tier = 0; x.tier < TIDE_T_COUNT; x.tier++)
-        for (x.type = 0; x.type < nt; x.type++) {
-            x.gpu_s = foreign[x.tier][x.type];
-            x.cost = 0; /* tide does not price what it does not run */
-            fn(ctx, &x);
-        }
+    cells_ctx_t c = {g, fn, ctx, count_types(e)};
+    walk_t w = {.e = e, .nt = c.nt, .owner_fn = cells_owner, .ctx = &c};
+    walk(&w, &st);
+    free(w.v);
+    tail_cells(&w, g, fn, ctx);
 }
 
 /* ----------------------------------------------------------------- sample */
@@ -298,27 +381,68 @@ static void ps_fit(pstate_t *p, const tide_engine_t *e, int nt)
 typedef struct sample_ctx {
     tide_usage_t *u;
     pstate_t *p;
-    int nt;
 } sample_ctx_t;
 
-/* One cell: the row for what it gained since the previous sample. */
-static void sample_cell(void *ctx, const tide_usage_cell_t *c)
+/* One owner's rows: only the cells that moved since the previous sample (a
+ * cell within EPS_GPU_S of what was written gives no row: emit's test, done
+ * first so that the others cost one comparison). */
+static void sample_owner(void *ctx, int kind, int index, const char *owner, const double *v,
+                         size_t n)
 {
     sample_ctx_t *s = ctx;
     pstate_t *p = s->p;
-    size_t nt = (size_t)s->nt;
-    double *w;
-    if (c->kind == TIDE_OWNER_TEAM)
-        w = p->team + (size_t)c->index * NCELL * nt +
-            ((size_t)(c->cls * TIDE_S_COUNT + c->state) * TIDE_T_COUNT + c->tier) * nt + c->type;
-    else if (c->kind == TIDE_OWNER_SERVICE)
-        w = p->svc + (size_t)c->index * SVC_NCELL * nt +
-            (size_t)(c->state * TIDE_T_COUNT + c->tier) * nt + c->type;
-    else if (c->kind == TIDE_OWNER_FOREIGN)
-        w = &p->foreign[c->tier][c->type];
-    else
-        w = &p->idle[c->tier][c->type];
+    double *w = kind == TIDE_OWNER_TEAM ? p->team + (size_t)index * n : p->svc + (size_t)index * n;
+    for (size_t k = 0; k < n; k++) {
+        if (fabs(v[k] - w[k]) < EPS_GPU_S)
+            continue;
+        tide_usage_cell_t x = {.kind = kind};
+        cell_keys(&x, k, p->n_types);
+        emit(s->u, p, owner, kind, x.cls, x.state, x.tier, x.type, v[k], &w[k]);
+    }
+}
+
+/* The idle and foreign cells' rows. */
+static void sample_tail(void *ctx, const tide_usage_cell_t *c)
+{
+    sample_ctx_t *s = ctx;
+    pstate_t *p = s->p;
+    double *w = c->kind == TIDE_OWNER_FOREIGN ? &p->foreign[c->tier][c->type]
+                                              : &p->idle[c->tier][c->type];
     emit(s->u, p, c->owner, c->kind, c->cls, c->state, c->tier, c->type, c->gpu_s, w);
+}
+
+/* %g of x (usage_teams.csv's weight): integers below 1e6 directly (what %g
+ * prints for them), anything else through snprintf. */
+static void fmt_g(char *buf, size_t n, double x)
+{
+    if (x == floor(x) && fabs(x) < 1e6 && !(x == 0 && signbit(x)))
+        tide_fmt_i64(buf, (long long)x);
+    else
+        snprintf(buf, n, "%g", x);
+}
+
+/* usage_teams.csv: the teams' governance state at t. */
+static void sample_teams(tide_usage_t *u, const pstate_t *p, tide_time_t t,
+                         const tide_engine_t *e)
+{
+    char wt[64];
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
+    for (int i = 0; i < tide_engine_teams(e); i++) {
+        tide_team_info_t ti;
+        if (tide_engine_team_info(e, i, &ti) != 0 || !ti.team)
+            continue;
+        fmt_g(wt, sizeof wt, ti.weight);
+        tide_csv_row_str(&row, p->policy);
+        tide_csv_row_i64(&row, (long long)t);
+        tide_csv_row_str(&row, ti.team);
+        tide_csv_row_str(&row, wt);
+        tide_csv_row_i64(&row, ti.quota_gpus);
+        tide_csv_row_i64(&row, ti.used_gpus);
+        tide_csv_row_i64(&row, ti.borrowed_gpus);
+        tide_csv_row_fixed(&row, ti.usage, 1);
+        tide_csv_row_end(&row, u->ft);
+    }
 }
 
 int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
@@ -329,27 +453,21 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
     tide_stats_t st;
     tide_engine_stats(e, &st);
     pstate_t *p = ps_get(u, policy);
-    if (p->e != e || t < p->t)
+    if (p->e != e || t < p->t) {
         ps_reset(p, e, st.start);
-    int nt = count_types(e);
-    p->n_types = nt;
+        p->n_types = count_types(e); /* an engine's GPU types do not change */
+    }
     if (!p->meta_written)
         write_meta(u, p, e);
-    ps_fit(p, e, nt);
-    sample_ctx_t sc = {u, p, nt};
-    tide_usage_cells(e, u->g, sample_cell, &sc);
-
-    /* the teams' governance state now */
-    for (int i = 0; i < tide_engine_teams(e); i++) {
-        tide_team_info_t ti;
-        if (tide_engine_team_info(e, i, &ti) != 0 || !ti.team)
-            continue;
-        tide_csv_write_field(u->ft, p->policy);
-        fprintf(u->ft, ",%lld,", (long long)t);
-        tide_csv_write_field(u->ft, ti.team);
-        fprintf(u->ft, ",%g,%d,%d,%d,%.1f\n", ti.weight, ti.quota_gpus, ti.used_gpus,
-                ti.borrowed_gpus, ti.usage);
-    }
+    ps_fit(p, e, p->n_types);
+    sample_ctx_t sc = {u, p};
+    walk_t w = {.e = e, .nt = p->n_types, .v = u->vals, .cap = u->capvals,
+                .owner_fn = sample_owner, .ctx = &sc};
+    walk(&w, &st);
+    u->vals = w.v;
+    u->capvals = w.cap;
+    tail_cells(&w, u->g, sample_tail, &sc);
+    sample_teams(u, p, t, e);
     p->t = t;
     if (ferror(u->f) || ferror(u->ft) || ferror(u->fs))
         u->failed = 1;
@@ -383,6 +501,7 @@ int tide_usage_close(tide_usage_t *u, tide_error_t *err)
         free(u->ps[i].svc);
     }
     free(u->ps);
+    free(u->vals);
     free(u);
     return rc;
 }

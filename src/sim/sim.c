@@ -121,10 +121,16 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_POWER_CAP] = F_GPUS | F_VALUE,
 };
 
-/* One events.csv row; numeric fields are preformatted ("" = empty). */
+/* One events.csv row: names (NULL = empty) and the numbers that are set
+ * (has: E_* bits; the others are empty). The value column is value with 2
+ * decimals (E_VALUE) or value_i (E_VALUE_INT: a submission's duration). */
+enum { E_REPLICA = 1, E_LEASE = 2, E_GPUS = 4, E_WIDTH = 8, E_DEADLINE = 16, E_VALUE = 32,
+       E_VALUE_INT = 64 };
 typedef struct evrow {
     const char *kind, *job, *service, *reason;
-    char replica[16], lease[16], gpus[16], width[16], deadline[24], value[32];
+    unsigned has;
+    long long replica, lease, gpus, width, deadline, value_i;
+    double value;
 } evrow_t;
 
 static void evrow_init(evrow_t *r, const char *kind)
@@ -147,16 +153,39 @@ static const char *service_name(const tide_engine_t *e, int32_t s)
     return sp ? sp->name : NULL;
 }
 
+/* A number column: the value if its bit is set, else empty. */
+static void ev_num(tide_csv_row_t *row, const evrow_t *r, unsigned bit, long long v)
+{
+    if (r->has & bit)
+        tide_csv_row_i64(row, v);
+    else
+        tide_csv_row_str(row, NULL);
+}
+
 static void evrow_write(FILE *f, const char *policy, tide_time_t t, const evrow_t *r)
 {
     if (!f) /* events.csv not asked for (--outputs) */
         return;
-    char ts[24];
-    tide_fmt_i64(ts, (long long)t);
-    const char *fields[12] = {policy,     ts,       r->kind,  r->job,    r->service,
-                              r->replica, r->lease, r->gpus,  r->width,  r->reason,
-                              r->deadline, r->value};
-    tide_csv_write_row(f, fields, 12);
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
+    tide_csv_row_str(&row, policy);
+    tide_csv_row_i64(&row, (long long)t);
+    tide_csv_row_str(&row, r->kind);
+    tide_csv_row_str(&row, r->job);
+    tide_csv_row_str(&row, r->service);
+    ev_num(&row, r, E_REPLICA, r->replica);
+    ev_num(&row, r, E_LEASE, r->lease);
+    ev_num(&row, r, E_GPUS, r->gpus);
+    ev_num(&row, r, E_WIDTH, r->width);
+    tide_csv_row_str(&row, r->reason);
+    ev_num(&row, r, E_DEADLINE, r->deadline);
+    if (r->has & E_VALUE_INT)
+        tide_csv_row_i64(&row, r->value_i);
+    else if (r->has & E_VALUE)
+        tide_csv_row_fixed(&row, r->value, 2);
+    else
+        tide_csv_row_str(&row, NULL);
+    tide_csv_row_end(&row, f);
 }
 
 static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
@@ -167,20 +196,19 @@ static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_
     unsigned fl = a->kind >= 0 && a->kind < TIDE_ACT_KIND_COUNT ? act_fields[a->kind] : 0;
     r.job = job_id(e, a->job);
     r.service = service_name(e, a->service);
-    if (a->replica >= 0)
-        tide_fmt_i64(r.replica, (int)a->replica);
-    if (a->lease >= 0)
-        tide_fmt_i64(r.lease, (int)a->lease);
-    if (fl & F_GPUS)
-        tide_fmt_i64(r.gpus, a->n_gpus);
-    if (fl & F_WIDTH)
-        tide_fmt_i64(r.width, a->width);
+    r.replica = (int)a->replica;
+    r.lease = (int)a->lease;
+    r.gpus = a->n_gpus;
+    r.width = a->width;
+    r.deadline = (long long)a->deadline;
+    r.value = a->value;
+    r.has = (a->replica >= 0 ? E_REPLICA : 0) | (a->lease >= 0 ? E_LEASE : 0) |
+            (fl & F_GPUS ? E_GPUS : 0) | (fl & F_WIDTH ? E_WIDTH : 0) |
+            (fl & F_VALUE ? E_VALUE : 0);
     if (a->reason != TIDE_R_NONE)
         r.reason = tide_reason_name(a->reason);
     if ((fl & F_DEADLINE) && a->deadline > 0 && a->deadline != TIDE_TIME_NEVER)
-        tide_fmt_i64(r.deadline, (long long)a->deadline);
-    if (fl & F_VALUE)
-        tide_fmt_fixed(r.value, sizeof r.value, a->value, 2);
+        r.has |= E_DEADLINE;
     evrow_write(f, policy, t, &r);
 }
 
@@ -193,18 +221,21 @@ static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_eng
     switch (ev->kind) {
     case TIDE_EV_JOB_SUBMIT:
         r.job = ev->job_spec->id;
-        tide_fmt_i64(r.gpus, ev->job_spec->gpus);
-        tide_fmt_i64(r.value, (long long)ev->job_spec->duration_s);
+        r.gpus = ev->job_spec->gpus;
+        r.value_i = (long long)ev->job_spec->duration_s;
+        r.has = E_GPUS | E_VALUE_INT;
         break;
     case TIDE_EV_CKPT_COMMITTED:
     case TIDE_EV_JOB_FINISHED:
     case TIDE_EV_JOB_EXPIRED:
         r.job = job_id(e, ev->job);
-        tide_fmt_fixed(r.value, sizeof r.value, ev->value, 2);
+        r.value = ev->value;
+        r.has = E_VALUE;
         break;
     case TIDE_EV_REPLICA_READY:
         r.service = service_name(e, ev->service);
-        tide_fmt_i64(r.replica, (int)ev->replica);
+        r.replica = (int)ev->replica;
+        r.has = E_REPLICA;
         break;
     default:
         return 0;
@@ -366,6 +397,7 @@ typedef struct run {
     double *pw_max, *pw_now;
     size_t pw_nb, pw_cap;
     int pw_nd;
+    int pw_budgeted;             /* some domain has a budget (fixed for the run) */
     tide_time_t pw_step;
 } run_t;
 
@@ -483,7 +515,7 @@ static void power_sample(run_t *r, tide_time_t t)
     size_t b = t > 0 ? (size_t)(t / r->pw_step) : 0;
     /* without budgets one sample per bucket (the series is for the chart);
      * with them every step (what the budget is held to) */
-    if (b < r->pw_nb && !tide_cluster_power_budgeted(r->o->cluster))
+    if (b < r->pw_nb && !r->pw_budgeted)
         return;
     if (b >= r->pw_nb) {
         size_t old = r->pw_nb;
@@ -696,15 +728,6 @@ static void rebook_losses(run_t *r)
 /* No "-0.00" from rounding. */
 static double nz(double v) { return fabs(v) < 0.005 ? 0.0 : v; }
 
-/* ",x" with dec decimals, as fprintf(",%.*f") writes it (without printf). */
-static void put_num(FILE *f, double x, int dec)
-{
-    char b[400];
-    b[0] = ',';
-    int n = tide_fmt_fixed(b + 1, sizeof b - 1, x, dec);
-    fwrite(b, 1, (size_t)n + 1, f);
-}
-
 /* Write the buffered rows of this policy (losses booked back first). */
 static void timeline_flush(run_t *r)
 {
@@ -715,34 +738,36 @@ static void timeline_flush(run_t *r)
     }
     rebook_losses(r);
     size_t ns = r->o->n_services;
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
     for (size_t i = 0; i < r->nrows; i++) {
         const tlrow_t *x = &r->rows_v[i];
         double dt = (double)(x->t1 - x->t0);
-        tide_csv_write_field(f, r->policy);
-        put_num(f, (double)x->t0, 0);
+        tide_csv_row_str(&row, r->policy);
+        tide_csv_row_fixed(&row, (double)x->t0, 0);
         for (int k = 0; k < SIM_STATES; k++)
-            put_num(f, nz(x->state[k] / dt), 2);
+            tide_csv_row_fixed(&row, nz(x->state[k] / dt), 2);
         for (int c = TIDE_C_INFERENCE; c <= TIDE_C_P3; c++)
-            put_num(f, x->cls[c] / dt, 2);
-        put_num(f, x->demand_rps, 2);
-        put_num(f, x->ready_rps, 2);
-        put_num(f, x->queue_jobs, 0);
-        put_num(f, x->queue_gpus, 0);
-        put_num(f, x->running_jobs, 0);
-        put_num(f, x->leased / dt, 2);
-        put_num(f, x->tier_a / dt, 2);
-        put_num(f, x->storage_gb / dt, 2);
+            tide_csv_row_fixed(&row, x->cls[c] / dt, 2);
+        tide_csv_row_fixed(&row, x->demand_rps, 2);
+        tide_csv_row_fixed(&row, x->ready_rps, 2);
+        tide_csv_row_fixed(&row, x->queue_jobs, 0);
+        tide_csv_row_fixed(&row, x->queue_gpus, 0);
+        tide_csv_row_fixed(&row, x->running_jobs, 0);
+        tide_csv_row_fixed(&row, x->leased / dt, 2);
+        tide_csv_row_fixed(&row, x->tier_a / dt, 2);
+        tide_csv_row_fixed(&row, x->storage_gb / dt, 2);
         const double *fc = r->fc_rows ? r->fc_rows + i * ns * FC_COLS : NULL;
         double sum[2] = {0, 0};
         for (size_t sv = 0; fc && sv < ns; sv++) {
             sum[0] += fc[sv * FC_COLS];
             sum[1] += fc[sv * FC_COLS + 1];
         }
-        put_num(f, sum[0], 2);
-        put_num(f, sum[1], 2);
+        tide_csv_row_fixed(&row, sum[0], 2);
+        tide_csv_row_fixed(&row, sum[1], 2);
         for (size_t k = 0; k < ns * FC_COLS; k++)
-            put_num(f, fc ? fc[k] : 0.0, k % FC_COLS == 2 ? 4 : 2);
-        fputc('\n', f);
+            tide_csv_row_fixed(&row, fc ? fc[k] : 0.0, k % FC_COLS == 2 ? 4 : 2);
+        tide_csv_row_end(&row, f);
     }
     r->nrows = 0;
 }
@@ -925,12 +950,11 @@ static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job
     evrow_init(&row, kind);
     row.job = job;
     row.service = service;
-    if (gpus >= 0)
-        snprintf(row.gpus, sizeof row.gpus, "%d", gpus);
-    if (deadline >= 0)
-        snprintf(row.deadline, sizeof row.deadline, "%lld", (long long)deadline);
-    if (has_value)
-        snprintf(row.value, sizeof row.value, "%.2f", value);
+    row.gpus = gpus;
+    row.deadline = (long long)deadline;
+    row.value = value;
+    row.has = (gpus >= 0 ? E_GPUS : 0) | (deadline >= 0 ? E_DEADLINE : 0) |
+              (has_value ? E_VALUE : 0);
     evrow_write(r->evf, r->policy, t, &row);
     r->rows++;
 }
@@ -2046,6 +2070,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     }
     tide_actions_init(&r->acts);
     r->pw_nd = tide_cluster_power_domains(o->cluster);
+    r->pw_budgeted = tide_cluster_power_budgeted(o->cluster);
     r->pw_now = tide_xcalloc((size_t)r->pw_nd + 1, sizeof *r->pw_now);
     r->w = tide_world_create(r->e);
     r->lat = latency_create(o);

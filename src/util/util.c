@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,17 @@ int tide_parse_double(const char *s, double *out)
 {
     if (!s || !*s)
         return -1;
+    /* the common case first: an integer of at most 15 digits is exact in a
+     * double, the value strtod gives */
+    const char *p = s + (*s == '-' || *s == '+');
+    unsigned long long u = 0;
+    int nd = 0;
+    for (; *p >= '0' && *p <= '9' && nd < 16; p++, nd++)
+        u = u * 10 + (unsigned)(*p - '0');
+    if (!*p && nd > 0 && nd <= 15) {
+        *out = *s == '-' ? -(double)u : (double)u;
+        return 0;
+    }
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -190,60 +202,83 @@ uint64_t tide_hash_str(const char *s)
     return h;
 }
 
+/* "00" "01" ... "99": two digits at a time. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                     "31323334353637383940414243444546474849505152535455565758596061"
+                                     "62636465666768697071727374757677787980818283848586878889909192"
+                                     "93949596979899";
+
+/* The nd decimal digits of u ending at end (written backwards). */
+static void put_digits(char *end, unsigned long long u, int nd)
+{
+    for (; nd >= 2; nd -= 2) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        end -= 2;
+        end[0] = digit_pairs[2 * r];
+        end[1] = digit_pairs[2 * r + 1];
+    }
+    if (nd)
+        end[-1] = (char)('0' + u);
+}
+
 int tide_fmt_i64(char *buf, long long v)
 {
-    char tmp[24];
-    int n = 0, len = 0;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    int len = 0, nd = 1;
+    for (unsigned long long p = 10; nd < 20 && u >= p; p *= 10)
+        nd++;
     if (v < 0)
         buf[len++] = '-';
-    while (n)
-        buf[len++] = tmp[--n];
+    put_digits(buf + len + nd, u, nd);
+    len += nd;
     buf[len] = 0;
     return len;
 }
 
-/* round(x * scale) to nearest, ties to even, on the exact product (x >= 0,
- * x * scale < 2^52): floor from the rounded product, corrected with fma,
- * whose single rounding keeps the sign of the exact difference. */
-static unsigned long long scaled_round(double x, double scale)
+/* round(x * p) to nearest, ties to even, on the exact product (x >= 0
+ * finite, x * p < 2^63, p <= 10^6): x = m x 2^-sh exactly with m < 2^53,
+ * so x * p is m p / 2^sh, an integer division with its remainder in 128
+ * bits (m p < 2^73). */
+static unsigned long long scaled_round(double x, unsigned long long p)
 {
-    double n = floor(x * scale);
-    if (fma(x, scale, -n) < 0)
-        n -= 1;
-    else if (fma(x, scale, -(n + 1)) >= 0)
-        n += 1;
-    double d = fma(x, scale, -(n + 0.5));
-    unsigned long long r = (unsigned long long)n;
-    if (d > 0 || (d == 0 && (r & 1)))
-        r++;
-    return r;
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int ex = (int)(bits >> 52 & 0x7ff);
+    uint64_t m = bits & ((1ULL << 52) - 1);
+    if (ex)
+        m |= 1ULL << 52;
+    else
+        ex = 1; /* subnormal */
+    int sh = 1075 - ex;
+    unsigned __int128 prod = (unsigned __int128)m * p;
+    if (sh <= 0)
+        return (unsigned long long)(prod << -sh);
+    if (sh >= 100) /* m p < 2^73 <= half of 2^sh: rounds to 0 */
+        return 0;
+    unsigned long long q = (unsigned long long)(prod >> sh);
+    unsigned __int128 rem = prod & (((unsigned __int128)1 << sh) - 1);
+    unsigned __int128 half = (unsigned __int128)1 << (sh - 1);
+    if (rem > half || (rem == half && (q & 1)))
+        q++;
+    return q;
 }
 
 int tide_fmt_fixed(char *buf, size_t n, double x, int dec)
 {
-    static const double pow10[7] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
-    if (n < 32 || dec < 0 || dec > 6 || !(fabs(x) * pow10[dec] < 4e15))
+    static const unsigned long long pow10[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    if (n < 32 || dec < 0 || dec > 6 || !(fabs(x) * (double)pow10[dec] < 4e15))
         return snprintf(buf, n, "%.*f", dec, x);
     int len = 0;
     if (signbit(x)) {
         buf[len++] = '-';
         x = -x;
     }
-    unsigned long long r = scaled_round(x, pow10[dec]);
-    unsigned long long p = (unsigned long long)pow10[dec];
-    len += tide_fmt_i64(buf + len, (long long)(r / p));
+    unsigned long long p = pow10[dec], r = scaled_round(x, p), whole = r / p;
+    len += tide_fmt_i64(buf + len, (long long)whole);
     if (dec) {
-        unsigned long long f = r % p;
         buf[len++] = '.';
-        for (int k = dec - 1; k >= 0; k--) {
-            buf[len + k] = (char)('0' + f % 10);
-            f /= 10;
-        }
+        put_digits(buf + len + dec, r - whole * p, dec);
         len += dec;
         buf[len] = 0;
     }

@@ -44,6 +44,7 @@ typedef struct lsvc {
 struct tide_latency {
     lsvc_t *v;
     size_t n;
+    int full;  /* tide_latency_set_full: compute every sub-step (tests) */
 };
 
 static int bin_of(double x)
@@ -166,16 +167,25 @@ static double prefill_at(const tide_latency_spec_t *sp, double x)
     return sp->prompt_tokens / sp->prefill_tps / (1 - rho);
 }
 
-/* One sub-step of h seconds. */
-static void substep(lsvc_t *v, double h, double lambda, int ready)
+/* What one sub-step added (so that an identical one can add it again). */
+typedef struct lstep {
+    double a, rej, served;
+    int counted;         /* served > 0: into the histograms and the sums */
+    int ttft_ok, tbt_ok; /* within the targets */
+} lstep_t;
+
+/* One sub-step of h seconds; what it added into *st. */
+static void substep(lsvc_t *v, double h, double lambda, int ready, lstep_t *st)
 {
     const tide_latency_spec_t *sp = &v->sp;
     double mu = ready * sp->replica_rps, a = lambda * h;
     double served = v->q + a < mu * h ? v->q + a : mu * h;
     double q1 = v->q + a - served, bound = sp->queue_max_s * mu;
+    *st = (lstep_t){.a = a, .served = served};
     v->arrived += a;
     if (q1 > bound) {
-        v->rejected += q1 - bound;
+        st->rej = q1 - bound;
+        v->rejected += st->rej;
         q1 = bound;
     }
     if (served > 0 && mu > 0) {
@@ -189,14 +199,41 @@ static void substep(lsvc_t *v, double h, double lambda, int ready)
         hist_add(&v->ttft, ttft, served);
         hist_add(&v->tbt, tbt, served);
         v->served += served;
-        if (ttft <= sp->ttft_target_s)
+        st->counted = 1;
+        st->ttft_ok = ttft <= sp->ttft_target_s;
+        st->tbt_ok = tbt <= sp->tbt_target_s;
+        if (st->ttft_ok)
             v->ttft_ok += served;
-        if (tbt <= sp->tbt_target_s)
+        if (st->tbt_ok)
             v->tbt_ok += served;
     }
     v->q = q1;
     if (q1 > v->max_q)
         v->max_q = q1;
+}
+
+/* k more sub-steps after one that left the queue where it found it: their
+ * inputs are the same, so they add what st says, one by one as substep adds
+ * (the sums round as they would); the histogram bins are the memoised ones
+ * (hist_add saw the same values last). */
+static void substep_repeat(lsvc_t *v, const lstep_t *st, int k)
+{
+    for (int i = 0; i < k; i++) {
+        v->arrived += st->a;
+        if (st->rej > 0)
+            v->rejected += st->rej;
+        if (!st->counted)
+            continue;
+        v->ttft.w[v->ttft.last_b] += st->served;
+        v->ttft.total += st->served;
+        v->tbt.w[v->tbt.last_b] += st->served;
+        v->tbt.total += st->served;
+        v->served += st->served;
+        if (st->ttft_ok)
+            v->ttft_ok += st->served;
+        if (st->tbt_ok)
+            v->tbt_ok += st->served;
+    }
 }
 
 void tide_latency_advance(tide_latency_t *m, int s, double dt, double demand_rps, int ready)
@@ -205,8 +242,22 @@ void tide_latency_advance(tide_latency_t *m, int s, double dt, double demand_rps
         return;
     if (ready < 0)
         ready = 0;
-    for (int k = 0; k < SUBSTEPS; k++)
-        substep(&m->v[s], dt / SUBSTEPS, demand_rps, ready);
+    lsvc_t *v = &m->v[s];
+    for (int k = 0; k < SUBSTEPS; k++) {
+        double q0 = v->q;
+        lstep_t st;
+        substep(v, dt / SUBSTEPS, demand_rps, ready, &st);
+        if (v->q == q0 && !m->full) { /* steady: the rest repeat this one */
+            substep_repeat(v, &st, SUBSTEPS - 1 - k);
+            return;
+        }
+    }
+}
+
+void tide_latency_set_full(tide_latency_t *m, int full)
+{
+    if (m)
+        m->full = full;
 }
 
 static double frac(double ok, double of) { return of > 0 ? ok / of : 1.0; }

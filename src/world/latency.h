@@ -48,6 +48,11 @@ void tide_latency_destroy(tide_latency_t *m); /* NULL is a no-op */
  * The interval is split into a fixed number of sub-steps. */
 void tide_latency_advance(tide_latency_t *m, int s, double dt, double demand_rps, int ready);
 
+/* 1: compute every sub-step in full, 0 (default): once a sub-step leaves the
+ * queue where it found it, the remaining ones (identical) only add its
+ * increments. Both give the same figures to the last bit; for tests. */
+void tide_latency_set_full(tide_latency_t *m, int full);
+
 /* Figures of one service (s >= 0) or of all services together (s = -1):
  * request counts (served + queued + rejected = arrived), the P50/P99 of
  * TTFT and TBT over the served requests (0 when none was served), the

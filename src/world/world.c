@@ -61,21 +61,27 @@ typedef struct wdone {
     tide_time_t at;
 } wdone_t;
 
+/* 40 bytes: the heap moves them around, the smaller the better. */
 typedef struct wentry {
     tide_time_t t;
     uint64_t seq;
-    int kind;
+    double value;  /* notes */
     int32_t id;    /* job or replica handle, or transfer slot */
     uint32_t gen;  /* job generation (timers), run (notes), replica generation,
                       transfer generation or lease generation */
-    int phase;     /* notes */
     int32_t aux;   /* service of a replica; node of a rank note (-1: unknown) */
-    double value;  /* notes */
+    int16_t kind;  /* enum wkind */
+    int16_t phase; /* notes: a TIDE_PHASE_* */
 } wentry_t;
 
 typedef struct wjob {
+    /* what live() reads of every entry that reaches the heap's top: first,
+     * in one cache line */
     int seen;
     int active;
+    uint32_t gen, run;
+    int has_lease;
+    uint32_t lease_gen;
     int phase;
     int width, W;               /* current and full data-parallel width */
     double progress, committed; /* full-width seconds */
@@ -84,7 +90,6 @@ typedef struct wjob {
     tide_time_t t_last;         /* progress and train_s are as of this time */
     tide_time_t train_s;        /* training time since (re)start or last commit */
     tide_time_t phase_end;      /* end of RESTORING / CHECKPOINTING */
-    uint32_t gen, run;
     /* copied from the spec at start (engine pointers may move) */
     tide_time_t duration_s, ckpt_interval_s, ckpt_s, restore_s;
     int gang;                   /* GPUs of one data-parallel replica */
@@ -94,9 +99,7 @@ typedef struct wjob {
     int xfer;                   /* 1 + transfer slot of the pending checkpoint, 0 = none */
     tide_time_t ckpt_hold;      /* QoS stagger: no periodic checkpoint before this */
     tide_time_t held_since;     /* QoS stagger: first deferral of the pending one (-1 = none) */
-    int has_lease;
     tide_time_t lease_deadline; /* latest return of its lease */
-    uint32_t lease_gen;
 } wjob_t;
 
 /* A transfer through the shared storage. */

@@ -288,6 +288,64 @@ static void test_file_and_writer(void **state)
     rmdir(dir);
 }
 
+/* The row writer (one buffer, one fwrite) writes what the field writer
+ * writes field by field, for short rows and for rows longer than its
+ * buffer; the row builder's numbers are printf's. */
+static void test_row_matches_fields(void **state)
+{
+    (void)state;
+    static char big[9000];
+    memset(big, '"', sizeof big - 1); /* doubled when quoted: past any buffer */
+    const char *cases[][4] = {
+        {"a", "b,c", NULL, ""},   {"#x", " y", "z ", "q\"r"}, {"1", "2", "3", "4"},
+        {"multi\nline", "cr\rx", "-", "plain"}, {big, "after", big + 8000, "end"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        FILE *fa = open_memstream(&a, &na), *fb = open_memstream(&b, &nb);
+        assert_int_equal(tide_csv_write_row(fa, cases[k], 4), 0);
+        for (int i = 0; i < 4; i++) {
+            if (i)
+                fputc(',', fb);
+            assert_int_equal(tide_csv_write_field(fb, cases[k][i]), 0);
+        }
+        fputc('\n', fb);
+        fclose(fa);
+        fclose(fb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na);
+        free(a);
+        free(b);
+    }
+    /* numbers as printf writes them, empty fields, a row past the inline
+     * buffer (moved to the heap) */
+    char *a = NULL;
+    size_t na = 0;
+    FILE *fa = open_memstream(&a, &na);
+    tide_csv_row_t r;
+    tide_csv_row_begin(&r);
+    tide_csv_row_i64(&r, -9223372036854775807LL - 1);
+    tide_csv_row_fixed(&r, 2.675, 2);
+    tide_csv_row_fixed(&r, -0.001, 2);
+    tide_csv_row_fixed(&r, 1e300, 1);
+    tide_csv_row_str(&r, NULL);
+    tide_csv_row_str(&r, "x y");
+    assert_int_equal(tide_csv_row_end(&r, fa), 0);
+    tide_csv_row_str(&r, big + 100); /* 8899 quotes */
+    tide_csv_row_i64(&r, 7);
+    assert_int_equal(tide_csv_row_end(&r, fa), 0);
+    fclose(fa);
+    char want[400];
+    int n = snprintf(want, sizeof want, "%lld,%.2f,%.2f,%.1f,,x y\n", -9223372036854775807LL - 1,
+                     2.675, -0.001, 1e300);
+    assert_true(na == (size_t)n + 2 * 8899 + 2 + 3);
+    assert_memory_equal(a, want, (size_t)n);
+    assert_int_equal(a[n], '"');
+    assert_memory_equal(a + na - 4, "\",7\n", 4);
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_recoverable),
         cmocka_unit_test(test_limits),     cmocka_unit_test(test_no_header),
         cmocka_unit_test(test_fail_message), cmocka_unit_test(test_file_and_writer),
+        cmocka_unit_test(test_row_matches_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

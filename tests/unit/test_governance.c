@@ -706,20 +706,30 @@ static void cell_add(void *ctx, const tide_usage_cell_t *c)
     x->n++;
 }
 
-static void test_usage_cells_margins(void **state)
+/* A two-type cluster after 2 h with a service (*svc) and two jobs. */
+static ef_t *two_types(int *svc)
 {
-    (void)state;
+    static tide_job_spec_t j1, j2; /* the engine may keep the pointers */
     tide_config_t cfg = ef_cfg("elastic");
     cfg.reserve_gpus = 8;
     ef_t *f = ef_new("2x8:h100,2x8:a100", &cfg);
     int s = ef_service(f, "chat", 8, 100, 1, 60);
     ef_tick(f, 0);
     ef_demand(f, 10, s, 150);
-    tide_job_spec_t j1 = ef_job("j1", 2, 8, 8, 1, 20000);
-    tide_job_spec_t j2 = ef_job("j2", 3, 16, 8, 1, 20000);
+    j1 = ef_job("j1", 2, 8, 8, 1, 20000);
+    j2 = ef_job("j2", 3, 16, 8, 1, 20000);
     ef_submit(f, 20, &j1);
     ef_submit(f, 30, &j2);
     ef_ticks(f, 7200, 60);
+    *svc = s;
+    return f;
+}
+
+static void test_usage_cells_margins(void **state)
+{
+    (void)state;
+    int s;
+    ef_t *f = two_types(&s);
     cells_t x;
     memset(&x, 0, sizeof x);
     tide_usage_cells(f->e, NULL, cell_add, &x);
@@ -749,6 +759,47 @@ static void test_usage_cells_margins(void **state)
     assert_true(team > 0 && svc > 0);
     assert_true(fabs(x.team - team) <= 1e-6 * team);
     assert_true(fabs(x.svc - svc) <= 1e-6 * svc);
+    ef_free(f);
+}
+
+/* The bulk accessors behind the usage sampler give, bit for bit, what the
+ * per-cell accessors give, in the documented order; a bad index or a short
+ * buffer is refused. */
+static void test_gpu_s_all(void **state)
+{
+    (void)state;
+    int s;
+    ef_t *f = two_types(&s);
+    enum { NT = 2, TEAM_N = TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * NT };
+    double v[TEAM_N];
+    double nonzero = 0;
+    for (int i = 0; i < tide_engine_teams(f->e); i++) {
+        assert_int_equal(tide_engine_team_gpu_s_all(f->e, i, v, TEAM_N), TEAM_N);
+        int k = 0;
+        for (int c = 0; c < TIDE_C_COUNT; c++)
+            for (int st = 0; st < TIDE_S_COUNT; st++)
+                for (int r = 0; r < TIDE_T_COUNT; r++)
+                    for (int t = 0; t < NT; t++, k++) {
+                        double one = tide_engine_team_gpu_s(f->e, i, c, st, r, t);
+                        assert_memory_equal(&v[k], &one, sizeof one);
+                        nonzero += one;
+                    }
+    }
+    assert_int_equal(tide_engine_service_gpu_s_all(f->e, s, v, TEAM_N),
+                     TIDE_S_COUNT * TIDE_T_COUNT * NT);
+    for (int st = 0, k = 0; st < TIDE_S_COUNT; st++)
+        for (int r = 0; r < TIDE_T_COUNT; r++)
+            for (int t = 0; t < NT; t++, k++) {
+                double one = tide_engine_service_gpu_s(f->e, s, st, r, t);
+                assert_memory_equal(&v[k], &one, sizeof one);
+                nonzero += one;
+            }
+    assert_true(nonzero > 0);
+    assert_int_equal(tide_engine_team_gpu_s_all(f->e, -1, v, TEAM_N), -1);
+    assert_int_equal(tide_engine_team_gpu_s_all(f->e, tide_engine_teams(f->e), v, TEAM_N), -1);
+    assert_int_equal(tide_engine_team_gpu_s_all(f->e, 0, v, TEAM_N - 1), -1);
+    assert_int_equal(tide_engine_service_gpu_s_all(f->e, s + 1, v, TEAM_N), -1);
+    assert_int_equal(tide_engine_service_gpu_s_all(f->e, s, v, 3), -1);
     ef_free(f);
 }
 
@@ -822,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_lend_cap),
         cmocka_unit_test(test_fair_share_weights),
         cmocka_unit_test(test_usage_cells_margins),
+        cmocka_unit_test(test_gpu_s_all),
         cmocka_unit_test(test_usage_cells_foreign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/util.h"
@@ -71,12 +72,99 @@ static void test_fixed_random(void **state)
     }
 }
 
+/* Every digit count and the edges around each power of ten, both signs, and
+ * random values of every magnitude. */
+static void test_i64_all_lengths(void **state)
+{
+    (void)state;
+    uint64_t s = 0x2545f4914f6cdd1dULL;
+    unsigned long long p = 1;
+    for (int d = 0; d < 20; d++, p *= 10) {
+        long long edge[] = {(long long)p - 1, (long long)p, (long long)p + 1, (long long)(p / 2)};
+        for (int i = 0; i < 4 * 200; i++) {
+            long long v = edge[i % 4];
+            if (i >= 4) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                v = (long long)(s % (p * 10 > p ? p * 10 : ULLONG_MAX)) & LLONG_MAX;
+            }
+            for (int neg = 0; neg < 2; neg++) {
+                long long x = neg ? -v : v;
+                char want[32], got[32];
+                snprintf(want, sizeof want, "%lld", x);
+                assert_int_equal(tide_fmt_i64(got, x), (int)strlen(want));
+                assert_string_equal(got, want);
+            }
+        }
+    }
+}
+
+/* Near the fast path's limit (|x| 10^dec just under 4e15), subnormals, and
+ * halves of every decimal place (exact binary ties). */
+static void test_fixed_limits(void **state)
+{
+    (void)state;
+    static const double pow10[7] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
+    uint64_t s = 0x853c49e6748fea9bULL;
+    for (int dec = 0; dec <= 6; dec++) {
+        double lim = 4e15 / pow10[dec];
+        for (int k = 0; k < 2000; k++) {
+            same_fixed(nextafter(lim, 0) - k * (lim / 1e9), dec);
+            same_fixed(ldexp(1.0, -1074 + k % 64) * (k + 1), dec);
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            /* j + 1/2^m: a tie at decimal place m when 10^dec x ends in .5 */
+            double odd = (double)(2 * ((s >> 40) % 64) + 1);
+            double x = (double)(s % 100000) + ldexp(odd, -(int)(1 + (s >> 20) % 12));
+            same_fixed(x, dec);
+            same_fixed(-x / pow10[dec], dec);
+        }
+    }
+}
+
+/* tide_parse_double's integer shortcut gives strtod's value to the bit
+ * (signs, -0, leading zeros, 15 and 16 digits) and refuses what it refused. */
+static void test_parse_integers(void **state)
+{
+    (void)state;
+    const char *ok[] = {"0", "-0", "+0", "7", "-7", "+42", "000123", "999999999999999",
+                        "-999999999999999", "1000000000000000", "9007199254740993",
+                        "12345678901234567890", "86400", "1.5", "-2e3"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        double v = 1, want = strtod(ok[i], NULL);
+        assert_int_equal(tide_parse_double(ok[i], &v), 0);
+        assert_memory_equal(&v, &want, sizeof v);
+    }
+    uint64_t s = 88172645463325252ULL;
+    for (int i = 0; i < 100000; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        char b[32];
+        unsigned long long n = (s % 10000000000000000ULL) >> (s >> 58);
+        snprintf(b, sizeof b, "%s%llu", s & 1 ? "-" : "", n);
+        double v, want = strtod(b, NULL);
+        assert_int_equal(tide_parse_double(b, &v), 0);
+        assert_memory_equal(&v, &want, sizeof v);
+    }
+    const char *bad[] = {"", "-", "+", "12a", "1 ", "--1", "+-1", "1e999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        double v;
+        assert_int_equal(tide_parse_double(bad[i], &v), -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_i64),
         cmocka_unit_test(test_fixed_edges),
         cmocka_unit_test(test_fixed_random),
+        cmocka_unit_test(test_i64_all_lengths),
+        cmocka_unit_test(test_fixed_limits),
+        cmocka_unit_test(test_parse_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
