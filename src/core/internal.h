@@ -84,31 +84,28 @@ typedef struct alloc {
     size_t cap;
 } alloc_t;
 
+/* A training job (one per handle, never freed while the engine lives: 1.6 M
+ * of them in a large replay, so the small-range members are int8_t and the
+ * members are ordered to leave no padding). */
 typedef struct job {
-    tide_job_spec_t spec;    /* id and team strings owned */
+    tide_job_spec_t spec;    /* id in e->job_ids; team is e->teams[team].name
+                                (tide__job_team_owned: not yet, mid-restore) */
     int team;
-    int cls;                 /* TIDE_C_P1..P3 */
     int dp_max;
-    int state, phase, width;
+    int width;
+    int preemptions;
     double progress;         /* as of progress_at */
     tide_time_t progress_at;
     double committed;
     tide_time_t submitted, first_start, finished, run_start, notice_at, deadline;
-    int preemptions;
     double lost_gpu_s;
-    int32_t lease;
     alloc_t alloc;
+    int32_t lease;
     int n_leased;            /* GPUs of alloc under the lease (tier C) */
-    int acct_state;          /* state its GPUs are counted in */
-    int acct_tier_own;       /* tier of its unleased GPUs */
     double tr_c, tr_d;       /* training GPU-seconds on lent / unlent GPUs since the
                                 last commit (how lost work splits by tier) */
     tide_time_t tr_at;
-    int32_t run_idx;         /* index in e->running or -1 */
-    int in_lease_order;      /* listed in e->lease_order */
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
-    int reclaim_reason;
-    int stop_pending;        /* checkpoint requested to stop (not just shrink) */
     /* power (power.c): cap per GPU (0 = none), relative throughput under it,
      * and what caps cost it (tide_job_info_t) */
     double cap_w, speed;
@@ -116,7 +113,15 @@ typedef struct job {
     double pw_w;             /* its draw in the running total (W) */
     tide_time_t pw_at;
     tide_time_t grow_after;  /* lost a rank: grows back from this time on */
-    int held;                /* tide_engine_job_hold: not started (out of the queue);
+    int32_t run_idx;         /* index in e->running or -1 */
+    int8_t cls;              /* TIDE_C_P1..P3 */
+    int8_t state, phase;
+    int8_t acct_state;       /* state its GPUs are counted in */
+    int8_t acct_tier_own;    /* tier of its unleased GPUs */
+    int8_t in_lease_order;   /* listed in e->lease_order */
+    int8_t reclaim_reason;
+    int8_t stop_pending;     /* checkpoint requested to stop (not just shrink) */
+    int8_t held;             /* tide_engine_job_hold: not started (out of the queue);
                                 noticed and stopped if it runs */
 } job_t;
 
@@ -343,6 +348,8 @@ struct tide_engine {
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
     size_t n_jobs, cap_jobs;
+    tide_strpool_t job_ids;  /* the jobs' spec.id copies (their spec.team is their
+                                team_t's name) */
     int32_t *idx_slots;      /* open-addressing hash of job ids -> handle */
     size_t idx_cap;
     service_t *svcs;
@@ -669,6 +676,9 @@ void tide__grow_slots_rebuild(tide_engine_t *e);
 long tide__grow_slots_check(const tide_engine_t *e);
 void tide__queue_remove(tide_engine_t *e, int32_t h);
 int tide__team_intern(tide_engine_t *e, const char *name);
+/* Does j own its spec.team string (a restore that has not yet pointed it
+ * at its team's name), rather than borrow e->teams[j->team].name? */
+int tide__job_team_owned(const tide_engine_t *e, const job_t *j);
 double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */

@@ -59,6 +59,11 @@ int tide__team_intern(tide_engine_t *e, const char *name)
     return e->n_teams++;
 }
 
+int tide__job_team_owned(const tide_engine_t *e, const job_t *j)
+{
+    return j->team < 0 || j->team >= e->n_teams || j->spec.team != e->teams[j->team].name;
+}
+
 /* Fair-share usage: GPU-seconds decayed with the configured half-life H.
  * Holding g GPUs for dt adds g*H/ln2*(1 - 2^(-dt/H)) after decaying the past
  * by 2^(-dt/H). */

@@ -197,6 +197,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, n_racks), F(tide_engine_t, n_power),
     F(tide_engine_t, gpu_dom), F(tide_engine_t, own_kind), F(tide_engine_t, own_id),
     F(tide_engine_t, jobs), F(tide_engine_t, n_jobs), F(tide_engine_t, cap_jobs),
+    F(tide_engine_t, job_ids),
     F(tide_engine_t, idx_slots), F(tide_engine_t, idx_cap), F(tide_engine_t, svcs),
     F(tide_engine_t, n_svcs), F(tide_engine_t, cap_svcs), F(tide_engine_t, reps),
     F(tide_engine_t, n_reps), F(tide_engine_t, cap_reps), F(tide_engine_t, leases),
@@ -496,8 +497,10 @@ static void r_jobs(tide_rbuf_t *r, tide_engine_t *e)
     size_t n = tide_r_count(r, 1, INT32_MAX);
     for (size_t h = 0; h < n && !r->bad; h++) {
         job_t *j = tide_xcalloc(1, sizeof *j);
-        j->spec.id = tide_r_str(r);
-        j->spec.team = tide_r_str(r);
+        char *id = tide_r_str(r);
+        j->spec.id = id ? tide_strpool_dup(&e->job_ids, id) : NULL;
+        free(id);
+        j->spec.team = tide_r_str(r); /* owned until r_job_teams */
         tide_r_struct(r, &j->spec, job_spec_f, NF(job_spec_f));
         tide_r_struct(r, j, job_f, NF(job_f));
         r_alloc(r, &j->alloc);
@@ -521,6 +524,24 @@ static void r_jobs(tide_rbuf_t *r, tide_engine_t *e)
         while (e->idx_slots[i] >= 0)
             i = (i + 1) & (cap - 1);
         e->idx_slots[i] = (int32_t)h;
+    }
+}
+
+/* After r_teams: every job's team string becomes its team's name (the
+ * engine's rule: a job borrows it); a job whose team index and name disagree
+ * makes the snapshot bad. */
+static void r_job_teams(tide_rbuf_t *r, tide_engine_t *e)
+{
+    for (size_t h = 0; h < e->n_jobs && !r->bad; h++) {
+        job_t *j = e->jobs[h];
+        if (!tide__job_team_owned(e, j))
+            continue;
+        if (j->team < 0 || j->team >= e->n_teams || strcmp(j->spec.team, e->teams[j->team].name)) {
+            r->bad = 1;
+            return;
+        }
+        free((char *)j->spec.team);
+        j->spec.team = e->teams[j->team].name;
     }
 }
 
@@ -569,6 +590,7 @@ static void r_state(tide_rbuf_t *r, tide_engine_t *e)
     e->leases = r_structs(r, NULL, &e->n_leases, -1, sizeof *e->leases, lease_f, NF(lease_f));
     e->cap_leases = e->n_leases ? e->n_leases : 1;
     r_teams(r, e);
+    r_job_teams(r, e);
     for (int p = 0; p < TIDE_NPRIO; p++)
         r_i32s(r, &e->q[p], &e->qn[p], &e->qcap[p]);
     r_i32s(r, &e->running, &e->n_running, &e->cap_running);
