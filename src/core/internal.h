@@ -81,7 +81,7 @@ typedef struct domcount {
 typedef struct alloc {
     int32_t *gpus;   /* gang-ordered: gang k is gpus[k*g .. k*g+g) */
     int n;
-    size_t cap;
+    int cap;         /* int, not size_t: 16 bytes in every job_t */
 } alloc_t;
 
 /* A training job (one per handle, never freed while the engine lives: 1.6 M
@@ -348,6 +348,9 @@ struct tide_engine {
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
     size_t n_jobs, cap_jobs;
+    job_t **job_blk;         /* the job_t themselves: handle h is in block
+                                h / JOB_BLOCK (tide__job_new; no malloc per job) */
+    size_t n_job_blk, cap_job_blk;
     tide_strpool_t job_ids;  /* the jobs' spec.id copies (their spec.team is their
                                 team_t's name) */
     int32_t *idx_slots;      /* open-addressing hash of job ids -> handle */
@@ -676,6 +679,10 @@ void tide__grow_slots_rebuild(tide_engine_t *e);
 long tide__grow_slots_check(const tide_engine_t *e);
 void tide__queue_remove(tide_engine_t *e, int32_t h);
 int tide__team_intern(tide_engine_t *e, const char *name);
+/* A zeroed job_t for handle h = e->n_jobs (the next one), from e->job_blk;
+ * freed with the engine. */
+#define JOB_BLOCK 1024
+job_t *tide__job_new(tide_engine_t *e, size_t h);
 /* Does j own its spec.team string (a restore that has not yet pointed it
  * at its team's name), rather than borrow e->teams[j->team].name? */
 int tide__job_team_owned(const tide_engine_t *e, const job_t *j);

@@ -197,7 +197,8 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, n_racks), F(tide_engine_t, n_power),
     F(tide_engine_t, gpu_dom), F(tide_engine_t, own_kind), F(tide_engine_t, own_id),
     F(tide_engine_t, jobs), F(tide_engine_t, n_jobs), F(tide_engine_t, cap_jobs),
-    F(tide_engine_t, job_ids),
+    F(tide_engine_t, job_ids), F(tide_engine_t, job_blk), F(tide_engine_t, n_job_blk),
+    F(tide_engine_t, cap_job_blk),
     F(tide_engine_t, idx_slots), F(tide_engine_t, idx_cap), F(tide_engine_t, svcs),
     F(tide_engine_t, n_svcs), F(tide_engine_t, cap_svcs), F(tide_engine_t, reps),
     F(tide_engine_t, n_reps), F(tide_engine_t, cap_reps), F(tide_engine_t, leases),
@@ -421,7 +422,7 @@ static void r_alloc(tide_rbuf_t *r, alloc_t *a)
     size_t n;
     a->gpus = tide_r_arr(r, sizeof *a->gpus, &n);
     a->n = (int)n;
-    a->cap = n ? n : 1;
+    a->cap = n ? (int)TIDE_MIN(n, (size_t)INT32_MAX) : 1;
     if (n > INT32_MAX)
         r->bad = 1;
 }
@@ -496,7 +497,7 @@ static void r_jobs(tide_rbuf_t *r, tide_engine_t *e)
 {
     size_t n = tide_r_count(r, 1, INT32_MAX);
     for (size_t h = 0; h < n && !r->bad; h++) {
-        job_t *j = tide_xcalloc(1, sizeof *j);
+        job_t *j = tide__job_new(e, e->n_jobs);
         char *id = tide_r_str(r);
         j->spec.id = id ? tide_strpool_dup(&e->job_ids, id) : NULL;
         free(id);
