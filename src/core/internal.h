@@ -87,6 +87,12 @@ typedef struct alloc {
 /* A training job (one per handle, never freed while the engine lives: 1.6 M
  * of them in a large replay, so the small-range members are int8_t and the
  * members are ordered to leave no padding). */
+/* What power caps cost one job up to its pw_at (tide_job_info_t), kept for
+ * the jobs ever capped only (e->cap_tots, indexed by job_t.cap_tot - 1). */
+typedef struct cap_tot {
+    double capped_s, delay_s, energy_j;
+} cap_tot_t;
+
 typedef struct job {
     tide_job_spec_t spec;    /* id in e->job_ids; team is e->teams[team].name
                                 (tide__job_team_owned: not yet, mid-restore) */
@@ -109,11 +115,12 @@ typedef struct job {
     /* power (power.c): cap per GPU (0 = none), relative throughput under it,
      * and what caps cost it (tide_job_info_t) */
     double cap_w, speed;
-    double capped_s, cap_delay_s, cap_energy_j; /* up to pw_at */
     double pw_w;             /* its draw in the running total (W) */
     tide_time_t pw_at;
     tide_time_t grow_after;  /* lost a rank: grows back from this time on */
     int32_t run_idx;         /* index in e->running or -1 */
+    int32_t cap_tot;         /* 1 + its index in e->cap_tots once a cap cost it
+                                anything, 0 before (most jobs: never) */
     int8_t cls;              /* TIDE_C_P1..P3 */
     int8_t state, phase;
     int8_t acct_state;       /* state its GPUs are counted in */
@@ -451,6 +458,8 @@ struct tide_engine {
     int *pw_n;               /* [n_pdom] scratch GPU counts */
     double pw_idle_mean, pw_train_mean; /* the models' mean idle / training draw */
     double pw_train_w;       /* running jobs' draw now (sum of their pw_w) */
+    cap_tot_t *cap_tots;     /* per capped job (job_t.cap_tot), in order of first cost */
+    size_t n_cap_tots, cap_cap_tots;
     int pw_capped;           /* their GPUs under a cap now */
 };
 
