@@ -151,8 +151,8 @@ typedef struct lease {
     tide_time_t start, latest_return;
     tide_time_t term_start;  /* when latest_return was last set (renewal at half) */
     tide_time_t ckpt_cost;
-    int can_shrink;
-    int noticed, returned, late;
+    int8_t can_shrink;       /* flags as bytes: one lease_t per lease ever granted */
+    int8_t noticed, returned, late;
 } lease_t;
 
 /* Demand forecast per service (forecast.c): a baseline (level, trend, daily
