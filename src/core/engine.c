@@ -157,12 +157,15 @@ void tide_engine_destroy(tide_engine_t *e)
     if (!e)
         return;
     for (size_t i = 0; i < e->n_jobs; i++) {
-        free((char *)e->jobs[i]->spec.id);
-        free((char *)e->jobs[i]->spec.team);
+        if (tide__job_team_owned(e, e->jobs[i]))
+            free((char *)e->jobs[i]->spec.team);
         tide__alloc_free(&e->jobs[i]->alloc);
-        free(e->jobs[i]);
     }
+    for (size_t b = 0; b < e->n_job_blk; b++)
+        free(e->job_blk[b]);
+    free(e->job_blk);
     free(e->jobs);
+    tide_strpool_free(&e->job_ids);
     free(e->idx_slots);
     for (int s = 0; s < e->n_svcs; s++) {
         free((char *)e->svcs[s].spec.name);
@@ -318,11 +321,11 @@ static int ev_submit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
                          sp.id, sp.dp_min, g);
     tide_grow((void **)&e->jobs, &e->cap_jobs, e->n_jobs + 1, sizeof *e->jobs);
     int32_t h = (int32_t)e->n_jobs++;
-    job_t *j = e->jobs[h] = tide_xcalloc(1, sizeof *j);
+    job_t *j = e->jobs[h] = tide__job_new(e, (size_t)h);
     j->spec = sp;
-    j->spec.id = tide_xstrdup(sp.id);
-    j->spec.team = tide_xstrdup(sp.team);
+    j->spec.id = tide_strpool_dup(&e->job_ids, sp.id);
     j->team = tide__team_intern(e, sp.team);
+    j->spec.team = e->teams[j->team].name;
     j->cls = TIDE_C_P1 + (sp.priority - TIDE_P1);
     j->dp_max = sp.gpus / sp.gang_gpus;
     j->submitted = e->now;

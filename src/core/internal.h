@@ -81,42 +81,54 @@ typedef struct domcount {
 typedef struct alloc {
     int32_t *gpus;   /* gang-ordered: gang k is gpus[k*g .. k*g+g) */
     int n;
-    size_t cap;
+    int cap;         /* int, not size_t: 16 bytes in every job_t */
 } alloc_t;
 
+/* A training job (one per handle, never freed while the engine lives: 1.6 M
+ * of them in a large replay, so the small-range members are int8_t and the
+ * members are ordered to leave no padding). */
+/* What power caps cost one job up to its pw_at (tide_job_info_t), kept for
+ * the jobs ever capped only (e->cap_tots, indexed by job_t.cap_tot - 1). */
+typedef struct cap_tot {
+    double capped_s, delay_s, energy_j;
+} cap_tot_t;
+
 typedef struct job {
-    tide_job_spec_t spec;    /* id and team strings owned */
+    tide_job_spec_t spec;    /* id in e->job_ids; team is e->teams[team].name
+                                (tide__job_team_owned: not yet, mid-restore) */
     int team;
-    int cls;                 /* TIDE_C_P1..P3 */
     int dp_max;
-    int state, phase, width;
+    int width;
+    int preemptions;
     double progress;         /* as of progress_at */
     tide_time_t progress_at;
     double committed;
     tide_time_t submitted, first_start, finished, run_start, notice_at, deadline;
-    int preemptions;
     double lost_gpu_s;
-    int32_t lease;
     alloc_t alloc;
+    int32_t lease;
     int n_leased;            /* GPUs of alloc under the lease (tier C) */
-    int acct_state;          /* state its GPUs are counted in */
-    int acct_tier_own;       /* tier of its unleased GPUs */
     double tr_c, tr_d;       /* training GPU-seconds on lent / unlent GPUs since the
                                 last commit (how lost work splits by tier) */
     tide_time_t tr_at;
-    int32_t run_idx;         /* index in e->running or -1 */
-    int in_lease_order;      /* listed in e->lease_order */
     tide_time_t exp_end;     /* expected release time (key of e->by_end) */
-    int reclaim_reason;
-    int stop_pending;        /* checkpoint requested to stop (not just shrink) */
     /* power (power.c): cap per GPU (0 = none), relative throughput under it,
      * and what caps cost it (tide_job_info_t) */
     double cap_w, speed;
-    double capped_s, cap_delay_s, cap_energy_j; /* up to pw_at */
     double pw_w;             /* its draw in the running total (W) */
     tide_time_t pw_at;
     tide_time_t grow_after;  /* lost a rank: grows back from this time on */
-    int held;                /* tide_engine_job_hold: not started (out of the queue);
+    int32_t run_idx;         /* index in e->running or -1 */
+    int32_t cap_tot;         /* 1 + its index in e->cap_tots once a cap cost it
+                                anything, 0 before (most jobs: never) */
+    int8_t cls;              /* TIDE_C_P1..P3 */
+    int8_t state, phase;
+    int8_t acct_state;       /* state its GPUs are counted in */
+    int8_t acct_tier_own;    /* tier of its unleased GPUs */
+    int8_t in_lease_order;   /* listed in e->lease_order */
+    int8_t reclaim_reason;
+    int8_t stop_pending;     /* checkpoint requested to stop (not just shrink) */
+    int8_t held;             /* tide_engine_job_hold: not started (out of the queue);
                                 noticed and stopped if it runs */
 } job_t;
 
@@ -139,8 +151,8 @@ typedef struct lease {
     tide_time_t start, latest_return;
     tide_time_t term_start;  /* when latest_return was last set (renewal at half) */
     tide_time_t ckpt_cost;
-    int can_shrink;
-    int noticed, returned, late;
+    int8_t can_shrink;       /* flags as bytes: one lease_t per lease ever granted */
+    int8_t noticed, returned, late;
 } lease_t;
 
 /* Demand forecast per service (forecast.c): a baseline (level, trend, daily
@@ -345,6 +357,11 @@ struct tide_engine {
     /* workload */
     job_t **jobs;            /* stable pointers: specs are borrowed by drivers */
     size_t n_jobs, cap_jobs;
+    job_t **job_blk;         /* the job_t themselves: handle h is in block
+                                h / JOB_BLOCK (tide__job_new; no malloc per job) */
+    size_t n_job_blk, cap_job_blk;
+    tide_strpool_t job_ids;  /* the jobs' spec.id copies (their spec.team is their
+                                team_t's name) */
     int32_t *idx_slots;      /* open-addressing hash of job ids -> handle */
     size_t idx_cap;
     service_t *svcs;
@@ -443,6 +460,8 @@ struct tide_engine {
     int *pw_n;               /* [n_pdom] scratch GPU counts */
     double pw_idle_mean, pw_train_mean; /* the models' mean idle / training draw */
     double pw_train_w;       /* running jobs' draw now (sum of their pw_w) */
+    cap_tot_t *cap_tots;     /* per capped job (job_t.cap_tot), in order of first cost */
+    size_t n_cap_tots, cap_cap_tots;
     int pw_capped;           /* their GPUs under a cap now */
 };
 
@@ -687,6 +706,13 @@ void tide__grow_slots_rebuild(tide_engine_t *e);
 long tide__grow_slots_check(const tide_engine_t *e);
 void tide__queue_remove(tide_engine_t *e, int32_t h);
 int tide__team_intern(tide_engine_t *e, const char *name);
+/* A zeroed job_t for handle h = e->n_jobs (the next one), from e->job_blk;
+ * freed with the engine. */
+#define JOB_BLOCK 1024
+job_t *tide__job_new(tide_engine_t *e, size_t h);
+/* Does j own its spec.team string (a restore that has not yet pointed it
+ * at its team's name), rather than borrow e->teams[j->team].name? */
+int tide__job_team_owned(const tide_engine_t *e, const job_t *j);
 double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
 /* The domain of a GPU (a table lookup). */

@@ -59,6 +59,20 @@ int tide__team_intern(tide_engine_t *e, const char *name)
     return e->n_teams++;
 }
 
+job_t *tide__job_new(tide_engine_t *e, size_t h)
+{
+    size_t b = h / JOB_BLOCK;
+    while (e->n_job_blk <= b)
+        TIDE_PUSH(e->job_blk, e->n_job_blk, e->cap_job_blk,
+                  tide_xcalloc(JOB_BLOCK, sizeof **e->job_blk));
+    return &e->job_blk[b][h % JOB_BLOCK];
+}
+
+int tide__job_team_owned(const tide_engine_t *e, const job_t *j)
+{
+    return j->team < 0 || j->team >= e->n_teams || j->spec.team != e->teams[j->team].name;
+}
+
 /* Fair-share usage: GPU-seconds decayed with the configured half-life H.
  * Holding g GPUs for dt adds g*H/ln2*(1 - 2^(-dt/H)) after decaying the past
  * by 2^(-dt/H). */

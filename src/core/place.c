@@ -14,7 +14,9 @@ void tide__alloc_free(alloc_t *a)
 
 void tide__alloc_push(alloc_t *a, int32_t gpu)
 {
-    tide_grow((void **)&a->gpus, &a->cap, (size_t)a->n + 1, sizeof *a->gpus);
+    size_t cap = (size_t)a->cap;
+    tide_grow((void **)&a->gpus, &cap, (size_t)a->n + 1, sizeof *a->gpus);
+    a->cap = (int)cap;
     a->gpus[a->n++] = gpu;
 }
 

@@ -240,6 +240,7 @@ void tide__power_free(tide_engine_t *e)
     free(e->pw_w);
     free(e->pw_b);
     free(e->pw_n);
+    free(e->cap_tots);
 }
 
 void tide__power_job_reset(job_t *j)
@@ -352,7 +353,15 @@ static void cap_cost(const tide_engine_t *e, const job_t *j, double dt, double *
  * totals integrated at each step, at a cost independent of the jobs. */
 void tide__power_job_off(tide_engine_t *e, job_t *j)
 {
-    cap_cost(e, j, (double)(e->now - j->pw_at), &j->capped_s, &j->cap_delay_s, &j->cap_energy_j);
+    double dt = (double)(e->now - j->pw_at);
+    if (j->cap_w > 0 && dt > 0 && job_holds(j)) { /* cap_cost adds: the job gets its totals */
+        if (!j->cap_tot) {
+            TIDE_PUSH(e->cap_tots, e->n_cap_tots, e->cap_cap_tots, ((cap_tot_t){0, 0, 0}));
+            j->cap_tot = (int32_t)e->n_cap_tots;
+        }
+        cap_tot_t *c = &e->cap_tots[j->cap_tot - 1];
+        cap_cost(e, j, dt, &c->capped_s, &c->delay_s, &c->energy_j);
+    }
     e->pw_train_w -= j->pw_w;
     if (j->cap_w > 0)
         e->pw_capped -= j->alloc.n;
@@ -374,9 +383,11 @@ void tide__power_job_on(tide_engine_t *e, job_t *j)
 
 void tide__power_job_live(const tide_engine_t *e, const job_t *j, tide_job_info_t *out)
 {
-    out->capped_s = j->capped_s;
-    out->cap_delay_s = j->cap_delay_s;
-    out->cap_energy_j = j->cap_energy_j;
+    static const cap_tot_t none = {0, 0, 0};
+    const cap_tot_t *c = j->cap_tot > 0 ? &e->cap_tots[j->cap_tot - 1] : &none;
+    out->capped_s = c->capped_s;
+    out->cap_delay_s = c->delay_s;
+    out->cap_energy_j = c->energy_j;
     cap_cost(e, j, (double)(e->now - j->pw_at), &out->capped_s, &out->cap_delay_s,
              &out->cap_energy_j);
 }

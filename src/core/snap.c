@@ -107,8 +107,7 @@ static const tide_field_t job_f[] = {
     F(job_t, lease), F(job_t, n_leased), F(job_t, acct_state), F(job_t, acct_tier_own),
     F(job_t, tr_c), F(job_t, tr_d), F(job_t, tr_at), F(job_t, run_idx), F(job_t, exp_end),
     F(job_t, reclaim_reason), F(job_t, stop_pending), F(job_t, in_lease_order),
-    F(job_t, cap_w), F(job_t, speed), F(job_t, capped_s), F(job_t, cap_delay_s),
-    F(job_t, cap_energy_j), F(job_t, pw_w), F(job_t, pw_at), F(job_t, grow_after),
+    F(job_t, cap_w), F(job_t, speed), F(job_t, cap_tot), F(job_t, pw_w), F(job_t, pw_at), F(job_t, grow_after),
     F(job_t, held)};
 
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
@@ -116,6 +115,8 @@ static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, ready_at), F(replica_t, notice_at),
                                      F(replica_t, rehearsal), F(replica_t, cut)};
 
+static const tide_field_t cap_tot_f[] = {F(cap_tot_t, capped_s), F(cap_tot_t, delay_s),
+                                         F(cap_tot_t, energy_j)};
 static const tide_field_t lease_f[] = {
     F(lease_t, job), F(lease_t, gpus), F(lease_t, start), F(lease_t, latest_return),
     F(lease_t, term_start), F(lease_t, ckpt_cost), F(lease_t, can_shrink), F(lease_t, noticed),
@@ -198,6 +199,9 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, n_racks), F(tide_engine_t, n_power),
     F(tide_engine_t, gpu_dom), F(tide_engine_t, own_kind), F(tide_engine_t, own_id),
     F(tide_engine_t, jobs), F(tide_engine_t, n_jobs), F(tide_engine_t, cap_jobs),
+    F(tide_engine_t, cap_tots), F(tide_engine_t, n_cap_tots), F(tide_engine_t, cap_cap_tots),
+    F(tide_engine_t, job_ids), F(tide_engine_t, job_blk), F(tide_engine_t, n_job_blk),
+    F(tide_engine_t, cap_job_blk),
     F(tide_engine_t, idx_slots), F(tide_engine_t, idx_cap), F(tide_engine_t, svcs),
     F(tide_engine_t, n_svcs), F(tide_engine_t, cap_svcs), F(tide_engine_t, reps),
     F(tide_engine_t, n_reps), F(tide_engine_t, cap_reps), F(tide_engine_t, leases),
@@ -238,13 +242,15 @@ static uint64_t layout_fingerprint(void)
              {lc_f, NF(lc_f)},         {samples_f, NF(samples_f)}, {svc_f, NF(svc_f)},
              {fc_f, NF(fc_f)},         {fcs_f, NF(fcs_f)},         {pred_f, NF(pred_f)},
              {hpa_f, NF(hpa_f)},       {orc_f, NF(orc_f)},         {team_f, NF(team_f)},
-             {lkey_f, NF(lkey_f)},     {dl_f, NF(dl_f)},           {pm_f, NF(pm_f)}};
+             {lkey_f, NF(lkey_f)},     {dl_f, NF(dl_f)},           {pm_f, NF(pm_f)},
+             {cap_tot_f, NF(cap_tot_f)}};
     static const size_t sizes[] = {sizeof(tide_config_t), sizeof(tide_service_spec_t),
                                    sizeof(node_t), sizeof(domain_t), sizeof(tide_engine_t),
                                    sizeof(tide_stats_t), sizeof(tide_job_spec_t), sizeof(job_t),
                                    sizeof(replica_t), sizeof(lease_t), sizeof(lc_t),
                                    sizeof(samples_t), sizeof(service_t), sizeof(forecast_t),
-                                   sizeof(team_t), sizeof(oracle_job_t), sizeof(alloc_t)};
+                                   sizeof(team_t), sizeof(oracle_job_t), sizeof(alloc_t),
+                                   sizeof(cap_tot_t)};
     uint64_t h = TIDE_FNV_INIT;
     for (size_t i = 0; i < NF(t); i++)
         h = tide_hash_bytes(h, t[i].f, t[i].n * sizeof *t[i].f);
@@ -371,6 +377,7 @@ static void w_state(tide_wbuf_t *b, const tide_engine_t *e)
         w_alloc(b, &e->reps[r].alloc);
     }
     w_structs(b, e->leases, e->n_leases, sizeof *e->leases, lease_f, NF(lease_f));
+    w_structs(b, e->cap_tots, e->n_cap_tots, sizeof *e->cap_tots, cap_tot_f, NF(cap_tot_f));
     tide_w_u64(b, (uint64_t)e->n_teams);
     for (int t = 0; t < e->n_teams; t++)
         w_team(b, e, &e->teams[t]);
@@ -421,7 +428,7 @@ static void r_alloc(tide_rbuf_t *r, alloc_t *a)
     size_t n;
     a->gpus = tide_r_arr(r, sizeof *a->gpus, &n);
     a->n = (int)n;
-    a->cap = n ? n : 1;
+    a->cap = n ? (int)TIDE_MIN(n, (size_t)INT32_MAX) : 1;
     if (n > INT32_MAX)
         r->bad = 1;
 }
@@ -496,9 +503,11 @@ static void r_jobs(tide_rbuf_t *r, tide_engine_t *e)
 {
     size_t n = tide_r_count(r, 1, INT32_MAX);
     for (size_t h = 0; h < n && !r->bad; h++) {
-        job_t *j = tide_xcalloc(1, sizeof *j);
-        j->spec.id = tide_r_str(r);
-        j->spec.team = tide_r_str(r);
+        job_t *j = tide__job_new(e, e->n_jobs);
+        char *id = tide_r_str(r);
+        j->spec.id = id ? tide_strpool_dup(&e->job_ids, id) : NULL;
+        free(id);
+        j->spec.team = tide_r_str(r); /* owned until r_job_teams */
         tide_r_struct(r, &j->spec, job_spec_f, NF(job_spec_f));
         tide_r_struct(r, j, job_f, NF(job_f));
         r_alloc(r, &j->alloc);
@@ -522,6 +531,24 @@ static void r_jobs(tide_rbuf_t *r, tide_engine_t *e)
         while (e->idx_slots[i] >= 0)
             i = (i + 1) & (cap - 1);
         e->idx_slots[i] = (int32_t)h;
+    }
+}
+
+/* After r_teams: every job's team string becomes its team's name (the
+ * engine's rule: a job borrows it); a job whose team index and name disagree
+ * makes the snapshot bad. */
+static void r_job_teams(tide_rbuf_t *r, tide_engine_t *e)
+{
+    for (size_t h = 0; h < e->n_jobs && !r->bad; h++) {
+        job_t *j = e->jobs[h];
+        if (!tide__job_team_owned(e, j))
+            continue;
+        if (j->team < 0 || j->team >= e->n_teams || strcmp(j->spec.team, e->teams[j->team].name)) {
+            r->bad = 1;
+            return;
+        }
+        free((char *)j->spec.team);
+        j->spec.team = e->teams[j->team].name;
     }
 }
 
@@ -569,7 +596,12 @@ static void r_state(tide_rbuf_t *r, tide_engine_t *e)
     }
     e->leases = r_structs(r, NULL, &e->n_leases, -1, sizeof *e->leases, lease_f, NF(lease_f));
     e->cap_leases = e->n_leases ? e->n_leases : 1;
+    free(e->cap_tots);
+    e->cap_tots = r_structs(r, NULL, &e->n_cap_tots, -1, sizeof *e->cap_tots, cap_tot_f,
+                            NF(cap_tot_f));
+    e->cap_cap_tots = e->n_cap_tots ? e->n_cap_tots : 1;
     r_teams(r, e);
+    r_job_teams(r, e);
     for (int p = 0; p < TIDE_NPRIO; p++)
         r_i32s(r, &e->q[p], &e->qn[p], &e->qcap[p]);
     r_i32s(r, &e->running, &e->n_running, &e->cap_running);
@@ -635,6 +667,7 @@ static int handles_valid(const tide_engine_t *e)
         const job_t *j = e->jobs[h];
         if (!in(j->team, e->n_teams) || !alloc_ok(e, &j->alloc) ||
             (j->lease != -1 && !in(j->lease, (long)e->n_leases)) ||
+            (j->cap_tot != 0 && !in(j->cap_tot - 1, (long)e->n_cap_tots)) ||
             (j->run_idx != -1 && !in(j->run_idx, (long)e->n_running)))
             return 0;
     }
@@ -758,6 +791,7 @@ PAD_FN(struct fc_ens_prop, pad_ens)
 PAD_FN(struct hpa_rec, pad_hpa)
 PAD_FN(oracle_job_t, pad_orc)
 PAD_FN(team_t, pad_team)
+PAD_FN(cap_tot_t, pad_cap_tot)
 
 typedef struct layout {
     const char *name;
@@ -783,6 +817,7 @@ static const layout_t layouts[] = {
     {"job_t", sizeof(job_t), pad_job, T2(job_f, job_skip)},
     {"replica_t", sizeof(replica_t), pad_rep, T2(rep_f, rep_skip)},
     {"lease_t", sizeof(lease_t), pad_lease, T1(lease_f)},
+    {"cap_tot_t", sizeof(cap_tot_t), pad_cap_tot, T1(cap_tot_f)},
     {"lc_t", sizeof(lc_t), pad_lc, T1(lc_f)},
     {"samples_t", sizeof(samples_t), pad_samples, T2(samples_f, samples_skip)},
     {"service_t", sizeof(service_t), pad_svc, T2_LOOSE(svc_f, svc_skip)},

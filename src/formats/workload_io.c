@@ -583,8 +583,23 @@ typedef struct job_ctx {
     size_t cap, gbcap;
     int cols[J_NCOLS];
     struct tide_name_index *ids; /* id -> line */
+    struct tide_name_index *teams; /* team name -> index in team_names */
+    const char **team_names;       /* one copy per team, in out->strs */
+    size_t n_teams, cap_teams;
     const tide_read_opts_t *o;
 } job_ctx_t;
+
+/* The one copy of team name t in x->out->strs (jobs of a team share it). */
+static const char *team_copy(job_ctx_t *x, const char *t)
+{
+    int i = idx_get(x->teams, t);
+    if (i >= 0)
+        return x->team_names[i];
+    const char *c = tide_strpool_dup(&x->out->strs, t);
+    idx_put(x->teams, c, (int)x->n_teams);
+    TIDE_PUSH(x->team_names, x->n_teams, x->cap_teams, c);
+    return c;
+}
 
 static int gcd(int a, int b)
 {
@@ -651,9 +666,9 @@ static int job_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
     if (prev >= 0)
         return tide_csv_fail(csv, err, c[J_ID], TIDE_EEXIST,
                              "duplicate job id '%.100s' (first defined on line %d)", id, prev);
-    char *own_id = tide_xstrdup(id);
+    char *own_id = tide_strpool_dup(&x->out->strs, id);
     j.id = own_id;
-    j.team = tide_xstrdup(team);
+    j.team = team_copy(x, team);
     size_t gn = x->out->n;
     TIDE_PUSH(x->out->ckpt_gb, gn, x->gbcap, ckgb);
     TIDE_PUSH(x->out->v, x->out->n, x->cap, j);
@@ -685,10 +700,13 @@ static tide_jobs_t *read_jobs(tide_csv_t *csv, const tide_read_opts_t *o, tide_e
     x.o = o;
     x.out = tide_xcalloc(1, sizeof *x.out);
     x.ids = idx_new();
+    x.teams = idx_new();
     int rc = find_cols(csv, job_cols, J_NREQ, J_NCOLS, x.cols, err);
     if (rc == 0)
         rc = each_row(csv, o, job_row, &x, &x.out->skipped, &x.out->first_skip, err);
     idx_free(x.ids);
+    idx_free(x.teams);
+    free(x.team_names);
     tide_csv_close(csv);
     if (rc < 0) {
         tide_jobs_free(x.out);
@@ -733,10 +751,7 @@ void tide_jobs_free(tide_jobs_t *j)
 {
     if (!j)
         return;
-    for (size_t i = 0; i < j->n; i++) {
-        free((char *)j->v[i].id);
-        free((char *)j->v[i].team);
-    }
+    tide_strpool_free(&j->strs);
     free(j->v);
     free(j->ckpt_gb);
     free(j);

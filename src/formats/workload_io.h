@@ -19,6 +19,7 @@
 #include "tide/engine.h"
 #include "tide/rl.h"
 #include "tide/types.h"
+#include "util/util.h"
 
 #define TIDE_IO_MAX_SECONDS 100000000000LL /* ~3000 years: larger times are rejected */
 #define TIDE_IO_MAX_COUNT 1048576          /* GPUs, replicas: larger counts are rejected */
@@ -140,6 +141,7 @@ typedef struct tide_jobs {
     size_t n;
     size_t skipped;
     tide_error_t first_skip;
+    tide_strpool_t strs;     /* the ids and (one copy per team) team names of v */
 } tide_jobs_t;
 
 /* Read jobs.csv. Required: job_id, submit_s, team, priority (1..3 or P1..P3),

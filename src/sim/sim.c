@@ -1752,18 +1752,20 @@ static int capped_cmp(const void *a, const void *b)
  * their totals into o. */
 static void capped_jobs_json(const run_t *r, json_t *o)
 {
-    int n = tide_engine_jobs(r->e), k = 0;
-    tide_job_info_t *v = tide_xcalloc((size_t)n + 1, sizeof *v);
+    int n = tide_engine_jobs(r->e);
+    size_t k = 0, cap = 0;
+    tide_job_info_t *v = NULL, ji; /* the capped ones only (not one per job) */
     double delay = 0, energy = 0;
     for (int h = 0; h < n; h++)
-        if (tide_engine_job(r->e, h, &v[k]) == 0 && v[k].capped_s > 0) {
-            delay += v[k].cap_delay_s;
-            energy += v[k].cap_energy_j;
-            k++;
+        if (tide_engine_job(r->e, h, &ji) == 0 && ji.capped_s > 0) {
+            delay += ji.cap_delay_s;
+            energy += ji.cap_energy_j;
+            TIDE_PUSH(v, k, cap, ji);
         }
-    qsort(v, (size_t)k, sizeof *v, capped_cmp);
+    if (k > 1)
+        qsort(v, k, sizeof *v, capped_cmp);
     json_t *a = json_array();
-    for (int i = 0; i < k && i < 100; i++) {
+    for (size_t i = 0; i < k && i < 100; i++) {
         json_t *x = json_object();
         tide_json_set(x, "job", json_string(v[i].spec->id));
         tide_json_set(x, "priority", json_integer(v[i].spec->priority));
@@ -1773,7 +1775,7 @@ static void capped_jobs_json(const run_t *r, json_t *o)
         tide_json_set(x, "energy_kwh", kwh(v[i].cap_energy_j));
         json_array_append_new(a, x);
     }
-    tide_json_set(o, "capped_jobs", json_integer(k));
+    tide_json_set(o, "capped_jobs", json_integer((json_int_t)k));
     tide_json_set(o, "cap_delay_h", tide_json_real(delay / 3600.0));
     tide_json_set(o, "cap_energy_kwh", kwh(energy));
     tide_json_set(o, "jobs", a);

@@ -284,3 +284,35 @@ int tide_fmt_fixed(char *buf, size_t n, double x, int dec)
     }
     return len;
 }
+
+#define STRPOOL_BLOCK 65536
+
+char *tide_strpool_dup(tide_strpool_t *p, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    if (!p->n_blk || p->used + n > p->room) {
+        size_t room = n > STRPOOL_BLOCK / 4 ? n : STRPOOL_BLOCK;
+        TIDE_PUSH(p->blk, p->n_blk, p->cap_blk, tide_xmalloc(room));
+        if (room == n && p->n_blk > 1) { /* a long string: its own block, before the one filled */
+            char *own = p->blk[p->n_blk - 1];
+            p->blk[p->n_blk - 1] = p->blk[p->n_blk - 2];
+            p->blk[p->n_blk - 2] = own;
+            memcpy(own, s, n);
+            return own;
+        }
+        p->used = 0;
+        p->room = room;
+    }
+    char *d = p->blk[p->n_blk - 1] + p->used;
+    memcpy(d, s, n);
+    p->used += n;
+    return d;
+}
+
+void tide_strpool_free(tide_strpool_t *p)
+{
+    for (size_t i = 0; i < p->n_blk; i++)
+        free(p->blk[i]);
+    free(p->blk);
+    memset(p, 0, sizeof *p);
+}

@@ -25,6 +25,19 @@ void tide_grow_zeroed(void **pv, size_t *cap, size_t need, size_t size);
         (arr)[(n)++] = (val);                                                     \
     } while (0)
 
+/* A string pool: copies of many small strings (job ids, team names) packed
+ * into large blocks, without a malloc header and 32-byte minimum chunk per
+ * string; the copies stay where they are until tide_strpool_free frees them
+ * all. A zeroed pool is empty. */
+typedef struct tide_strpool {
+    char **blk;      /* blocks, the last one being filled */
+    size_t n_blk, cap_blk;
+    size_t used, room; /* bytes used and size of the last block */
+} tide_strpool_t;
+/* A copy of s in p (stable until tide_strpool_free). */
+char *tide_strpool_dup(tide_strpool_t *p, const char *s);
+void tide_strpool_free(tide_strpool_t *p);
+
 #define TIDE_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TIDE_MAX(a, b) ((a) > (b) ? (a) : (b))
 

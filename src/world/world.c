@@ -74,17 +74,12 @@ typedef struct wentry {
     int16_t phase; /* notes: a TIDE_PHASE_* */
 } wentry_t;
 
-typedef struct wjob {
-    /* what live() reads of every entry that reaches the heap's top: first,
-     * in one cache line */
-    int seen;
-    int active;
-    uint32_t gen, run;
-    int has_lease;
-    uint32_t lease_gen;
-    int phase;
-    int width, W;               /* current and full data-parallel width */
-    double progress, committed; /* full-width seconds */
+/* A job's run in the world: what only a running job needs. One per active
+ * job (wjob_t.r), kept from its start to its end; ended runs wait in
+ * w->spare for the next start (their span buffers with them). */
+typedef struct wrun {
+    int W;                      /* full data-parallel width */
+    int gang;                   /* GPUs of one data-parallel replica */
     double speed;               /* relative throughput under a power cap (1 = none) */
     double ckpt_value;          /* progress at the start of the pending checkpoint */
     tide_time_t t_last;         /* progress and train_s are as of this time */
@@ -92,15 +87,25 @@ typedef struct wjob {
     tide_time_t phase_end;      /* end of RESTORING / CHECKPOINTING */
     /* copied from the spec at start (engine pointers may move) */
     tide_time_t duration_s, ckpt_interval_s, ckpt_s, restore_s;
-    int gang;                   /* GPUs of one data-parallel replica */
-    /* faults */
-    double ckpt_gb;             /* checkpoint size (storage model) */
     wspan_t span;               /* its GPUs on racks with an uplink */
-    int xfer;                   /* 1 + transfer slot of the pending checkpoint, 0 = none */
     tide_time_t ckpt_hold;      /* QoS stagger: no periodic checkpoint before this */
     tide_time_t held_since;     /* QoS stagger: first deferral of the pending one (-1 = none) */
+} wrun_t;
+
+/* What the world keeps of every job it has seen, for its whole life (one per
+ * job handle, in pages of WJOB_PAGE: 64 bytes a job however many ran). */
+typedef struct wjob {
+    double progress, committed; /* full-width seconds */
+    double ckpt_gb;             /* checkpoint size (storage model) */
     tide_time_t lease_deadline; /* latest return of its lease */
+    wrun_t *r;                  /* its run while active, else NULL */
+    uint32_t gen, run, lease_gen;
+    int32_t width;              /* current data-parallel width */
+    int32_t xfer;               /* 1 + transfer slot of the pending checkpoint, 0 = none */
+    uint8_t seen, active, has_lease;
+    uint8_t phase;
 } wjob_t;
+#define WJOB_PAGE 4096
 
 /* A transfer through the shared storage. */
 typedef struct xfer {
@@ -126,8 +131,10 @@ struct tide_world {
     wentry_t *heap;
     size_t n, cap;
     uint64_t seq;
-    wjob_t *jobs;
-    size_t njobs;
+    wjob_t **jpages;  /* job h is jpages[h / WJOB_PAGE][h % WJOB_PAGE] (NULL: none seen) */
+    size_t njpages;
+    wrun_t **spare;   /* ended runs, reused by the next starts */
+    size_t nspare, capspare;
     uint32_t *rgen; /* per replica handle */
     wspan_t *rspan; /* per replica handle: its GPUs on racks with an uplink */
     size_t nrep;
@@ -208,19 +215,49 @@ static wentry_t heap_pop(tide_world_t *w)
 
 /* ------------------------------------------------------------ job state */
 
+/* Job h's record, or NULL when its page was never made (never seen). */
+static wjob_t *job_at(const tide_world_t *w, int32_t job)
+{
+    if (job < 0)
+        return NULL;
+    size_t p = (size_t)job / WJOB_PAGE;
+    if (p >= w->njpages || !w->jpages[p])
+        return NULL;
+    return &w->jpages[p][(size_t)job % WJOB_PAGE];
+}
+
+/* Job h's record, made (zeroed, with its page) if need be. */
 static wjob_t *job_get(tide_world_t *w, int32_t job)
 {
     if (job < 0)
         return NULL;
-    if ((size_t)job >= w->njobs) {
-        size_t n = w->njobs ? w->njobs : 16;
-        while (n <= (size_t)job)
-            n *= 2;
-        w->jobs = tide_xrealloc(w->jobs, n * sizeof *w->jobs);
-        memset(w->jobs + w->njobs, 0, (n - w->njobs) * sizeof *w->jobs);
-        w->njobs = n;
+    size_t p = (size_t)job / WJOB_PAGE;
+    if (p >= w->njpages) {
+        size_t n = TIDE_MAX(p + 1, 2 * w->njpages);
+        w->jpages = tide_xrealloc(w->jpages, n * sizeof *w->jpages);
+        memset(w->jpages + w->njpages, 0, (n - w->njpages) * sizeof *w->jpages);
+        w->njpages = n;
     }
-    return &w->jobs[job];
+    if (!w->jpages[p])
+        w->jpages[p] = tide_xcalloc(WJOB_PAGE, sizeof **w->jpages);
+    return &w->jpages[p][(size_t)job % WJOB_PAGE];
+}
+
+/* Give job j a run (a spare one if any; every field is set by the start). */
+static void run_take(tide_world_t *w, wjob_t *j)
+{
+    if (j->r)
+        return;
+    j->r = w->nspare ? w->spare[--w->nspare] : tide_xcalloc(1, sizeof *j->r);
+}
+
+/* Job j no longer runs: its run goes back to the spares. */
+static void run_drop(tide_world_t *w, wjob_t *j)
+{
+    if (!j->r)
+        return;
+    TIDE_PUSH(w->spare, w->nspare, w->capspare, j->r);
+    j->r = NULL;
 }
 
 static uint32_t *rep_gen(tide_world_t *w, int32_t rep)
@@ -243,19 +280,19 @@ static uint32_t *rep_gen(tide_world_t *w, int32_t rep)
 /* Bring a training job's progress and training time up to `now`. */
 static void job_advance(wjob_t *j, tide_time_t now)
 {
-    if (now <= j->t_last) {
+    if (now <= j->r->t_last) {
         return;
     }
     if (j->phase == TIDE_PHASE_TRAINING) {
-        tide_time_t dt = now - j->t_last;
-        if (j->width > 0 && j->W > 0)
-            j->progress += (double)dt * j->width / j->W * (j->speed > 0 ? j->speed : 1.0);
-        double dur = (double)j->duration_s;
+        tide_time_t dt = now - j->r->t_last;
+        if (j->width > 0 && j->r->W > 0)
+            j->progress += (double)dt * j->width / j->r->W * (j->r->speed > 0 ? j->r->speed : 1.0);
+        double dur = (double)j->r->duration_s;
         if (j->progress > dur)
             j->progress = dur;
-        j->train_s += dt;
+        j->r->train_s += dt;
     }
-    j->t_last = now;
+    j->r->t_last = now;
 }
 
 /* ---------------------------------------------------------------- storage */
@@ -672,31 +709,31 @@ static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
     switch (j->phase) {
     case TIDE_PHASE_RESTORING:
         x.kind = W_RESTORE_DONE;
-        x.t = j->phase_end;
+        x.t = j->r->phase_end;
         break;
     case TIDE_PHASE_CHECKPOINTING:
         if (j->xfer)
             return; /* the transfer's completion schedules the commit */
         x.kind = W_CKPT_DONE;
-        x.t = j->phase_end;
+        x.t = j->r->phase_end;
         break;
     default: {
         tide_time_t ckpt_at = TIDE_TIME_NEVER;
-        if (j->ckpt_interval_s > 0)
-            ckpt_at = TIDE_MAX(j->t_last + TIDE_MAX(j->ckpt_interval_s - j->train_s, 0),
-                               j->ckpt_hold);
-        double rem = (double)j->duration_s - j->progress;
+        if (j->r->ckpt_interval_s > 0)
+            ckpt_at = TIDE_MAX(j->r->t_last + TIDE_MAX(j->r->ckpt_interval_s - j->r->train_s, 0),
+                               j->r->ckpt_hold);
+        double rem = (double)j->r->duration_s - j->progress;
         if (rem < 0)
             rem = 0;
         double fin = INFINITY;
-        if (j->width > 0 && j->W > 0)
-            fin = (double)j->t_last + rem * j->W / j->width / (j->speed > 0 ? j->speed : 1.0);
+        if (j->width > 0 && j->r->W > 0)
+            fin = (double)j->r->t_last + rem * j->r->W / j->width / (j->r->speed > 0 ? j->r->speed : 1.0);
         if (fin <= (double)ckpt_at && fin < 9.0e18) {
             x.kind = W_FINISH;
             /* a hair of slack so that 3600.0000000001 still finishes at 3600 */
             x.t = (tide_time_t)ceil(fin - 1e-6);
-            if (x.t < j->t_last)
-                x.t = j->t_last;
+            if (x.t < j->r->t_last)
+                x.t = j->r->t_last;
         } else if (ckpt_at != TIDE_TIME_NEVER) {
             x.kind = W_CKPT_START;
             x.t = ckpt_at;
@@ -721,14 +758,14 @@ static void note(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j, 
 static void ckpt_begin(tide_world_t *w, int32_t id, wjob_t *j, tide_time_t t, int cls)
 {
     j->phase = TIDE_PHASE_CHECKPOINTING;
-    j->ckpt_value = j->progress;
-    j->phase_end = t + j->ckpt_s;
-    if (j->held_since >= 0) /* a staggered periodic checkpoint (or overtaken by an asked one) */
-        dur_add(w, TIDE_XFER_STAGGER, (double)(t - j->held_since));
-    j->held_since = -1;
-    j->ckpt_hold = 0;
+    j->r->ckpt_value = j->progress;
+    j->r->phase_end = t + j->r->ckpt_s;
+    if (j->r->held_since >= 0) /* a staggered periodic checkpoint (or overtaken by an asked one) */
+        dur_add(w, TIDE_XFER_STAGGER, (double)(t - j->r->held_since));
+    j->r->held_since = -1;
+    j->r->ckpt_hold = 0;
     if (w->gbps > 0 && j->ckpt_gb > 0)
-        j->xfer = xfer_start(w, t, cls, id, -1, j->run, j->ckpt_gb, j->ckpt_s, &j->span);
+        j->xfer = xfer_start(w, t, cls, id, -1, j->run, j->ckpt_gb, j->r->ckpt_s, &j->r->span);
 }
 
 /* QoS stagger on the racks: does job j's checkpoint (cap GB/s, INFINITY =
@@ -736,8 +773,8 @@ static void ckpt_begin(tide_world_t *w, int32_t id, wjob_t *j, tide_time_t t, in
  * uplinks (or is nothing writing there)? */
 static int ckpt_fits_racks(const tide_world_t *w, const wjob_t *j, double cap)
 {
-    for (int s = 0; s < j->span.n; s++) {
-        int r = j->span.rack[s];
+    for (int s = 0; s < j->r->span.n; s++) {
+        int r = j->r->span.rack[s];
         const wdom_t *d = &w->dom[r];
         double dem = 0;
         for (size_t i = 0; i < w->nxf; i++) {
@@ -745,7 +782,7 @@ static int ckpt_fits_racks(const tide_world_t *w, const wjob_t *j, double cap)
             if (x->used && x->kind == XF_CKPT)
                 dem += span_frac(&x->span, r) * (isfinite(x->cap) ? x->cap : d->up);
         }
-        double mine = j->span.frac[s] * (isfinite(cap) ? cap : d->up);
+        double mine = j->r->span.frac[s] * (isfinite(cap) ? cap : d->up);
         if (dem > 0 && dem + mine > w->qos_share * d->up * (1 + SAT_EPS))
             return 0;
     }
@@ -773,12 +810,12 @@ static int ckpt_fits(const tide_world_t *w, const wjob_t *j, tide_time_t now, ti
         if (x->due >= 0 && end < first)
             first = end;
     }
-    double cap = j->ckpt_s > 0 ? j->ckpt_gb / (double)j->ckpt_s : w->gbps;
+    double cap = j->r->ckpt_s > 0 ? j->ckpt_gb / (double)j->r->ckpt_s : w->gbps;
     if (!writing || (dem + cap <= budget * (1 + SAT_EPS) &&
-                     ckpt_fits_racks(w, j, j->ckpt_s > 0 ? cap : INFINITY)))
+                     ckpt_fits_racks(w, j, j->r->ckpt_s > 0 ? cap : INFINITY)))
         return 1;
     if (first == TIDE_TIME_NEVER) /* the writing ones wait for loads: try a while later */
-        first = now + TIDE_MAX(j->ckpt_s, 1);
+        first = now + TIDE_MAX(j->r->ckpt_s, 1);
     *retry = first > now ? first : now + 1;
     return 0;
 }
@@ -798,6 +835,7 @@ static void job_end(tide_world_t *w, tide_time_t now, wjob_t *j)
     j->run++;
     j->has_lease = 0;
     j->lease_gen++;
+    run_drop(w, j);
 }
 
 /* Progress lost if the job ended now. */
@@ -833,37 +871,37 @@ static void act_job_start(tide_world_t *w, tide_time_t now, const tide_action_t 
         xfer_end(w, now, (size_t)(j->xfer - 1), 0);
         j->xfer = 0;
     }
+    run_take(w, j);
     j->seen = 1;
     j->active = 1;
     j->run++;
-    j->duration_s = info.spec->duration_s;
-    j->ckpt_interval_s = info.spec->ckpt_interval_s;
-    j->ckpt_s = info.spec->ckpt_s;
-    j->restore_s = info.spec->restore_s;
-    j->gang = info.spec->gang_gpus;
-    j->W = info.dp_max > 0 ? info.dp_max : 1;
+    j->r->duration_s = info.spec->duration_s;
+    j->r->ckpt_interval_s = info.spec->ckpt_interval_s;
+    j->r->ckpt_s = info.spec->ckpt_s;
+    j->r->restore_s = info.spec->restore_s;
+    j->r->gang = info.spec->gang_gpus;
+    j->r->W = info.dp_max > 0 ? info.dp_max : 1;
     j->width = a->width;
-    span_set(w, &j->span, a);
-    j->speed = 1.0;
+    span_set(w, &j->r->span, a);
+    j->r->speed = 1.0;
     j->progress = j->committed;
-    j->t_last = now;
-    j->train_s = 0;
-    j->ckpt_hold = 0;
-    j->held_since = -1;
+    j->r->t_last = now;
+    j->r->train_s = 0;
+    j->r->ckpt_hold = 0;
+    j->r->held_since = -1;
     if (j->committed > 0) {
         j->phase = TIDE_PHASE_RESTORING;
-        j->phase_end = now + j->restore_s;
+        j->r->phase_end = now + j->r->restore_s;
     } else {
         j->phase = TIDE_PHASE_TRAINING;
     }
     job_schedule(w, a->job, j);
 }
 
-static wjob_t *active_job(tide_world_t *w, int32_t job)
+static wjob_t *active_job(const tide_world_t *w, int32_t job)
 {
-    if (job < 0 || (size_t)job >= w->njobs || !w->jobs[job].active)
-        return NULL;
-    return &w->jobs[job];
+    wjob_t *j = job_at(w, job);
+    return j && j->active ? j : NULL;
 }
 
 static void act_job_ckpt(tide_world_t *w, tide_time_t now, const tide_action_t *a)
@@ -894,9 +932,9 @@ static void act_job_ckpt(tide_world_t *w, tide_time_t now, const tide_action_t *
 int tide_world_ckpt_early(tide_world_t *w, tide_time_t now, int32_t job)
 {
     wjob_t *j = active_job(w, job);
-    if (!j || j->phase != TIDE_PHASE_CHECKPOINTING || j->xfer || j->phase_end <= now)
+    if (!j || j->phase != TIDE_PHASE_CHECKPOINTING || j->xfer || j->r->phase_end <= now)
         return -1;
-    j->phase_end = now;
+    j->r->phase_end = now;
     job_schedule(w, job, j);
     return 0;
 }
@@ -908,7 +946,7 @@ static void act_job_resize(tide_world_t *w, tide_time_t now, const tide_action_t
         return;
     job_advance(j, now);
     j->width = a->width;
-    span_set(w, &j->span, a);
+    span_set(w, &j->r->span, a);
     job_schedule(w, a->job, j);
 }
 
@@ -920,7 +958,7 @@ static void act_power_cap(tide_world_t *w, tide_time_t now, const tide_action_t 
     if (!j || tide_engine_job(w->e, a->job, &info) != 0)
         return;
     job_advance(j, now);
-    j->speed = info.speed > 0 ? info.speed : 1.0;
+    j->r->speed = info.speed > 0 ? info.speed : 1.0;
     job_schedule(w, a->job, j);
 }
 
@@ -977,9 +1015,9 @@ static void lease_arm(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t
 
 static void act_lease_set(tide_world_t *w, tide_time_t now, const tide_action_t *a)
 {
-    if (a->job < 0 || (size_t)a->job >= w->njobs || !w->jobs[a->job].seen)
+    wjob_t *j = job_at(w, a->job);
+    if (!j || !j->seen)
         return;
-    wjob_t *j = &w->jobs[a->job];
     j->has_lease = 1;
     j->lease_deadline = a->deadline;
     j->lease_gen++;
@@ -989,9 +1027,9 @@ static void act_lease_set(tide_world_t *w, tide_time_t now, const tide_action_t 
 static void act_lease_return(tide_world_t *w, tide_time_t now, const tide_action_t *a)
 {
     (void)now;
-    if (a->job < 0 || (size_t)a->job >= w->njobs)
+    wjob_t *j = job_at(w, a->job);
+    if (!j)
         return;
-    wjob_t *j = &w->jobs[a->job];
     j->has_lease = 0;
     j->lease_gen++;
 }
@@ -1022,9 +1060,9 @@ static int live(const tide_world_t *w, const wentry_t *x)
     if (x->kind == W_XFER_DONE)
         return x->id >= 0 && (size_t)x->id < w->nxf && w->xf[x->id].used &&
                w->xf[x->id].gen == x->gen;
-    if (x->id < 0 || (size_t)x->id >= w->njobs)
+    const wjob_t *j = job_at(w, x->id);
+    if (!j)
         return 0;
-    const wjob_t *j = &w->jobs[x->id];
     if (x->kind == W_NOTE_RANK || x->kind == W_NOTE_LAST || x->kind == W_NOTE_EXPIRED)
         return j->run == x->gen;
     if (!j->active)
@@ -1060,13 +1098,11 @@ static void xfer_done(tide_world_t *w, const wentry_t *x)
                                     .gen = xf.owner, .aux = xf.aux});
         return;
     }
-    if (xf.id < 0 || (size_t)xf.id >= w->njobs)
-        return;
-    wjob_t *j = &w->jobs[xf.id];
-    if (!j->active || j->run != xf.owner || j->xfer != (int)i + 1)
+    wjob_t *j = job_at(w, xf.id);
+    if (!j || !j->active || j->run != xf.owner || j->xfer != (int)i + 1)
         return;
     j->xfer = 0;
-    j->phase_end = at;
+    j->r->phase_end = at;
     job_schedule(w, xf.id, j);
 }
 
@@ -1088,7 +1124,7 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         xfer_done(w, x);
         return 0;
     }
-    wjob_t *j = &w->jobs[x->id];
+    wjob_t *j = job_at(w, x->id); /* live: seen */
     ev->job = x->id;
     switch (x->kind) {
     case W_NOTE_PHASE:
@@ -1102,8 +1138,8 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         break;
     case W_RESTORE_DONE:
         j->phase = TIDE_PHASE_TRAINING;
-        j->t_last = x->t;
-        j->train_s = 0;
+        j->r->t_last = x->t;
+        j->r->train_s = 0;
         ev->kind = TIDE_EV_JOB_PHASE;
         ev->phase = TIDE_PHASE_TRAINING;
         ev->value = j->progress;
@@ -1113,11 +1149,11 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         tide_time_t retry;
         job_advance(j, x->t);
         if (!ckpt_fits(w, j, x->t, &retry)) { /* staggered: keep training, try again */
-            if (j->held_since < 0) {
-                j->held_since = x->t;
+            if (j->r->held_since < 0) {
+                j->r->held_since = x->t;
                 w->staggered++;
             }
-            j->ckpt_hold = retry;
+            j->r->ckpt_hold = retry;
             job_schedule(w, x->id, j);
             return 0;
         }
@@ -1129,20 +1165,21 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         break;
     }
     case W_CKPT_DONE:
-        j->committed = j->ckpt_value;
+        j->committed = j->r->ckpt_value;
         j->phase = TIDE_PHASE_TRAINING;
-        j->t_last = x->t;
-        j->train_s = 0;
+        j->r->t_last = x->t;
+        j->r->train_s = 0;
         ev->kind = TIDE_EV_CKPT_COMMITTED;
-        ev->value = j->ckpt_value;
+        ev->value = j->r->ckpt_value;
         job_schedule(w, x->id, j);
         break;
     case W_FINISH:
-        j->progress = (double)j->duration_s;
-        j->t_last = x->t;
+        j->progress = (double)j->r->duration_s;
+        j->r->t_last = x->t;
         j->active = 0;
         j->gen++;
         j->run++;
+        run_drop(w, j);
         ev->kind = TIDE_EV_JOB_FINISHED;
         ev->value = j->progress;
         break;
@@ -1191,14 +1228,22 @@ void tide_world_destroy(tide_world_t *w)
 {
     if (!w)
         return;
-    for (size_t i = 0; i < w->njobs; i++)
-        span_free(&w->jobs[i].span);
+    for (size_t p = 0; p < w->njpages; p++) {
+        for (size_t i = 0; w->jpages[p] && i < WJOB_PAGE; i++)
+            run_drop(w, &w->jpages[p][i]);
+        free(w->jpages[p]);
+    }
+    for (size_t i = 0; i < w->nspare; i++) {
+        span_free(&w->spare[i]->span);
+        free(w->spare[i]);
+    }
     for (size_t i = 0; i < w->nrep; i++)
         span_free(&w->rspan[i]);
     for (size_t i = 0; i < w->nxf; i++)
         span_free(&w->xf[i].span);
     free(w->heap);
-    free(w->jobs);
+    free(w->jpages);
+    free(w->spare);
     free(w->rgen);
     free(w->rspan);
     free(w->svc_gb);
@@ -1243,9 +1288,9 @@ size_t tide_world_pop(tide_world_t *w, tide_time_t now, tide_event_t *out, size_
 
 int tide_world_job(const tide_world_t *w, int32_t job, tide_world_job_t *out)
 {
-    if (job < 0 || (size_t)job >= w->njobs || !w->jobs[job].seen)
+    const wjob_t *j = job_at(w, job);
+    if (!j || !j->seen)
         return -1;
-    const wjob_t *j = &w->jobs[job];
     out->active = j->active;
     out->phase = j->phase;
     out->width = j->width;
@@ -1316,8 +1361,11 @@ void tide_world_set_ctl_down(tide_world_t *w, tide_time_t now, int down)
 {
     w->ctl_down = down ? 1 : 0;
     if (w->ctl_down) {
-        for (size_t i = 0; i < w->njobs; i++)
-            lease_arm(w, now, (int32_t)i, &w->jobs[i]);
+        for (size_t i = 0; i < w->njpages * WJOB_PAGE; i++) {
+            const wjob_t *j = job_at(w, (int32_t)i);
+            if (j)
+                lease_arm(w, now, (int32_t)i, j);
+        }
     }
     purge_top(w);
 }
@@ -1381,14 +1429,14 @@ void tide_world_kill_replica(tide_world_t *w, tide_time_t now, int32_t replica)
 size_t tide_world_running(const tide_world_t *w, int32_t *jobs, int *gpus, size_t max)
 {
     size_t n = 0;
-    for (size_t i = 0; i < w->njobs; i++) {
-        const wjob_t *j = &w->jobs[i];
-        if (!j->active)
+    for (size_t i = 0; i < w->njpages * WJOB_PAGE; i++) {
+        const wjob_t *j = job_at(w, (int32_t)i);
+        if (!j || !j->active)
             continue;
         if (n < max) {
             jobs[n] = (int32_t)i;
             if (gpus)
-                gpus[n] = j->width * (j->gang > 0 ? j->gang : 1);
+                gpus[n] = j->width * (j->r->gang > 0 ? j->r->gang : 1);
         }
         n++;
     }
@@ -1444,7 +1492,7 @@ int tide_world_xfer_begin(tide_world_t *w, tide_time_t now, tide_time_t since, i
     if (w->gbps <= 0 || !(gb > 0) || !isfinite(gb))
         return 0;
     const wjob_t *j = active_job(w, job);
-    size_t i = xfer_new(w, now, XC_LOAD, -1, -1, 0, gb, declared, j ? &j->span : NULL);
+    size_t i = xfer_new(w, now, XC_LOAD, -1, -1, 0, gb, declared, j ? &j->r->span : NULL);
     xfer_t *x = &w->xf[i];
     since = TIDE_MIN(since, now);
     x->kind = XF_EXT;

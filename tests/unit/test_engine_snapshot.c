@@ -92,6 +92,40 @@ static void test_round_trip(void **state)
     ef_free(f);
 }
 
+/* Jobs borrow their team's one name (no copy per job), before and after a
+ * restore; ids are the engine's own copies. */
+static void same_team_names(const tide_engine_t *e)
+{
+    tide_job_info_t a, b;
+    assert_int_equal(tide_engine_job(e, 0, &a), 0);
+    for (int h = 1; h < tide_engine_jobs(e); h++) {
+        assert_int_equal(tide_engine_job(e, h, &b), 0);
+        assert_string_equal(b.spec->team, "t");
+        assert_ptr_equal(b.spec->team, a.spec->team);
+        assert_ptr_not_equal(b.spec->id, a.spec->id);
+    }
+}
+
+static void test_team_names_shared(void **state)
+{
+    (void)state;
+    ef_t *f = busy_engine();
+    same_team_names(f->e);
+    size_t n;
+    void *b = tide_engine_snapshot(f->e, &n);
+    tide_error_t err = {0};
+    tide_engine_t *e = tide_engine_restore(f->e, b, n, &err);
+    if (!e)
+        fail_msg("restore: %s", err.msg);
+    same_team_names(e);
+    tide_job_info_t j;
+    assert_int_equal(tide_engine_job(e, tide_engine_job_find(e, "j3"), &j), 0);
+    assert_string_equal(j.spec->id, "j3");
+    tide_engine_destroy(e);
+    free(b);
+    ef_free(f);
+}
+
 static void expect_refused(const tide_engine_t *like, const void *b, size_t n, const char *what)
 {
     tide_error_t err = {0};
@@ -159,6 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_covered),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_team_names_shared),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -418,6 +418,25 @@ static void test_jobs_bad(void **state)
     tide_cluster_destroy(c);
 }
 
+/* Jobs of one team share one copy of its name; ids are each their own. */
+static void test_jobs_team_shared(void **state)
+{
+    (void)state;
+    tide_error_t err;
+    tide_jobs_t *j = jobs_str(JOB_HDR "a,0,red,1,8,10\n"
+                                      "b,1,blue,1,8,10\n"
+                                      "c,2,red,2,8,10\n",
+                              NULL, &err);
+    assert_non_null(j);
+    assert_int_equal(j->n, 3);
+    assert_string_equal(j->v[0].team, "red");
+    assert_string_equal(j->v[1].team, "blue");
+    assert_ptr_equal(j->v[0].team, j->v[2].team);
+    assert_ptr_not_equal(j->v[0].team, j->v[1].team);
+    assert_string_equal(j->v[2].id, "c");
+    tide_jobs_free(j);
+}
+
 static void test_jobs_skip(void **state)
 {
     (void)state;
@@ -501,7 +520,7 @@ int main(void)
         cmocka_unit_test(test_services_latency),
         cmocka_unit_test(test_services_skip), cmocka_unit_test(test_demand),
         cmocka_unit_test(test_jobs_good),     cmocka_unit_test(test_jobs_bad),
-        cmocka_unit_test(test_jobs_skip),     cmocka_unit_test(test_files),
+        cmocka_unit_test(test_jobs_skip),     cmocka_unit_test(test_jobs_team_shared),     cmocka_unit_test(test_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
