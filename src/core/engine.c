@@ -358,6 +358,7 @@ static int ev_cancel(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         for (int d = 0; d < e->n_doms; d++)
             if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == ev->job)
                 e->doms[d].claim_kind = CLAIM_NONE;
+        tide__place_changed(e);
         e->sched_dirty = 1;
         return 0;
     }
@@ -567,6 +568,7 @@ static void node_set(tide_engine_t *e, int n, int up)
         tide__foreign_drop(e, n); /* marked again when the node is back */
         nd->up = 0;
         d->claim_kind = CLAIM_NONE; /* what was being emptied there is gone */
+        tide__place_changed(e);
         d->up_gpus -= nd->gpus;
         d->free -= nd->gpus;
         e->zone_gpus[d->zone] -= nd->gpus;
@@ -927,6 +929,8 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (lost >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
                          e->jobs[lost]->spec.id);
+    if (e->memo_bad)
+        return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     return 0;
 }
 

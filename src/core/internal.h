@@ -431,6 +431,21 @@ struct tide_engine {
     int *vict_used;
     reservation_t resv[TIDE_NPRIO];
     int n_resv;
+    /* resv_memo[k]: the inputs of the last reservation computed into
+     * resv[k] (head, train zones, place_ver); a pass asking the same again
+     * with resv[0..k) unchanged reuses resv[k] (sched.c make_reservation).
+     * A recompute into slot k drops the memos after k. */
+    struct resv_memo {
+        uint64_t ver;
+        int32_t h;
+        unsigned tz;
+        int valid;
+        tide_time_t shadow;
+    } resv_memo[TIDE_NPRIO];
+    /* Bumped by every change a reservation reads (tide__place_changed):
+     * free counts, GPU owners, the end index, domain zones and claims. */
+    uint64_t place_ver;
+    int memo_bad; /* a debug check found a memo differing from a recompute */
     tide_actions_t *out;     /* actions of the current step */
 
     /* power (power.c): power domain of every GPU, scratch per domain */
@@ -512,6 +527,11 @@ tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 /* place.c */
 void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id);
 void tide__dom_release(tide_engine_t *e, int gpu);
+/* Release gpus[0..n), taken since place_ver was v0 by a placement not kept
+ * and nothing else changed since: back to the free state they were in, so
+ * place_ver goes back to v0 (unless a release went elsewhere: to a foreign
+ * job, or a cut node). */
+void tide__place_undo(tide_engine_t *e, const int32_t *gpus, int n, uint64_t v0);
 /* Foreign jobs (TIDE_EV_FOREIGN): set node n's reported count and mark that
  * many of its free GPUs OWN_FOREIGN (more as tide's GPUs there are released,
  * tide__dom_release); tide__foreign_drop unmarks them all (node going down). */
@@ -682,9 +702,13 @@ static inline uint64_t *tide__free_map(const tide_engine_t *e, int f)
     return e->dom_free_bits + (size_t)f * e->dom_words;
 }
 
+/* Something a reservation reads changed (see place_ver). */
+static inline void tide__place_changed(tide_engine_t *e) { e->place_ver++; }
+
 static inline void tide__dom_free_mark(tide_engine_t *e, int d)
 {
     domain_t *dm = &e->doms[d];
+    tide__place_changed(e);
     int f = dm->free > 0 ? dm->free : 0;
     if (f == dm->free_slot)
         return;

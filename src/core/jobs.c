@@ -151,6 +151,7 @@ static size_t end_pos(const tide_engine_t *e, tide_time_t t, int32_t h)
 static void end_index_del(tide_engine_t *e, int32_t h)
 {
     size_t at = end_pos(e, e->jobs[h]->exp_end, h);
+    tide__place_changed(e);
     if (at < e->n_by_end && e->by_end[at] == h) {
         memmove(&e->by_end[at], &e->by_end[at + 1], (e->n_by_end - at - 1) * sizeof *e->by_end);
         e->n_by_end--;
@@ -160,6 +161,7 @@ static void end_index_del(tide_engine_t *e, int32_t h)
 static void end_index_add(tide_engine_t *e, int32_t h)
 {
     tide_grow((void **)&e->by_end, &e->cap_by_end, e->n_by_end + 1, sizeof *e->by_end);
+    tide__place_changed(e);
     size_t at = end_pos(e, e->jobs[h]->exp_end, h);
     memmove(&e->by_end[at + 1], &e->by_end[at], (e->n_by_end - at) * sizeof *e->by_end);
     e->by_end[at] = h;
@@ -216,6 +218,7 @@ static void clear_job_claims(tide_engine_t *e, int32_t h)
     for (int i = 0; i < e->n_doms; i++)
         if (e->doms[i].claim_kind == CLAIM_JOB && e->doms[i].claim_id == h)
             e->doms[i].claim_kind = CLAIM_NONE;
+    tide__place_changed(e);
 }
 
 void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)

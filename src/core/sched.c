@@ -174,16 +174,43 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
     return shadow;
 }
 
-/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]. */
+/* Debug check of a memoised reservation: recomputed from scratch, equal? */
+static int memo_same(const tide_engine_t *e, int32_t h, unsigned tz, const reservation_t *r,
+                     tide_time_t shadow)
+{
+    size_t nd = (size_t)e->n_doms;
+    int *avail = tide_xcalloc(nd, sizeof *avail), *res = tide_xcalloc(nd, sizeof *res);
+    tide_time_t s = reservation_compute(e, h, tz, e->resv, e->n_resv, avail, res);
+    int same = s == shadow && (s == TIDE_TIME_NEVER || (!memcmp(avail, r->avail, nd * sizeof *avail) &&
+                                                        !memcmp(res, r->res, nd * sizeof *res)));
+    free(avail);
+    free(res);
+    return same;
+}
+
+/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]:
+ * the same inputs as the slot's last computation (resv_memo) reuse it. */
 static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
 {
     (void)now;
-    reservation_t *r = &e->resv[e->n_resv];
+    int k = e->n_resv;
+    reservation_t *r = &e->resv[k];
+    struct resv_memo *m = &e->resv_memo[k];
     if (!r->avail) {
         r->avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
         r->res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
     }
-    tide_time_t shadow = reservation_compute(e, h, tz, e->resv, e->n_resv, r->avail, r->res);
+    tide_time_t shadow;
+    if (m->valid && m->ver == e->place_ver && m->h == h && m->tz == tz) {
+        shadow = m->shadow;
+        if (e->cfg.check_invariants && !memo_same(e, h, tz, r, shadow))
+            e->memo_bad = 1;
+    } else {
+        shadow = reservation_compute(e, h, tz, e->resv, k, r->avail, r->res);
+        *m = (struct resv_memo){.ver = e->place_ver, .h = h, .tz = tz, .valid = 1, .shadow = shadow};
+        for (int x = k + 1; x < TIDE_NPRIO; x++)
+            e->resv_memo[x].valid = 0;
+    }
     if (shadow == TIDE_TIME_NEVER)
         return;
     r->shadow = shadow;
@@ -266,10 +293,12 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         e->doms[best].claim_id = h;
         e->doms[best].claim_since = now;
         chosen[n_chosen++] = best;
+        tide__place_changed(e);
     }
     if (n_chosen < missing) {
         for (int k = 0; k < n_chosen; k++)
             e->doms[chosen[k]].claim_kind = CLAIM_NONE;
+        tide__place_changed(e);
         return;
     }
     for (int k = 0; k < n_chosen; k++) {
@@ -278,6 +307,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         if (tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
             nv = 0;
         e->doms[di].claim_kind = CLAIM_JOB;
+        tide__place_changed(e);
         for (int i = 0; i < nv; i++) {
             job_t *x = e->jobs[best_v[i].job];
             if (best_v[i].shrink && x->state == TIDE_JOB_RUNNING)
@@ -407,13 +437,13 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
         if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max || e->now < j->grow_after)
             continue;
         alloc_t a = {0};
+        uint64_t v0 = e->place_ver;
         int got = tide__place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
                               tz, OWN_JOB, h, &a, 0);
         if (got && quota_ok(e, h, &a, tz) && tide__power_admit(e, &a))
             tide__job_grow(e, h, &a, got);
         else
-            for (int k = 0; k < a.n; k++)
-                tide__dom_release(e, a.gpus[k]);
+            tide__place_undo(e, a.gpus, a.n, v0);
         tide__alloc_free(&a);
     }
 }
@@ -506,6 +536,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                     fits = 0;
             if (fits) {
                 alloc_t a = {0};
+                uint64_t v0 = e->place_ver;
                 int w = tide__place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
                                     h, &a, 0);
                 if (w && respects(e, h, &a, w, now) && quota_ok(e, h, &a, tz) &&
@@ -516,8 +547,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                     continue;
                 }
                 if (w) {
-                    for (int k = 0; k < a.n; k++)
-                        tide__dom_release(e, a.gpus[k]);
+                    tide__place_undo(e, a.gpus, a.n, v0);
                 } else if (n_memo < 32) {
                     memo[n_memo].gang = g;
                     memo[n_memo].min = j->spec.dp_min;
