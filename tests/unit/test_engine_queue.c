@@ -108,11 +108,6 @@ static void test_reservation_blocks_long_job(void **state)
     ef_free(f);
 }
 
-/* The head's reservation is reused by the passes that change nothing it
- * reads (a long job tried and put back) and recomputed after a change (a
- * short job backfilled, then ended): with the invariant checks on, every
- * reuse is compared with a recomputation (tide_engine_check). Long jobs never
- * delay the head; it starts once the running job has ended. */
 static void ef_finish(ef_t *f, tide_time_t t, int32_t h)
 {
     tide_event_t ev = ef_ev(TIDE_EV_JOB_FINISHED);
@@ -120,6 +115,11 @@ static void ef_finish(ef_t *f, tide_time_t t, int32_t h)
     ef_step(f, t, &ev, 1);
 }
 
+/* The head's reservation is reused by the passes that change nothing it
+ * reads (a long job tried and put back) and recomputed after a change (a
+ * short job backfilled, then ended): with the invariant checks on, every
+ * reuse is compared with a recomputation (tide_engine_check). Long jobs never
+ * delay the head; it starts once the running job has ended. */
 static void test_reservation_reused_across_passes(void **state)
 {
     (void)state;
