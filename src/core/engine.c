@@ -198,8 +198,10 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->teams[t].cells);
     }
     free(e->teams);
-    for (int p = 0; p < TIDE_NPRIO; p++)
+    for (int p = 0; p < TIDE_NPRIO; p++) {
         free(e->q[p]);
+        free(e->qk[p]);
+    }
     free(e->running);
     tide_bitset_free(&e->grow_slots);
     free(e->by_end);
@@ -929,6 +931,10 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (lost >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
                          e->jobs[lost]->spec.id);
+    int32_t stale = tide__queue_keys_check(e);
+    if (stale >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: its queue key disagrees with the job",
+                         e->jobs[stale]->spec.id);
     if (e->memo_bad)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     return 0;

@@ -310,6 +310,12 @@ typedef struct oracle_job {
 } oracle_job_t;
 #define ORC_NEVER INT64_MIN
 
+/* A queued job as the scheduling pass scans it (e->qk). */
+typedef struct qkey {
+    int32_t h, gang, dp_min, team;
+    uint32_t types;
+} qkey_t;
+
 /* A reservation for the head job of a priority (EASY backfill). */
 typedef struct reservation {
     tide_time_t shadow;   /* when the head job can start */
@@ -359,6 +365,11 @@ struct tide_engine {
     /* queue per priority, sorted by (submitted, handle) */
     int32_t *q[TIDE_NPRIO];
     size_t qn[TIDE_NPRIO], qcap[TIDE_NPRIO];
+    /* qk[p][i]: what the scheduling pass reads of queued job q[p][i], packed
+     * so that its scan does not visit the jobs; kept beside q by
+     * tide__queue_insert/remove, rebuilt from q after a restore */
+    struct qkey *qk[TIDE_NPRIO];
+    size_t qkcap[TIDE_NPRIO];
     int queue_gpus;
     int32_t *running;
     size_t n_running, cap_running;
@@ -679,6 +690,10 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 /* Notice the running jobs held since the last step (tide_engine_job_hold). */
 void tide__job_hold_pass(tide_engine_t *e);
 void tide__queue_insert(tide_engine_t *e, int32_t h);
+qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h);
+void tide__queue_keys_rebuild(tide_engine_t *e);
+/* A queued job whose e->qk entry disagrees with it, or -1 (debug check). */
+int32_t tide__queue_keys_check(const tide_engine_t *e);
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 /* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=
  * n_running was vacated): set its bit from the job there. */

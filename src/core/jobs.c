@@ -103,6 +103,34 @@ static size_t qpos(const tide_engine_t *e, int p, int32_t h)
     return lo;
 }
 
+qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h)
+{
+    const job_t *j = e->jobs[h];
+    return (qkey_t){.h = h, .gang = j->spec.gang_gpus, .dp_min = j->spec.dp_min, .team = j->team,
+                    .types = j->spec.gpu_types};
+}
+
+void tide__queue_keys_rebuild(tide_engine_t *e)
+{
+    for (int p = 0; p < TIDE_NPRIO; p++) {
+        tide_grow((void **)&e->qk[p], &e->qkcap[p], e->qn[p] + 1, sizeof *e->qk[p]);
+        for (size_t i = 0; i < e->qn[p]; i++)
+            e->qk[p][i] = tide__qkey_of(e, e->q[p][i]);
+    }
+}
+
+int32_t tide__queue_keys_check(const tide_engine_t *e)
+{
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            qkey_t k = tide__qkey_of(e, e->q[p][i]), *x = &e->qk[p][i];
+            if (x->h != k.h || x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team ||
+                x->types != k.types)
+                return e->q[p][i];
+        }
+    return -1;
+}
+
 void tide__queue_insert(tide_engine_t *e, int32_t h)
 {
     job_t *j = e->jobs[h];
@@ -114,6 +142,9 @@ void tide__queue_insert(tide_engine_t *e, int32_t h)
     size_t at = qpos(e, p, h);
     memmove(&e->q[p][at + 1], &e->q[p][at], (e->qn[p] - at) * sizeof *e->q[p]);
     e->q[p][at] = h;
+    tide_grow((void **)&e->qk[p], &e->qkcap[p], e->qn[p] + 1, sizeof *e->qk[p]);
+    memmove(&e->qk[p][at + 1], &e->qk[p][at], (e->qn[p] - at) * sizeof *e->qk[p]);
+    e->qk[p][at] = tide__qkey_of(e, h);
     e->qn[p]++;
     e->queue_gpus += j->spec.gpus;
     j->state = TIDE_JOB_QUEUED;
@@ -128,6 +159,7 @@ void tide__queue_remove(tide_engine_t *e, int32_t h)
     if (at >= e->qn[p] || e->q[p][at] != h)
         return;
     memmove(&e->q[p][at], &e->q[p][at + 1], (e->qn[p] - at - 1) * sizeof *e->q[p]);
+    memmove(&e->qk[p][at], &e->qk[p][at + 1], (e->qn[p] - at - 1) * sizeof *e->qk[p]);
     e->qn[p]--;
     e->queue_gpus -= j->spec.gpus;
 }

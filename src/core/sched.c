@@ -469,20 +469,21 @@ static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int 
  * order, or (rank given: fair share) grouped by team rank keeping queue
  * order inside a team (a stable counting sort; bucket has n_teams + 1). */
 static void order_candidates(const tide_engine_t *e, int p, size_t n, const int *rank, int *bucket,
-                             int32_t *cands)
+                             qkey_t *cands)
 {
+    const qkey_t *qk = e->qk[p];
     if (!rank) {
         if (n)
-            memcpy(cands, e->q[p], n * sizeof *cands);
+            memcpy(cands, qk, n * sizeof *cands);
         return;
     }
     memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
     for (size_t i = 0; i < n; i++)
-        bucket[rank[e->jobs[e->q[p][i]]->team] + 1]++;
+        bucket[rank[qk[i].team] + 1]++;
     for (int t = 0; t < e->n_teams; t++)
         bucket[t + 1] += bucket[t];
     for (size_t i = 0; i < n; i++)
-        cands[bucket[rank[e->jobs[e->q[p][i]]->team]]++] = e->q[p][i];
+        cands[bucket[rank[qk[i].team]]++] = qk[i];
 }
 
 void tide__sched_pass(tide_engine_t *e, tide_time_t now)
@@ -511,7 +512,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
         rank_teams(e, now, order, rank, score);
     }
     uint8_t *quota_tried = e->quotas_on ? tide_xcalloc((size_t)e->n_teams, 1) : NULL;
-    int32_t *cands = NULL;
+    qkey_t *cands = NULL;
     size_t cap_c = 0;
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
@@ -525,16 +526,16 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
              * reclaims still need looking at */
             if (free_gpus <= 0 && !e->quotas_on && (p > TIDE_P1 || head_seen))
                 break;
-            int32_t h = cands[i];
-            job_t *j = e->jobs[h];
+            const qkey_t *c = &cands[i];
+            int32_t h = c->h;
             examined++;
-            int g = j->spec.gang_gpus;
-            int fits = free_gpus >= g * j->spec.dp_min;
+            int g = c->gang;
+            int fits = free_gpus >= g * c->dp_min;
             for (int m = 0; fits && m < n_memo; m++)
-                if (memo[m].gang == g && memo[m].min <= j->spec.dp_min &&
-                    memo[m].types == j->spec.gpu_types)
+                if (memo[m].gang == g && memo[m].min <= c->dp_min && memo[m].types == c->types)
                     fits = 0;
             if (fits) {
+                job_t *j = e->jobs[h];
                 alloc_t a = {0};
                 uint64_t v0 = e->place_ver;
                 int w = tide__place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
@@ -556,8 +557,8 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                 }
                 tide__alloc_free(&a);
             }
-            if (quota_tried && !quota_tried[j->team]) {
-                quota_tried[j->team] = 1;
+            if (quota_tried && !quota_tried[c->team]) {
+                quota_tried[c->team] = 1;
                 quota_reclaim(e, h, tz, now);
             }
             if (!head_seen) {
@@ -748,12 +749,12 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
         score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
         rank_teams(e, e->now, order, rank, score);
     }
-    int32_t *cands = tide_xmalloc(maxq * sizeof *cands);
+    qkey_t *cands = tide_xmalloc((maxq + 1) * sizeof *cands);
     for (int p = TIDE_P1; p < TIDE_NPRIO && pos < cap; p++) {
         int head_seen = 0;
         order_candidates(e, p, e->qn[p], rank, bucket, cands);
         for (size_t i = 0; i < e->qn[p] && pos < cap; i++) {
-            int32_t h = cands[i];
+            int32_t h = cands[i].h;
             tide_queue_info_t *q = &out[pos];
             q->job = h;
             q->position = (int)++pos;

@@ -223,7 +223,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan),
     F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
     /* memos: zero after a restore, so the first pass recomputes */
-    F(tide_engine_t, resv_memo), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad)};
+    F(tide_engine_t, resv_memo), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -730,6 +730,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     }
     tide__spread_rebuild(e);
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
+    tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
     e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }
