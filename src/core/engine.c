@@ -935,6 +935,9 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (stale >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: its queue key disagrees with the job",
                          e->jobs[stale]->spec.id);
+    for (int s = 0; s < e->n_svcs; s++)
+        if (tide__fc_memo_bad(&e->svcs[s].fc))
+            return tide_errf(err, TIDE_ESTATE, "service %d: a memoised forecast differs from its recomputation", s);
     if (e->memo_bad)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     return 0;

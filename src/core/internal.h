@@ -179,6 +179,11 @@ typedef struct forecast {
      * last_bucket (it reads complete buckets only, which do not change) */
     double *shape_v;
     int64_t *shape_tag, *shape_epoch;
+    /* ver: bumped by every change of what a forecast from now reads (the
+     * buckets, the current demand, the shape errors); now_memo: the last
+     * fc_now (level, trend, ratio) with the ver and time it was made at */
+    uint64_t ver;
+    struct fc_now_memo *now_memo;
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
     struct fc_pred { tide_time_t t; double base, q; int rule; } pred[FC_PRED_RING];
@@ -624,6 +629,8 @@ double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t win
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window);
 /* The forecast memory holds a whole day. */
 int tide__fc_day_seen(const forecast_t *f);
+/* Does fc_now's memo, were it reused now, differ from a recomputation? (debug check) */
+int tide__fc_memo_bad(const forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
 double tide__fc_budget(const forecast_t *f, double slo_target);
 /* Sizing ensemble (ensemble.c). Need (rps) of rule `rule` at now for a
