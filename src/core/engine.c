@@ -198,10 +198,9 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->teams[t].cells);
     }
     free(e->teams);
-    for (int p = 0; p < TIDE_NPRIO; p++) {
+    for (int p = 0; p < TIDE_NPRIO; p++)
         free(e->q[p]);
-        free(e->qk[p]);
-    }
+    free(e->qk);
     free(e->running);
     tide_bitset_free(&e->grow_slots);
     free(e->by_end);

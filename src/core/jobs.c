@@ -112,21 +112,24 @@ qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h)
 
 void tide__queue_keys_rebuild(tide_engine_t *e)
 {
-    for (int p = 0; p < TIDE_NPRIO; p++) {
-        tide_grow((void **)&e->qk[p], &e->qkcap[p], e->qn[p] + 1, sizeof *e->qk[p]);
-        for (size_t i = 0; i < e->qn[p]; i++)
-            e->qk[p][i] = tide__qkey_of(e, e->q[p][i]);
-    }
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            int32_t h = e->q[p][i];
+            tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
+            e->qk[h] = tide__qkey_of(e, h);
+        }
 }
 
 int32_t tide__queue_keys_check(const tide_engine_t *e)
 {
     for (int p = 0; p < TIDE_NPRIO; p++)
         for (size_t i = 0; i < e->qn[p]; i++) {
-            qkey_t k = tide__qkey_of(e, e->q[p][i]), *x = &e->qk[p][i];
-            if (x->h != k.h || x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team ||
-                x->types != k.types)
-                return e->q[p][i];
+            qkey_t k = tide__qkey_of(e, e->q[p][i]);
+            if ((size_t)k.h >= e->qkcap)
+                return k.h;
+            const qkey_t *x = &e->qk[k.h];
+            if (x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team || x->types != k.types)
+                return k.h;
         }
     return -1;
 }
@@ -142,9 +145,8 @@ void tide__queue_insert(tide_engine_t *e, int32_t h)
     size_t at = qpos(e, p, h);
     memmove(&e->q[p][at + 1], &e->q[p][at], (e->qn[p] - at) * sizeof *e->q[p]);
     e->q[p][at] = h;
-    tide_grow((void **)&e->qk[p], &e->qkcap[p], e->qn[p] + 1, sizeof *e->qk[p]);
-    memmove(&e->qk[p][at + 1], &e->qk[p][at], (e->qn[p] - at) * sizeof *e->qk[p]);
-    e->qk[p][at] = tide__qkey_of(e, h);
+    tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
+    e->qk[h] = tide__qkey_of(e, h);
     e->qn[p]++;
     e->queue_gpus += j->spec.gpus;
     j->state = TIDE_JOB_QUEUED;
@@ -159,7 +161,6 @@ void tide__queue_remove(tide_engine_t *e, int32_t h)
     if (at >= e->qn[p] || e->q[p][at] != h)
         return;
     memmove(&e->q[p][at], &e->q[p][at + 1], (e->qn[p] - at - 1) * sizeof *e->q[p]);
-    memmove(&e->qk[p][at], &e->qk[p][at + 1], (e->qn[p] - at - 1) * sizeof *e->qk[p]);
     e->qn[p]--;
     e->queue_gpus -= j->spec.gpus;
 }

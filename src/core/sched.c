@@ -471,19 +471,25 @@ static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int 
 static void order_candidates(const tide_engine_t *e, int p, size_t n, const int *rank, int *bucket,
                              qkey_t *cands)
 {
-    const qkey_t *qk = e->qk[p];
+    const int32_t *q = e->q[p];
+    const qkey_t *qk = e->qk;
     if (!rank) {
-        if (n)
-            memcpy(cands, qk, n * sizeof *cands);
+        for (size_t i = 0; i < n; i++) {
+            cands[i] = qk[q[i]];
+            cands[i].h = q[i];
+        }
         return;
     }
     memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
     for (size_t i = 0; i < n; i++)
-        bucket[rank[qk[i].team] + 1]++;
+        bucket[rank[qk[q[i]].team] + 1]++;
     for (int t = 0; t < e->n_teams; t++)
         bucket[t + 1] += bucket[t];
-    for (size_t i = 0; i < n; i++)
-        cands[bucket[rank[qk[i].team]]++] = qk[i];
+    for (size_t i = 0; i < n; i++) {
+        qkey_t *c = &cands[bucket[rank[qk[q[i]].team]]++];
+        *c = qk[q[i]];
+        c->h = q[i];
+    }
 }
 
 void tide__sched_pass(tide_engine_t *e, tide_time_t now)
