@@ -30,6 +30,10 @@ struct lease_key {
     int32_t h;
     int32_t lease;   /* not keys: the job's lease and leased GPUs, so that the */
     int n_leased;    /* renewal pass need not read the job (kept by the notes) */
+    /* the lease's term_start and latest_return, so that the pass reads the
+     * lease only to renew it (kept by renew and the notes; not stored in a
+     * snapshot: a restore re-keys every lease) */
+    tide_time_t term_start, latest;
 };
 struct deadline_ent {
     tide_time_t t;
