@@ -141,16 +141,15 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
     if (dt <= 0)
         return;
     tide_stats_t *st = &e->st;
-    /* the counters as one flat array: most cells are zero */
+    /* the counters as one flat array, without a branch per cell: a zero
+     * cell adds +0.0, which leaves its sum (never -0.0) as it was */
     const int *cnt = &e->cnt[0][0][0];
     double *acc = &st->gpu_s[0][0][0];
     int borrowed = 0;
     for (int k = 0; k < TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT; k++)
-        if (cnt[k]) {
-            acc[k] += cnt[k] * dt;
-            if (k % TIDE_T_COUNT == TIDE_T_C)
-                borrowed += cnt[k];
-        }
+        acc[k] += cnt[k] * dt;
+    for (int k = TIDE_T_C; k < TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT; k += TIDE_T_COUNT)
+        borrowed += cnt[k];
     st->borrowed_gpu_s += borrowed * dt;
     for (int z = 0; z < Z_COUNT; z++) {
         if (e->zone_free[z])

@@ -203,6 +203,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->teams);
     for (int p = 0; p < TIDE_NPRIO; p++)
         free(e->q[p]);
+    free(e->qk);
     free(e->running);
     tide_bitset_free(&e->grow_slots);
     free(e->by_end);
@@ -361,6 +362,7 @@ static int ev_cancel(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         for (int d = 0; d < e->n_doms; d++)
             if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == ev->job)
                 e->doms[d].claim_kind = CLAIM_NONE;
+        tide__place_changed(e);
         e->sched_dirty = 1;
         return 0;
     }
@@ -570,6 +572,7 @@ static void node_set(tide_engine_t *e, int n, int up)
         tide__foreign_drop(e, n); /* marked again when the node is back */
         nd->up = 0;
         d->claim_kind = CLAIM_NONE; /* what was being emptied there is gone */
+        tide__place_changed(e);
         d->up_gpus -= nd->gpus;
         d->free -= nd->gpus;
         e->zone_gpus[d->zone] -= nd->gpus;
@@ -933,6 +936,15 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (lost >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
                          e->jobs[lost]->spec.id);
+    int32_t stale = tide__queue_keys_check(e);
+    if (stale >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: its queue key disagrees with the job",
+                         e->jobs[stale]->spec.id);
+    for (int s = 0; s < e->n_svcs; s++)
+        if (tide__fc_memo_bad(&e->svcs[s].fc))
+            return tide_errf(err, TIDE_ESTATE, "service %d: a memoised forecast differs from its recomputation", s);
+    if (e->memo_bad)
+        return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     return 0;
 }
 

@@ -46,6 +46,20 @@
 #define AIM_MIN 0.1                   /* aim at least this much of the aim */
 #define PAYBACK_S 86400.0             /* overspent budget is paid back within a day */
 
+/* What a forecast from `now` needs, computed once per call. */
+typedef struct fc_now {
+    int64_t b;
+    double level, slope, ratio;
+} fc_now_t;
+
+struct fc_now_memo {
+    int valid;
+    uint64_t ver;
+    tide_time_t now;
+    fc_now_t c;
+};
+static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c);
+
 static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)(f->days + 1); }
 static size_t slot(const forecast_t *f, int64_t b)
@@ -97,11 +111,22 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->shape_epoch = tide_xcalloc(ring_len(f), sizeof *f->shape_epoch);
     for (size_t i = 0; i < ring_len(f); i++)
         f->shape_tag[i] = INT64_MIN;
+    f->now_memo = tide_xcalloc(1, sizeof *f->now_memo);
     f->q = 1.0 + margin0;
     f->margin = margin0;
     f->ens_at = -1;
     for (int r = 0; r < ENS_RULES; r++)
         f->ens_last[r] = -1;
+}
+
+int tide__fc_memo_bad(const forecast_t *f)
+{
+    const struct fc_now_memo *m = f->now_memo;
+    if (!m->valid || m->ver != f->ver)
+        return 0; /* not reusable: nothing to compare */
+    fc_now_t x;
+    fc_now_calc(f, m->now, &x);
+    return memcmp(&x, &m->c, sizeof x) != 0;
 }
 
 double tide__fc_budget(const forecast_t *f, double slo_target)
@@ -122,6 +147,7 @@ void tide__fc_free(forecast_t *f)
     free(f->shape_v);
     free(f->shape_tag);
     free(f->shape_epoch);
+    free(f->now_memo);
     memset(f, 0, sizeof *f);
 }
 
@@ -228,6 +254,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         f->last_bucket = f->first_bucket = b;
         f->sum[slot(f, b)] = f->dur[slot(f, b)] = f->mx[slot(f, b)] = 0;
         f->last_t = now;
+        f->ver++;
         return;
     }
     if (now <= f->last_t)
@@ -268,12 +295,14 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         f->peak_dirty = 1;
     }
     f->last_t = now;
+    f->ver++;
 }
 
 void tide__fc_observe(forecast_t *f, tide_time_t now, double rps)
 {
     tide__fc_advance(f, now);
     f->cur = rps;
+    f->ver++;
     if (!f->have) {
         f->have = 1;
         tide__fc_advance(f, now);
@@ -350,13 +379,7 @@ static double mean_over(const forecast_t *f, int64_t k0, int64_t k1)
     return d > 0 ? s / d : -1;
 }
 
-/* What a forecast from `now` needs, computed once per call. */
-typedef struct fc_now {
-    int64_t b;
-    double level, slope, ratio;
-} fc_now_t;
-
-static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
+static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c)
 {
     c->b = floordiv(now, f->bucket_s);
     int64_t nl = (LEVEL_S + f->bucket_s - 1) / f->bucket_s, nt = (TREND_S + f->bucket_s - 1) / f->bucket_s;
@@ -380,6 +403,18 @@ static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
         c->ratio = RATIO_MIN;
     if (c->ratio > RATIO_MAXF)
         c->ratio = RATIO_MAXF;
+}
+
+/* fc_now, memoised: the same time and nothing changed since (f->ver). */
+static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
+{
+    struct fc_now_memo *m = f->now_memo;
+    if (m->valid && m->ver == f->ver && m->now == now) {
+        *c = m->c;
+        return;
+    }
+    fc_now_calc(f, now, c);
+    *m = (struct fc_now_memo){.valid = 1, .ver = f->ver, .now = now, .c = *c};
 }
 
 /* Baseline for absolute bucket k, seen from now. */

@@ -209,6 +209,7 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
         r->notice_at = d->claim_since;
         if (--d->claim_n <= 0)
             d->claim_kind = CLAIM_NONE;
+        tide__place_changed(e);
     }
     tide__acct_rep_set(e, r, 1);
     tide__spread_add(e, r, 1);
@@ -437,6 +438,7 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
         } else {
             d->claim_kind = CLAIM_SERVICE;
             d->claim_id = si;
+            tide__place_changed(e);
             d->claim_n = 1;
             d->claim_since = now;
         }
@@ -463,6 +465,7 @@ static void drop_claims(tide_engine_t *e, int si, int n)
         n -= x;
         if (d->claim_n <= 0)
             d->claim_kind = CLAIM_NONE;
+        tide__place_changed(e);
         e->sched_dirty = 1;
     }
 }

@@ -30,6 +30,10 @@ struct lease_key {
     int32_t h;
     int32_t lease;   /* not keys: the job's lease and leased GPUs, so that the */
     int n_leased;    /* renewal pass need not read the job (kept by the notes) */
+    /* the lease's term_start and latest_return, so that the pass reads the
+     * lease only to renew it (kept by renew and the notes; not stored in a
+     * snapshot: a restore re-keys every lease) */
+    tide_time_t term_start, latest;
 };
 struct deadline_ent {
     tide_time_t t;
@@ -191,6 +195,11 @@ typedef struct forecast {
      * last_bucket (it reads complete buckets only, which do not change) */
     double *shape_v;
     int64_t *shape_tag, *shape_epoch;
+    /* ver: bumped by every change of what a forecast from now reads (the
+     * buckets, the current demand, the shape errors); now_memo: the last
+     * fc_now (level, trend, ratio) with the ver and time it was made at */
+    uint64_t ver;
+    struct fc_now_memo *now_memo;
     fc_sample_t *bs;
     size_t bs_n, bs_cap, bs_pos;
     struct fc_pred { tide_time_t t; double base, q; int rule; } pred[FC_PRED_RING];
@@ -324,6 +333,12 @@ typedef struct oracle_job {
 } oracle_job_t;
 #define ORC_NEVER INT64_MIN
 
+/* A queued job as the scheduling pass scans it (e->qk). */
+typedef struct qkey {
+    int32_t h, gang, dp_min, team;
+    uint32_t types;
+} qkey_t;
+
 /* A reservation for the head job of a priority (EASY backfill). */
 typedef struct reservation {
     tide_time_t shadow;   /* when the head job can start */
@@ -378,6 +393,11 @@ struct tide_engine {
     /* queue per priority, sorted by (submitted, handle) */
     int32_t *q[TIDE_NPRIO];
     size_t qn[TIDE_NPRIO], qcap[TIDE_NPRIO];
+    /* qk[h]: what the scheduling pass reads of queued job h, packed so that
+     * its scan does not visit the jobs (.h unused: filled by the scan); set
+     * by tide__queue_insert, rebuilt from q after a restore */
+    struct qkey *qk;
+    size_t qkcap;
     int queue_gpus;
     int32_t *running;
     size_t n_running, cap_running;
@@ -450,6 +470,21 @@ struct tide_engine {
     int *vict_used;
     reservation_t resv[TIDE_NPRIO];
     int n_resv;
+    /* resv_memo[k]: the inputs of the last reservation computed into
+     * resv[k] (head, train zones, place_ver); a pass asking the same again
+     * with resv[0..k) unchanged reuses resv[k] (sched.c make_reservation).
+     * A recompute into slot k drops the memos after k. */
+    struct resv_memo {
+        uint64_t ver;
+        int32_t h;
+        unsigned tz;
+        int valid;
+        tide_time_t shadow;
+    } resv_memo[TIDE_NPRIO];
+    /* Bumped by every change a reservation reads (tide__place_changed):
+     * free counts, GPU owners, the end index, domain zones and claims. */
+    uint64_t place_ver;
+    int memo_bad; /* a debug check found a memo differing from a recompute */
     tide_actions_t *out;     /* actions of the current step */
 
     /* power (power.c): power domain of every GPU, scratch per domain */
@@ -533,6 +568,11 @@ tide_time_t tide__night_next_edge(const tide_engine_t *e, tide_time_t t);
 /* place.c */
 void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id);
 void tide__dom_release(tide_engine_t *e, int gpu);
+/* Release gpus[0..n), taken since place_ver was v0 by a placement not kept
+ * and nothing else changed since: back to the free state they were in, so
+ * place_ver goes back to v0 (unless a release went elsewhere: to a foreign
+ * job, or a cut node). */
+void tide__place_undo(tide_engine_t *e, const int32_t *gpus, int n, uint64_t v0);
 /* Foreign jobs (TIDE_EV_FOREIGN): set node n's reported count and mark that
  * many of its free GPUs OWN_FOREIGN (more as tide's GPUs there are released,
  * tide__dom_release); tide__foreign_drop unmarks them all (node going down). */
@@ -614,6 +654,8 @@ double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t win
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window);
 /* The forecast memory holds a whole day. */
 int tide__fc_day_seen(const forecast_t *f);
+/* Does fc_now's memo, were it reused now, differ from a recomputation? (debug check) */
+int tide__fc_memo_bad(const forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
 double tide__fc_budget(const forecast_t *f, double slo_target);
 /* The miss rate to aim at (fraction of requests): a share of 1 - slo_target,
@@ -696,6 +738,10 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop);
 /* Notice the running jobs held since the last step (tide_engine_job_hold). */
 void tide__job_hold_pass(tide_engine_t *e);
 void tide__queue_insert(tide_engine_t *e, int32_t h);
+qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h);
+void tide__queue_keys_rebuild(tide_engine_t *e);
+/* A queued job whose e->qk entry disagrees with it, or -1 (debug check). */
+int32_t tide__queue_keys_check(const tide_engine_t *e);
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 /* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=
  * n_running was vacated): set its bit from the job there. */
@@ -726,9 +772,13 @@ static inline uint64_t *tide__free_map(const tide_engine_t *e, int f)
     return e->dom_free_bits + (size_t)f * e->dom_words;
 }
 
+/* Something a reservation reads changed (see place_ver). */
+static inline void tide__place_changed(tide_engine_t *e) { e->place_ver++; }
+
 static inline void tide__dom_free_mark(tide_engine_t *e, int d)
 {
     domain_t *dm = &e->doms[d];
+    tide__place_changed(e);
     int f = dm->free > 0 ? dm->free : 0;
     if (f == dm->free_slot)
         return;

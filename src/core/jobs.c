@@ -117,6 +117,37 @@ static size_t qpos(const tide_engine_t *e, int p, int32_t h)
     return lo;
 }
 
+qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h)
+{
+    const job_t *j = e->jobs[h];
+    return (qkey_t){.h = h, .gang = j->spec.gang_gpus, .dp_min = j->spec.dp_min, .team = j->team,
+                    .types = j->spec.gpu_types};
+}
+
+void tide__queue_keys_rebuild(tide_engine_t *e)
+{
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            int32_t h = e->q[p][i];
+            tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
+            e->qk[h] = tide__qkey_of(e, h);
+        }
+}
+
+int32_t tide__queue_keys_check(const tide_engine_t *e)
+{
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        for (size_t i = 0; i < e->qn[p]; i++) {
+            qkey_t k = tide__qkey_of(e, e->q[p][i]);
+            if ((size_t)k.h >= e->qkcap)
+                return k.h;
+            const qkey_t *x = &e->qk[k.h];
+            if (x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team || x->types != k.types)
+                return k.h;
+        }
+    return -1;
+}
+
 void tide__queue_insert(tide_engine_t *e, int32_t h)
 {
     job_t *j = e->jobs[h];
@@ -128,6 +159,8 @@ void tide__queue_insert(tide_engine_t *e, int32_t h)
     size_t at = qpos(e, p, h);
     memmove(&e->q[p][at + 1], &e->q[p][at], (e->qn[p] - at) * sizeof *e->q[p]);
     e->q[p][at] = h;
+    tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
+    e->qk[h] = tide__qkey_of(e, h);
     e->qn[p]++;
     e->queue_gpus += j->spec.gpus;
     j->state = TIDE_JOB_QUEUED;
@@ -165,6 +198,7 @@ static size_t end_pos(const tide_engine_t *e, tide_time_t t, int32_t h)
 static void end_index_del(tide_engine_t *e, int32_t h)
 {
     size_t at = end_pos(e, e->jobs[h]->exp_end, h);
+    tide__place_changed(e);
     if (at < e->n_by_end && e->by_end[at] == h) {
         memmove(&e->by_end[at], &e->by_end[at + 1], (e->n_by_end - at - 1) * sizeof *e->by_end);
         e->n_by_end--;
@@ -174,6 +208,7 @@ static void end_index_del(tide_engine_t *e, int32_t h)
 static void end_index_add(tide_engine_t *e, int32_t h)
 {
     tide_grow((void **)&e->by_end, &e->cap_by_end, e->n_by_end + 1, sizeof *e->by_end);
+    tide__place_changed(e);
     size_t at = end_pos(e, e->jobs[h]->exp_end, h);
     memmove(&e->by_end[at + 1], &e->by_end[at], (e->n_by_end - at) * sizeof *e->by_end);
     e->by_end[at] = h;
@@ -230,6 +265,7 @@ static void clear_job_claims(tide_engine_t *e, int32_t h)
     for (int i = 0; i < e->n_doms; i++)
         if (e->doms[i].claim_kind == CLAIM_JOB && e->doms[i].claim_id == h)
             e->doms[i].claim_kind = CLAIM_NONE;
+    tide__place_changed(e);
 }
 
 void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)

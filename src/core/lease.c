@@ -193,8 +193,12 @@ static int order_cmp(const void *a, const void *b)
     return x->h < y->h ? -1 : x->h > y->h;
 }
 
-static void renew(tide_engine_t *e, int32_t h, lease_t *l, tide_time_t now, tide_time_t d)
+static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_time_t d)
 {
+    int32_t h = k->h;
+    lease_t *l = &e->leases[k->lease];
+    k->latest = d;
+    k->term_start = now;
     l->latest_return = d;
     tide__deadline_push(e, d, h);
     l->term_start = now;
@@ -210,11 +214,13 @@ static int renewable(const tide_engine_t *e, const job_t *j)
     return j->lease >= 0 && !e->leases[j->lease].noticed && j->state == TIDE_JOB_RUNNING;
 }
 
-static struct lease_key key_of(const job_t *j, int32_t h)
+static struct lease_key key_of(const tide_engine_t *e, const job_t *j, int32_t h)
 {
+    const lease_t *l = &e->leases[j->lease];
     return (struct lease_key){.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
                               .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
-                              .h = h, .lease = j->lease, .n_leased = j->n_leased};
+                              .h = h, .lease = j->lease, .n_leased = j->n_leased,
+                              .term_start = l->term_start, .latest = l->latest_return};
 }
 
 /* Merge the sorted runs lease_order[0, kept) and [kept, n). */
@@ -256,7 +262,7 @@ static size_t renew_order(tide_engine_t *e)
             j->in_lease_order = renewable(e, j);
             if (!j->in_lease_order)
                 continue;
-            o[n] = key_of(j, h);
+            o[n] = key_of(e, j, h);
         } else {
             o[n] = o[i];
         }
@@ -275,7 +281,7 @@ static size_t renew_order(tide_engine_t *e)
         if (j->in_lease_order || !renewable(e, j))
             continue;
         tide_grow((void **)&e->lease_order, &e->cap_lease_order, n + 1, sizeof *e->lease_order);
-        e->lease_order[n++] = key_of(j, h);
+        e->lease_order[n++] = key_of(e, j, h);
         j->in_lease_order = 1;
     }
     for (size_t i = 0; i < e->n_renew_new; i++)
@@ -309,10 +315,14 @@ static int32_t listed_check(const tide_engine_t *e)
     for (size_t i = 0; i < e->n_lease_order; i++) {
         const struct lease_key *k = &e->lease_order[i];
         const job_t *j = e->jobs[k->h];
-        struct lease_key now = key_of(j, k->h);
-        if (!noted(e, k->h) && (!renewable(e, j) || !j->in_lease_order || now.prio != k->prio ||
-                                now.shrink != k->shrink || now.cost != k->cost ||
-                                now.lease != k->lease || now.n_leased != k->n_leased))
+        if (noted(e, k->h))
+            continue;
+        if (!renewable(e, j) || !j->in_lease_order)
+            return k->h;
+        struct lease_key now = key_of(e, j, k->h);
+        if (now.prio != k->prio || now.shrink != k->shrink || now.cost != k->cost ||
+            now.lease != k->lease || now.n_leased != k->n_leased ||
+            now.term_start != k->term_start || now.latest != k->latest)
             return k->h;
     }
     return -1;
@@ -332,32 +342,32 @@ int32_t tide__renew_check(const tide_engine_t *e)
     return bad;
 }
 
-#define RENEW_AHEAD 8 /* leases fetched ahead by the renewal pass */
-
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and
- * never let a lease nobody noticed run out while tide is up. */
+ * never let a lease nobody noticed run out while tide is up. The forecast
+ * deadline, once its cursor has passed the need curve, is now + lease_max
+ * for every lease after (tide__lease_deadline_forecast_at): not asked again. */
 static void renew_pass(tide_engine_t *e, tide_time_t now)
 {
     size_t n = renew_order(e);
     int before = 0, cursor = 0;
+    int fc = e->pol->lease_renew_deadline == tide__lease_deadline_forecast_at;
     for (size_t i = 0; i < n; i++) {
-        const struct lease_key *k = &e->lease_order[i];
-        int32_t h = k->h;
-        if (i + RENEW_AHEAD < n) /* the leases are scattered: fetch ahead */
-            __builtin_prefetch(&e->leases[e->lease_order[i + RENEW_AHEAD].lease]);
-        lease_t *l = &e->leases[k->lease];
-        tide_time_t d = e->pol->lease_renew_deadline
-                            ? e->pol->lease_renew_deadline(e, now, before, &cursor)
-                            : e->pol->lease_deadline(e, now);
+        struct lease_key *k = &e->lease_order[i];
+        tide_time_t d;
+        if (fc && cursor >= e->need_n)
+            d = now + e->cfg.lease_max_s;
+        else
+            d = e->pol->lease_renew_deadline ? e->pol->lease_renew_deadline(e, now, before, &cursor)
+                                             : e->pol->lease_deadline(e, now);
         before += k->n_leased;
-        if (e->n_cut && tide__job_cut(e, e->jobs[h]))
+        tide_time_t left = k->latest - now;
+        int half = now - k->term_start >= (k->latest - k->term_start) / 2;
+        int sooner = d < k->latest - e->cfg.forecast_bucket_s && d > now; /* a rise needs them */
+        if (!sooner && !(d > k->latest + e->cfg.tick_s && (half || left < e->min_term)))
+            continue;
+        if (e->n_cut && tide__job_cut(e, e->jobs[k->h]))
             continue; /* the far side cannot hear: its lease runs out on its own */
-        tide_time_t left = l->latest_return - now;
-        int half = now - l->term_start >= (l->latest_return - l->term_start) / 2;
-        if (d < l->latest_return - e->cfg.forecast_bucket_s && d > now)
-            renew(e, h, l, now, d); /* a rise needs these GPUs sooner */
-        else if (d > l->latest_return + e->cfg.tick_s && (half || left < e->min_term))
-            renew(e, h, l, now, d);
+        renew(e, k, now, d);
     }
 }
 

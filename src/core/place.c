@@ -33,6 +33,7 @@ static int node_of_gpu(const tide_engine_t *e, int gpu)
 void tide__dom_take(tide_engine_t *e, int gpu, int kind, int32_t id)
 {
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
+    tide__place_changed(e);
     e->own_kind[gpu] = (uint8_t)kind;
     e->own_id[gpu] = id;
     d->free--;
@@ -55,6 +56,7 @@ static void foreign_take(tide_engine_t *e, int n, int g)
 static void foreign_untake(tide_engine_t *e, int n, int g)
 {
     domain_t *d = &e->doms[e->nodes[n].domain];
+    tide__place_changed(e);
     e->own_kind[g] = OWN_FREE;
     e->own_id[g] = -1;
     e->nodes[n].foreign--;
@@ -67,6 +69,7 @@ void tide__dom_release(tide_engine_t *e, int gpu)
 {
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     int n = node_of_gpu(e, gpu);
+    tide__place_changed(e);
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
     if (e->nodes[n].cut) {
@@ -81,6 +84,17 @@ void tide__dom_release(tide_engine_t *e, int gpu)
         if (e->nodes[n].foreign < e->nodes[n].foreign_want)
             foreign_take(e, n, gpu);
     }
+}
+
+void tide__place_undo(tide_engine_t *e, const int32_t *gpus, int n, uint64_t v0)
+{
+    int same = 1;
+    for (int k = 0; k < n; k++) {
+        tide__dom_release(e, gpus[k]);
+        same &= e->own_kind[gpus[k]] == OWN_FREE && !e->nodes[node_of_gpu(e, gpus[k])].cut;
+    }
+    if (same)
+        e->place_ver = v0;
 }
 
 void tide__foreign_set(tide_engine_t *e, int n, int want)
@@ -386,6 +400,7 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
     static const int rank_train[Z_COUNT] = {[Z_TRAIN] = 0, [Z_SHARED] = 1, [Z_INF] = 2, [Z_RESERVE] = 3};
     const int *rank = prefer_inference ? rank_inf : rank_train;
     int start_n = out->n, placed = 0;
+    uint64_t v0 = e->place_ver;
     int power = kind == OWN_REPLICA && e->power_on;
     if (power)
         tide__power_room_init(e);
@@ -429,8 +444,7 @@ int tide__place_gangs(tide_engine_t *e, int gang, int want, int min, uint32_t ty
         }
     }
     if (placed < min) {
-        for (int k = start_n; k < out->n; k++)
-            tide__dom_release(e, out->gpus[k]);
+        tide__place_undo(e, out->gpus + start_n, out->n - start_n, v0);
         out->n = start_n;
         return 0;
     }

@@ -41,6 +41,7 @@ int tide__layout_split(tide_engine_t *e, int inf_gpus, int inf_zone, int rest_zo
     for (int i = 0; i < e->n_doms; i++) {
         domain_t *d = &e->doms[order[i]];
         d->zone = got < inf_gpus ? inf_zone : rest_zone;
+        tide__place_changed(e);
         if (d->zone == inf_zone)
             got += d->gpus;
     }

@@ -26,6 +26,7 @@ static void set_zone(tide_engine_t *e, int di, int z)
     e->zone_cut[d->zone] -= d->cut_held;
     tide__acct_foreign(e, d, -d->foreign);
     d->zone = z;
+    tide__place_changed(e);
     e->zone_foreign[z] += d->foreign;
     e->zone_cut[z] += d->cut_held;
     tide__acct_foreign(e, d, d->foreign);
@@ -133,6 +134,7 @@ static void claim_domain(tide_engine_t *e, int di, const victim_t *v, int nv, ti
     }
     d->claim_kind = CLAIM_RESERVE;
     d->claim_id = -1;
+    tide__place_changed(e);
     d->claim_since = now;
 }
 
@@ -153,6 +155,7 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
         } else if (d->claim_kind == CLAIM_RESERVE && have + incoming - d->up_gpus >= target) {
             incoming -= d->up_gpus;
             d->claim_kind = CLAIM_NONE; /* noticed jobs keep running after their checkpoint */
+            tide__place_changed(e);
             e->sched_dirty = 1;
         }
     }
@@ -161,6 +164,7 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
         domain_t *d = &e->doms[di];
         if (d->type == t && d->claim_kind == CLAIM_RESERVE && training_gpus_on(e, d) == 0) {
             d->claim_kind = CLAIM_NONE;
+            tide__place_changed(e);
             set_zone(e, di, Z_RESERVE);
             d->borrowed = 1;
             have += d->up_gpus - d->foreign;

@@ -174,16 +174,43 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
     return shadow;
 }
 
-/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]. */
+/* Debug check of a memoised reservation: recomputed from scratch, equal? */
+static int memo_same(const tide_engine_t *e, int32_t h, unsigned tz, const reservation_t *r,
+                     tide_time_t shadow)
+{
+    size_t nd = (size_t)e->n_doms;
+    int *avail = tide_xcalloc(nd, sizeof *avail), *res = tide_xcalloc(nd, sizeof *res);
+    tide_time_t s = reservation_compute(e, h, tz, e->resv, e->n_resv, avail, res);
+    int same = s == shadow && (s == TIDE_TIME_NEVER || (!memcmp(avail, r->avail, nd * sizeof *avail) &&
+                                                        !memcmp(res, r->res, nd * sizeof *res)));
+    free(avail);
+    free(res);
+    return same;
+}
+
+/* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]:
+ * the same inputs as the slot's last computation (resv_memo) reuse it. */
 static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
 {
     (void)now;
-    reservation_t *r = &e->resv[e->n_resv];
+    int k = e->n_resv;
+    reservation_t *r = &e->resv[k];
+    struct resv_memo *m = &e->resv_memo[k];
     if (!r->avail) {
         r->avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
         r->res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
     }
-    tide_time_t shadow = reservation_compute(e, h, tz, e->resv, e->n_resv, r->avail, r->res);
+    tide_time_t shadow;
+    if (m->valid && m->ver == e->place_ver && m->h == h && m->tz == tz) {
+        shadow = m->shadow;
+        if (e->cfg.check_invariants && !memo_same(e, h, tz, r, shadow))
+            e->memo_bad = 1;
+    } else {
+        shadow = reservation_compute(e, h, tz, e->resv, k, r->avail, r->res);
+        *m = (struct resv_memo){.ver = e->place_ver, .h = h, .tz = tz, .valid = 1, .shadow = shadow};
+        for (int x = k + 1; x < TIDE_NPRIO; x++)
+            e->resv_memo[x].valid = 0;
+    }
     if (shadow == TIDE_TIME_NEVER)
         return;
     r->shadow = shadow;
@@ -266,10 +293,12 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         e->doms[best].claim_id = h;
         e->doms[best].claim_since = now;
         chosen[n_chosen++] = best;
+        tide__place_changed(e);
     }
     if (n_chosen < missing) {
         for (int k = 0; k < n_chosen; k++)
             e->doms[chosen[k]].claim_kind = CLAIM_NONE;
+        tide__place_changed(e);
         return;
     }
     for (int k = 0; k < n_chosen; k++) {
@@ -278,6 +307,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         if (tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
             nv = 0;
         e->doms[di].claim_kind = CLAIM_JOB;
+        tide__place_changed(e);
         for (int i = 0; i < nv; i++) {
             job_t *x = e->jobs[best_v[i].job];
             if (best_v[i].shrink && x->state == TIDE_JOB_RUNNING)
@@ -407,13 +437,13 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
         if (j->state != TIDE_JOB_RUNNING || j->width >= j->dp_max || e->now < j->grow_after)
             continue;
         alloc_t a = {0};
+        uint64_t v0 = e->place_ver;
         int got = tide__place_gangs(e, j->spec.gang_gpus, j->dp_max - j->width, 1, j->spec.gpu_types,
                               tz, OWN_JOB, h, &a, 0);
         if (got && quota_ok(e, h, &a, tz) && tide__power_admit(e, &a))
             tide__job_grow(e, h, &a, got);
         else
-            for (int k = 0; k < a.n; k++)
-                tide__dom_release(e, a.gpus[k]);
+            tide__place_undo(e, a.gpus, a.n, v0);
         tide__alloc_free(&a);
     }
 }
@@ -439,20 +469,27 @@ static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int 
  * order, or (rank given: fair share) grouped by team rank keeping queue
  * order inside a team (a stable counting sort; bucket has n_teams + 1). */
 static void order_candidates(const tide_engine_t *e, int p, size_t n, const int *rank, int *bucket,
-                             int32_t *cands)
+                             qkey_t *cands)
 {
+    const int32_t *q = e->q[p];
+    const qkey_t *qk = e->qk;
     if (!rank) {
-        if (n)
-            memcpy(cands, e->q[p], n * sizeof *cands);
+        for (size_t i = 0; i < n; i++) {
+            cands[i] = qk[q[i]];
+            cands[i].h = q[i];
+        }
         return;
     }
     memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
     for (size_t i = 0; i < n; i++)
-        bucket[rank[e->jobs[e->q[p][i]]->team] + 1]++;
+        bucket[rank[qk[q[i]].team] + 1]++;
     for (int t = 0; t < e->n_teams; t++)
         bucket[t + 1] += bucket[t];
-    for (size_t i = 0; i < n; i++)
-        cands[bucket[rank[e->jobs[e->q[p][i]]->team]]++] = e->q[p][i];
+    for (size_t i = 0; i < n; i++) {
+        qkey_t *c = &cands[bucket[rank[qk[q[i]].team]]++];
+        *c = qk[q[i]];
+        c->h = q[i];
+    }
 }
 
 void tide__sched_pass(tide_engine_t *e, tide_time_t now)
@@ -481,7 +518,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
         rank_teams(e, now, order, rank, score);
     }
     uint8_t *quota_tried = e->quotas_on ? tide_xcalloc((size_t)e->n_teams, 1) : NULL;
-    int32_t *cands = NULL;
+    qkey_t *cands = NULL;
     size_t cap_c = 0;
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
@@ -495,17 +532,18 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
              * reclaims still need looking at */
             if (free_gpus <= 0 && !e->quotas_on && (p > TIDE_P1 || head_seen))
                 break;
-            int32_t h = cands[i];
-            job_t *j = e->jobs[h];
+            const qkey_t *c = &cands[i];
+            int32_t h = c->h;
             examined++;
-            int g = j->spec.gang_gpus;
-            int fits = free_gpus >= g * j->spec.dp_min;
+            int g = c->gang;
+            int fits = free_gpus >= g * c->dp_min;
             for (int m = 0; fits && m < n_memo; m++)
-                if (memo[m].gang == g && memo[m].min <= j->spec.dp_min &&
-                    memo[m].types == j->spec.gpu_types)
+                if (memo[m].gang == g && memo[m].min <= c->dp_min && memo[m].types == c->types)
                     fits = 0;
             if (fits) {
+                job_t *j = e->jobs[h];
                 alloc_t a = {0};
+                uint64_t v0 = e->place_ver;
                 int w = tide__place_gangs(e, g, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz, OWN_JOB,
                                     h, &a, 0);
                 if (w && respects(e, h, &a, w, now) && quota_ok(e, h, &a, tz) &&
@@ -516,8 +554,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                     continue;
                 }
                 if (w) {
-                    for (int k = 0; k < a.n; k++)
-                        tide__dom_release(e, a.gpus[k]);
+                    tide__place_undo(e, a.gpus, a.n, v0);
                 } else if (n_memo < 32) {
                     memo[n_memo].gang = g;
                     memo[n_memo].min = j->spec.dp_min;
@@ -526,8 +563,8 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                 }
                 tide__alloc_free(&a);
             }
-            if (quota_tried && !quota_tried[j->team]) {
-                quota_tried[j->team] = 1;
+            if (quota_tried && !quota_tried[c->team]) {
+                quota_tried[c->team] = 1;
                 quota_reclaim(e, h, tz, now);
             }
             if (!head_seen) {
@@ -718,12 +755,12 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
         score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
         rank_teams(e, e->now, order, rank, score);
     }
-    int32_t *cands = tide_xmalloc(maxq * sizeof *cands);
+    qkey_t *cands = tide_xmalloc((maxq + 1) * sizeof *cands);
     for (int p = TIDE_P1; p < TIDE_NPRIO && pos < cap; p++) {
         int head_seen = 0;
         order_candidates(e, p, e->qn[p], rank, bucket, cands);
         for (size_t i = 0; i < e->qn[p] && pos < cap; i++) {
-            int32_t h = cands[i];
+            int32_t h = cands[i].h;
             tide_queue_info_t *q = &out[pos];
             q->job = h;
             q->position = (int)++pos;

@@ -189,7 +189,9 @@ static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
-    F(forecast_t, shape_epoch), F(forecast_t, ens_prop)};
+    F(forecast_t, shape_epoch), F(forecast_t, ens_prop),
+    /* memo: fresh (invalid) in a restored engine */
+    F(forecast_t, ver), F(forecast_t, now_memo)};
 static const tide_field_t team_skip[] __attribute__((unused)) = {F(team_t, name), F(team_t, quota), F(team_t, used),
                                          F(team_t, cells)};
 static const tide_field_t engine_skip[] __attribute__((unused)) = {
@@ -226,7 +228,9 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, pw_n), F(tide_engine_t, pw_idle_mean), F(tide_engine_t, pw_train_mean),
     F(tide_engine_t, grow_slots), F(tide_engine_t, renew_new), F(tide_engine_t, n_renew_new),
     F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan),
-    F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark)};
+    F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
+    /* memos: zero after a restore, so the first pass recomputes */
+    F(tide_engine_t, resv_memo), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -762,6 +766,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     }
     tide__spread_rebuild(e);
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
+    tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
     e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }

@@ -108,6 +108,53 @@ static void test_reservation_blocks_long_job(void **state)
     ef_free(f);
 }
 
+static void ef_finish(ef_t *f, tide_time_t t, int32_t h)
+{
+    tide_event_t ev = ef_ev(TIDE_EV_JOB_FINISHED);
+    ev.job = h;
+    ef_step(f, t, &ev, 1);
+}
+
+/* The head's reservation is reused by the passes that change nothing it
+ * reads (a long job tried and put back) and recomputed after a change (a
+ * short job backfilled, then ended): with the invariant checks on, every
+ * reuse is compared with a recomputation (tide_engine_check). Long jobs never
+ * delay the head; it starts once the running job has ended. */
+static void test_reservation_reused_across_passes(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("static");
+    cfg.split_inf = 0;
+    cfg.check_invariants = 1;
+    ef_t *f = ef_new("2x8", &cfg);
+    tide_job_spec_t a = job("a", 2, 8, 8, 3600), big = job("big", 2, 16, 8, 600);
+    int32_t ha = ef_submit(f, 0, &a);
+    int32_t hb = ef_submit(f, 10, &big), hs = -1;
+    char id[16];
+    for (int k = 0; k < 6; k++) {
+        snprintf(id, sizeof id, "long%d", k);
+        tide_job_spec_t lng = job(id, 2, 8, 8, 7200);
+        int32_t hl = ef_submit(f, 20 + 100 * k, &lng);
+        assert_int_equal(ef_info(f, hl).state, TIDE_JOB_QUEUED);
+        if (k == 2) {
+            tide_job_spec_t sht = job("short", 2, 8, 8, 60);
+            hs = ef_submit(f, 30 + 100 * k, &sht);
+            assert_int_equal(ef_info(f, hs).state, TIDE_JOB_RUNNING); /* backfilled */
+        }
+        if (k == 3)
+            ef_finish(f, 20 + 100 * k + 10, hs);
+        assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    }
+    for (tide_time_t t = 700; t < 3600; t += 100)
+        ef_tick(f, t);
+    assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    ef_finish(f, 3600, ha);
+    assert_int_equal(ef_info(f, hb).state, TIDE_JOB_RUNNING);
+    tide_error_t err;
+    assert_int_equal(tide_engine_check(f->e, &err), 0);
+    ef_free(f);
+}
+
 /* Positions follow the scheduler's order: P1 before P2 whatever the
  * submission order, and each priority has its own head. */
 static void test_positions_by_priority(void **state)
@@ -228,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_head_resources_and_priority),
         cmocka_unit_test(test_reservation_blocks_long_job),
+        cmocka_unit_test(test_reservation_reused_across_passes),
         cmocka_unit_test(test_positions_by_priority),
         cmocka_unit_test(test_gang_too_large_when_nodes_down),
         cmocka_unit_test(test_quota),
