@@ -88,15 +88,15 @@ typedef struct alloc {
     int cap;         /* int, not size_t: 16 bytes in every job_t */
 } alloc_t;
 
-/* A training job (one per handle, never freed while the engine lives: 1.6 M
- * of them in a large replay, so the small-range members are int8_t and the
- * members are ordered to leave no padding). */
 /* What power caps cost one job up to its pw_at (tide_job_info_t), kept for
  * the jobs ever capped only (e->cap_tots, indexed by job_t.cap_tot - 1). */
 typedef struct cap_tot {
     double capped_s, delay_s, energy_j;
 } cap_tot_t;
 
+/* A training job (one per handle, never freed while the engine lives: 1.6 M
+ * of them in a large replay, so the small-range members are int8_t and the
+ * members are ordered to leave no padding). */
 typedef struct job {
     tide_job_spec_t spec;    /* id in e->job_ids; team is e->teams[team].name
                                 (tide__job_team_owned: not yet, mid-restore) */
