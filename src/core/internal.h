@@ -393,9 +393,9 @@ struct tide_engine {
     /* queue per priority, sorted by (submitted, handle) */
     int32_t *q[TIDE_NPRIO];
     size_t qn[TIDE_NPRIO], qcap[TIDE_NPRIO];
-    /* qk[h]: what the scheduling pass reads of queued job h, packed so that
-     * its scan does not visit the jobs (.h unused: filled by the scan); set
-     * by tide__queue_insert, rebuilt from q after a restore */
+    /* qk[h]: what the scheduling pass reads of queued job h (h itself
+     * included), packed so that its scan does not visit the jobs; set by
+     * tide__queue_insert, rebuilt from q after a restore */
     struct qkey *qk;
     size_t qkcap;
     int queue_gpus;

@@ -142,7 +142,8 @@ int32_t tide__queue_keys_check(const tide_engine_t *e)
             if ((size_t)k.h >= e->qkcap)
                 return k.h;
             const qkey_t *x = &e->qk[k.h];
-            if (x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team || x->types != k.types)
+            if (x->h != k.h || x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team ||
+                x->types != k.types)
                 return k.h;
         }
     return -1;

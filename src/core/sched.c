@@ -474,10 +474,8 @@ static void order_candidates(const tide_engine_t *e, int p, size_t n, const int 
     const int32_t *q = e->q[p];
     const qkey_t *qk = e->qk;
     if (!rank) {
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             cands[i] = qk[q[i]];
-            cands[i].h = q[i];
-        }
         return;
     }
     memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
@@ -485,11 +483,8 @@ static void order_candidates(const tide_engine_t *e, int p, size_t n, const int 
         bucket[rank[qk[q[i]].team] + 1]++;
     for (int t = 0; t < e->n_teams; t++)
         bucket[t + 1] += bucket[t];
-    for (size_t i = 0; i < n; i++) {
-        qkey_t *c = &cands[bucket[rank[qk[q[i]].team]]++];
-        *c = qk[q[i]];
-        c->h = q[i];
-    }
+    for (size_t i = 0; i < n; i++)
+        cands[bucket[rank[qk[q[i]].team]]++] = qk[q[i]];
 }
 
 void tide__sched_pass(tide_engine_t *e, tide_time_t now)

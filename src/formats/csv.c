@@ -453,6 +453,13 @@ const char *tide_csv_name(const tide_csv_t *c)
 
 /* ---------------------------------------------------------------- writer */
 
+/* Do the edges of the n bytes at s need quotes (a leading '#', blanks at
+ * either end)? */
+static int edges_need_quotes(const char *s, size_t n)
+{
+    return n > 0 && (s[0] == '#' || is_blank(s[0]) || is_blank(s[n - 1]));
+}
+
 /* Does s need quotes? *len gets its length. */
 static int needs_quotes(const char *s, size_t *len)
 {
@@ -460,7 +467,7 @@ static int needs_quotes(const char *s, size_t *len)
     int q = 0;
     for (const char *p = s; *p; p++, n++)
         q |= *p == ',' || *p == '"' || *p == '\r' || *p == '\n';
-    q |= n > 0 && (s[0] == '#' || is_blank(s[0]) || is_blank(s[n - 1]));
+    q |= edges_need_quotes(s, n);
     *len = n;
     return q;
 }
@@ -537,9 +544,7 @@ void tide_csv_row_str(tide_csv_row_t *r, const char *s)
             break;
         row_room(r, 32);
     }
-    size_t n = r->len - start;
-    const char *f = r->p + start;
-    if (!*q && !(n > 0 && (f[0] == '#' || is_blank(f[0]) || is_blank(f[n - 1]))))
+    if (!*q && !edges_need_quotes(r->p + start, r->len - start))
         return;
     /* quoted: every '"' doubled */
     r->len = start;
