@@ -16,6 +16,7 @@
 #include "formats/json.h"
 #include "formats/governance.h"
 #include "report/report.h"
+#include "report/rows.h"
 #include "formats/usage.h"
 #include "tide/engine.h"
 #include "util/util.h"
@@ -331,14 +332,8 @@ static void read_team_states(const char *path, uset_t *u)
     int cp = tide_csv_col(c, "policy"), ct = tide_csv_col(c, "time_s"),
         cn = tide_csv_col(c, "team"), cw = tide_csv_col(c, "weight"),
         cq = tide_csv_col(c, "quota_gpus"), cb = tide_csv_col(c, "borrowed_gpus");
-    int r;
     upol_t *p = NULL;
-    while (cp >= 0 && ct >= 0 && cn >= 0 && cb >= 0 && (r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
+    while (cp >= 0 && ct >= 0 && cn >= 0 && cb >= 0 && tide_report_rows_next(c, -1, NULL)) {
         const char *pol = tide_csv_field(c, cp);
         if (!p || strcmp(p->name, pol))
             p = uset_find(u, pol);
@@ -375,13 +370,7 @@ static void read_services(const char *path, uset_t *u)
     int cp = tide_csv_col(c, "policy"), cs = tide_csv_col(c, "service"),
         cg = tide_csv_col(c, "gpus_per_replica"), cmin = tide_csv_col(c, "min_replicas"),
         cmax = tide_csv_col(c, "max_replicas");
-    int r;
-    while (cp >= 0 && cs >= 0 && cg >= 0 && (r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
+    while (cp >= 0 && cs >= 0 && cg >= 0 && tide_report_rows_next(c, -1, NULL)) {
         upol_t *p = uset_find(u, tide_csv_field(c, cp));
         long long g, mn = -1, mx = -1;
         if (!p || tide_parse_int(tide_csv_field(c, cg), &g) < 0 || g < 1 || g > 1 << 20)

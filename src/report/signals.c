@@ -10,6 +10,7 @@
 
 #include "formats/csv.h"
 #include "formats/json.h"
+#include "report/rows.h"
 #include "util/util.h"
 
 #define DAY_S 86400.0
@@ -79,22 +80,12 @@ typedef struct tlstat {
 static void timeline_stats(const char *dir, const char *policy, tlstat_t *s)
 {
     memset(s, 0, sizeof *s);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/timeline.csv", dir);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, "timeline.csv");
     if (!c)
         return;
     int cp = tide_csv_col(c, "policy"), cq = tide_csv_col(c, "queue_gpus"),
         cj = tide_csv_col(c, "queue_jobs"), ci = tide_csv_col(c, "idle");
-    int r;
-    while (cp >= 0 && cq >= 0 && (r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
-        if (strcmp(tide_csv_field(c, cp), policy) != 0)
-            continue;
+    while (cp >= 0 && cq >= 0 && tide_report_rows_next(c, cp, policy)) {
         double q = 0, j = 0, i = 0;
         tide_parse_double(tide_csv_field(c, cq), &q);
         if (cj >= 0)
@@ -123,9 +114,7 @@ typedef struct stops {
 static int event_stops(const char *dir, const char *policy, stops_t *s)
 {
     memset(s, 0, sizeof *s);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/events.csv", dir);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, "events.csv");
     if (!c)
         return 0;
     int cp = tide_csv_col(c, "policy"), ck = tide_csv_col(c, "kind"),
@@ -134,15 +123,8 @@ static int event_stops(const char *dir, const char *policy, stops_t *s)
         tide_csv_close(c);
         return 0;
     }
-    int r;
-    while ((r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
-        if (strcmp(tide_csv_field(c, ck), "job_stop") != 0 ||
-            strcmp(tide_csv_field(c, cp), policy) != 0)
+    while (tide_report_rows_next(c, cp, policy)) {
+        if (strcmp(tide_csv_field(c, ck), "job_stop") != 0)
             continue;
         const char *why = tide_csv_field(c, cr);
         if (!strcmp(why, "reclaim") || !strcmp(why, "preempt") || !strcmp(why, "deadline") ||
@@ -162,21 +144,15 @@ static int event_stops(const char *dir, const char *policy, stops_t *s)
  * finding, so that it never contradicts the sweep. 0 without such a sweep. */
 static int sweep_reserve_advice(const char *dir, const char *policy, char *buf, size_t n)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/sweep.csv", dir);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, "sweep.csv");
     if (!c)
         return 0;
     int cres = tide_csv_col(c, "reserve"), cpol = tide_csv_col(c, "policy"),
         cpre = tide_csv_col(c, "preemptions"), ceff = tide_csv_col(c, "reserve_effective_gpus");
     double lo = INFINITY, hi = -INFINITY, plo = NAN, phi = NAN, elo = NAN, ehi = NAN;
-    while (cres >= 0 && cpol >= 0 && cpre >= 0) {
-        int r = tide_csv_next(c, NULL);
-        if (r == 0 || (r < 0 && !tide_csv_recoverable(c)))
-            break;
+    while (cres >= 0 && cpol >= 0 && cpre >= 0 && tide_report_rows_next(c, cpol, policy)) {
         double res, pre, eff = NAN;
-        if (r < 0 || strcmp(tide_csv_field(c, cpol), policy) ||
-            tide_parse_double(tide_csv_field(c, cres), &res) < 0 ||
+        if (tide_parse_double(tide_csv_field(c, cres), &res) < 0 ||
             tide_parse_double(tide_csv_field(c, cpre), &pre) < 0)
             continue;
         if (ceff >= 0 && tide_parse_double(tide_csv_field(c, ceff), &eff) < 0)
@@ -421,9 +397,7 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
                              const tide_signals_opts_t *o)
 {
     json_t *out = json_object();
-    char path[4096];
-    snprintf(path, sizeof path, "%s/sweep.csv", dir);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, "sweep.csv");
     tide_json_set(out, "available", json_false());
     if (!c)
         return out;
@@ -451,18 +425,10 @@ static json_t *sweep_signals(const char *dir, const char *policy, double gpus, d
     }
     srow_t *rows = NULL;
     size_t n = 0, cap = 0;
-    int r;
-    while ((r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
+    while (tide_report_rows_next(c, cpol, policy)) {
         srow_t x;
         memset(&x, 0, sizeof x);
         const char *pol = cpol >= 0 ? tide_csv_field(c, cpol) : "";
-        if (policy && cpol >= 0 && strcmp(pol, policy) != 0)
-            continue;
         snprintf(x.policy, sizeof x.policy, "%s", pol);
         if (tide_parse_double(tide_csv_field(c, cres), &x.reserve) < 0)
             continue;

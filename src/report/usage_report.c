@@ -9,6 +9,7 @@
 #include "formats/json.h"
 #include "formats/usage.h"
 #include "formats/usage_priv.h"
+#include "report/rows.h"
 #include "util/util.h"
 
 #define DAY_S 86400
@@ -84,9 +85,7 @@ static int peak_times(const char *dir, const char *policy, tide_time_t from, tid
                       double q, times_t *peak, double *threshold, double *max_rps,
                       double *hours)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/timeline.csv", dir);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, "timeline.csv");
     if (!c)
         return 0;
     int cp = tide_csv_col(c, "policy"), ct = tide_csv_col(c, "time_s"),
@@ -98,15 +97,7 @@ static int peak_times(const char *dir, const char *policy, tide_time_t from, tid
     times_t all = {0};
     double *dem = NULL;
     size_t nd = 0, capd = 0;
-    int r;
-    while ((r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
-        if (strcmp(tide_csv_field(c, cp), policy) != 0)
-            continue;
+    while (tide_report_rows_next(c, cp, policy)) {
         long long t;
         double d;
         if (tide_parse_int(tide_csv_field(c, ct), &t) < 0 ||
@@ -145,9 +136,7 @@ typedef struct svcmeta {
 static void read_services(const char *dir, const char *policy, strtab_t *st, svcmeta_t **out,
                           size_t *n, int *available)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_SERVICES_CSV);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, TIDE_USAGE_SERVICES_CSV);
     *available = 0;
     if (!c)
         return;
@@ -156,15 +145,7 @@ static void read_services(const char *dir, const char *policy, strtab_t *st, svc
     size_t cap = 0;
     if (cp >= 0 && cs >= 0 && cg >= 0 && cm >= 0) {
         *available = 1;
-        int r;
-        while ((r = tide_csv_next(c, NULL)) != 0) {
-            if (r < 0) {
-                if (tide_csv_recoverable(c))
-                    continue;
-                break;
-            }
-            if (strcmp(tide_csv_field(c, cp), policy) != 0)
-                continue;
+        while (tide_report_rows_next(c, cp, policy)) {
             long long g, m;
             if (tide_parse_int(tide_csv_field(c, cg), &g) < 0 || g < 1 ||
                 tide_parse_int(tide_csv_field(c, cm), &m) < 0 || m < 0)
@@ -181,9 +162,7 @@ static void read_services(const char *dir, const char *policy, strtab_t *st, svc
 static int read_team_states(const char *dir, const char *policy, tide_time_t from, tide_time_t to,
                             strtab_t *st, tacc_t **acc, size_t *nacc)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, TIDE_USAGE_TEAMS_CSV);
-    tide_csv_t *c = tide_csv_open_file(path, NULL);
+    tide_csv_t *c = tide_report_rows_open(dir, TIDE_USAGE_TEAMS_CSV);
     if (!c)
         return 0;
     int cp = tide_csv_col(c, "policy"), ct = tide_csv_col(c, "time_s"),
@@ -200,15 +179,7 @@ static int read_team_states(const char *dir, const char *policy, tide_time_t fro
     } last_t;
     last_t *lv = NULL;
     size_t nl = 0;
-    int r;
-    while ((r = tide_csv_next(c, NULL)) != 0) {
-        if (r < 0) {
-            if (tide_csv_recoverable(c))
-                continue;
-            break;
-        }
-        if (strcmp(tide_csv_field(c, cp), policy) != 0)
-            continue;
+    while (tide_report_rows_next(c, cp, policy)) {
         long long t, b, q;
         if (tide_parse_int(tide_csv_field(c, ct), &t) < 0 ||
             tide_parse_int(tide_csv_field(c, cb), &b) < 0 ||
