@@ -701,10 +701,9 @@ static int job_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-typedef int (*write_fn)(FILE *f, const ctx_t *c);
-
-static int write_services(FILE *f, const ctx_t *c)
+static int write_services(FILE *f, const void *ctx)
 {
+    const ctx_t *c = ctx;
     fputs("service,gpus_per_replica,replica_rps,min_replicas,warmup_s,max_replicas\n", f);
     for (int k = 0; k < c->nsvc; k++) {
         const svc_t *s = &c->svc[k];
@@ -714,8 +713,9 @@ static int write_services(FILE *f, const ctx_t *c)
     return 0;
 }
 
-static int write_demand(FILE *f, const ctx_t *c)
+static int write_demand(FILE *f, const void *ctx)
 {
+    const ctx_t *c = ctx;
     fputs("time_s,service,rps\n", f);
     for (long row = 0; row < c->nrows; row++)
         for (int k = 0; k < c->nsvc; k++)
@@ -724,8 +724,9 @@ static int write_demand(FILE *f, const ctx_t *c)
     return 0;
 }
 
-static int write_jobs(FILE *f, const ctx_t *c)
+static int write_jobs(FILE *f, const void *ctx)
 {
+    const ctx_t *c = ctx;
     fputs("job_id,submit_s,team,priority,gpus,duration_s,gang_gpus,dp_min,ckpt_interval_s,"
           "ckpt_s,restore_s\n",
           f);
@@ -736,46 +737,6 @@ static int write_jobs(FILE *f, const ctx_t *c)
                 (long long)j->ckpt_int, (long long)j->ckpt_s, (long long)j->restore_s);
     }
     return 0;
-}
-
-/* Write dir/name through dir/name.tmp and a rename. */
-static int write_file(const char *dir, const char *name, write_fn fn, const ctx_t *c,
-                      tide_error_t *err)
-{
-    size_t n = strlen(dir) + strlen(name) + 8;
-    char *path = tide_xmalloc(n), *tmp = tide_xmalloc(n);
-    snprintf(path, n, "%s/%s", dir, name);
-    snprintf(tmp, n, "%s/%s.tmp", dir, name);
-    int rc = -1;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        tide_errf(err, TIDE_EIO, "cannot create '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    char *buf = tide_xmalloc(1 << 16);
-    setvbuf(f, buf, _IOFBF, 1 << 16);
-    int bad = fn(f, c) < 0 || ferror(f);
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    free(buf);
-    if (bad) {
-        tide_errf(err, TIDE_EIO, "cannot write '%s': %s", tmp, strerror(e));
-        remove(tmp);
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        tide_errf(err, TIDE_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        remove(tmp);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(path);
-    free(tmp);
-    return rc;
 }
 
 /* ----------------------------------------------------------------- entry */
@@ -841,9 +802,9 @@ int tide_gen_write_ex(const tide_gen_opts_t *o, tide_gen_summary_t *sum, tide_er
 
     int rc = -1;
     if (tide_mkdir_p(o->outdir, err) < 0 ||
-        write_file(o->outdir, "services.csv", write_services, &c, err) < 0 ||
-        write_file(o->outdir, "demand.csv", write_demand, &c, err) < 0 ||
-        write_file(o->outdir, "jobs.csv", write_jobs, &c, err) < 0)
+        tide_fs_write_atomic(o->outdir, "services.csv", write_services, &c, err) < 0 ||
+        tide_fs_write_atomic(o->outdir, "demand.csv", write_demand, &c, err) < 0 ||
+        tide_fs_write_atomic(o->outdir, "jobs.csv", write_jobs, &c, err) < 0)
         goto out;
     rc = 0;
 

@@ -153,42 +153,6 @@ int tide_trace_read_all(const char *path, char **buf, size_t *len, tide_error_t 
     return 0;
 }
 
-int tide_trace_write_file(const char *dir, const char *name, tide_trace_write_fn fn,
-                          const void *ctx, tide_error_t *err)
-{
-    size_t n = strlen(dir) + strlen(name) + 8;
-    char *path = tide_xmalloc(n), *tmp = tide_xmalloc(n);
-    snprintf(path, n, "%s/%s", dir, name);
-    snprintf(tmp, n, "%s/%s.tmp", dir, name);
-    int rc = -1;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        tide_errf(err, TIDE_EIO, "cannot create '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    int bad = fn(f, ctx) < 0 || ferror(f);
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        tide_errf(err, TIDE_EIO, "cannot write '%s': %s", tmp, strerror(e));
-        remove(tmp);
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        tide_errf(err, TIDE_EIO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        remove(tmp);
-        goto out;
-    }
-    rc = 0;
-out:
-    free(path);
-    free(tmp);
-    return rc;
-}
-
 char *tide_trace_basename(const char *path, const char *strip_suffixes)
 {
     size_t n = strlen(path);
@@ -616,8 +580,8 @@ static int import_demand(const struct format *F, const char *const *srcs, size_t
     if (tide_mkdir_p(outdir, err) < 0)
         goto out;
     tide_trace_out_t out = {&d, &fit};
-    if (tide_trace_write_file(outdir, "services.csv", tide_trace_services_write, &out, err) < 0 ||
-        tide_trace_write_file(outdir, "demand.csv", tide_trace_demand_write, &out, err) < 0)
+    if (tide_fs_write_atomic(outdir, "services.csv", tide_trace_services_write, &out, err) < 0 ||
+        tide_fs_write_atomic(outdir, "demand.csv", tide_trace_demand_write, &out, err) < 0)
         goto out;
     sum->sources = d.files;
     sum->rows_read = d.rows_read;

@@ -368,7 +368,7 @@ int tide_trace_philly_import(const char *const *srcs, size_t n, const tide_trace
     if (tide_trace_philly_convert(&p, &o->philly, &j, err) < 0)
         goto out;
     if (tide_mkdir_p(outdir, err) < 0 ||
-        tide_trace_write_file(outdir, "jobs.csv", tide_trace_jobs_write, &j, err) < 0)
+        tide_fs_write_atomic(outdir, "jobs.csv", tide_trace_jobs_write, &j, err) < 0)
         goto out;
     sum->sources = (long long)n;
     sum->rows_read = p.rows_read;

@@ -42,11 +42,6 @@ const char *tide_trace_fmt_datetime(double t, char *buf, size_t n);
  * or -1 with err (ENOENT missing, EIO unreadable or over TIDE_TRACE_MAX_FILE). */
 int tide_trace_read_all(const char *path, char **buf, size_t *len, tide_error_t *err);
 
-/* Write dir/name through dir/name.tmp and a rename: fn(f, ctx) writes the
- * content and returns 0 or -1. Returns 0 or -1 with err (EIO). */
-typedef int (*tide_trace_write_fn)(FILE *f, const void *ctx);
-int tide_trace_write_file(const char *dir, const char *name, tide_trace_write_fn fn,
-                          const void *ctx, tide_error_t *err);
 
 /* The last path component without trailing slashes and, if it ends with one
  * of the '|'-separated suffixes (e.g. ".csv|.jsonl"), without that suffix.
@@ -147,7 +142,7 @@ int tide_trace_fit_apply(tide_trace_demand_t *d, const tide_trace_fit_t *f,
 /* Write services.csv (service,gpus_per_replica,replica_rps,min_replicas,
  * warmup_s) or demand.csv (time_s,service,rps; time of window i =
  * llround(i * step_s)) for a fitted d. Return 0 or -1 (write error). The
- * ctx-taking forms suit tide_trace_write_file (ctx = tide_trace_out_t). */
+ * ctx-taking forms suit tide_fs_write_atomic (ctx = tide_trace_out_t). */
 typedef struct tide_trace_out {
     const tide_trace_demand_t *d;
     const tide_trace_fit_t *fit;
