@@ -6,6 +6,8 @@
 
 #include <jansson.h>
 
+#include "tide/types.h"
+
 /* v as a JSON real; 0 when v is NaN or infinite. */
 json_t *tide_json_real(double v);
 
@@ -18,5 +20,10 @@ json_t *tide_json_round(double v, int decimals);
 
 /* json_object_set_new(o, k, v): o takes v. */
 void tide_json_set(json_t *o, const char *k, json_t *v);
+
+/* The JSON document in DIR/NAME (summary.json, ...). The caller owns the
+ * result. NULL with err: ENOENT the file is missing, EIO it cannot be
+ * opened, EINVAL it is not JSON (the message names the line). */
+json_t *tide_json_load_file(const char *dir, const char *name, tide_error_t *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "formats/csv.h"
+#include "formats/json.h"
 #include "formats/usage_priv.h"
 #include "util/util.h"
 
@@ -561,24 +562,6 @@ void strtab_free(strtab_t *s)
 
 /* ============================================================ loading */
 
-json_t *usage_load_json(const char *dir, const char *name, tide_error_t *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tide_errf(err, errno == ENOENT ? TIDE_ENOENT : TIDE_EIO, "%s: cannot open: %s", path,
-                  strerror(errno));
-        return NULL;
-    }
-    json_error_t je;
-    json_t *j = json_loadf(f, 0, &je);
-    fclose(f);
-    if (!j)
-        tide_errf(err, TIDE_EINVAL, "%s:%d: invalid JSON: %s", path, je.line, je.text);
-    return j;
-}
-
 static int name_index(const char *s, const char *(*fn)(int), int count)
 {
     for (int i = 0; i < count; i++)
@@ -653,7 +636,7 @@ static int policy_missing(const char *policy, const char *path, const strtab_t *
 /* The run's end: summary.json's horizon, else the last interval's end. */
 static void udata_end(const char *dir, udata_t *d, tide_time_t last_dt)
 {
-    json_t *sum = usage_load_json(dir, "summary.json", NULL);
+    json_t *sum = tide_json_load_file(dir, "summary.json", NULL);
     json_t *h = sum ? json_object_get(sum, "horizon_s") : NULL;
     d->have_summary = sum != NULL;
     if (h && json_is_integer(h)) {

@@ -42,9 +42,6 @@ typedef struct udata {
 int udata_load(const char *dir, const char *policy, udata_t *d, tide_error_t *err);
 void udata_free(udata_t *d);
 
-/* Read DIR/name as JSON (NULL with err when missing or malformed). */
-json_t *usage_load_json(const char *dir, const char *name, tide_error_t *err);
-
 /* The owner key of a row: lost work is the policy's. */
 const char *urec_owner(const udata_t *d, const urec_t *r);
 

@@ -31,25 +31,6 @@ static double num(const json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
-static json_t *load_json(const char *dir, const char *name, int required, tide_error_t *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (required)
-            tide_errf(err, errno == ENOENT ? TIDE_ENOENT : TIDE_EIO, "%s: cannot open: %s", path,
-                      strerror(errno));
-        return NULL;
-    }
-    json_error_t je;
-    json_t *j = json_loadf(f, 0, &je);
-    fclose(f);
-    if (!j)
-        tide_errf(err, TIDE_EINVAL, "%s:%d: invalid JSON: %s", path, je.line, je.text);
-    return j;
-}
-
 static void finding(json_t *arr, const char *signal, const char *level, double value,
                     double threshold, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
@@ -489,7 +470,7 @@ json_t *tide_signals_compute(const char *dir, const char *policy, const tide_sig
         tide_errf(err, TIDE_EINVAL, "no directory given");
         return NULL;
     }
-    json_t *sum = load_json(dir, "summary.json", 1, err);
+    json_t *sum = tide_json_load_file(dir, "summary.json", err);
     if (!sum)
         return NULL;
     json_t *pols = json_object_get(sum, "policies");

@@ -595,7 +595,7 @@ json_t *tide_usage_report(const char *dir, const char *policy, const tide_usage_
     udata_t d;
     if (udata_load(dir, policy, &d, err) < 0)
         return NULL;
-    json_t *summary = usage_load_json(dir, "summary.json", NULL);
+    json_t *summary = tide_json_load_file(dir, "summary.json", NULL);
     json_t *top = json_object();
     json_t *pols = json_object();
     for (int i = 0; i < d.n_policies; i++)

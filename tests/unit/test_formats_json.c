@@ -1,4 +1,4 @@
-/* Unit tests: finite JSON numbers (src/formats/json.c). */
+/* Unit tests: finite JSON numbers, JSON files (src/formats/json.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -6,8 +6,10 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/json.h"
 
@@ -62,6 +64,44 @@ static void test_set(void **state)
     expect_text(o, "{\"a\":2}");
 }
 
+static void put(const char *dir, const char *name, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_load_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tide_json_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    put(dir, "ok.json", "{\"a\": 1}");
+    put(dir, "bad.json", "{\"a\": 1,\n  oops}");
+    tide_error_t err = {0, ""};
+    json_t *j = tide_json_load_file(dir, "ok.json", &err);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "a")), 1);
+    json_decref(j);
+    assert_null(tide_json_load_file(dir, "missing.json", &err));
+    assert_int_equal(err.code, TIDE_ENOENT);
+    assert_non_null(strstr(err.msg, "missing.json: cannot open"));
+    err = (tide_error_t){0, ""};
+    assert_null(tide_json_load_file(dir, "bad.json", &err));
+    assert_int_equal(err.code, TIDE_EINVAL);
+    assert_non_null(strstr(err.msg, "bad.json:2: invalid JSON"));
+    assert_null(tide_json_load_file(dir, "bad.json", NULL)); /* err is optional */
+    char p[256];
+    snprintf(p, sizeof p, "%s/ok.json", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/bad.json", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -69,6 +109,7 @@ int main(void)
         cmocka_unit_test(test_num),
         cmocka_unit_test(test_round),
         cmocka_unit_test(test_set),
+        cmocka_unit_test(test_load_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
