@@ -919,10 +919,8 @@ static int be_start(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 
 static int be_ckpt(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
-    tide_time_t now = x->now;
     const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
-    (void)now;
     (void)err;
     sjob_t *j = job_get(s, a->job, 0);
     if (!j)
@@ -978,10 +976,8 @@ static int be_resize(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 
 static int be_stop(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
-    tide_time_t now = x->now;
     const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
-    (void)now;
     (void)err;
     sjob_t *j = job_get(s, a->job, 0);
     if (!j)
@@ -1073,11 +1069,9 @@ static void rep_env_set(srep_t *p, const tide_backend_work_t *w)
 
 static int be_rstart(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
-    tide_time_t now = x->now;
     const tide_action_t *a = x->a;
     const int32_t *gpus = x->gpus;
     slurmbe_t *s = ctx;
-    (void)now;
     srep_t *p = rep_get(s, a->replica, 1);
     if (!p || !gpus)
         return tide_errf(err, TIDE_EINVAL, "start of replica %d: bad action", a->replica);
@@ -1110,10 +1104,8 @@ static int be_rstart(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 
 static int be_rstop(void *ctx, const tide_backend_act_t *x, tide_error_t *err)
 {
-    tide_time_t now = x->now;
     const tide_action_t *a = x->a;
     slurmbe_t *s = ctx;
-    (void)now;
     (void)err;
     srep_t *p = rep_get(s, a->replica, 0);
     if (!p)
