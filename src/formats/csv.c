@@ -573,6 +573,13 @@ void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec)
     r->len += n > 0 ? (size_t)n : 0;
 }
 
+void tide_csv_row_raw(tide_csv_row_t *r, const char *s, size_t n)
+{
+    row_sep(r, n);
+    memcpy(r->p + r->len, s, n);
+    r->len += n;
+}
+
 int tide_csv_row_end(tide_csv_row_t *r, FILE *f)
 {
     row_room(r, 1);
