@@ -457,6 +457,23 @@ typedef struct sample_ctx {
     pstate_t *p;
 } sample_ctx_t;
 
+/* The first cell from k on that moved (v[k] not within EPS_GPU_S of what
+ * was written, w[k]), or n. Most cells did not (classes, states and tiers
+ * an owner never uses): four are tested at once, without a branch each. */
+static size_t next_moved(const double *v, const double *w, size_t k, size_t n)
+{
+    for (; k + 4 <= n; k += 4) {
+        int still = (fabs(v[k] - w[k]) < EPS_GPU_S) & (fabs(v[k + 1] - w[k + 1]) < EPS_GPU_S) &
+                    (fabs(v[k + 2] - w[k + 2]) < EPS_GPU_S) &
+                    (fabs(v[k + 3] - w[k + 3]) < EPS_GPU_S);
+        if (!still)
+            break;
+    }
+    while (k < n && fabs(v[k] - w[k]) < EPS_GPU_S)
+        k++;
+    return k;
+}
+
 /* One owner's rows: only the cells that moved since the previous sample (a
  * cell within EPS_GPU_S of what was written gives no row: emit's test, done
  * first so that the others cost one comparison). */
@@ -469,9 +486,7 @@ static void sample_owner(void *ctx, int kind, int index, const char *owner, cons
     int j = kind == TIDE_OWNER_TEAM ? 0 : 1;
     const char *keys = s->u->keys[j];
     const uint32_t *off = s->u->key_off[j];
-    for (size_t k = 0; k < n; k++) {
-        if (fabs(v[k] - w[k]) < EPS_GPU_S)
-            continue;
+    for (size_t k = next_moved(v, w, 0, n); k < n; k = next_moved(v, w, k + 1, n)) {
         tide_usage_cell_t x = {.kind = kind};
         cell_keys(&x, k, p->n_types);
         emit(s->u, owner, kind, x.cls, x.state, x.tier, x.type, keys + off[k], off[k + 1] - off[k],
