@@ -288,6 +288,17 @@ static void test_file_and_writer(void **state)
     rmdir(dir);
 }
 
+/* Close two memory streams and expect the same bytes in both. */
+static void same_streams(FILE *fa, char **a, size_t *na, FILE *fb, char **b, size_t *nb)
+{
+    fclose(fa);
+    fclose(fb);
+    assert_int_equal(*na, *nb);
+    assert_memory_equal(*a, *b, *na);
+    free(*a);
+    free(*b);
+}
+
 /* The row writer (one buffer, one fwrite) writes what the field writer
  * writes field by field, for short rows and for rows longer than its
  * buffer; the row builder's numbers are printf's. */
@@ -311,12 +322,7 @@ static void test_row_matches_fields(void **state)
             assert_int_equal(tide_csv_write_field(fb, cases[k][i]), 0);
         }
         fputc('\n', fb);
-        fclose(fa);
-        fclose(fb);
-        assert_int_equal(na, nb);
-        assert_memory_equal(a, b, na);
-        free(a);
-        free(b);
+        same_streams(fa, &a, &na, fb, &b, &nb);
     }
     /* numbers as printf writes them, empty fields, a row past the inline
      * buffer (moved to the heap) */
@@ -372,12 +378,7 @@ static void test_row_raw(void **state)
             free(kept.p);
         const char *row[] = {f[k], "q\"r", "1", f[k], "q\"r"};
         assert_int_equal(tide_csv_write_row(fb, row, 5), 0);
-        fclose(fa);
-        fclose(fb);
-        assert_int_equal(na, nb);
-        assert_memory_equal(a, b, na);
-        free(a);
-        free(b);
+        same_streams(fa, &a, &na, fb, &b, &nb);
     }
 }
 
