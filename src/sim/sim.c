@@ -162,40 +162,14 @@ static void ev_num(tide_csv_row_t *row, const evrow_t *r, unsigned bit, long lon
         tide_csv_row_str(row, NULL);
 }
 
-/* The leading columns of events.csv rows (policy, time) as CSV text, kept
- * for the rows of one time (a step writes many); rebuilt when t moves.
- * Per run (run_t.evp), freed by evpre_free. */
-typedef struct evpre {
-    tide_time_t t;
-    char *text; /* NULL: none yet */
-    size_t n;
-} evpre_t;
-
-static void evpre_free(evpre_t *p)
-{
-    free(p->text);
-    p->text = NULL;
-}
-
-static void evrow_write(FILE *f, evpre_t *pre, const char *policy, tide_time_t t,
-                        const evrow_t *r)
+static void evrow_write(FILE *f, const char *policy, tide_time_t t, const evrow_t *r)
 {
     if (!f) /* events.csv not asked for (--outputs) */
         return;
     tide_csv_row_t row;
     tide_csv_row_begin(&row);
-    if (!pre->text || pre->t != t) {
-        tide_csv_row_str(&row, policy);
-        tide_csv_row_i64(&row, (long long)t);
-        pre->text = tide_xrealloc(pre->text, row.len);
-        memcpy(pre->text, row.p, row.len);
-        pre->n = row.len;
-        pre->t = t;
-        if (row.p != row.inl)
-            free(row.p);
-        tide_csv_row_begin(&row);
-    }
-    tide_csv_row_raw(&row, pre->text, pre->n);
+    tide_csv_row_str(&row, policy);
+    tide_csv_row_i64(&row, (long long)t);
     tide_csv_row_str(&row, r->kind);
     tide_csv_row_str(&row, r->job);
     tide_csv_row_str(&row, r->service);
@@ -214,8 +188,8 @@ static void evrow_write(FILE *f, evpre_t *pre, const char *policy, tide_time_t t
     tide_csv_row_end(&row, f);
 }
 
-static void write_action(FILE *f, evpre_t *pre, const char *policy, tide_time_t t,
-                         const tide_engine_t *e, const tide_action_t *a)
+static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
+                         const tide_action_t *a)
 {
     evrow_t r;
     evrow_init(&r, tide_action_name(a->kind));
@@ -235,12 +209,12 @@ static void write_action(FILE *f, evpre_t *pre, const char *policy, tide_time_t 
         r.reason = tide_reason_name(a->reason);
     if ((fl & F_DEADLINE) && a->deadline > 0 && a->deadline != TIDE_TIME_NEVER)
         r.has |= E_DEADLINE;
-    evrow_write(f, pre, policy, t, &r);
+    evrow_write(f, policy, t, &r);
 }
 
 /* Facts worth a row: submits, commits, finishes, ready replicas. Returns 1 if written. */
-static int write_fact(FILE *f, evpre_t *pre, const char *policy, tide_time_t t,
-                      const tide_engine_t *e, const tide_event_t *ev)
+static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
+                      const tide_event_t *ev)
 {
     evrow_t r;
     evrow_init(&r, tide_event_name(ev->kind));
@@ -266,7 +240,7 @@ static int write_fact(FILE *f, evpre_t *pre, const char *policy, tide_time_t t,
     default:
         return 0;
     }
-    evrow_write(f, pre, policy, t, &r);
+    evrow_write(f, policy, t, &r);
     return 1;
 }
 
@@ -373,7 +347,6 @@ typedef struct run {
     tide_time_t horizon, interval;
     const size_t *job_order, *dem_order;
     FILE *tl, *evf;
-    evpre_t evp;                 /* events.csv rows' policy and time text */
     tide_engine_t *e;
     tide_world_t *w;
     tide_actions_t acts;
@@ -578,9 +551,9 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
                                (long long)t);
     }
     for (size_t i = 0; i < r->nev; i++)
-        r->rows += write_fact(r->evf, &r->evp, r->policy, t, r->e, &r->ev[i]);
+        r->rows += write_fact(r->evf, r->policy, t, r->e, &r->ev[i]);
     for (size_t i = 0; i < r->acts.n; i++)
-        write_action(r->evf, &r->evp, r->policy, t, r->e, &r->acts.v[i]);
+        write_action(r->evf, r->policy, t, r->e, &r->acts.v[i]);
     r->rows += (long)r->acts.n;
     if (tide_inject_storage_gbps(r->o->inject) > 0) {
         /* checkpoint sizes of the jobs just submitted */
@@ -982,7 +955,7 @@ static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job
     row.value = value;
     row.has = (gpus >= 0 ? E_GPUS : 0) | (deadline >= 0 ? E_DEADLINE : 0) |
               (has_value ? E_VALUE : 0);
-    evrow_write(r->evf, &r->evp, r->policy, t, &row);
+    evrow_write(r->evf, r->policy, t, &row);
     r->rows++;
 }
 
@@ -2144,7 +2117,6 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);
-    evpre_free(&r->evp);
     free(r->pw_max);
     free(r->pw_now);
     free(r->fc_rows);
