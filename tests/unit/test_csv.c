@@ -288,6 +288,52 @@ static void test_file_and_writer(void **state)
     rmdir(dir);
 }
 
+/* Unquoted fields are copied in runs up to the next stop byte: the record
+ * limit falls on the same byte (a field of MAX - 2 bytes fits with its NUL,
+ * one more does not), and from a file the runs stop at each chunk's end
+ * (rows straddle the 64 KiB reads) and give every field, blanks trimmed. */
+static void test_plain_runs(void **state)
+{
+    (void)state;
+    tide_error_t err;
+    for (size_t extra = 0; extra < 2; extra++) {
+        size_t n = TIDE_CSV_MAX_RECORD - 2 + extra;
+        char *big = malloc(n + 8);
+        memcpy(big, "a\n", 2);
+        memset(big + 2, 'x', n);
+        memcpy(big + 2 + n, "\n", 2);
+        tide_csv_t *c = tide_csv_open_mem(big, n + 3, "edge.csv", &err);
+        assert_non_null(c);
+        assert_int_equal(tide_csv_next(c, &err), extra ? -1 : 1);
+        if (!extra)
+            assert_int_equal(strlen(tide_csv_field(c, 0)), n);
+        tide_csv_close(c);
+        free(big);
+    }
+    char path[] = "/tmp/test_csv_runs.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("id,v,w\n", f);
+    for (int i = 0; i < 20000; i++)
+        fprintf(f, "r%d,  value %d  ,%d\n", i, i * 7, i % 13);
+    fclose(f);
+    tide_csv_t *c = tide_csv_open_file(path, &err);
+    assert_non_null(c);
+    for (int i = 0; i < 20000; i++) {
+        char want[3][32];
+        snprintf(want[0], sizeof want[0], "r%d", i);
+        snprintf(want[1], sizeof want[1], "value %d", i * 7);
+        snprintf(want[2], sizeof want[2], "%d", i % 13);
+        assert_int_equal(tide_csv_next(c, &err), 1);
+        for (int k = 0; k < 3; k++)
+            assert_string_equal(tide_csv_field(c, k), want[k]);
+    }
+    assert_int_equal(tide_csv_next(c, &err), 0);
+    tide_csv_close(c);
+    unlink(path);
+}
+
 /* Close two memory streams and expect the same bytes in both. */
 static void same_streams(FILE *fa, char **a, size_t *na, FILE *fb, char **b, size_t *nb)
 {
@@ -390,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_limits),     cmocka_unit_test(test_no_header),
         cmocka_unit_test(test_fail_message), cmocka_unit_test(test_file_and_writer),
         cmocka_unit_test(test_row_matches_fields), cmocka_unit_test(test_row_raw),
+        cmocka_unit_test(test_plain_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
