@@ -169,7 +169,8 @@ struct tide_world {
 
 static int before(const wentry_t *a, const wentry_t *b)
 {
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+    /* bitwise, not ||/&&: no branch to mispredict in the heap's compares */
+    return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
 }
 
 /* A 4-ary min-heap on (t, seq): a total order, so entries come out in the
@@ -177,18 +178,30 @@ static int before(const wentry_t *a, const wentry_t *b)
  * the children of a node share a cache line or two. */
 #define HEAP_D 4
 
+/* The earliest of the children from c on (c < w->n): four as a tournament
+ * of index arithmetic (no branch per child); keys are unique, so any order
+ * of comparison finds the same one. */
+static size_t min_child(const tide_world_t *w, size_t c)
+{
+    const wentry_t *h = w->heap;
+    if (c + HEAP_D <= w->n) {
+        size_t a = c + (size_t)before(&h[c + 1], &h[c]);
+        size_t b = c + 2 + (size_t)before(&h[c + 3], &h[c + 2]);
+        return before(&h[b], &h[a]) ? b : a;
+    }
+    size_t m = c;
+    for (size_t k = c + 1; k < w->n; k++)
+        if (before(&h[k], &h[m]))
+            m = k;
+    return m;
+}
+
 /* Put x in free slot i and sift it down to its place. */
 static void sift_down(tide_world_t *w, size_t i, wentry_t x)
 {
-    for (;;) {
-        size_t c = HEAP_D * i + 1, end = c + HEAP_D < w->n ? c + HEAP_D : w->n, m = i;
-        const wentry_t *best = &x;
-        for (; c < end; c++)
-            if (before(&w->heap[c], best)) {
-                m = c;
-                best = &w->heap[c];
-            }
-        if (m == i)
+    for (size_t c; (c = HEAP_D * i + 1) < w->n;) {
+        size_t m = min_child(w, c);
+        if (!before(&w->heap[m], &x))
             break;
         w->heap[i] = w->heap[m];
         i = m;
