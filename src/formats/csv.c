@@ -107,6 +107,35 @@ static int put(tide_csv_t *c, tide_error_t *err, int ch)
     return 0;
 }
 
+/* Bytes that end a plain run: NUL and those that need quotes (the writer's
+ * plain copy), which are also those the reader's unquoted field stops at or
+ * rejects. */
+static const unsigned char stop_byte[256] = {[0] = 1, [','] = 1, ['"'] = 1, ['\r'] = 1,
+                                             ['\n'] = 1};
+
+/* Copy the bytes that follow in the buffer up to the next stop byte into
+ * the row in one go: what put would do one rd at a time for an unquoted
+ * field, never past the record limit (the next put reports that, as
+ * before). */
+static void put_plain_run(tide_csv_t *c)
+{
+    if (c->rowlen + 1 >= TIDE_CSV_MAX_RECORD)
+        return;
+    size_t room = TIDE_CSV_MAX_RECORD - 1 - c->rowlen, avail = c->len - c->pos, n = 0;
+    const char *b = c->buf + c->pos;
+    if (avail > room)
+        avail = room;
+    while (n < avail && !stop_byte[(unsigned char)b[n]])
+        n++;
+    if (!n)
+        return;
+    if (c->rowlen + n + 2 > c->rowcap)
+        tide_grow((void **)&c->row, &c->rowcap, c->rowlen + n + 2, 1);
+    memcpy(c->row + c->rowlen, b, n);
+    c->rowlen += n;
+    c->pos += n;
+}
+
 static int is_blank(int ch)
 {
     return ch == ' ' || ch == '\t';
@@ -201,6 +230,7 @@ static int read_field(tide_csv_t *c, tide_error_t *err, int *term, int *quoted)
                 return fail_at(c, err, c->cur_line, "NUL byte inside a field");
             if (put(c, err, ch) < 0)
                 return -1;
+            put_plain_run(c);
             ch = rd(c);
         }
         while (c->rowlen > start && is_blank(c->row[c->rowlen - 1]))
@@ -492,10 +522,6 @@ int tide_csv_write_field(FILE *f, const char *s)
 
 /* ------------------------------------------------------------ row builder */
 
-/* Bytes that end the plain copy of a field: NUL and those that need quotes. */
-static const unsigned char stop_byte[256] = {[0] = 1, [','] = 1, ['"'] = 1, ['\r'] = 1,
-                                             ['\n'] = 1};
-
 void tide_csv_row_begin(tide_csv_row_t *r)
 {
     r->p = r->inl;
@@ -571,6 +597,13 @@ void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec)
     row_sep(r, MAXF);
     int n = tide_fmt_fixed(r->p + r->len, MAXF, x, dec);
     r->len += n > 0 ? (size_t)n : 0;
+}
+
+void tide_csv_row_raw(tide_csv_row_t *r, const char *s, size_t n)
+{
+    row_sep(r, n);
+    memcpy(r->p + r->len, s, n);
+    r->len += n;
 }
 
 int tide_csv_row_end(tide_csv_row_t *r, FILE *f)

@@ -106,6 +106,10 @@ void tide_csv_row_begin(tide_csv_row_t *r);
 void tide_csv_row_str(tide_csv_row_t *r, const char *s); /* NULL = empty field */
 void tide_csv_row_i64(tide_csv_row_t *r, long long v);
 void tide_csv_row_fixed(tide_csv_row_t *r, double x, int dec); /* dec 0..6 */
+/* Append n bytes that already are one or more fields in CSV form (quoted
+ * where needed, joined by ','), e.g. the text of an earlier row's fields
+ * kept to be written again: a ',' before them unless they come first. */
+void tide_csv_row_raw(tide_csv_row_t *r, const char *s, size_t n);
 /* Write the row and '\n' to f; r is empty again (ready for the next row).
  * Returns 0 or -1 on a write error. */
 int tide_csv_row_end(tide_csv_row_t *r, FILE *f);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,15 @@ struct tide_usage {
     double *vals;              /* the sampler's scratch (walk_t.v) */
     size_t capvals;
     int failed;
+    /* Row text kept between rows (emit): keys[kind][k] is a team's
+     * (kind 0) or service's (kind 1) cell k as "kind,class,state,tier,
+     * gpu_type" for key_nt GPU types, built on first use (key_table); pre
+     * is "policy,time_s" of the sample being written (tide_usage_sample). */
+    char *keys[2];
+    uint32_t *key_off[2];      /* [n + 1]: key k is keys[kind][off[k] .. off[k+1]) */
+    int key_nt;                /* 0: none built */
+    char *pre;
+    size_t npre;
 };
 
 static FILE *open_w(const char *dir, const char *name, char *path, size_t n, tide_error_t *err)
@@ -111,9 +121,22 @@ static pstate_t *ps_get(tide_usage_t *u, const char *policy)
 
 static double round3(double x) { return round(x * 1000.0) / 1000.0; }
 
-/* Write one row for cumulative value `cum` whose written part is *w. */
-static void emit(tide_usage_t *u, const pstate_t *p, const char *owner, int kind, int cls,
-                 int state, int tier, int type, double cum, double *w)
+/* A cell's key columns: kind, class, state, tier, gpu_type. */
+static void key_fields(const tide_usage_t *u, tide_csv_row_t *row, int kind, int cls, int state,
+                       int tier, int type)
+{
+    tide_csv_row_str(row, tide_owner_kind_name(kind));
+    tide_csv_row_str(row, tide_class_name(cls));
+    tide_csv_row_str(row, tide_state_name(state));
+    tide_csv_row_str(row, tide_tier_name(tier));
+    tide_csv_row_str(row, u->tname[type]);
+}
+
+/* Write one row for cumulative value `cum` whose written part is *w; key
+ * (n bytes) is the cell's key columns as key_fields writes them, or NULL
+ * to write them here. */
+static void emit(tide_usage_t *u, const char *owner, int kind, int cls, int state, int tier,
+                 int type, const char *key, size_t n, double cum, double *w)
 {
     double d = cum - *w;
     if (fabs(d) < EPS_GPU_S)
@@ -127,14 +150,12 @@ static void emit(tide_usage_t *u, const pstate_t *p, const char *owner, int kind
     /* numbers formatted without printf (the same bytes: tide_csv_row_*) */
     tide_csv_row_t row;
     tide_csv_row_begin(&row);
-    tide_csv_row_str(&row, p->policy);
-    tide_csv_row_i64(&row, (long long)p->t);
+    tide_csv_row_raw(&row, u->pre, u->npre);
     tide_csv_row_str(&row, owner);
-    tide_csv_row_str(&row, tide_owner_kind_name(kind));
-    tide_csv_row_str(&row, tide_class_name(cls));
-    tide_csv_row_str(&row, tide_state_name(state));
-    tide_csv_row_str(&row, tide_tier_name(tier));
-    tide_csv_row_str(&row, u->tname[type]);
+    if (key)
+        tide_csv_row_raw(&row, key, n);
+    else
+        key_fields(u, &row, kind, cls, state, tier, type);
     tide_csv_row_fixed(&row, d, 3);
     tide_csv_row_fixed(&row, cost == 0 ? 0.0 : cost, 4);
     tide_csv_row_end(&row, u->f);
@@ -159,6 +180,59 @@ static void cell_keys(tide_usage_cell_t *x, size_t k, int nt)
     k /= TIDE_T_COUNT;
     x->state = (int)(k % TIDE_S_COUNT);
     x->cls = x->kind == TIDE_OWNER_TEAM ? (int)(k / TIDE_S_COUNT) : TIDE_C_INFERENCE;
+}
+
+/* The text of row r's fields so far into *dst (realloc'd), its length into
+ * *n; r is empty again. */
+static void row_take(tide_csv_row_t *r, char **dst, size_t *n)
+{
+    *dst = tide_xrealloc(*dst, r->len ? r->len : 1);
+    memcpy(*dst, r->p, r->len);
+    *n = r->len;
+    if (r->p != r->inl)
+        free(r->p);
+    tide_csv_row_begin(r);
+}
+
+/* Build u->keys for nt GPU types (once: an engine's types do not change,
+ * and all policies of a run share the cluster). */
+static void key_table(tide_usage_t *u, int nt)
+{
+    if (u->key_nt == nt)
+        return;
+    static const int kinds[2] = {TIDE_OWNER_TEAM, TIDE_OWNER_SERVICE};
+    for (int j = 0; j < 2; j++) {
+        size_t n = (size_t)(j == 0 ? NCELL : SVC_NCELL) * (size_t)nt;
+        tide_csv_row_t row;
+        tide_csv_row_begin(&row);
+        u->key_off[j] = tide_xrealloc(u->key_off[j], (n + 1) * sizeof *u->key_off[j]);
+        u->key_off[j][0] = 0;
+        for (size_t k = 0; k < n; k++) {
+            tide_usage_cell_t x = {.kind = kinds[j]};
+            cell_keys(&x, k, nt);
+            /* each key on its own: drop the ',' the row puts between them */
+            size_t at = row.len;
+            key_fields(u, &row, x.kind, x.cls, x.state, x.tier, x.type);
+            if (k > 0) {
+                memmove(row.p + at, row.p + at + 1, row.len - at - 1);
+                row.len--;
+            }
+            u->key_off[j][k + 1] = (uint32_t)row.len;
+        }
+        size_t len;
+        row_take(&row, &u->keys[j], &len);
+    }
+    u->key_nt = nt;
+}
+
+/* u->pre: the policy and time columns of the rows of p's sample at t. */
+static void row_prefix(tide_usage_t *u, const char *policy, tide_time_t t)
+{
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
+    tide_csv_row_str(&row, policy);
+    tide_csv_row_i64(&row, (long long)t);
+    row_take(&row, &u->pre, &u->npre);
 }
 
 static void write_meta(tide_usage_t *u, pstate_t *p, const tide_engine_t *e)
@@ -384,6 +458,23 @@ typedef struct sample_ctx {
     pstate_t *p;
 } sample_ctx_t;
 
+/* The first cell from k on that moved (v[k] not within EPS_GPU_S of what
+ * was written, w[k]), or n. Most cells did not (classes, states and tiers
+ * an owner never uses): four are tested at once, without a branch each. */
+static size_t next_moved(const double *v, const double *w, size_t k, size_t n)
+{
+    for (; k + 4 <= n; k += 4) {
+        int still = (fabs(v[k] - w[k]) < EPS_GPU_S) & (fabs(v[k + 1] - w[k + 1]) < EPS_GPU_S) &
+                    (fabs(v[k + 2] - w[k + 2]) < EPS_GPU_S) &
+                    (fabs(v[k + 3] - w[k + 3]) < EPS_GPU_S);
+        if (!still)
+            break;
+    }
+    while (k < n && fabs(v[k] - w[k]) < EPS_GPU_S)
+        k++;
+    return k;
+}
+
 /* One owner's rows: only the cells that moved since the previous sample (a
  * cell within EPS_GPU_S of what was written gives no row: emit's test, done
  * first so that the others cost one comparison). */
@@ -393,12 +484,14 @@ static void sample_owner(void *ctx, int kind, int index, const char *owner, cons
     sample_ctx_t *s = ctx;
     pstate_t *p = s->p;
     double *w = kind == TIDE_OWNER_TEAM ? p->team + (size_t)index * n : p->svc + (size_t)index * n;
-    for (size_t k = 0; k < n; k++) {
-        if (fabs(v[k] - w[k]) < EPS_GPU_S)
-            continue;
+    int j = kind == TIDE_OWNER_TEAM ? 0 : 1;
+    const char *keys = s->u->keys[j];
+    const uint32_t *off = s->u->key_off[j];
+    for (size_t k = next_moved(v, w, 0, n); k < n; k = next_moved(v, w, k + 1, n)) {
         tide_usage_cell_t x = {.kind = kind};
         cell_keys(&x, k, p->n_types);
-        emit(s->u, p, owner, kind, x.cls, x.state, x.tier, x.type, v[k], &w[k]);
+        emit(s->u, owner, kind, x.cls, x.state, x.tier, x.type, keys + off[k], off[k + 1] - off[k],
+             v[k], &w[k]);
     }
 }
 
@@ -409,7 +502,7 @@ static void sample_tail(void *ctx, const tide_usage_cell_t *c)
     pstate_t *p = s->p;
     double *w = c->kind == TIDE_OWNER_FOREIGN ? &p->foreign[c->tier][c->type]
                                               : &p->idle[c->tier][c->type];
-    emit(s->u, p, c->owner, c->kind, c->cls, c->state, c->tier, c->type, c->gpu_s, w);
+    emit(s->u, c->owner, c->kind, c->cls, c->state, c->tier, c->type, NULL, 0, c->gpu_s, w);
 }
 
 /* %g of x (usage_teams.csv's weight): integers below 1e6 directly (what %g
@@ -461,6 +554,8 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
     if (!p->meta_written)
         write_meta(u, p, e);
     ps_fit(p, e, p->n_types);
+    key_table(u, p->n_types);
+    row_prefix(u, p->policy, p->t);
     sample_ctx_t sc = {u, p};
     walk_t w = {.e = e, .nt = p->n_types, .v = u->vals, .cap = u->capvals,
                 .owner_fn = sample_owner, .ctx = &sc};
@@ -503,6 +598,11 @@ int tide_usage_close(tide_usage_t *u, tide_error_t *err)
     }
     free(u->ps);
     free(u->vals);
+    for (int j = 0; j < 2; j++) {
+        free(u->keys[j]);
+        free(u->key_off[j]);
+    }
+    free(u->pre);
     free(u);
     return rc;
 }

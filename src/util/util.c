@@ -222,12 +222,25 @@ static void put_digits(char *end, unsigned long long u, int nd)
         end[-1] = (char)('0' + u);
 }
 
+/* The number of decimal digits of u (1 for 0): from its bit length, the
+ * power of ten just below 2^bits (bits x log10(2) ~ bits x 1233 / 4096),
+ * and one comparison; no loop. */
+static int dec_digits(unsigned long long u)
+{
+    static const unsigned long long p10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+        100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+        10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+        100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+    int bits = 64 - __builtin_clzll(u | 1);
+    int t = bits * 1233 >> 12; /* 10^t <= 2^(bits-1) <= u | 1, or 10^t just above */
+    return t + ((u | 1) >= p10[t]);
+}
+
 int tide_fmt_i64(char *buf, long long v)
 {
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    int len = 0, nd = 1;
-    for (unsigned long long p = 10; nd < 20 && u >= p; p *= 10)
-        nd++;
+    int len = 0, nd = dec_digits(u);
     if (v < 0)
         buf[len++] = '-';
     put_digits(buf + len + nd, u, nd);

@@ -218,22 +218,36 @@ static void substep(lsvc_t *v, double h, double lambda, int ready, lstep_t *st)
  * (hist_add saw the same values last). */
 static void substep_repeat(lsvc_t *v, const lstep_t *st, int k)
 {
+    /* One loop, the sums in locals (registers). A sum substep would not
+     * touch gets +0.0 instead: every sum here starts at +0.0 and only
+     * grows by values >= 0 (or NaN), so x + 0.0 == x to the bit. A sub-step
+     * that served nothing (!counted) has served == 0 (mu h = 0 then). */
+    double a = st->a, rej = st->rej > 0 ? st->rej : 0.0, sv = st->counted ? st->served : 0.0;
+    double tok = st->ttft_ok ? sv : 0.0, bok = st->tbt_ok ? sv : 0.0;
+    double *tw = &v->ttft.w[v->ttft.last_b], *bw = &v->tbt.w[v->tbt.last_b];
+    double arrived = v->arrived, rejected = v->rejected, ttw = *tw, tt = v->ttft.total;
+    double bbw = *bw, bt = v->tbt.total, served = v->served;
+    double ttft_ok = v->ttft_ok, tbt_ok = v->tbt_ok;
     for (int i = 0; i < k; i++) {
-        v->arrived += st->a;
-        if (st->rej > 0)
-            v->rejected += st->rej;
-        if (!st->counted)
-            continue;
-        v->ttft.w[v->ttft.last_b] += st->served;
-        v->ttft.total += st->served;
-        v->tbt.w[v->tbt.last_b] += st->served;
-        v->tbt.total += st->served;
-        v->served += st->served;
-        if (st->ttft_ok)
-            v->ttft_ok += st->served;
-        if (st->tbt_ok)
-            v->tbt_ok += st->served;
+        arrived += a;
+        rejected += rej;
+        ttw += sv;
+        tt += sv;
+        bbw += sv;
+        bt += sv;
+        served += sv;
+        ttft_ok += tok;
+        tbt_ok += bok;
     }
+    v->arrived = arrived;
+    v->rejected = rejected;
+    *tw = ttw;
+    v->ttft.total = tt;
+    *bw = bbw;
+    v->tbt.total = bt;
+    v->served = served;
+    v->ttft_ok = ttft_ok;
+    v->tbt_ok = tbt_ok;
 }
 
 void tide_latency_advance(tide_latency_t *m, int s, double dt, double demand_rps, int ready)

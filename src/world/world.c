@@ -131,6 +131,8 @@ struct tide_world {
     wentry_t *heap;
     size_t n, cap;
     uint64_t seq;
+    int hole; /* heap[0] was taken and is free: the next push fills it (one
+                 sift instead of a pop's and a push's; tide_world_pop) */
     wjob_t **jpages;  /* job h is jpages[h / WJOB_PAGE][h % WJOB_PAGE] (NULL: none seen) */
     size_t njpages;
     wrun_t **spare;   /* ended runs, reused by the next starts */
@@ -167,7 +169,8 @@ struct tide_world {
 
 static int before(const wentry_t *a, const wentry_t *b)
 {
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+    /* bitwise, not ||/&&: no branch to mispredict in the heap's compares */
+    return (a->t < b->t) | ((a->t == b->t) & (a->seq < b->seq));
 }
 
 /* A 4-ary min-heap on (t, seq): a total order, so entries come out in the
@@ -175,9 +178,45 @@ static int before(const wentry_t *a, const wentry_t *b)
  * the children of a node share a cache line or two. */
 #define HEAP_D 4
 
+/* The earliest of the children from c on (c < w->n): four as a tournament
+ * of index arithmetic (no branch per child); keys are unique, so any order
+ * of comparison finds the same one. */
+static size_t min_child(const tide_world_t *w, size_t c)
+{
+    const wentry_t *h = w->heap;
+    if (c + HEAP_D <= w->n) {
+        size_t a = c + (size_t)before(&h[c + 1], &h[c]);
+        size_t b = c + 2 + (size_t)before(&h[c + 3], &h[c + 2]);
+        return before(&h[b], &h[a]) ? b : a;
+    }
+    size_t m = c;
+    for (size_t k = c + 1; k < w->n; k++)
+        if (before(&h[k], &h[m]))
+            m = k;
+    return m;
+}
+
+/* Put x in free slot i and sift it down to its place. */
+static void sift_down(tide_world_t *w, size_t i, wentry_t x)
+{
+    for (size_t c; (c = HEAP_D * i + 1) < w->n;) {
+        size_t m = min_child(w, c);
+        if (!before(&w->heap[m], &x))
+            break;
+        w->heap[i] = w->heap[m];
+        i = m;
+    }
+    w->heap[i] = x;
+}
+
 static void heap_push(tide_world_t *w, wentry_t x)
 {
     x.seq = w->seq++;
+    if (w->hole) { /* the root was just taken (tide_world_pop): x goes there */
+        w->hole = 0;
+        sift_down(w, 0, x);
+        return;
+    }
     tide_grow((void **)&w->heap, &w->cap, w->n + 1, sizeof *w->heap);
     size_t i = w->n++;
     while (i > 0) {
@@ -190,26 +229,18 @@ static void heap_push(tide_world_t *w, wentry_t x)
     w->heap[i] = x;
 }
 
+/* Drop the root (its slot is free: a taken root not refilled). */
+static void heap_drop_root(tide_world_t *w)
+{
+    wentry_t last = w->heap[--w->n];
+    if (w->n > 0)
+        sift_down(w, 0, last);
+}
+
 static wentry_t heap_pop(tide_world_t *w)
 {
     wentry_t top = w->heap[0];
-    wentry_t last = w->heap[--w->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = HEAP_D * i + 1, end = c + HEAP_D < w->n ? c + HEAP_D : w->n, m = i;
-        const wentry_t *best = &last;
-        for (; c < end; c++)
-            if (before(&w->heap[c], best)) {
-                m = c;
-                best = &w->heap[c];
-            }
-        if (m == i)
-            break;
-        w->heap[i] = w->heap[m];
-        i = m;
-    }
-    if (w->n > 0)
-        w->heap[i] = last;
+    heap_drop_root(w);
     return top;
 }
 
@@ -1278,9 +1309,16 @@ size_t tide_world_pop(tide_world_t *w, tide_time_t now, tide_event_t *out, size_
     size_t k = 0;
     purge_top(w);
     while (k < max && w->n > 0 && w->heap[0].t <= now) {
-        wentry_t x = heap_pop(w);
+        /* the root stays in place while it fires: the entry it schedules
+         * (a job's next timer, mostly) takes its slot */
+        wentry_t x = w->heap[0];
+        w->hole = 1;
         if (fire(w, &x, &out[k]))
             k++;
+        if (w->hole) {
+            w->hole = 0;
+            heap_drop_root(w);
+        }
         purge_top(w);
     }
     return k;

@@ -288,6 +288,63 @@ static void test_file_and_writer(void **state)
     rmdir(dir);
 }
 
+/* Unquoted fields are copied in runs up to the next stop byte: the record
+ * limit falls on the same byte (a field of MAX - 2 bytes fits with its NUL,
+ * one more does not), and from a file the runs stop at each chunk's end
+ * (rows straddle the 64 KiB reads) and give every field, blanks trimmed. */
+static void test_plain_runs(void **state)
+{
+    (void)state;
+    tide_error_t err;
+    for (size_t extra = 0; extra < 2; extra++) {
+        size_t n = TIDE_CSV_MAX_RECORD - 2 + extra;
+        char *big = malloc(n + 8);
+        memcpy(big, "a\n", 2);
+        memset(big + 2, 'x', n);
+        memcpy(big + 2 + n, "\n", 2);
+        tide_csv_t *c = tide_csv_open_mem(big, n + 3, "edge.csv", &err);
+        assert_non_null(c);
+        assert_int_equal(tide_csv_next(c, &err), extra ? -1 : 1);
+        if (!extra)
+            assert_int_equal(strlen(tide_csv_field(c, 0)), n);
+        tide_csv_close(c);
+        free(big);
+    }
+    char path[] = "/tmp/test_csv_runs.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("id,v,w\n", f);
+    for (int i = 0; i < 20000; i++)
+        fprintf(f, "r%d,  value %d  ,%d\n", i, i * 7, i % 13);
+    fclose(f);
+    tide_csv_t *c = tide_csv_open_file(path, &err);
+    assert_non_null(c);
+    for (int i = 0; i < 20000; i++) {
+        char want[3][32];
+        snprintf(want[0], sizeof want[0], "r%d", i);
+        snprintf(want[1], sizeof want[1], "value %d", i * 7);
+        snprintf(want[2], sizeof want[2], "%d", i % 13);
+        assert_int_equal(tide_csv_next(c, &err), 1);
+        for (int k = 0; k < 3; k++)
+            assert_string_equal(tide_csv_field(c, k), want[k]);
+    }
+    assert_int_equal(tide_csv_next(c, &err), 0);
+    tide_csv_close(c);
+    unlink(path);
+}
+
+/* Close two memory streams and expect the same bytes in both. */
+static void same_streams(FILE *fa, char **a, size_t *na, FILE *fb, char **b, size_t *nb)
+{
+    fclose(fa);
+    fclose(fb);
+    assert_int_equal(*na, *nb);
+    assert_memory_equal(*a, *b, *na);
+    free(*a);
+    free(*b);
+}
+
 /* The row writer (one buffer, one fwrite) writes what the field writer
  * writes field by field, for short rows and for rows longer than its
  * buffer; the row builder's numbers are printf's. */
@@ -311,12 +368,7 @@ static void test_row_matches_fields(void **state)
             assert_int_equal(tide_csv_write_field(fb, cases[k][i]), 0);
         }
         fputc('\n', fb);
-        fclose(fa);
-        fclose(fb);
-        assert_int_equal(na, nb);
-        assert_memory_equal(a, b, na);
-        free(a);
-        free(b);
+        same_streams(fa, &a, &na, fb, &b, &nb);
     }
     /* numbers as printf writes them, empty fields, a row past the inline
      * buffer (moved to the heap) */
@@ -346,6 +398,36 @@ static void test_row_matches_fields(void **state)
     free(a);
 }
 
+/* Raw text (fields kept from an earlier row) goes in as those fields: a
+ * row of str fields, its text taken and written again raw, first, in the
+ * middle and past the inline buffer, gives the same bytes. */
+static void test_row_raw(void **state)
+{
+    (void)state;
+    static char big[3000];
+    memset(big, 'x', sizeof big - 1);
+    const char *f[] = {"a,b", "plain", " edge", big};
+    for (size_t k = 0; k < 4; k++) {
+        char *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        FILE *fa = open_memstream(&a, &na), *fb = open_memstream(&b, &nb);
+        tide_csv_row_t kept, r;
+        tide_csv_row_begin(&kept);
+        tide_csv_row_str(&kept, f[k]);
+        tide_csv_row_str(&kept, "q\"r");
+        tide_csv_row_begin(&r);
+        tide_csv_row_raw(&r, kept.p, kept.len); /* first */
+        tide_csv_row_i64(&r, 1);
+        tide_csv_row_raw(&r, kept.p, kept.len); /* after a field */
+        assert_int_equal(tide_csv_row_end(&r, fa), 0);
+        if (kept.p != kept.inl) /* a long row's heap copy */
+            free(kept.p);
+        const char *row[] = {f[k], "q\"r", "1", f[k], "q\"r"};
+        assert_int_equal(tide_csv_write_row(fb, row, 5), 0);
+        same_streams(fa, &a, &na, fb, &b, &nb);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,7 +435,8 @@ int main(void)
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_recoverable),
         cmocka_unit_test(test_limits),     cmocka_unit_test(test_no_header),
         cmocka_unit_test(test_fail_message), cmocka_unit_test(test_file_and_writer),
-        cmocka_unit_test(test_row_matches_fields),
+        cmocka_unit_test(test_row_matches_fields), cmocka_unit_test(test_row_raw),
+        cmocka_unit_test(test_plain_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,10 @@
 #include <unistd.h>
 
 #include "report/signals.h"
+#include "formats/csv.h"
 #include "formats/usage.h"
+#include "tide/cluster.h"
+#include "tide/engine.h"
 
 #define DT 21600
 #define H 3600.0
@@ -570,10 +573,128 @@ static void test_cli(void **state)
     assert_int_equal(run(cmd), 0);
 }
 
+
+/* ------------------------------------------------------ writer vs cells */
+
+typedef struct sumrow {
+    char key[160];
+    double gpu_s;
+} sumrow_t;
+
+typedef struct sums {
+    sumrow_t v[512];
+    int n, teams, services, types[2];
+} sums_t;
+
+static double *sum_find(sums_t *s, const char *key)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].key, key))
+            return &s->v[i].gpu_s;
+    return NULL;
+}
+
+static double *sum_at(sums_t *s, const char *key)
+{
+    double *v = sum_find(s, key);
+    if (v)
+        return v;
+    assert_true(s->n < 512);
+    snprintf(s->v[s->n].key, sizeof s->v[s->n].key, "%s", key);
+    return &s->v[s->n++].gpu_s;
+}
+
+/* Every cell tide_usage_cells reports now equals the sum of its usage.csv
+ * rows (each row rounded to 0.001). */
+static void cell_matches_rows(void *ctx, const tide_usage_cell_t *c)
+{
+    sums_t *s = ctx;
+    char key[160];
+    char type[16];
+    snprintf(type, sizeof type, "type%d", c->type);
+    snprintf(key, sizeof key, "%s|%s|%s|%s|%s|%s", c->owner, tide_owner_kind_name(c->kind),
+             tide_class_name(c->cls), tide_state_name(c->state), tide_tier_name(c->tier), type);
+    const double *row = sum_find(s, key);
+    double got = row ? *row : 0.0;
+    if (fabs(got - c->gpu_s) > 0.01)
+        fail_msg("%s: rows sum to %.3f, the cell is %.3f", key, got, c->gpu_s);
+}
+
+/* The sampler's rows (their key columns kept as text per cell, two GPU
+ * types, teams and a service) add up to the engine's cells. */
+static void test_writer_rows(void **state)
+{
+    (void)state;
+    tide_error_t err = {0};
+    tide_cluster_t *c = tide_cluster_parse("2x8:H100,2x4:A100", &err);
+    assert_non_null(c);
+    tide_config_t cfg;
+    tide_config_default(&cfg);
+    cfg.policy = "static";
+    tide_engine_t *e = tide_engine_create(c, &cfg, &err);
+    assert_non_null(e);
+    tide_service_spec_t sv = {.name = "chat", .gpus_per_replica = 4, .replica_rps = 10,
+                              .min_replicas = 1, .warmup_s = 60};
+    assert_int_equal(tide_engine_add_service(e, &sv, &err), 0);
+    static const char *const ids[] = {"j1", "j2", "j3"}, *const teams[] = {"a", "b", "a"};
+    static const int gpus[] = {8, 4, 2};
+    tide_job_spec_t js[3];
+    tide_event_t ev[3];
+    for (int i = 0; i < 3; i++) {
+        js[i] = (tide_job_spec_t){.id = ids[i], .team = teams[i], .priority = 2 + i % 2,
+                                  .gpus = gpus[i], .gang_gpus = gpus[i], .dp_min = 1,
+                                  .duration_s = 1000 * (i + 1), .ckpt_interval_s = 1800,
+                                  .ckpt_s = 30, .restore_s = 60};
+        assert_int_equal(tide_job_spec_normalize(&js[i], &err), 0);
+        ev[i] = (tide_event_t){.kind = TIDE_EV_JOB_SUBMIT, .job = -1, .service = -1,
+                               .replica = -1, .node = -1, .job_spec = &js[i]};
+    }
+    char dir[] = "/tmp/tide_usage_w_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    tide_usage_t *u = tide_usage_open(dir, NULL, &err);
+    assert_non_null(u);
+    tide_actions_t acts = {0};
+    for (tide_time_t t = 0; t <= 4000; t += 500) {
+        assert_int_equal(tide_engine_step(e, t, t ? NULL : ev, t ? 0 : 3, &acts, &err), 0);
+        assert_int_equal(tide_usage_sample(u, "static", t, e), 0);
+    }
+    assert_int_equal(tide_usage_close(u, &err), 0);
+    char p[512];
+    snprintf(p, sizeof p, "%s/usage.csv", dir);
+    tide_csv_t *csv = tide_csv_open_file(p, &err);
+    assert_non_null(csv);
+    sums_t *s = calloc(1, sizeof *s);
+    while (tide_csv_next(csv, &err) == 1) {
+        char key[160];
+        snprintf(key, sizeof key, "%s|%s|%s|%s|%s|%s", tide_csv_field(csv, 2),
+                 tide_csv_field(csv, 3), tide_csv_field(csv, 4), tide_csv_field(csv, 5),
+                 tide_csv_field(csv, 6), tide_csv_field(csv, 7));
+        *sum_at(s, key) += atof(tide_csv_field(csv, 8));
+        s->teams += !strcmp(tide_csv_field(csv, 3), "team");
+        s->services += !strcmp(tide_csv_field(csv, 3), "service");
+        for (int k = 0; k < 2; k++)
+            s->types[k] += tide_csv_field(csv, 7)[4] == '0' + k;
+    }
+    tide_csv_close(csv);
+    assert_true(s->teams > 0 && s->services > 0 && s->types[0] > 0 && s->types[1] > 0);
+    tide_usage_cells(e, NULL, cell_matches_rows, s);
+    free(s);
+    static const char *const files[] = {"usage.csv", "usage_teams.csv", "usage_services.csv"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    tide_actions_free(&acts);
+    tide_engine_destroy(e);
+    tide_cluster_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_by),
+        cmocka_unit_test(test_writer_rows),
         cmocka_unit_test_setup_teardown(test_aggregate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capacity, setup, teardown),

@@ -29,16 +29,30 @@ static void same_fixed(double x, int dec)
     assert_string_equal(small, small_want);
 }
 
+static void same_i64(long long v)
+{
+    char want[32], got[32];
+    snprintf(want, sizeof want, "%lld", v);
+    assert_int_equal(tide_fmt_i64(got, v), (int)strlen(want));
+    assert_string_equal(got, want);
+}
+
 static void test_i64(void **state)
 {
     (void)state;
     long long v[] = {0, 1, -1, 9, 10, 99, 100, 1234567890123LL, LLONG_MAX, LLONG_MIN, -42};
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
-        char want[32], got[32];
-        snprintf(want, sizeof want, "%lld", v[i]);
-        assert_int_equal(tide_fmt_i64(got, v[i]), (int)strlen(want));
-        assert_string_equal(got, want);
-    }
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        same_i64(v[i]);
+    /* the digit count at every length's edges: 10^k - 1, 10^k, 10^k + 1,
+     * and the powers of two either side of each (bit length changes) */
+    unsigned long long p = 1;
+    for (int k = 0; k <= 18; k++, p *= 10)
+        for (long long d = -1; d <= 1; d++)
+            for (int sgn = 0; sgn < 2; sgn++)
+                same_i64(sgn ? -((long long)p + d) : (long long)p + d);
+    for (int b = 0; b < 63; b++)
+        for (long long d = -1; d <= 1; d++)
+            same_i64((1LL << b) + d);
 }
 
 static void test_fixed_edges(void **state)

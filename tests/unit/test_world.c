@@ -340,6 +340,29 @@ static void order_is_time_then_scheduling(void **state)
     assert_int_equal(tide_world_next(f->w), 8600);
 }
 
+/* Two jobs' timers interleaved: each fired timer schedules the job's next
+ * one in the slot the fired one leaves (tide_world_pop), which must still
+ * come out after the other job's earlier ones; a finish schedules nothing
+ * (the slot is dropped). */
+static void interleaved_timers(void **state)
+{
+    fixture_t *f = *state;
+    int32_t p = handle(f, "periodic"), c = handle(f, "ckpt");
+    job_act(f, 0, TIDE_ACT_JOB_START, p, 1);
+    job_act(f, 1000, TIDE_ACT_JOB_START, c, 2);
+    expect_phase(f, 1800, p, TIDE_PHASE_CHECKPOINTING, 1800);
+    expect_commit(f, 1860, p, 1800); /* its next start (3660) goes after c's 2800 */
+    expect_phase(f, 2800, c, TIDE_PHASE_CHECKPOINTING, 1800);
+    expect_commit(f, 2860, c, 1800);
+    expect_phase(f, 3660, p, TIDE_PHASE_CHECKPOINTING, 3600);
+    expect_commit(f, 3720, p, 3600);
+    expect_finish(f, 4660, c);
+    expect_phase(f, 5520, p, TIDE_PHASE_CHECKPOINTING, 5400);
+    expect_commit(f, 5580, p, 5400);
+    expect_finish(f, 7380, p);
+    expect_nothing(f);
+}
+
 static void deterministic(void **state)
 {
     fixture_t *f = *state;
@@ -378,6 +401,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(replica_ready_after_warmup, setup, teardown),
         cmocka_unit_test_setup_teardown(stale_events_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(order_is_time_then_scheduling, setup, teardown),
+        cmocka_unit_test_setup_teardown(interleaved_timers, setup, teardown),
         cmocka_unit_test_setup_teardown(deterministic, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
