@@ -289,24 +289,23 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         }
         if (best < 0)
             break;
-        e->doms[best].claim_kind = CLAIM_JOB;
-        e->doms[best].claim_id = h;
+        tide__dom_claim(e, &e->doms[best], CLAIM_JOB, h, e->doms[best].claim_n);
         e->doms[best].claim_since = now;
         chosen[n_chosen++] = best;
         tide__place_changed(e);
     }
     if (n_chosen < missing) {
         for (int k = 0; k < n_chosen; k++)
-            e->doms[chosen[k]].claim_kind = CLAIM_NONE;
+            tide__dom_unclaim(e, &e->doms[chosen[k]]);
         tide__place_changed(e);
         return;
     }
     for (int k = 0; k < n_chosen; k++) {
         int di = chosen[k], nv;
-        e->doms[di].claim_kind = CLAIM_NONE; /* plan as unclaimed, then claim again */
+        tide__dom_unclaim(e, &e->doms[di]); /* plan as unclaimed, then claim again */
         if (tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
             nv = 0;
-        e->doms[di].claim_kind = CLAIM_JOB;
+        tide__dom_claim(e, &e->doms[di], CLAIM_JOB, e->doms[di].claim_id, e->doms[di].claim_n);
         tide__place_changed(e);
         for (int i = 0; i < nv; i++) {
             job_t *x = e->jobs[best_v[i].job];
