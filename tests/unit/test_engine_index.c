@@ -11,7 +11,10 @@
  * pass's indexes (src/core/svcidx.c): the replicas claimed for a service and
  * the domains per claim kind follow a claim made, taken by the replica and
  * dropped; the warming replicas of a service are listed until they are
- * ready. */
+ * ready. A backfill candidate that would outlast a reservation covering
+ * every free GPU is refused without a placement (sched.c surely_delays; the
+ * fixture's check places it and confirms respects() refuses it), one that
+ * ends before the reservation still starts. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -177,6 +180,30 @@ static void test_service_claims_follow(void **state)
     ef_free(f);
 }
 
+static void test_backfill_skip_keeps_decisions(void **state)
+{
+    (void)state;
+    ef_t *f = train_only();
+    /* 24 GPUs busy until ~1000 s; the head needs all 32: its reservation
+     * takes every domain at that time, so no surplus is left anywhere */
+    tide_job_spec_t run = ef_job("run", 2, 24, 8, 0, 1000);
+    int32_t hr = ef_submit(f, 0, &run);
+    assert_int_equal(ef_info(f, hr).state, TIDE_JOB_RUNNING);
+    tide_job_spec_t big = ef_job("big", 2, 32, 8, 0, 5000);
+    int32_t hb = ef_submit(f, 1, &big);
+    assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    /* elastic, 1 or 2 gangs of 8: ends after the reservation at any width */
+    tide_job_spec_t lng = ef_job("long", 2, 16, 8, 1, 100000);
+    int32_t hl = ef_submit(f, 2, &lng);
+    assert_int_equal(ef_info(f, hl).state, TIDE_JOB_QUEUED);
+    tide_job_spec_t shrt = ef_job("short", 2, 8, 8, 0, 100);
+    int32_t hs = ef_submit(f, 3, &shrt);
+    assert_int_equal(ef_info(f, hs).state, TIDE_JOB_RUNNING);
+    ef_tick(f, 60);
+    assert_int_equal(ef_info(f, hl).state, TIDE_JOB_QUEUED);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_every_lease_renewed),
         cmocka_unit_test(test_lease_order_follows_changes),
         cmocka_unit_test(test_service_claims_follow),
+        cmocka_unit_test(test_backfill_skip_keeps_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
