@@ -175,6 +175,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].hpa);
         free(e->svcs[s].orc_off);
         free(e->svcs[s].spread);
+        free(e->svcs[s].warm_ids);
     }
     free(e->reserve_type);
     free(e->foreign_cells);
@@ -359,9 +360,9 @@ static int ev_cancel(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         tide__queue_remove(e, ev->job);
         j->state = TIDE_JOB_CANCELLED;
         j->finished = e->now;
-        for (int d = 0; d < e->n_doms; d++)
+        for (int d = 0; e->n_claimed[CLAIM_JOB] && d < e->n_doms; d++)
             if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == ev->job)
-                e->doms[d].claim_kind = CLAIM_NONE;
+                tide__dom_unclaim(e, &e->doms[d]);
         tide__place_changed(e);
         e->sched_dirty = 1;
         return 0;
@@ -571,7 +572,7 @@ static void node_set(tide_engine_t *e, int n, int up)
         }
         tide__foreign_drop(e, n); /* marked again when the node is back */
         nd->up = 0;
-        d->claim_kind = CLAIM_NONE; /* what was being emptied there is gone */
+        tide__dom_unclaim(e, d); /* what was being emptied there is gone */
         tide__place_changed(e);
         d->up_gpus -= nd->gpus;
         d->free -= nd->gpus;
@@ -936,6 +937,10 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (lost >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: a deadline missing from the deadline heap",
                          e->jobs[lost]->spec.id);
+    int bad_svc = tide__svc_index_check(e);
+    if (bad_svc != -1)
+        return tide_errf(err, TIDE_ESTATE, "service index %d: claims or warming replicas disagree with a scan",
+                         bad_svc);
     int32_t stale = tide__queue_keys_check(e);
     if (stale >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: its queue key disagrees with the job",

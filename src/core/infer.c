@@ -74,15 +74,8 @@ double tide__capacity_due(tide_engine_t *e, int si, tide_time_t now)
 {
     service_t *s = &e->svcs[si];
     int n = s->ready;
-    if (s->warming > 0) {
-        tide_time_t w = warmup_p99(s);
-        for (size_t i = 0; i < e->n_reps; i++) {
-            const replica_t *r = &e->reps[i];
-            if (r->service == si && r->state == REP_WARMING && !r->rehearsal &&
-                now - r->started >= w)
-                n++;
-        }
-    }
+    if (s->warming > 0)
+        n += tide__warm_due(e, si, now, warmup_p99(s)); /* its warming list, not every replica */
     return n * s->spec.replica_rps;
 }
 
@@ -197,6 +190,8 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
     r->service = si;
     r->rehearsal = rehearsal;
     r->state = e->cfg.warm_start && now == e->start && !rehearsal ? REP_READY : REP_WARMING;
+    if (r->state == REP_WARMING && !rehearsal)
+        tide__warm_note(e, id);
     r->started = now;
     r->notice_at = -1;
     r->alloc = a;
@@ -207,8 +202,7 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
     r->tier = d->zone == Z_RESERVE ? TIDE_T_A : TIDE_T_B;
     if (!rehearsal && d->claim_kind == CLAIM_SERVICE && d->claim_id == si) {
         r->notice_at = d->claim_since;
-        if (--d->claim_n <= 0)
-            d->claim_kind = CLAIM_NONE;
+        tide__dom_claim(e, d, d->claim_n > 1 ? CLAIM_SERVICE : CLAIM_NONE, si, d->claim_n - 1);
         tide__place_changed(e);
     }
     tide__acct_rep_set(e, r, 1);
@@ -436,22 +430,11 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
                 for (int g = 0; g < e->reps[i].alloc.n; g++)
                     e->plan_ok[dom_of_gpu(e, e->reps[i].alloc.gpus[g])] = 0;
         } else {
-            d->claim_kind = CLAIM_SERVICE;
-            d->claim_id = si;
+            tide__dom_claim(e, d, CLAIM_SERVICE, si, 1);
             tide__place_changed(e);
-            d->claim_n = 1;
             d->claim_since = now;
         }
     }
-}
-
-static int claims_of(const tide_engine_t *e, int si)
-{
-    int n = 0;
-    for (int i = 0; i < e->n_doms; i++)
-        if (e->doms[i].claim_kind == CLAIM_SERVICE && e->doms[i].claim_id == si)
-            n += e->doms[i].claim_n;
-    return n;
 }
 
 static void drop_claims(tide_engine_t *e, int si, int n)
@@ -461,10 +444,8 @@ static void drop_claims(tide_engine_t *e, int si, int n)
         if (d->claim_kind != CLAIM_SERVICE || d->claim_id != si)
             continue;
         int x = TIDE_MIN(n, d->claim_n);
-        d->claim_n -= x;
         n -= x;
-        if (d->claim_n <= 0)
-            d->claim_kind = CLAIM_NONE;
+        tide__dom_claim(e, d, d->claim_n - x > 0 ? CLAIM_SERVICE : CLAIM_NONE, si, d->claim_n - x);
         tide__place_changed(e);
         e->sched_dirty = 1;
     }
@@ -574,7 +555,7 @@ void tide__infer_pass(tide_engine_t *e, tide_time_t now)
             hold_reactive(e, si, now, own, up, down);
         if (!deficit && tide__spread_short(e, si))
             start_replica(e, si, now); /* repair the spread (after a failure) */
-        int incoming = claims_of(e, si);
+        int incoming = s->claimed; /* claims_of, kept by tide__dom_claim */
         if (incoming > deficit)
             drop_claims(e, si, incoming - deficit);
         else if (deficit > incoming && e->pol->reclaim_mode != RECLAIM_NONE)

@@ -20,7 +20,7 @@ enum { OWN_FREE = 0, OWN_JOB = 1, OWN_REPLICA = 2, OWN_FOREIGN = 3 };
 /* Claim on a domain: GPUs being emptied for a service's replicas, for a
  * high-priority job, or for the Tier A reserve (reserve.c); no one else may
  * start there meanwhile. */
-enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB, CLAIM_RESERVE };
+enum { CLAIM_NONE = 0, CLAIM_SERVICE, CLAIM_JOB, CLAIM_RESERVE, CLAIM_KINDS };
 
 /* A renewable lease in reclaim order (lease.c; kept between passes) and a
  * deadline heap entry (a lease return or checkpoint deadline of job h). */
@@ -297,6 +297,10 @@ typedef struct service {
     tide_time_t rh_at;
     int surge;                 /* replicas held above the sizing (TIDE_EV_SURGE) */
     int target;                /* the sizing's `up` at the last pass (its need) */
+    int claimed;               /* replicas claimed for it in domains (svcidx.c) */
+    int32_t *warm_ids;         /* its serving replicas made warming, oldest first;
+                                  some may have left warming (svcidx.c) */
+    size_t n_warm_ids, cap_warm_ids;
     int *spread;               /* placed replicas per rack, then per power domain
                                   (spread.c; derived from the replicas) */
 } service_t;
@@ -484,6 +488,7 @@ struct tide_engine {
     /* Bumped by every change a reservation reads (tide__place_changed):
      * free counts, GPU owners, the end index, domain zones and claims. */
     uint64_t place_ver;
+    int n_claimed[CLAIM_KINDS]; /* domains per claim kind (svcidx.c) */
     int memo_bad; /* a debug check found a memo differing from a recompute */
     tide_actions_t *out;     /* actions of the current step */
 
@@ -761,6 +766,18 @@ job_t *tide__job_new(tide_engine_t *e, size_t h);
 int tide__job_team_owned(const tide_engine_t *e, const job_t *j);
 double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
+/* svcidx.c: per-service claim totals, domains per claim kind, warming
+ * replicas per service. Every write of a domain's claim goes through
+ * tide__dom_claim (tide__dom_unclaim: kind CLAIM_NONE, id and n kept). */
+void tide__dom_claim(tide_engine_t *e, domain_t *d, int kind, int32_t id, int n);
+void tide__dom_unclaim(tide_engine_t *e, domain_t *d);
+/* A serving replica was made warming: list it under its service. */
+void tide__warm_note(tide_engine_t *e, int32_t rep);
+/* Warming serving replicas of si started at least w before now. */
+int tide__warm_due(tide_engine_t *e, int si, tide_time_t now, tide_time_t w);
+void tide__svc_index_rebuild(tide_engine_t *e);
+/* -1 if the indexes agree with a scan; else a service index, or -2 (kinds). */
+int tide__svc_index_check(const tide_engine_t *e);
 /* The domain of a GPU (a table lookup). */
 static inline int dom_of_gpu(const tide_engine_t *e, int gpu) { return e->gpu_dom[gpu]; }
 

@@ -263,9 +263,9 @@ static int count_leased(const tide_engine_t *e, const alloc_t *a)
 
 static void clear_job_claims(tide_engine_t *e, int32_t h)
 {
-    for (int i = 0; i < e->n_doms; i++)
+    for (int i = 0; e->n_claimed[CLAIM_JOB] && i < e->n_doms; i++)
         if (e->doms[i].claim_kind == CLAIM_JOB && e->doms[i].claim_id == h)
-            e->doms[i].claim_kind = CLAIM_NONE;
+            tide__dom_unclaim(e, &e->doms[i]);
     tide__place_changed(e);
 }
 

@@ -223,7 +223,9 @@ static struct lease_key key_of(const tide_engine_t *e, const job_t *j, int32_t h
                               .term_start = l->term_start, .latest = l->latest_return};
 }
 
-/* Merge the sorted runs lease_order[0, kept) and [kept, n). */
+/* Merge the sorted runs lease_order[0, kept) and [kept, n) into
+ * lease_merge, then swap the two buffers (no copy back: both are scratch
+ * of the same element type, neither is stored in a snapshot). */
 static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
 {
     struct lease_key *o = e->lease_order, *m;
@@ -236,7 +238,11 @@ static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
         m[k++] = o[a++];
     while (b < n)
         m[k++] = o[b++];
-    memcpy(o, m, n * sizeof *o);
+    e->lease_merge = o;
+    e->lease_order = m;
+    size_t cap = e->cap_lease_order;
+    e->cap_lease_order = e->cap_lease_merge;
+    e->cap_lease_merge = cap;
 }
 
 static int noted(const tide_engine_t *e, int32_t h)

@@ -132,8 +132,7 @@ static void claim_domain(tide_engine_t *e, int di, const victim_t *v, int nv, ti
         d->borrowed = 1;
         return;
     }
-    d->claim_kind = CLAIM_RESERVE;
-    d->claim_id = -1;
+    tide__dom_claim(e, d, CLAIM_RESERVE, -1, d->claim_n);
     tide__place_changed(e);
     d->claim_since = now;
 }
@@ -154,7 +153,7 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
             d->borrowed = 0;
         } else if (d->claim_kind == CLAIM_RESERVE && have + incoming - d->up_gpus >= target) {
             incoming -= d->up_gpus;
-            d->claim_kind = CLAIM_NONE; /* noticed jobs keep running after their checkpoint */
+            tide__dom_unclaim(e, d); /* noticed jobs keep running after their checkpoint */
             tide__place_changed(e);
             e->sched_dirty = 1;
         }
@@ -163,7 +162,7 @@ static void rebalance_type(tide_engine_t *e, int t, tide_time_t now)
     for (int di = 0; di < e->n_doms; di++) {
         domain_t *d = &e->doms[di];
         if (d->type == t && d->claim_kind == CLAIM_RESERVE && training_gpus_on(e, d) == 0) {
-            d->claim_kind = CLAIM_NONE;
+            tide__dom_unclaim(e, d);
             tide__place_changed(e);
             set_zone(e, di, Z_RESERVE);
             d->borrowed = 1;

@@ -249,6 +249,63 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
     return 1;
 }
 
+/* Would a try of job h (gang g <= a domain, at least min gangs) surely place
+ * and surely fail respects()? Then the pass skips the placement and its
+ * undo (a large elastic job takes and puts back up to dp_max gangs, per
+ * pass). It places iff the free domains it may use hold min gangs (C); a
+ * reservation it would outlast even at its widest (the earliest end) takes
+ * it only if each gang fits that domain's surplus, so fewer than min gangs
+ * of surplus on the free domains (B) fails it whatever the placement. One
+ * visit of the free domains, as one placement step. */
+static int surely_delays(tide_engine_t *e, int32_t h, int g, int min, uint32_t types, unsigned tz,
+                         tide_time_t now)
+{
+    if (!e->n_resv || g > e->max_dom_gpus)
+        return 0;
+    job_t *j = e->jobs[h];
+    int saved = j->width;
+    j->width = j->dp_max;
+    tide_time_t end = tide__job_expected_end(j, now); /* no width ends earlier */
+    j->width = saved;
+    int b[TIDE_NPRIO], c = 0, any = 0;
+    const reservation_t *r[TIDE_NPRIO];
+    for (int k = 0; k < e->n_resv; k++) {
+        r[k] = end > e->resv[k].shadow ? &e->resv[k] : NULL;
+        b[k] = 0;
+        any |= r[k] != NULL;
+    }
+    if (!any)
+        return 0;
+    for (int f = g; f <= e->max_dom_gpus; f++)
+        for (int d = tide__dom_next_free(e, f, 0); d >= 0; d = tide__dom_next_free(e, f, d + 1)) {
+            if (g > e->doms[d].gpus || !tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+                continue;
+            c += f / g;
+            for (int k = 0; k < e->n_resv; k++)
+                if (r[k])
+                    b[k] += TIDE_MAX(TIDE_MIN(f, r[k]->avail[d] - r[k]->res[d]), 0) / g;
+        }
+    for (int k = 0; c >= min && k < e->n_resv; k++)
+        if (r[k] && b[k] < min)
+            return 1;
+    return 0;
+}
+
+/* Debug check of surely_delays: the placement it skipped places and is
+ * refused by respects (then undone). */
+static int delays_checked(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+{
+    job_t *j = e->jobs[h];
+    alloc_t a = {0};
+    uint64_t v0 = e->place_ver;
+    int w = tide__place_gangs(e, j->spec.gang_gpus, j->dp_max, j->spec.dp_min, j->spec.gpu_types, tz,
+                              OWN_JOB, h, &a, 0);
+    int ok = w && !respects(e, h, &a, w, now);
+    tide__place_undo(e, a.gpus, a.n, v0);
+    tide__alloc_free(&a);
+    return ok;
+}
+
 /* ---------------------------------------------------------------- P1 preemption */
 
 /* Make room for job h, gang by gang: empty the cheapest domain of the
@@ -289,24 +346,23 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
         }
         if (best < 0)
             break;
-        e->doms[best].claim_kind = CLAIM_JOB;
-        e->doms[best].claim_id = h;
+        tide__dom_claim(e, &e->doms[best], CLAIM_JOB, h, e->doms[best].claim_n);
         e->doms[best].claim_since = now;
         chosen[n_chosen++] = best;
         tide__place_changed(e);
     }
     if (n_chosen < missing) {
         for (int k = 0; k < n_chosen; k++)
-            e->doms[chosen[k]].claim_kind = CLAIM_NONE;
+            tide__dom_unclaim(e, &e->doms[chosen[k]]);
         tide__place_changed(e);
         return;
     }
     for (int k = 0; k < n_chosen; k++) {
         int di = chosen[k], nv;
-        e->doms[di].claim_kind = CLAIM_NONE; /* plan as unclaimed, then claim again */
+        tide__dom_unclaim(e, &e->doms[di]); /* plan as unclaimed, then claim again */
         if (tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, best_v, &nv) < 0)
             nv = 0;
-        e->doms[di].claim_kind = CLAIM_JOB;
+        tide__dom_claim(e, &e->doms[di], CLAIM_JOB, e->doms[di].claim_id, e->doms[di].claim_n);
         tide__place_changed(e);
         for (int i = 0; i < nv; i++) {
             job_t *x = e->jobs[best_v[i].job];
@@ -535,6 +591,11 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
             for (int m = 0; fits && m < n_memo; m++)
                 if (memo[m].gang == g && memo[m].min <= c->dp_min && memo[m].types == c->types)
                     fits = 0;
+            if (fits && surely_delays(e, h, g, c->dp_min, c->types, tz, now)) {
+                fits = 0; /* as placed, refused by respects and undone */
+                if (e->cfg.check_invariants && !delays_checked(e, h, tz, now))
+                    e->memo_bad = 1;
+            }
             if (fits) {
                 job_t *j = e->jobs[h];
                 alloc_t a = {0};

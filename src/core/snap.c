@@ -184,7 +184,9 @@ static const tide_field_t svc_skip[] __attribute__((unused)) = {F(service_t, spe
                                         F(service_t, hpa), F(service_t, hpa_n),
                                         F(service_t, hpa_cap), F(service_t, cells),
                                         F(service_t, orc_off), F(service_t, orc_off_cap),
-                                        F(service_t, spread)};
+                                        F(service_t, spread), F(service_t, claimed),
+                                        F(service_t, warm_ids), F(service_t, n_warm_ids),
+                                        F(service_t, cap_warm_ids)};
 static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
@@ -230,7 +232,8 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan),
     F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
     /* memos: zero after a restore, so the first pass recomputes */
-    F(tide_engine_t, resv_memo), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad)};
+    F(tide_engine_t, resv_memo), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
+    F(tide_engine_t, n_claimed)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -694,7 +697,8 @@ static int handles_valid(const tide_engine_t *e)
         if (!in(e->dl[i].h, nj))
             return 0;
     for (int d = 0; d < e->n_doms; d++)
-        if (e->doms[d].free_slot < 0 || e->doms[d].free_slot > e->max_dom_gpus)
+        if (e->doms[d].free_slot < 0 || e->doms[d].free_slot > e->max_dom_gpus ||
+            !in(e->doms[d].claim_kind, CLAIM_KINDS))
             return 0;
     for (int g = 0; g < e->n_gpus; g++) {
         int k = e->own_kind[g];
@@ -767,6 +771,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     tide__spread_rebuild(e);
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
     tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
+    tide__svc_index_rebuild(e);  /* derived from the domains and replicas */
     e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }

@@ -7,7 +7,14 @@
  * looking at its job unless noted: a lent elastic job shrunk to its minimum
  * (key change), noticed and stopped is noted each time. Every step ends with
  * tide_engine_check (the fixture), which compares the indexes with a
- * brute-force scan (and every listed key with its job's). */
+ * brute-force scan (and every listed key with its job's). The inference
+ * pass's indexes (src/core/svcidx.c): the replicas claimed for a service and
+ * the domains per claim kind follow a claim made, taken by the replica and
+ * dropped; the warming replicas of a service are listed until they are
+ * ready. A backfill candidate that would outlast a reservation covering
+ * every free GPU is refused without a placement (sched.c surely_delays; the
+ * fixture's check places it and confirms respects() refuses it), one that
+ * ends before the reservation still starts. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +22,7 @@
 #include <cmocka.h>
 
 #include "engine_fixture.h"
+#include "core/internal.h"
 
 static ef_t *train_only(void)
 {
@@ -111,12 +119,99 @@ static void test_lease_order_follows_changes(void **state)
     ef_free(f);
 }
 
+/* elastic on 4x8, one 8-GPU service (5 rps per replica at most 1 replica,
+ * 15 rps: 2), three 8-GPU jobs filling the shared pool */
+static ef_t *claims_setup(void)
+{
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.margin_min = cfg.margin_max = 0.05;
+    ef_t *f = ef_new("4x8", &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    static const char *ids[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        tide_job_spec_t s = ef_job(ids[i], 3, 8, 8, 0, 100000);
+        ef_submit(f, 10, &s);
+    }
+    return f;
+}
+
+static void test_service_claims_follow(void **state)
+{
+    (void)state;
+    ef_t *f = claims_setup();
+    const tide_engine_t *e = f->e;
+    assert_int_equal(e->svcs[0].claimed, 0);
+    /* a second replica: a domain claimed for it while its job checkpoints */
+    size_t mark = f->nlog;
+    ef_demand(f, 600, 0, 15);
+    const ef_act_t *ck = ef_find(f, mark, TIDE_ACT_JOB_CKPT, TIDE_R_RECLAIM, -1);
+    assert_non_null(ck);
+    assert_int_equal(e->svcs[0].claimed, 1);
+    assert_int_equal(e->n_claimed[CLAIM_SERVICE], 1);
+    /* the need gone: the claim is dropped */
+    ef_demand(f, 620, 0, 5);
+    assert_int_equal(e->svcs[0].claimed, 0);
+    assert_int_equal(e->n_claimed[CLAIM_SERVICE], 0);
+    /* again, and this time the commit lets the replica take the domain */
+    ef_commit(f, 650, ck->a.job, 640);
+    mark = f->nlog;
+    ef_demand(f, 700, 0, 15);
+    const ef_act_t *ck2 = ef_find(f, mark, TIDE_ACT_JOB_CKPT, TIDE_R_RECLAIM, -1);
+    assert_non_null(ck2);
+    assert_int_equal(e->svcs[0].claimed, 1);
+    ef_commit(f, 760, ck2->a.job, 750);
+    assert_non_null(ef_find(f, mark, TIDE_ACT_REPLICA_START, -1, -1));
+    assert_int_equal(e->svcs[0].claimed, 0);
+    assert_int_equal(e->n_claimed[CLAIM_SERVICE], 0);
+    assert_true(e->svcs[0].warming >= 1);
+    assert_true(e->svcs[0].n_warm_ids >= (size_t)e->svcs[0].warming);
+    /* once ready, the next read drops them from the list */
+    for (size_t r = 0; r < e->n_reps; r++)
+        if (e->reps[r].state == REP_WARMING) {
+            tide_event_t ready = ef_ev(TIDE_EV_REPLICA_READY);
+            ready.replica = (int32_t)r;
+            ef_step(f, 1200, &ready, 1);
+        }
+    assert_int_equal(e->svcs[0].warming, 0);
+    assert_int_equal(tide__warm_due(f->e, 0, 760 + 3600, 0), 0);
+    assert_int_equal(e->svcs[0].n_warm_ids, 0);
+    assert_int_equal(tide__svc_index_check(e), -1);
+    ef_free(f);
+}
+
+static void test_backfill_skip_keeps_decisions(void **state)
+{
+    (void)state;
+    ef_t *f = train_only();
+    /* 24 GPUs busy until ~1000 s; the head needs all 32: its reservation
+     * takes every domain at that time, so no surplus is left anywhere */
+    tide_job_spec_t run = ef_job("run", 2, 24, 8, 0, 1000);
+    int32_t hr = ef_submit(f, 0, &run);
+    assert_int_equal(ef_info(f, hr).state, TIDE_JOB_RUNNING);
+    tide_job_spec_t big = ef_job("big", 2, 32, 8, 0, 5000);
+    int32_t hb = ef_submit(f, 1, &big);
+    assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    /* elastic, 1 or 2 gangs of 8: ends after the reservation at any width */
+    tide_job_spec_t lng = ef_job("long", 2, 16, 8, 1, 100000);
+    int32_t hl = ef_submit(f, 2, &lng);
+    assert_int_equal(ef_info(f, hl).state, TIDE_JOB_QUEUED);
+    tide_job_spec_t shrt = ef_job("short", 2, 8, 8, 0, 100);
+    int32_t hs = ef_submit(f, 3, &shrt);
+    assert_int_equal(ef_info(f, hs).state, TIDE_JOB_RUNNING);
+    ef_tick(f, 60);
+    assert_int_equal(ef_info(f, hl).state, TIDE_JOB_QUEUED);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moved_elastic_job_grows),
         cmocka_unit_test(test_every_lease_renewed),
         cmocka_unit_test(test_lease_order_follows_changes),
+        cmocka_unit_test(test_service_claims_follow),
+        cmocka_unit_test(test_backfill_skip_keeps_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
