@@ -775,6 +775,8 @@ void tide__dom_unclaim(tide_engine_t *e, domain_t *d);
 void tide__warm_note(tide_engine_t *e, int32_t rep);
 /* Warming serving replicas of si started at least w before now. */
 int tide__warm_due(tide_engine_t *e, int si, tide_time_t now, tide_time_t w);
+/* Recomputes the claim totals and warming lists from the domains and
+ * replicas (after a snapshot restore). */
 void tide__svc_index_rebuild(tide_engine_t *e);
 /* -1 if the indexes agree with a scan; else a service index, or -2 (kinds). */
 int tide__svc_index_check(const tide_engine_t *e);

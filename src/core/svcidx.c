@@ -79,8 +79,9 @@ void tide__svc_index_rebuild(tide_engine_t *e)
             tide__warm_note(e, (int32_t)r);
 }
 
-/* The warming replicas of service si missing from its list (each is listed
- * once: the list only grows by tide__warm_note, at a replica's birth). */
+/* 1 when a warming serving replica of service si is missing from its list
+ * (each is listed once: the list only grows by tide__warm_note, at a
+ * replica's birth), else 0. */
 static int warm_missing(const tide_engine_t *e, int si)
 {
     const service_t *s = &e->svcs[si];
