@@ -1018,7 +1018,7 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
         warm = (tide_time_t)ceil((double)warm * w->warm_factor);
     if (gb > 0) { /* ready when the weights are loaded and warmup_s has passed */
         /* the storage link carries the whole load from the start: staging
-         * (a->credit) is not modelled on the link (docs/engine.md, Staging) */
+         * (a->credit) is not modelled on the link (docs/engine.md, Weight staging) */
         wspan_t *sp = &w->rspan[a->replica];
         span_set(w, sp, a);
         xfer_start(w, now, XC_LOAD, a->replica, a->service, *g, gb, warm, sp);
