@@ -29,6 +29,10 @@ typedef struct tide_service_spec {
                                  all the time (the peak); 0 = derive from floor */
     double slo_target;        /* fraction of requests to serve, in (0, 1); 0 = the
                                  config's slo_target. Sizing aims at it. */
+    tide_time_t stage_s;      /* the part of warmup_s that needs no GPU (weight fetch to
+                                 host memory), 0..warmup_s; 0 = none. A replica started
+                                 on GPUs reclaimed for it was staged during the victims'
+                                 checkpoint (tide_action_t.credit). */
 } tide_service_spec_t;
 
 /* A training job. Strings are copied by the engine. */
@@ -256,6 +260,9 @@ typedef struct tide_action {
     tide_time_t deadline;  /* checkpoint deadline / latest return */
     size_t gpu_off;        /* GPU ids: actions->gpus[gpu_off .. gpu_off+n_gpus) (START/RESIZE) */
     double value;          /* progress lost (STOP) */
+    tide_time_t credit;    /* REPLICA_START: seconds of its warm-up already done (weights
+                              staged while its GPUs were reclaimed: min(stage_s, start -
+                              reclaim)); ready after warmup_s - credit. 0 otherwise */
 } tide_action_t;
 
 /* Output buffer of one step. Initialise with tide_actions_init, reuse across

@@ -493,8 +493,11 @@ static int ev_replica(tide_engine_t *e, const tide_event_t *ev, tide_error_t *er
         s->warming--;
         s->ready++;
     }
-    tide__samples_add(&s->warm, (double)(e->now - r->started));
-    tide__samples_add(&e->smp[TIDE_SAMPLE_WARMUP], (double)(e->now - r->started));
+    /* a staged replica's warm-up counts its staging (the credit): samples
+     * stay whole warm-ups, comparable with those of unstaged starts */
+    double warm = (double)(e->now - r->started + r->credit);
+    tide__samples_add(&s->warm, warm);
+    tide__samples_add(&e->smp[TIDE_SAMPLE_WARMUP], warm);
     if (r->notice_at >= 0)
         tide__samples_add(&e->smp[TIDE_SAMPLE_RECLAIM_TO_READY], (double)(e->now - r->notice_at));
     return 0;

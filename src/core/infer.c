@@ -202,6 +202,8 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
     r->tier = d->zone == Z_RESERVE ? TIDE_T_A : TIDE_T_B;
     if (!rehearsal && d->claim_kind == CLAIM_SERVICE && d->claim_id == si) {
         r->notice_at = d->claim_since;
+        /* its weights were staged since the reclaim for it began */
+        r->credit = TIDE_MIN(s->spec.stage_s, now - d->claim_since);
         tide__dom_claim(e, d, d->claim_n > 1 ? CLAIM_SERVICE : CLAIM_NONE, si, d->claim_n - 1);
         tide__place_changed(e);
     }
@@ -217,6 +219,7 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
         tide__act_push(e, TIDE_ACT_REPLICA_START, rehearsal ? TIDE_R_REHEARSAL : TIDE_R_SCALE);
     act->service = si;
     act->replica = id;
+    act->credit = r->credit;
     tide__act_gpus(e, act, &r->alloc);
     return id;
 }

@@ -145,6 +145,7 @@ typedef struct replica {
     int tier;                /* A if on the reserve, else B */
     tide_time_t started, ready_at;
     tide_time_t notice_at;   /* reclaim notice that freed its GPUs, or -1 */
+    tide_time_t credit;      /* warm-up done before the start (staged weights), s */
     int rehearsal;           /* a warm-up rehearsal: not capacity, stops when ready */
     int cut;                 /* on an unreachable node: not counted in ready/warming */
 } replica_t;

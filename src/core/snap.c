@@ -35,7 +35,8 @@ static const tide_field_t svc_spec_f[] = {
     F(tide_service_spec_t, gpus_per_replica), F(tide_service_spec_t, replica_rps),
     F(tide_service_spec_t, min_replicas), F(tide_service_spec_t, max_replicas),
     F(tide_service_spec_t, warmup_s), F(tide_service_spec_t, gpu_types),
-    F(tide_service_spec_t, fixed_replicas), F(tide_service_spec_t, slo_target)};
+    F(tide_service_spec_t, fixed_replicas), F(tide_service_spec_t, slo_target),
+    F(tide_service_spec_t, stage_s)};
 
 static const tide_field_t node_shape_f[] = {F(node_t, domain), F(node_t, gpus),
                                             F(node_t, first_gpu)};
@@ -113,7 +114,8 @@ static const tide_field_t job_f[] = {
 static const tide_field_t rep_f[] = {F(replica_t, service), F(replica_t, state),
                                      F(replica_t, tier), F(replica_t, started),
                                      F(replica_t, ready_at), F(replica_t, notice_at),
-                                     F(replica_t, rehearsal), F(replica_t, cut)};
+                                     F(replica_t, rehearsal), F(replica_t, cut),
+                                     F(replica_t, credit)};
 
 static const tide_field_t cap_tot_f[] = {F(cap_tot_t, capped_s), F(cap_tot_t, delay_s),
                                          F(cap_tot_t, energy_j)};

@@ -61,6 +61,10 @@ int tide_service_spec_check(const tide_service_spec_t *s, tide_error_t *err)
                          s->name);
     if (s->warmup_s < 0)
         return tide_errf(err, TIDE_EINVAL, "service %s: warmup_s must be >= 0", s->name);
+    if (s->stage_s < 0 || s->stage_s > s->warmup_s)
+        return tide_errf(err, TIDE_EINVAL,
+                         "service %s: stage_s must be in 0..warmup_s (%lld), got %lld", s->name,
+                         (long long)s->warmup_s, (long long)s->stage_s);
     if (s->fixed_replicas < 0)
         return tide_errf(err, TIDE_EINVAL, "service %s: fixed_replicas must be >= 0", s->name);
     if (!(s->slo_target >= 0 && s->slo_target < 1))

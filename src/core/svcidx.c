@@ -53,7 +53,7 @@ int tide__warm_due(tide_engine_t *e, int si, tide_time_t now, tide_time_t w)
         if (r->state != REP_WARMING)
             continue;
         s->warm_ids[k++] = s->warm_ids[i];
-        n += now - r->started >= w;
+        n += now - r->started + r->credit >= w; /* staged: due credit s sooner */
     }
     s->n_warm_ids = k;
     return n;

@@ -29,6 +29,7 @@ static json_t *service_json(tide_daemon_t *d, int s)
     api_set(o, "min_replicas", json_integer(sp->min_replicas));
     api_set(o, "max_replicas", json_integer(sp->max_replicas));
     api_set(o, "warmup_s", json_integer(sp->warmup_s));
+    api_set(o, "stage_s", json_integer(sp->stage_s));
     api_set(o, "fixed_replicas", json_integer(sp->fixed_replicas));
     api_set(o, "gpu_types", json_string(tide_json_types_str(d->cluster, sp->gpu_types, types, sizeof types)));
     api_set(o, "demand_rps", api_num(fc.last_observed));

@@ -262,10 +262,10 @@ static const tide_read_opts_t default_opts = {NULL, 0};
 /* ------------------------------------------------------------ services.csv */
 
 enum { S_NAME, S_GPUS, S_RPS, S_MIN, S_WARM, S_MAX, S_FIXED, S_TYPES, S_WGB, S_SLO,
-       S_LAT0, S_NCOLS = S_LAT0 + 8 };
+       S_STAGE, S_LAT0, S_NCOLS = S_LAT0 + 8 };
 static const char *const svc_cols[S_NCOLS] = {
     "service", "gpus_per_replica", "replica_rps", "min_replicas", "warmup_s",
-    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb", "slo_target",
+    "max_replicas", "fixed_replicas", "gpu_types", "weights_gb", "slo_target", "stage_s",
     /* latency declarations (tide_io_latency_t, in its field order) */
     "ttft_target_s", "tbt_target_s", "prompt_tokens", "output_tokens", "prefill_tps",
     "decode_tps", "decode_knee", "queue_max_s"};
@@ -335,8 +335,13 @@ static int svc_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
         get_int(csv, c[S_MAX], 0, TIDE_IO_MAX_COUNT, 0, &s.max_replicas, err) < 0 ||
         get_int(csv, c[S_FIXED], 0, TIDE_IO_MAX_COUNT, 0, &s.fixed_replicas, err) < 0 ||
         get_types(csv, c[S_TYPES], x->o, &s.gpu_types, err) < 0 ||
-        get_frac(csv, c[S_SLO], &s.slo_target, err) < 0)
+        get_frac(csv, c[S_SLO], &s.slo_target, err) < 0 ||
+        get_secs(csv, c[S_STAGE], 0, 0, &s.stage_s, err) < 0)
         return -1;
+    if (s.stage_s > s.warmup_s)
+        return tide_csv_fail(csv, err, c[S_STAGE], TIDE_EINVAL,
+                             "must be <= warmup_s (%lld), got %lld", (long long)s.warmup_s,
+                             (long long)s.stage_s);
     double wgb;
     tide_io_latency_t lat;
     if (get_gb(csv, c[S_WGB], TIDE_IO_WEIGHTS_GB_PER_GPU * s.gpus_per_replica, &wgb, err) < 0 ||

@@ -72,7 +72,8 @@ typedef struct tide_services {
  * min_replicas, warmup_s (required); max_replicas (0 = unlimited),
  * fixed_replicas (0), gpu_types ("" = any), weights_gb (GB of weights a
  * replica loads, TIDE_IO_WEIGHTS_GB_PER_GPU x gpus_per_replica), slo_target
- * (fraction of requests to serve, in (0, 1); "" = the engine's default), and the
+ * (fraction of requests to serve, in (0, 1); "" = the engine's default), stage_s
+ * (seconds of warmup_s that need no GPU, 0..warmup_s; "" = 0), and the
  * latency columns of tide_io_latency_t (numbers >= 0, "" = 0 = default) optional. Checks
  * gpus_per_replica >= 1, replica_rps > 0, min_replicas >= 0, warmup_s >= 0,
  * max_replicas 0 or >= min_replicas, unique non-empty names.

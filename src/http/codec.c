@@ -378,7 +378,7 @@ int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
 
 static const char *const svc_fields[] = {"service", "name", "gpus_per_replica", "replica_rps",
                                          "min_replicas", "warmup_s", "max_replicas",
-                                         "fixed_replicas", "gpu_types", NULL};
+                                         "fixed_replicas", "gpu_types", "stage_s", NULL};
 
 void tide_service_request_free(tide_service_request_t *r)
 {
@@ -402,7 +402,7 @@ static int svc_body(const json_t *o, const tide_cluster_t *c, tide_service_reque
     if (!has)
         return tide_errf(err, TIDE_EINVAL, "service: required (the service's name)");
     tide_service_spec_t *s = &r->spec;
-    long long gpr = 0, minr = 0, maxr = 0, fixed = 0, warm = 0;
+    long long gpr = 0, minr = 0, maxr = 0, fixed = 0, warm = 0, stage = 0;
     double rps = 0;
     if ((has = get_count(o, "gpus_per_replica", 1, TIDE_MAX_GPUS_PER_NODE * 1024LL, &gpr, err)) < 0)
         return -1;
@@ -427,12 +427,17 @@ static int svc_body(const json_t *o, const tide_cluster_t *c, tide_service_reque
     if (maxr > 0 && maxr < minr)
         return tide_errf(err, TIDE_EINVAL, "max_replicas: %lld is below min_replicas (%lld)", maxr,
                          minr);
+    if (get_seconds(o, "stage_s", 0, &stage, err) < 0)
+        return -1;
+    if (stage > warm)
+        return tide_errf(err, TIDE_EINVAL, "stage_s: %lld is above warmup_s (%lld)", stage, warm);
     s->name = r->name;
     s->gpus_per_replica = (int)gpr;
     s->replica_rps = rps;
     s->min_replicas = (int)minr;
     s->max_replicas = (int)maxr;
     s->warmup_s = warm;
+    s->stage_s = stage;
     s->fixed_replicas = (int)fixed;
     if (c) {
         int nd = 0, *dgpus = NULL, *dtype = NULL, fits = 0;

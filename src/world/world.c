@@ -1017,11 +1017,15 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
     if (w->warm_factor > 0)
         warm = (tide_time_t)ceil((double)warm * w->warm_factor);
     if (gb > 0) { /* ready when the weights are loaded and warmup_s has passed */
+        /* the storage link carries the whole load from the start: staging
+         * (a->credit) is not modelled on the link (docs/engine.md, Weight staging) */
         wspan_t *sp = &w->rspan[a->replica];
         span_set(w, sp, a);
         xfer_start(w, now, XC_LOAD, a->replica, a->service, *g, gb, warm, sp);
         return;
     }
+    /* staged weights (the credit) shorten the warm-up, never below 0 */
+    warm -= TIDE_MIN(TIDE_MAX(a->credit, 0), warm);
     heap_push(w, (wentry_t){.t = now + warm, .kind = W_REPLICA_READY,
                             .id = a->replica, .gen = *g, .aux = a->service});
 }

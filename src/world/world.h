@@ -29,7 +29,9 @@ void tide_world_destroy(tide_world_t *w);
  *                restoring: EV_CKPT_COMMITTED now with the committed progress;
  *  JOB_RESIZE    progress is brought up to now and the new width applies;
  *  JOB_STOP      the job is forgotten (progress falls back to its commit);
- *  REPLICA_START EV_REPLICA_READY after the service's warmup_s;
+ *  REPLICA_START EV_REPLICA_READY after the service's warmup_s less the
+ *                action's credit (weights staged before the start; not with
+ *                shared storage, where the whole load moves after the start);
  *  REPLICA_STOP  cancels a pending ready event;
  *  LEASE_*       the job's latest return is tracked (GRANT/RENEW set it,
  *                RETURN clears it); the world enforces it only while the

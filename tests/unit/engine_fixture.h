@@ -564,7 +564,7 @@ EF_FN int ef_same_action(const tide_actions_t *x, size_t i, const tide_actions_t
     if (a->kind != b->kind || a->reason != b->reason || a->job != b->job ||
         a->service != b->service || a->replica != b->replica || a->lease != b->lease ||
         a->width != b->width || a->n_gpus != b->n_gpus || a->deadline != b->deadline ||
-        memcmp(&a->value, &b->value, sizeof a->value))
+        a->credit != b->credit || memcmp(&a->value, &b->value, sizeof a->value))
         return 0;
     /* GPU ids where the action lists them (START, RESIZE, REPLICA_START) */
     int la = a->n_gpus > 0 && a->gpu_off + (size_t)a->n_gpus <= x->ngpus;

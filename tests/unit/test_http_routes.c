@@ -429,6 +429,12 @@ static void test_other_bodies(void **state)
                      "\"min_replicas\": 1, \"warmup_s\": 120, \"max_replicas\": 4}";
     assert_int_equal(tide_json_service_request(ok, strlen(ok), c, &s, &err), 0);
     assert_string_equal(s.spec.name, "chat");
+    assert_int_equal(s.spec.stage_s, 0); /* absent: no staging */
+    tide_service_request_free(&s);
+    const char *st = "{\"service\": \"chat\", \"gpus_per_replica\": 8, \"replica_rps\": 10, "
+                     "\"min_replicas\": 1, \"warmup_s\": 120, \"stage_s\": 90}";
+    assert_int_equal(tide_json_service_request(st, strlen(st), c, &s, &err), 0);
+    assert_int_equal(s.spec.stage_s, 90);
     tide_service_request_free(&s);
     static const struct {
         const char *body, *want;
@@ -444,6 +450,9 @@ static void test_other_bodies(void **state)
          "max_replicas:"},
         {"{\"name\": \"a\", \"gpus_per_replica\": 8, \"replica_rps\": 1, \"min_replicas\": 0}", "warmup_s:"},
         {"{\"name\": \"a\", \"rps\": 1}", "unknown field 'rps'"},
+        {"{\"name\": \"a\", \"gpus_per_replica\": 8, \"replica_rps\": 1, \"min_replicas\": 0, "
+         "\"warmup_s\": 60, \"stage_s\": 61}",
+         "stage_s: 61 is above warmup_s (60)"},
     };
     for (size_t i = 0; i < sizeof svc / sizeof svc[0]; i++) {
         assert_int_equal(tide_json_service_request(svc[i].body, strlen(svc[i].body), c, &s, &err), -1);

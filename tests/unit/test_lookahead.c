@@ -74,7 +74,8 @@ static ef_t *run_obs(const char *policy, const workload_t *w, tide_time_t obs_wi
     cfg.obs_window_s = obs_window;
     ef_t *f = ef_new("6x8,2x8:A100", &cfg);
     tide_service_spec_t a = {.name = "chat", .gpus_per_replica = 8, .replica_rps = 20,
-                             .min_replicas = 1, .warmup_s = 300, .fixed_replicas = 3};
+                             .min_replicas = 1, .warmup_s = 300, .fixed_replicas = 3,
+                             .stage_s = 120}; /* staged while its victims checkpoint */
     tide_service_spec_t b = {.name = "embed", .gpus_per_replica = 2, .replica_rps = 15,
                              .min_replicas = 2, .warmup_s = 120, .fixed_replicas = 6};
     ef_service_full(f, &a);
@@ -94,7 +95,7 @@ static int act_equal(const ef_t *fa, const ef_act_t *x, const ef_t *fb, const ef
     if (x->t != y->t || a->kind != b->kind || a->reason != b->reason || a->job != b->job ||
         a->service != b->service || a->replica != b->replica || a->lease != b->lease ||
         a->width != b->width || a->n_gpus != b->n_gpus || a->deadline != b->deadline ||
-        a->value != b->value)
+        a->value != b->value || a->credit != b->credit)
         return 0;
     if (a->gpu_off != (size_t)-1 &&
         memcmp(ef_gpus(fa, x), ef_gpus(fb, y), (size_t)a->n_gpus * sizeof(int32_t)))

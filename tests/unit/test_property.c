@@ -176,6 +176,9 @@ static void make_services(workload_t *w, rng_t *r)
                                       .fixed_replicas = rint_(r, 0, 3)};
             if (rchance(r, 0.3))
                 sp.max_replicas = sp.min_replicas + rint_(r, 1, 6);
+            /* the first service stages part of its warm-up (no draw: the
+             * workloads stay those of the other seeds' history) */
+            sp.stage_s = s == 0 ? sp.warmup_s / 2 : 0;
             w->svc[s] = sp;
         }
         /* floors and fixed replicas must leave room for training */

@@ -64,6 +64,7 @@ static void job_bad(const char *in, const tide_read_opts_t *o, int code, const c
 /* ------------------------------------------------------------ services */
 
 #define SVC_HDR_SLO "service,gpus_per_replica,replica_rps,min_replicas,warmup_s,slo_target\n"
+#define SVC_HDR_STAGE "service,gpus_per_replica,replica_rps,min_replicas,warmup_s,stage_s\n"
 
 static void test_services_good(void **state)
 {
@@ -127,6 +128,15 @@ static void test_services_good(void **state)
     tide_services_free(s);
     svc_bad(SVC_HDR_SLO "a,1,2,0,60,1\n", NULL, TIDE_EINVAL, "fraction in (0, 1)");
     svc_bad(SVC_HDR_SLO "a,1,2,0,60,x\n", NULL, TIDE_EINVAL, "slo_target");
+    /* stage_s: seconds of the warm-up that need no GPU, 0..warmup_s, empty = 0 */
+    s = svcs_str(SVC_HDR_STAGE "a,1,2,0,60,45\nb,1,2,0,60,\nc,1,2,0,60,60\n", NULL, &err);
+    assert_non_null(s);
+    assert_int_equal(s->v[0].stage_s, 45);
+    assert_int_equal(s->v[1].stage_s, 0);
+    assert_int_equal(s->v[2].stage_s, 60);
+    tide_services_free(s);
+    svc_bad(SVC_HDR_STAGE "a,1,2,0,60,61\n", NULL, TIDE_EINVAL, "must be <= warmup_s (60)");
+    svc_bad(SVC_HDR_STAGE "a,1,2,0,60,-1\n", NULL, TIDE_EINVAL, "stage_s");
     s = svcs_str(SVC_HDR, NULL, &err);
     assert_non_null(s);
     assert_int_equal(s->n, 0);

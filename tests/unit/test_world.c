@@ -284,6 +284,23 @@ static void replica_ready_after_warmup(void **state)
     expect_nothing(f);
 }
 
+/* A start carrying a warm-up credit (weights staged before it) is ready
+ * credit seconds sooner; a credit above the warm-up makes it ready at once. */
+static void replica_credit_shortens_warmup(void **state)
+{
+    fixture_t *f = *state;
+    act(f, 10, (tide_action_t){.kind = TIDE_ACT_REPLICA_START, .job = -1, .service = 0,
+                               .replica = 5, .lease = -1, .credit = 120});
+    tide_event_t ev = expect_one(f, 190, TIDE_EV_REPLICA_READY);
+    assert_int_equal(ev.replica, 5);
+    expect_nothing(f);
+    act(f, 200, (tide_action_t){.kind = TIDE_ACT_REPLICA_START, .job = -1, .service = 0,
+                                .replica = 6, .lease = -1, .credit = 900});
+    ev = expect_one(f, 200, TIDE_EV_REPLICA_READY);
+    assert_int_equal(ev.replica, 6);
+    expect_nothing(f);
+}
+
 static void stale_events_dropped(void **state)
 {
     fixture_t *f = *state;
@@ -399,6 +416,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(stop_then_restart_restores, setup, teardown),
         cmocka_unit_test_setup_teardown(stop_before_any_commit_starts_over, setup, teardown),
         cmocka_unit_test_setup_teardown(replica_ready_after_warmup, setup, teardown),
+        cmocka_unit_test_setup_teardown(replica_credit_shortens_warmup, setup, teardown),
         cmocka_unit_test_setup_teardown(stale_events_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(order_is_time_then_scheduling, setup, teardown),
         cmocka_unit_test_setup_teardown(interleaved_timers, setup, teardown),
