@@ -776,24 +776,6 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
             service_t *sv = &e->svcs[s];
             tide_time_t lead = tide__decision_window(e, s);
             tide__fc_learn(&sv->fc, now, lead, sv->slo_target, tide__capacity_due(e, s, now), &e->cfg);
-            {
-                static double xf = -2, xb = 1, xk = 0; static tide_time_t xrt = 0;
-                if (xf == -2) { const char *v = getenv("X_RFLOOR"); xf = v ? atof(v) : -1;
-                    v = getenv("X_RB"); if (v) xb = atof(v); v = getenv("X_RK"); if (v) xk = atof(v);
-                    v = getenv("X_RT"); if (v) xrt = (tide_time_t)atof(v); }
-                if (xf > 0) {
-                    double b = (1.0 - sv->slo_target) * xb;
-                    if (xk) b *= exp(sv->fc.logk);
-                    if (getenv("X_RAIM")) b = tide__fc_aim(&sv->fc, sv->slo_target, &e->cfg) * xb;
-                    tide_time_t rt = xrt > 0 ? xrt : getenv("X_RTLEAD") ? lead : tide__warmup_react(e, s);
-                    if (getenv("X_JFAITH")) sv->fc.rj_unit = sv->spec.replica_rps;
-                    if (getenv("X_JOINT"))
-                        tide__fc_joint_learn(&sv->fc, now, rt, (tide_time_t)xf, b,
-                                             tide__fc_need(&sv->fc, now, lead, 0));
-                    else
-                        tide__fc_rise_learn(&sv->fc, now, rt, (tide_time_t)xf, b);
-                }
-            }
             if (tide__ensemble_on(e)) {
                 double u = sv->spec.replica_rps;
                 tide_ens_win_t w = {lead, tide__warmup_react(e, s), e->cfg.scale_down_hold_s, u,

@@ -1,4 +1,3 @@
-#include <stdio.h>
 /* Demand forecast: a baseline for the predictable part, and a learned
  * distribution of the bursts around it.
  *
@@ -116,10 +115,6 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->q = 1.0 + margin0;
     f->margin = margin0;
     f->ens_at = -1;
-    f->rs_cap = (size_t)((7 * 86400 + tick_s - 1) / tick_s);
-    f->rs = tide_xcalloc(f->rs_cap, sizeof *f->rs);
-    f->rj = tide_xcalloc(f->rs_cap, sizeof *f->rj);
-    f->rh = 1.0;
     for (int r = 0; r < ENS_RULES; r++)
         f->ens_last[r] = -1;
 }
@@ -148,8 +143,6 @@ void tide__fc_free(forecast_t *f)
     free(f->dur);
     free(f->mx);
     free(f->bs);
-    free(f->rs);
-    free(f->rj);
     free(f->bin_c);
     free(f->shape_v);
     free(f->shape_tag);
@@ -343,12 +336,8 @@ int tide__fc_day_seen(const forecast_t *f)
 double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
 {
     double m = 0;
-    static int xmx = -1;
-    if (xmx < 0) xmx = getenv("X_FMX") ? 1 : 0;
     for (int64_t k = floordiv(now - window, f->bucket_s); k <= floordiv(now, f->bucket_s); k++) {
         double v = seen(f, k);
-        if (xmx && v >= 0)
-            v = f->mx[slot(f, k)];
         if (v > m)
             m = v;
     }
@@ -366,19 +355,6 @@ double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_t
             b = o;
     }
     double n = b * f->q, cap = peak_seen(f);
-    static double xrf = -2;
-    if (xrf == -2) { const char *v = getenv("X_RFLOOR"); xrf = v && getenv("X_CAP") ? atof(v) : -1; }
-    if (xrf > 0) {
-        double o = tide__fc_recent_max(f, now, (tide_time_t)xrf);
-        if (getenv("X_FCUR") && f->cur > o)
-            o = f->cur;
-        if (o > b)
-            b = o;
-        if (o * f->rh > n)
-            n = o * f->rh;
-        if (getenv("X_ONEH"))
-            n = b * f->rh;
-    }
     /* bursts never call for more than the highest demand seen, unless the
      * baseline itself goes there; before a whole day is seen, the day's peak
      * is not known yet, and the cap allows the burst multiplier over it */
@@ -485,28 +461,25 @@ void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, dou
 }
 
 /* Smallest multiplier q such that sum w (r - q)+ <= budget * sum w r. */
-int tide__fc_day_seen(const forecast_t *f);
-static double hist_q(const forecast_t *f, const double *bw, double budget)
+static double burst_q(const forecast_t *f, double budget)
 {
     double tw = 0, ts = 0;
     for (int b = 0; b < FC_BINS; b++) {
-        tw += bw[b];
-        ts += bw[b] * f->bin_c[b];
+        tw += f->bw[b];
+        ts += f->bw[b] * f->bin_c[b];
     }
     if (!(tw > 0) || !(ts > 0))
         return -1;
     double allow = budget * ts, W = 0, S = 0;
     for (int b = FC_BINS - 1; b > 0; b--) {
-        W += bw[b];
-        S += bw[b] * f->bin_c[b];
+        W += f->bw[b];
+        S += f->bw[b] * f->bin_c[b];
         double lo = f->bin_c[b - 1];
         if (W > 0 && S - lo * W > allow)
             return (S - allow) / W;
     }
     return 0;
 }
-
-static double burst_q(const forecast_t *f, double budget) { return hist_q(f, f->bw, budget); }
 
 static void add_sample(forecast_t *f, double ratio, double w)
 {
@@ -545,10 +518,6 @@ void tide__fc_served(forecast_t *f, double dt, double demanded, double served)
     f->miss_d += miss;
     f->dem_new += demanded;
     f->miss_new += miss;
-    if (tide__fc_day_seen(f)) {
-        f->rj_real += miss;
-        f->rj_rdem += demanded;
-    }
 }
 
 /* The miss rate to aim at over the next hours: BUDGET_AIM of the budget,
@@ -635,9 +604,6 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
         budget = 1e-6;
     feedback(f, now, budget, cfg);
     int back = pred_back(f, now - horizon);
-    static int xnc = -1;
-    if (xnc < 0) xnc = getenv("X_NOCOLDS") ? 1 : 0;
-    if (xnc && !tide__fc_day_seen(f)) back = -1;
     if (back >= 0 && f->pred[back].base > 0) {
         /* capacity (ready or warming) per unit of multiplier: what the
          * decisions since one lead ago (and the hold, and whole replicas)
@@ -662,153 +628,11 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
     if (f->pred_n < FC_PRED_RING)
         f->pred_n++;
     double q = burst_q(f, budget * exp(f->logk));
-    static double xmm = -9;
-    if (xmm == -9) { const char *v = getenv("X_MMIN"); xmm = v ? atof(v) : cfg->margin_min; }
-    double m = q < 0 ? xmm : q - 1.0;
-    if (m < xmm)
-        m = xmm;
+    double m = q < 0 ? cfg->margin_min : q - 1.0;
+    if (m < cfg->margin_min)
+        m = cfg->margin_min;
     if (m > cfg->margin_max)
         m = cfg->margin_max;
-    static int xq1 = -1;
-    if (xq1 < 0) xq1 = getenv("X_QONE") ? 1 : 0;
-    if (xq1) m = 0;
     f->margin = m;
     f->q = 1.0 + m;
-}
-
-/* Rise samples: demand now over the observed floor (highest bucket mean of
- * `window`) as it stood one reaction ago, weighted by that floor; over 7
- * days. rh: the budget quantile. */
-void tide__fc_rise_learn(forecast_t *f, tide_time_t now, tide_time_t react, tide_time_t window,
-                         double budget)
-{
-    if (!f->have)
-        return;
-    int back = -1;
-    for (size_t i = 0; i < f->rfl_n; i++) {
-        size_t k = (f->rfl_pos + FC_PRED_RING - 1 - i) % FC_PRED_RING;
-        if (f->rfl[k].t <= now - react) {
-            back = (int)k;
-            break;
-        }
-    }
-    if (back >= 0 && f->rfl[back].fl > 0) {
-        double w = f->rfl[back].fl, r = f->cur / w;
-        if (f->rs_n == f->rs_cap) {
-            fc_sample_t *o = &f->rs[f->rs_pos];
-            f->rw[o->bin] -= o->w;
-            if (f->rw[o->bin] < 1e-12)
-                f->rw[o->bin] = 0;
-        } else {
-            f->rs_n++;
-        }
-        fc_sample_t *s = &f->rs[f->rs_pos];
-        s->bin = (int16_t)bin_of(r);
-        s->w = (float)w;
-        f->rw[s->bin] += s->w;
-        f->rs_pos = (f->rs_pos + 1) % f->rs_cap;
-    }
-    f->rfl[f->rfl_pos].t = now;
-    f->rfl[f->rfl_pos].fl = tide__fc_recent_max(f, now, window);
-    f->rfl_pos = (f->rfl_pos + 1) % FC_PRED_RING;
-    if (f->rfl_n < FC_PRED_RING)
-        f->rfl_n++;
-    double q = hist_q(f, f->rw, budget);
-    f->rh = q < 1.0 ? 1.0 : q;
-}
-
-#define RJ_N 81
-#define RJ_STEP 0.05
-static double rj_base(void) { static double b = -9; if (b == -9) { const char *v = getenv("X_HNEG"); b = 1.0 - (v ? atof(v) : 0); } return b; }
-static void rj_acc(forecast_t *f, const struct fc_rj *x, double sign)
-{
-    f->rj_dem += sign * x->d;
-    for (int k = 0; k < RJ_N; k++) {
-        double c = x->fl * (rj_base() + RJ_STEP * k);
-        if (x->cf > c)
-            c = x->cf;
-        if (getenv("X_ONEH"))
-            c = (x->cf > x->fl ? x->cf : x->fl) * (rj_base() + RJ_STEP * k);
-        if (f->rj_unit > 0)
-            c = ceil(c / f->rj_unit - 1e-9) * f->rj_unit;
-        if (x->d > c)
-            f->rj_miss[k] += sign * (x->d - c);
-    }
-}
-
-/* Joint: the smallest floor headroom h such that max(forecast need, floor x
- * (1 + h)), both as decided one reaction ago, would have left at most the
- * budget of the last 7 days' requests unserved. */
-void tide__fc_joint_learn(forecast_t *f, tide_time_t now, tide_time_t react, tide_time_t window,
-                          double budget, double cf_now)
-{
-    if (!f->have)
-        return;
-    int back = -1;
-    for (size_t i = 0; i < f->rfl_n; i++) {
-        size_t k = (f->rfl_pos + FC_PRED_RING - 1 - i) % FC_PRED_RING;
-        if (f->rfl[k].t <= now - react) {
-            back = (int)k;
-            break;
-        }
-    }
-    if (back >= 0) {
-        if (f->rs_n == f->rs_cap)
-            rj_acc(f, &f->rj[f->rs_pos], -1);
-        else
-            f->rs_n++;
-        struct fc_rj *x = &f->rj[f->rs_pos];
-        x->d = (float)f->cur;
-        double cfm = f->rfl[back].cf, flm = f->rfl[back].fl;
-        static int xjf = -1;
-        if (xjf < 0) xjf = getenv("X_JFAITH") ? 1 : 0;
-        static double xhold = -1;
-        if (xhold < 0) { const char *v = getenv("X_JHOLD"); xhold = v ? atof(v) : 1800; }
-        for (size_t i = 0; i < f->rfl_n; i++) {
-            size_t k = (size_t)(back + FC_PRED_RING - (int)i) % FC_PRED_RING;
-            if (f->rfl[k].t <= f->rfl[back].t - (tide_time_t)xhold)
-                break;
-            if (f->rfl[k].cf > cfm)
-                cfm = f->rfl[k].cf;
-            if (xjf && f->rfl[k].fl > flm)
-                flm = f->rfl[k].fl;
-        }
-        x->cf = (float)cfm;
-        x->fl = (float)flm;
-        rj_acc(f, x, 1);
-        {
-            double c = x->fl * (rj_base() + RJ_STEP * f->rj_k);
-            if (x->cf > c) c = x->cf;
-            if (f->rj_unit > 0) c = ceil(c / f->rj_unit - 1e-9) * f->rj_unit;
-            if (x->d > c && tide__fc_day_seen(f)) f->rj_cfu += (x->d - c) * (double)(now - f->rj_at);
-        }
-        f->rs_pos = (f->rs_pos + 1) % f->rs_cap;
-    }
-    f->rfl[f->rfl_pos].t = now;
-    f->rfl[f->rfl_pos].fl = tide__fc_recent_max(f, now, window);
-    if (getenv("X_FCUR") && f->cur > f->rfl[f->rfl_pos].fl)
-        f->rfl[f->rfl_pos].fl = f->cur;
-    f->rfl[f->rfl_pos].cf = cf_now;
-    f->rfl_pos = (f->rfl_pos + 1) % FC_PRED_RING;
-    if (f->rfl_n < FC_PRED_RING)
-        f->rfl_n++;
-    if (f->rj_at > 0 && now > f->rj_at) {
-        double d = exp(-(double)(now - f->rj_at) * 0.6931471805599453 / (7 * 86400.0));
-        f->rj_real *= d; f->rj_rdem *= d; f->rj_cfu *= d;
-    }
-    f->rj_at = now;
-    if (getenv("X_CALIB") && f->rj_rdem > 0) {
-        double B = budget * f->rj_rdem;
-        double r = (f->rj_real + B) / (f->rj_cfu + B);
-        budget /= r;
-    }
-    int k = 0;
-    while (k < RJ_N - 1 && f->rj_miss[k] > budget * f->rj_dem)
-        k++;
-    f->rj_k = k;
-    f->rh = f->rj_dem > 0 ? rj_base() + RJ_STEP * k : 1.0;
-    if (getenv("X_DBG") && now % 14400 == 0)
-        fprintf(stderr, "real %.5f cfu %.5f ", f->rj_rdem > 0 ? f->rj_real / f->rj_rdem : 0, f->rj_rdem > 0 ? f->rj_cfu / f->rj_rdem : 0),
-        fprintf(stderr, "DBG %.2f rh %.2f q %.3f logk %.2f miss0 %.5f missk %.5f\n", now / 86400.0, f->rh, f->q, f->logk,
-                f->rj_dem > 0 ? f->rj_miss[0] / f->rj_dem : 0, f->rj_dem > 0 ? f->rj_miss[k] / f->rj_dem : 0);
 }

@@ -161,35 +161,7 @@ static void targets(tide_engine_t *e, int si, tide_time_t now, int *up, int *dow
         double need = tide__ensemble_on(e) ? tide__ens_need(&s->fc, s->fc.ens_pick, now, h)
                                            : tide__fc_need(&s->fc, now, h, obs);
         *down = tide__replicas_for(s, need, 0);
-        int xrise = 0;
-        {
-            static double xc = -2, xr = -2;
-            if (xc == -2) { const char *v = getenv("X_COLD"); xc = v ? atof(v) : -1; }
-            if (xr == -2) { const char *v = getenv("X_RISE"); xr = v ? atof(v) : -1; }
-            if (xc >= 0 && !tide__fc_day_seen(&s->fc)) {
-                int c = tide__replicas_for(s, s->demand, xc);
-                if (c > *down) *down = c;
-            }
-            static double xf = -2, xh = 0.25;
-            if (xf == -2) { const char *v = getenv("X_FLOOR"); xf = v ? atof(v) : -1; v = getenv("X_FH"); if (v) xh = atof(v); }
-            if (xf > 0) {
-                int c = tide__replicas_for(s, tide__fc_recent_max(&s->fc, now, (tide_time_t)xf), xh);
-                if (c > *down) *down = c;
-            }
-            static double xrf = -2;
-            if (xrf == -2) { const char *v = getenv("X_RFLOOR"); xrf = v && !getenv("X_CAP") ? atof(v) : -1; }
-            if (xrf > 0) {
-                int c = tide__replicas_for(s, tide__fc_recent_max(&s->fc, now, (tide_time_t)xrf) * s->fc.rh, 0);
-                if (c > *down) *down = c;
-            }
-            if (xr >= 0 && s->demand > s->ready * s->spec.replica_rps + 1e-9) {
-                int c = tide__replicas_for(s, s->demand, xr);
-                if (c > *down && getenv("X_RISE_DOWN")) *down = c;
-                xrise = c;
-            }
-        }
         int now_need = tide__replicas_for(s, s->demand, 0);
-        if (xrise > now_need) now_need = xrise;
         *up = now_need > *down ? now_need : *down;
         return;
     }
@@ -432,10 +404,6 @@ static void reclaim_for(tide_engine_t *e, int si, int k, tide_time_t now)
     service_t *s = &e->svcs[si];
     int tp = s->spec.gpus_per_replica;
     int kill = e->pol->reclaim_mode == RECLAIM_KILL;
-    if (getenv("X_URGENT") && s->demand > (s->ready + s->warming) * s->spec.replica_rps + 1e-9) {
-        if (!getenv("X_URG2") || tide__fc_aim(&s->fc, s->slo_target, &e->cfg) < 0.7 * (1.0 - s->slo_target) * 0.999)
-            kill = 1;
-    }
     unsigned zones = e->pol->reclaim_zones & e->pol->inf_zones;
     memset(e->plan_ok, 0, (size_t)e->n_doms);
     for (int r = 0; r < k; r++) {
@@ -521,7 +489,6 @@ static tide_time_t forecast_hold(tide_engine_t *e)
     tide_time_t hold = e->cfg.scale_down_hold_s;
     if (e->pol->obs_floor && e->cfg.obs_window_s > 0 && !tide__ensemble_on(e))
         hold = hold > e->cfg.obs_window_s ? hold - e->cfg.obs_window_s : 0;
-    { const char *v = getenv("X_FLOOR"); if (!v) v = getenv("X_RFLOOR"); if (v && getenv("X_HOLDW")) { tide_time_t w = (tide_time_t)atof(v); hold = hold > w ? hold - w : 0; } }
     return hold;
 }
 

@@ -227,15 +227,6 @@ typedef struct forecast {
     double ens_real, ens_used; /* decayed misses measured, and the rule in use's
                                   counterfactual misses over the same ticks */
     tide_time_t ens_at;       /* last scored (-1: never) */
-    /* rise of demand over one reaction above the observed floor */
-    double rw[FC_BINS];
-    fc_sample_t *rs;
-    size_t rs_n, rs_cap, rs_pos;
-    struct fc_rfl { tide_time_t t; double fl, cf; } rfl[FC_PRED_RING];
-    struct fc_rj { float d, cf, fl; } *rj;
-    double rj_dem, rj_miss[81], rj_unit, rj_real, rj_rdem, rj_cfu; int rj_k; tide_time_t rj_at;
-    size_t rfl_n, rfl_pos;
-    double rh;               /* learned floor multiplier (1 + headroom) */
 } forecast_t;
 
 /* A lazily integrated GPU counter: acc GPU-seconds up to t, n GPUs since. */
@@ -667,10 +658,6 @@ double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t win
  * highest bucket mean of the last `obs_window`, when > 0) x burst multiplier,
  * capped at the highest demand seen (unless the baseline is higher). */
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window);
-void tide__fc_rise_learn(forecast_t *f, tide_time_t now, tide_time_t react, tide_time_t window,
-                         double budget);
-void tide__fc_joint_learn(forecast_t *f, tide_time_t now, tide_time_t react, tide_time_t window,
-                          double budget, double cf_now);
 /* The forecast memory holds a whole day. */
 int tide__fc_day_seen(const forecast_t *f);
 /* Does fc_now's memo, were it reused now, differ from a recomputation? (debug check) */
