@@ -90,8 +90,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *policy,
-                               int services, tide_error_t *err)
+/* Open with --services v (NULL: none, the database's). */
+static tide_daemon_t *try_open_svc(fx_t *f, const tide_cluster_t *c, const char *policy,
+                                   const tide_service_spec_t *v, tide_error_t *err)
 {
     tide_daemon_opts_t o;
     tide_daemon_opts_default(&o);
@@ -99,10 +100,8 @@ static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *pol
     o.cluster = c;
     o.gov = &f->gov;
     o.policy = policy;
-    if (services) {
-        o.services = &chat;
-        o.n_services = 1;
-    }
+    o.services = v;
+    o.n_services = v ? 1 : 0;
     o.speed = 1;
     o.check = 1;
     o.clock = manual_clock;
@@ -115,16 +114,28 @@ static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *pol
     return tide_daemon_open(&o, err);
 }
 
-static void open_daemon(fx_t *f, int fresh)
+static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *policy,
+                               int services, tide_error_t *err)
+{
+    return try_open_svc(f, c, policy, services ? &chat : NULL, err);
+}
+
+/* Open the database with --services v (NULL: none), with the router. */
+static void open_with(fx_t *f, const tide_cluster_t *c, const tide_service_spec_t *v)
 {
     tide_error_t err = {0};
-    f->d = try_open(f, fresh ? f->cluster : NULL, NULL, fresh, &err);
+    f->d = try_open_svc(f, c, NULL, v, &err);
     if (!f->d)
         fail_msg("open: %s", err.msg);
     size_t n;
     const tide_route_t *r = tide_daemon_routes(&n);
     f->rt = tide_router_create(r, n, f->auth, f->d);
     tide_daemon_set_router(f->d, f->rt);
+}
+
+static void open_daemon(fx_t *f, int fresh)
+{
+    open_with(f, fresh ? f->cluster : NULL, fresh ? &chat : NULL);
 }
 
 /* Simulate kill -9: nothing more is written; reopen later. */
@@ -735,29 +746,6 @@ static void test_start_without_services(void **state)
     assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, NULL), 200);
 }
 
-/* Open the database (no cluster: it exists) with --services v. */
-static void open_with(fx_t *f, const tide_service_spec_t *v)
-{
-    tide_daemon_opts_t o;
-    tide_daemon_opts_default(&o);
-    o.db_path = f->db;
-    o.services = v;
-    o.n_services = 1;
-    o.speed = 1;
-    o.check = 1;
-    o.clock = manual_clock;
-    o.clock_ctx = &f->clock;
-    o.log = f->log;
-    o.auth = f->auth;
-    tide_error_t err = {0};
-    if (!(f->d = tide_daemon_open(&o, &err)))
-        fail_msg("open: %s", err.msg);
-    size_t n;
-    const tide_route_t *r = tide_daemon_routes(&n);
-    f->rt = tide_router_create(r, n, f->auth, f->d);
-    tide_daemon_set_router(f->d, f->rt);
-}
-
 static const tide_service_spec_t *engine_chat(fx_t *f)
 {
     const tide_engine_t *e = tide_daemon_engine(f->d);
@@ -780,12 +768,7 @@ static long long cluster_epoch(fx_t *f)
 static void test_service_fields_survive_restart(void **state)
 {
     fx_t *f = *state;
-    tide_error_t err = {0};
-    if (!(f->d = try_open(f, f->cluster, NULL, 0, &err)))
-        fail_msg("open: %s", err.msg);
-    size_t n;
-    const tide_route_t *r = tide_daemon_routes(&n);
-    f->rt = tide_router_create(r, n, f->auth, f->d);
+    open_with(f, f->cluster, NULL);
     advance(f, 30);
     assert_int_equal(call(f, "POST", "/v1/services",
                           "{\"name\": \"chat\", \"gpus_per_replica\": 8, \"replica_rps\": 10, "
@@ -815,19 +798,19 @@ static void test_service_fields_survive_restart(void **state)
     tide_service_spec_t same = *sp;
     same.name = "chat";
     crash(f);
-    open_with(f, &same);
+    open_with(f, NULL, &same);
     assert_int_equal(cluster_epoch(f), ep);
     /* only stage_s differs, then only slo_target: the new value is taken */
     tide_service_spec_t other = same;
     other.stage_s = 60;
     crash(f);
-    open_with(f, &other);
+    open_with(f, NULL, &other);
     assert_int_equal(engine_chat(f)->stage_s, 60);
     assert_true(engine_chat(f)->slo_target == 0.99);
     assert_true(cluster_epoch(f) > ep);
     other.slo_target = 0;
     crash(f);
-    open_with(f, &other);
+    open_with(f, NULL, &other);
     assert_true(engine_chat(f)->slo_target == 0);
     assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, &o), 200);
     assert_true(json_number_value(json_object_get(o, "slo_target")) == 0.999); /* the default */
