@@ -117,6 +117,9 @@ typedef struct tide_backend_ops {
     int wall_clock;       /* real work: engine time must be wall time (--speed 1) */
     int reports_progress; /* jobs report their own progress: a committed checkpoint's
                              progress resyncs the engine's estimate */
+    int can_stage;        /* can fetch a replica's weights to host memory before its GPUs
+                             are free (a service's stage_s, docs/engine.md "Weight
+                             staging"); a driver refuses stage_s > 0 where it cannot */
     /* Enact operations by action kind (TIDE_ACT_JOB_START, ..., the three
      * LEASE_* kinds: deadline bookkeeping for backends that enforce time
      * limits while tide is down). */

@@ -103,6 +103,7 @@ static void sim_destroy(void *ctx)
 const tide_backend_ops_t tide_backend_sim_ops = {
     .name = "sim",
     /* simulated jobs: no command, any clock speed, progress is the engine's */
+    .can_stage = 1, /* the world credits a staged replica (tide_action_t.credit) */
     .act = {[TIDE_ACT_JOB_START] = sim_act, [TIDE_ACT_JOB_CKPT] = sim_act,
             [TIDE_ACT_JOB_RESIZE] = sim_act, [TIDE_ACT_JOB_STOP] = sim_act,
             [TIDE_ACT_REPLICA_START] = sim_act, [TIDE_ACT_REPLICA_STOP] = sim_act,

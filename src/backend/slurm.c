@@ -1729,6 +1729,7 @@ const tide_backend_ops_t tide_backend_slurm_ops = {
     .needs_command = 1,    /* every gang is a batch script running the job's command */
     .wall_clock = 1,       /* real jobs, Slurm's clock */
     .reports_progress = 1, /* the job knows its progress better than the engine's estimate */
+    .can_stage = 0,        /* no weight prefetch: a replica job loads everything once it runs */
     .act = {[TIDE_ACT_JOB_START] = be_start, [TIDE_ACT_JOB_CKPT] = be_ckpt,
             [TIDE_ACT_JOB_RESIZE] = be_resize, [TIDE_ACT_JOB_STOP] = be_stop,
             [TIDE_ACT_REPLICA_START] = be_rstart, [TIDE_ACT_REPLICA_STOP] = be_rstop,

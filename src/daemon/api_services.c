@@ -30,6 +30,8 @@ static json_t *service_json(tide_daemon_t *d, int s)
     api_set(o, "max_replicas", json_integer(sp->max_replicas));
     api_set(o, "warmup_s", json_integer(sp->warmup_s));
     api_set(o, "stage_s", json_integer(sp->stage_s));
+    /* the target sizing aims at: the service's own, else the daemon's */
+    api_set(o, "slo_target", api_num(sp->slo_target > 0 ? sp->slo_target : d->cfg.slo_target));
     api_set(o, "fixed_replicas", json_integer(sp->fixed_replicas));
     api_set(o, "gpu_types", json_string(tide_json_types_str(d->cluster, sp->gpu_types, types, sizeof types)));
     api_set(o, "demand_rps", api_num(fc.last_observed));

@@ -186,6 +186,15 @@ static int backend_check(tide_daemon_t *d, tide_error_t *err)
     return 0;
 }
 
+/* Can the backend run the services of the options? Checked before anything
+ * is written (the database's own are checked once loaded, in state_open). */
+static int services_check(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err)
+{
+    if (o->services && dmn_services_backend_ok(d, o->services, o->n_services, err) < 0)
+        return tide_err_prefix(err, "--services: ");
+    return 0;
+}
+
 /* The pulled demand sources of the options. */
 static int sources_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err)
 {
@@ -217,8 +226,11 @@ static int state_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_
     if (dmn_settings(d, o, err) < 0)
         return -1;
     if (tide_store_services_load(d->st, &d->svcs, &d->n_svcs, err) < 0 ||
-        dmn_services_open(d, o, err) < 0 || dmn_history_open(d, o, err) < 0 ||
-        dmn_power_open(d, o, err) < 0)
+        dmn_services_open(d, o, err) < 0)
+        return -1;
+    if (dmn_services_backend_ok(d, d->svcs, d->n_svcs, err) < 0)
+        return tide_err_prefix(err, "database %s: ", o->db_path);
+    if (dmn_history_open(d, o, err) < 0 || dmn_power_open(d, o, err) < 0)
         return -1;
     d->wall0 = wall(d);
     if (dmn_rebuild(d, err) < 0 || dmn_pipe_open(d, err) < 0)
@@ -252,7 +264,7 @@ tide_daemon_t *tide_daemon_open(const tide_daemon_opts_t *o, tide_error_t *err)
     tide_error_t e2 = {0};
     if (!err)
         err = &e2;
-    if (backend_check(d, err) < 0)
+    if (backend_check(d, err) < 0 || services_check(d, o, err) < 0)
         goto fail;
     backend_opts_copy(d, o->backend_opts);
     if (state_open(d, o, err) < 0)

@@ -26,6 +26,8 @@ void dmn_svcs_free(tide_service_spec_t *v, size_t n)
     free(v);
 }
 
+/* Same services, every field of the spec (a field added to
+ * tide_service_spec_t belongs here and in the store's services table). */
 static int svcs_equal(const tide_service_spec_t *a, size_t na, const tide_service_spec_t *b,
                       size_t nb)
 {
@@ -35,9 +37,23 @@ static int svcs_equal(const tide_service_spec_t *a, size_t na, const tide_servic
         if (strcmp(a[i].name, b[i].name) || a[i].gpus_per_replica != b[i].gpus_per_replica ||
             a[i].replica_rps != b[i].replica_rps || a[i].min_replicas != b[i].min_replicas ||
             a[i].max_replicas != b[i].max_replicas || a[i].warmup_s != b[i].warmup_s ||
-            a[i].gpu_types != b[i].gpu_types || a[i].fixed_replicas != b[i].fixed_replicas)
+            a[i].gpu_types != b[i].gpu_types || a[i].fixed_replicas != b[i].fixed_replicas ||
+            a[i].slo_target != b[i].slo_target || a[i].stage_s != b[i].stage_s)
             return 0;
     return 1;
+}
+
+int dmn_services_backend_ok(const tide_daemon_t *d, const tide_service_spec_t *v, size_t n,
+                            tide_error_t *err)
+{
+    for (size_t i = 0; i < n && !d->be_ops->can_stage; i++)
+        if (v[i].stage_s > 0)
+            return tide_errf(err, TIDE_EINVAL,
+                             "service %s: stage_s %lld: the %s backend cannot stage weights "
+                             "(no fetch to host memory before a replica's GPUs are free); "
+                             "use stage_s 0 with it",
+                             v[i].name, (long long)v[i].stage_s, d->backend_name);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- carry */
@@ -161,6 +177,8 @@ static void backend_retire(tide_daemon_t *d)
 
 int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, tide_error_t *err)
 {
+    if (dmn_services_backend_ok(d, v, n, err) < 0)
+        return -1;
     int64_t jobs = tide_store_jobs_count(d->st, err);
     if (jobs < 0)
         return -1;

@@ -471,6 +471,11 @@ void dmn_svcs_free(tide_service_spec_t *v, size_t n);
 int dmn_services_set(tide_daemon_t *d, const tide_service_spec_t *v, size_t n, tide_error_t *err);
 /* At open: --services that differ from the database's (before the rebuild). */
 int dmn_services_open(tide_daemon_t *d, const tide_daemon_opts_t *o, tide_error_t *err);
+/* Can the backend run services v as specified? A service with stage_s > 0
+ * needs a backend that can stage weights (ops->can_stage). 0, or -1 with
+ * EINVAL naming the service and the backend. */
+int dmn_services_backend_ok(const tide_daemon_t *d, const tide_service_spec_t *v, size_t n,
+                            tide_error_t *err);
 
 /* ---- teams.c */
 /* Apply a team definition to the engine (before a step); json is the

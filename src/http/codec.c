@@ -378,7 +378,8 @@ int tide_json_job_request(const char *body, size_t len, const tide_cluster_t *c,
 
 static const char *const svc_fields[] = {"service", "name", "gpus_per_replica", "replica_rps",
                                          "min_replicas", "warmup_s", "max_replicas",
-                                         "fixed_replicas", "gpu_types", "stage_s", NULL};
+                                         "fixed_replicas", "gpu_types", "stage_s", "slo_target",
+                                         NULL};
 
 void tide_service_request_free(tide_service_request_t *r)
 {
@@ -431,6 +432,13 @@ static int svc_body(const json_t *o, const tide_cluster_t *c, tide_service_reque
         return -1;
     if (stage > warm)
         return tide_errf(err, TIDE_EINVAL, "stage_s: %lld is above warmup_s (%lld)", stage, warm);
+    /* 0 (or absent) = the daemon's slo_target */
+    if (get_number_in(o, "slo_target", 0, 0, 1, &s->slo_target, err) < 0)
+        return -1;
+    if (s->slo_target >= 1)
+        return tide_errf(err, TIDE_EINVAL,
+                         "slo_target: must be in (0, 1), e.g. 0.999 (0 = the daemon's), got %g",
+                         s->slo_target);
     s->name = r->name;
     s->gpus_per_replica = (int)gpr;
     s->replica_rps = rps;

@@ -228,3 +228,11 @@ CREATE TABLE rl_trajectories (
 );
 CREATE INDEX rl_trajectories_queue ON rl_trajectories(job_id, state, policy_version, seq);
 CREATE INDEX rl_trajectories_step ON rl_trajectories(job_id, step);
+
+-- migration 6: service slo_target and stage_s
+-- Every field of a service spec survives a restart: its own SLO target (0 =
+-- the config's slo_target) and the seconds of its warm-up staged without GPUs
+-- (0 = none; docs/engine.md "Weight staging"). The defaults are what a
+-- database of version 5 meant.
+ALTER TABLE services ADD COLUMN slo_target REAL NOT NULL DEFAULT 0;
+ALTER TABLE services ADD COLUMN stage_s INTEGER NOT NULL DEFAULT 0;

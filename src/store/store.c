@@ -31,10 +31,10 @@ static const char *const sql_text[Q_COUNT] = {
                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [Q_SVC_DEL] = "DELETE FROM services",
     [Q_SVC_INS] = "INSERT INTO services(idx, name, gpus_per_replica, replica_rps, min_replicas, "
-                  "max_replicas, warmup_s, gpu_types, fixed_replicas) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                  "max_replicas, warmup_s, gpu_types, fixed_replicas, slo_target, stage_s) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [Q_SVC_ALL] = "SELECT idx, name, gpus_per_replica, replica_rps, min_replicas, max_replicas, "
-                  "warmup_s, gpu_types, fixed_replicas FROM services ORDER BY idx",
+                  "warmup_s, gpu_types, fixed_replicas, slo_target, stage_s FROM services ORDER BY idx",
     [Q_JOB_INS] = "INSERT INTO jobs(" JOB_COLS ") VALUES "
                   "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     [Q_JOB_GET] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1",
@@ -480,6 +480,8 @@ int tide_store_services_load(tide_store_t *s, tide_service_spec_t **out, size_t 
             .warmup_s = sqlite3_column_int64(st, 6),
             .gpu_types = (uint32_t)sqlite3_column_int64(st, 7),
             .fixed_replicas = sqlite3_column_int(st, 8),
+            .slo_target = sqlite3_column_double(st, 9),
+            .stage_s = sqlite3_column_int64(st, 10),
         };
         if (!v.name)
             v.name = tide_xstrdup("");
@@ -522,6 +524,8 @@ int tide_store_services_replace(tide_store_t *s, const tide_service_spec_t *v, s
         sqlite3_bind_int64(st, 7, v[i].warmup_s);
         sqlite3_bind_int64(st, 8, v[i].gpu_types);
         sqlite3_bind_int(st, 9, v[i].fixed_replicas);
+        sqlite3_bind_double(st, 10, v[i].slo_target);
+        sqlite3_bind_int64(st, 11, v[i].stage_s);
         if (run(s, st, err, "services") < 0)
             return -1;
     }

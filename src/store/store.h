@@ -139,7 +139,8 @@ int tide_store_services_load(tide_store_t *s, tide_service_spec_t **out, size_t 
                              tide_error_t *err);
 void tide_store_services_free(tide_service_spec_t *v, size_t n);
 
-/* Replace the whole service list (index i = v[i]). */
+/* Replace the whole service list (index i = v[i]). Every field of
+ * tide_service_spec_t is stored (slo_target and stage_s since migration 6). */
 int tide_store_services_replace(tide_store_t *s, const tide_service_spec_t *v, size_t n,
                                 tide_error_t *err);
 

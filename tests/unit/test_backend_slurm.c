@@ -1,7 +1,8 @@
 /* The "slurm" backend (src/backend/slurm.c) against an in-memory fake Slurm
  * (every op of tide_slurm_ops_t), driven by a real engine (elastic, 4x8:h100,
  * one 8-GPU service "chat") with the daemon's loop - poll, step, enact - and
- * a manual unix clock (unix = BASE + engine time), never sleeping.
+ * a manual unix clock (unix = BASE + engine time), never sleeping; and the
+ * daemon on it refusing what the backend cannot do (staged weights).
  *
  * The regression_* tests pin bugs found in review (their comments say what
  * went wrong before the fix). */
@@ -18,6 +19,9 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "daemon/daemon.h"
+#include "http/auth.h"
+#include "http/router.h"
 #include "tide/cluster.h"
 #include "tide/engine.h"
 
@@ -2060,6 +2064,139 @@ static void power_cap_command(void **state)
     fx_free(f);
 }
 
+/* ------------------------------------------------- the daemon on Slurm */
+
+/* A daemon on database db with backend be (the fake Slurm behind "slurm"),
+ * cluster c (NULL: the database's) and services v (NULL: the database's). */
+typedef struct dslurm {
+    char dir[64], db[128];
+    double clock;
+    fake_t fk;
+    tide_cluster_t *c;
+    tide_backend_opts_t bo;
+    tide_daemon_t *d;
+    tide_router_t *rt;
+    tide_auth_t *auth; /* open mode: every caller is admin */
+    FILE *log;
+} dslurm_t;
+
+static double dclock(void *ctx) { return *(double *)ctx; }
+
+static tide_daemon_t *ds_open(dslurm_t *x, const char *be, const tide_service_spec_t *v,
+                              tide_error_t *err)
+{
+    tide_daemon_opts_t o;
+    tide_daemon_opts_default(&o);
+    o.db_path = x->db;
+    o.cluster = x->c;
+    o.services = v;
+    o.n_services = v ? 1 : 0;
+    o.backend = be;
+    o.backend_opts = &x->bo;
+    o.speed = 1;
+    o.clock = dclock;
+    o.clock_ctx = &x->clock;
+    o.log = x->log;
+    o.auth = x->auth;
+    x->d = tide_daemon_open(&o, err);
+    if (x->d) {
+        size_t n;
+        const tide_route_t *r = tide_daemon_routes(&n);
+        x->rt = tide_router_create(r, n, x->auth, x->d);
+        tide_daemon_set_router(x->d, x->rt);
+    }
+    return x->d;
+}
+
+static void ds_close(dslurm_t *x)
+{
+    tide_router_destroy(x->rt);
+    tide_daemon_close(x->d);
+    x->rt = NULL;
+    x->d = NULL;
+}
+
+/* POST /v1/services with stage_s: the status, the error message into msg. */
+static int ds_post_service(dslurm_t *x, const char *name, int stage_s, char *msg, size_t n)
+{
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"name\": \"%s\", \"gpus_per_replica\": 8, \"replica_rps\": 10, "
+             "\"min_replicas\": 0, \"warmup_s\": 120, \"stage_s\": %d}",
+             name, stage_s);
+    tide_http_input_t in = {.method = "POST", .path = "/v1/services", .body = body,
+                            .body_len = strlen(body)};
+    tide_http_reply_t rep;
+    tide_router_handle(x->rt, &in, &rep);
+    snprintf(msg, n, "%s", rep.body ? rep.body : "");
+    int st = rep.status;
+    tide_http_reply_free(&rep);
+    return st;
+}
+
+/* The Slurm backend cannot stage weights (can_stage 0): a service with
+ * stage_s > 0 is refused by the daemon at startup (--services, before
+ * anything is written; or the database's own services) and by POST
+ * /v1/services (400), while stage_s 0 works; the sim backend stages. */
+static void daemon_refuses_stage_on_slurm(void **state)
+{
+    (void)state;
+    assert_int_equal(tide_backend_find("slurm")->can_stage, 0);
+    assert_int_equal(tide_backend_find("sim")->can_stage, 1);
+    dslurm_t *x = calloc(1, sizeof *x);
+    snprintf(x->dir, sizeof x->dir, "/tmp/tide-dslurm-XXXXXX");
+    assert_non_null(mkdtemp(x->dir));
+    snprintf(x->db, sizeof x->db, "%s/tide.db", x->dir);
+    x->clock = 1000;
+    x->auth = tide_auth_create();
+    fk_default(&x->fk);
+    tide_error_t err = {0};
+    x->c = tide_cluster_parse("4x8:h100", &err);
+    x->log = getenv("TIDE_TEST_VERBOSE") ? stderr : fopen("/dev/null", "w");
+    x->bo = (tide_backend_opts_t){.slurm = &fk_ops, .unix_clock = clock_fn,
+                                  .unix_clock_ctx = &x->fk, .log = x->log,
+                                  .replica_command = "serve --port 8000"};
+    tide_service_spec_t chat = {.name = "chat", .gpus_per_replica = 8, .replica_rps = 10,
+                                .min_replicas = 1, .warmup_s = 120, .stage_s = 30};
+    /* --services with stage_s: refused, no database written */
+    assert_null(ds_open(x, "slurm", &chat, &err));
+    assert_int_equal(err.code, TIDE_EINVAL);
+    assert_non_null(strstr(err.msg, "--services: service chat: stage_s 30"));
+    assert_non_null(strstr(err.msg, "slurm backend cannot stage"));
+    assert_int_equal(access(x->db, F_OK), -1);
+    /* stage_s 0 runs; the API refuses a staged service and takes an unstaged one */
+    chat.stage_s = 0;
+    if (!ds_open(x, "slurm", &chat, &err))
+        fail_msg("open: %s", err.msg);
+    char msg[1024];
+    assert_int_equal(ds_post_service(x, "embed", 10, msg, sizeof msg), 400);
+    assert_non_null(strstr(msg, "EINVAL"));
+    assert_non_null(strstr(msg, "service embed: stage_s 10: the slurm backend cannot stage"));
+    assert_int_equal(tide_engine_services(tide_daemon_engine(x->d)), 1);
+    assert_int_equal(ds_post_service(x, "embed", 0, msg, sizeof msg), 201);
+    assert_int_equal(tide_engine_services(tide_daemon_engine(x->d)), 2);
+    ds_close(x);
+    /* a database whose services stage (written by a sim daemon): slurm refuses to start */
+    chat.stage_s = 30;
+    tide_cluster_destroy(x->c);
+    x->c = NULL; /* the database's */
+    if (!ds_open(x, "sim", &chat, &err))
+        fail_msg("open sim: %s", err.msg);
+    ds_close(x);
+    assert_null(ds_open(x, "slurm", NULL, &err));
+    assert_int_equal(err.code, TIDE_EINVAL);
+    assert_non_null(strstr(err.msg, "database"));
+    assert_non_null(strstr(err.msg, "service chat: stage_s 30"));
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", x->dir);
+    if (x->log != stderr)
+        fclose(x->log);
+    tide_auth_destroy(x->auth);
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2095,6 +2232,7 @@ int main(void)
         cmocka_unit_test_teardown(regression_grown_gang_indices_in_range, fx_cleanup),
         cmocka_unit_test_teardown(shadow_reads_only, fx_cleanup),
         cmocka_unit_test_teardown(power_cap_command, fx_cleanup),
+        cmocka_unit_test(daemon_refuses_stage_on_slurm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,8 +90,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *policy,
-                               int services, tide_error_t *err)
+/* Open with --services v (NULL: none, the database's). */
+static tide_daemon_t *try_open_svc(fx_t *f, const tide_cluster_t *c, const char *policy,
+                                   const tide_service_spec_t *v, tide_error_t *err)
 {
     tide_daemon_opts_t o;
     tide_daemon_opts_default(&o);
@@ -99,10 +100,8 @@ static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *pol
     o.cluster = c;
     o.gov = &f->gov;
     o.policy = policy;
-    if (services) {
-        o.services = &chat;
-        o.n_services = 1;
-    }
+    o.services = v;
+    o.n_services = v ? 1 : 0;
     o.speed = 1;
     o.check = 1;
     o.clock = manual_clock;
@@ -115,16 +114,28 @@ static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *pol
     return tide_daemon_open(&o, err);
 }
 
-static void open_daemon(fx_t *f, int fresh)
+static tide_daemon_t *try_open(fx_t *f, const tide_cluster_t *c, const char *policy,
+                               int services, tide_error_t *err)
+{
+    return try_open_svc(f, c, policy, services ? &chat : NULL, err);
+}
+
+/* Open the database with --services v (NULL: none), with the router. */
+static void open_with(fx_t *f, const tide_cluster_t *c, const tide_service_spec_t *v)
 {
     tide_error_t err = {0};
-    f->d = try_open(f, fresh ? f->cluster : NULL, NULL, fresh, &err);
+    f->d = try_open_svc(f, c, NULL, v, &err);
     if (!f->d)
         fail_msg("open: %s", err.msg);
     size_t n;
     const tide_route_t *r = tide_daemon_routes(&n);
     f->rt = tide_router_create(r, n, f->auth, f->d);
     tide_daemon_set_router(f->d, f->rt);
+}
+
+static void open_daemon(fx_t *f, int fresh)
+{
+    open_with(f, fresh ? f->cluster : NULL, fresh ? &chat : NULL);
 }
 
 /* Simulate kill -9: nothing more is written; reopen later. */
@@ -735,6 +746,99 @@ static void test_start_without_services(void **state)
     assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, NULL), 200);
 }
 
+static const tide_service_spec_t *engine_chat(fx_t *f)
+{
+    const tide_engine_t *e = tide_daemon_engine(f->d);
+    return tide_engine_service(e, tide_engine_service_find(e, "chat"));
+}
+
+static long long cluster_epoch(fx_t *f)
+{
+    json_t *o = NULL;
+    assert_int_equal(call(f, "GET", "/v1/cluster", NULL, &o), 200);
+    long long ep = json_integer_value(json_object_get(o, "epoch"));
+    json_decref(o);
+    return ep;
+}
+
+/* Every field of a service posted to the API comes back after a restart
+ * from the database (slo_target and stage_s were lost before migration 6),
+ * and --services that differ only in one of them replace the stored ones
+ * (the startup comparison sees every field). */
+static void test_service_fields_survive_restart(void **state)
+{
+    fx_t *f = *state;
+    open_with(f, f->cluster, NULL);
+    advance(f, 30);
+    assert_int_equal(call(f, "POST", "/v1/services",
+                          "{\"name\": \"chat\", \"gpus_per_replica\": 8, \"replica_rps\": 10, "
+                          "\"min_replicas\": 1, \"max_replicas\": 3, \"fixed_replicas\": 2, "
+                          "\"warmup_s\": 120, \"stage_s\": 45, \"slo_target\": 0.99}",
+                          NULL),
+                     201);
+    advance(f, 0);
+    advance(f, 200);
+    crash(f);
+    open_daemon(f, 0);
+    check_engine(f);
+    const tide_service_spec_t *sp = engine_chat(f);
+    assert_non_null(sp);
+    assert_true(sp->slo_target == 0.99);
+    assert_int_equal(sp->stage_s, 45);
+    assert_int_equal(sp->fixed_replicas, 2);
+    assert_int_equal(sp->max_replicas, 3);
+    assert_int_equal(sp->warmup_s, 120);
+    json_t *o = NULL;
+    assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, &o), 200);
+    assert_true(json_number_value(json_object_get(o, "slo_target")) == 0.99);
+    assert_int_equal(json_integer_value(json_object_get(o, "stage_s")), 45);
+    json_decref(o);
+    /* the same services again: nothing changes, no new epoch */
+    long long ep = cluster_epoch(f);
+    tide_service_spec_t same = *sp;
+    same.name = "chat";
+    crash(f);
+    open_with(f, NULL, &same);
+    assert_int_equal(cluster_epoch(f), ep);
+    /* only stage_s differs, then only slo_target: the new value is taken */
+    tide_service_spec_t other = same;
+    other.stage_s = 60;
+    crash(f);
+    open_with(f, NULL, &other);
+    assert_int_equal(engine_chat(f)->stage_s, 60);
+    assert_true(engine_chat(f)->slo_target == 0.99);
+    assert_true(cluster_epoch(f) > ep);
+    other.slo_target = 0;
+    crash(f);
+    open_with(f, NULL, &other);
+    assert_true(engine_chat(f)->slo_target == 0);
+    assert_int_equal(call(f, "GET", "/v1/services/chat", NULL, &o), 200);
+    assert_true(json_number_value(json_object_get(o, "slo_target")) == 0.999); /* the default */
+    json_decref(o);
+    check_engine(f);
+}
+
+/* Bad slo_target values are refused naming the field. */
+static void test_service_slo_target_refused(void **state)
+{
+    fx_t *f = *state;
+    open_daemon(f, 1);
+    static const char *const bad[] = {"1", "1.5", "-0.1", "\"high\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char b[256];
+        snprintf(b, sizeof b,
+                 "{\"name\": \"x\", \"gpus_per_replica\": 8, \"replica_rps\": 10, "
+                 "\"min_replicas\": 0, \"warmup_s\": 60, \"slo_target\": %s}",
+                 bad[i]);
+        json_t *o = NULL;
+        assert_int_equal(call(f, "POST", "/v1/services", b, &o), 400);
+        const char *msg = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "slo_target"));
+        json_decref(o);
+    }
+}
+
 static void test_options_conflict(void **state)
 {
     fx_t *f = *state;
@@ -961,6 +1065,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_flows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_paging, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_without_services, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_fields_survive_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_slo_target_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_options_conflict, setup, teardown),
         cmocka_unit_test_setup_teardown(test_held_lock_degrades, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_fault_keeps_jobs, setup, teardown),

@@ -1,5 +1,6 @@
-/* The SQLite store (src/store): migrations from an empty database and on
- * re-open, the event log (append, claim, replay, pending, feed), job
+/* The SQLite store (src/store): migrations from an empty database, on
+ * re-open and from version 5 (services gain slo_target and stage_s), every
+ * service field round-tripped, the event log (append, claim, replay, pending, feed), job
  * uniqueness and listing, usage snapshots, and fault injection: whichever
  * store call fails, a transaction leaves nothing half-written. */
 #include <stdarg.h>
@@ -121,6 +122,88 @@ static void test_not_a_database(void **state)
     tide_error_t err = {0};
     assert_null(tide_store_open(f->path, &err));
     assert_int_equal(err.code, TIDE_EIO);
+}
+
+/* ------------------------------------------------------------- services */
+
+static const tide_service_spec_t svc_full = {
+    .name = "chat", .gpus_per_replica = 8, .replica_rps = 12.5, .min_replicas = 2,
+    .max_replicas = 6, .warmup_s = 300, .gpu_types = 5, .fixed_replicas = 4,
+    .slo_target = 0.995, .stage_s = 120};
+
+static void assert_same_service(const tide_service_spec_t *a, const tide_service_spec_t *b)
+{
+    assert_string_equal(a->name, b->name);
+    assert_int_equal(a->gpus_per_replica, b->gpus_per_replica);
+    assert_true(a->replica_rps == b->replica_rps);
+    assert_int_equal(a->min_replicas, b->min_replicas);
+    assert_int_equal(a->max_replicas, b->max_replicas);
+    assert_int_equal(a->warmup_s, b->warmup_s);
+    assert_int_equal(a->gpu_types, b->gpu_types);
+    assert_int_equal(a->fixed_replicas, b->fixed_replicas);
+    assert_true(a->slo_target == b->slo_target);
+    assert_int_equal(a->stage_s, b->stage_s);
+}
+
+/* Every field of a service spec is stored and read back, across a re-open. */
+static void test_services_round_trip(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_service_spec_t v[2] = {svc_full, {.name = "embed", .gpus_per_replica = 1,
+                                           .replica_rps = 3, .min_replicas = 0, .warmup_s = 30}};
+    tide_store_t *s = open_ok(f->path);
+    assert_int_equal(tide_store_services_replace(s, v, 2, &err), 0);
+    tide_store_close(s);
+    s = open_ok(f->path);
+    tide_service_spec_t *got = NULL;
+    size_t n = 0;
+    assert_int_equal(tide_store_services_load(s, &got, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_same_service(&got[0], &v[0]);
+    assert_same_service(&got[1], &v[1]); /* zeros stay zeros (the defaults) */
+    tide_store_services_free(got, n);
+    tide_store_close(s);
+}
+
+/* A database of schema version 5 (services without slo_target and stage_s)
+ * opens, migrates, and its services come back with those at 0, the meaning
+ * they had; new ones keep them. The v5 database is made by undoing
+ * migration 6 on a fresh one (SQLite >= 3.35 drops columns). */
+static void test_services_migrate_from_v5(void **state)
+{
+    fx_t *f = *state;
+    tide_error_t err = {0};
+    tide_store_close(open_ok(f->path));
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    const char *v5 = "ALTER TABLE services DROP COLUMN slo_target;"
+                     "ALTER TABLE services DROP COLUMN stage_s;"
+                     "DELETE FROM schema_version WHERE version >= 6;"
+                     "INSERT INTO services(idx, name, gpus_per_replica, replica_rps, min_replicas, "
+                     "max_replicas, warmup_s, gpu_types, fixed_replicas) "
+                     "VALUES (0, 'chat', 8, 12.5, 2, 6, 300, 5, 4);";
+    char *msg = NULL;
+    if (sqlite3_exec(db, v5, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("make a v5 database: %s", msg ? msg : "?");
+    sqlite3_close(db);
+    tide_store_t *s = open_ok(f->path);
+    assert_int_equal(tide_store_version(s, &err), tide_store_schema_latest());
+    assert_true(tide_store_schema_latest() >= 6);
+    tide_service_spec_t *got = NULL;
+    size_t n = 0;
+    assert_int_equal(tide_store_services_load(s, &got, &n, &err), 0);
+    assert_int_equal(n, 1);
+    tide_service_spec_t want = svc_full;
+    want.slo_target = 0;
+    want.stage_s = 0;
+    assert_same_service(&got[0], &want);
+    tide_store_services_free(got, n);
+    assert_int_equal(tide_store_services_replace(s, &svc_full, 1, &err), 0);
+    assert_int_equal(tide_store_services_load(s, &got, &n, &err), 0);
+    assert_same_service(&got[0], &svc_full);
+    tide_store_services_free(got, n);
+    tide_store_close(s);
 }
 
 /* ----------------------------------------------------------------- jobs */
@@ -620,6 +703,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_migrations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_services_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_services_migrate_from_v5, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_jobs_unique, setup, teardown),
