@@ -950,6 +950,8 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
             return tide_errf(err, TIDE_ESTATE, "service %d: a memoised forecast differs from its recomputation", s);
     if (e->memo_bad)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
+    if (tide__acct_cnt_bad(e))
+        return tide_errf(err, TIDE_ESTATE, "the non-zero GPU counter cells disagree with the counters");
     return 0;
 }
 

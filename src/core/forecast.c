@@ -64,8 +64,8 @@ static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + 
 static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)(f->days + 1); }
 static size_t slot(const forecast_t *f, int64_t b)
 {
-    int64_t n = (int64_t)ring_len(f);
-    return (size_t)(((b % n) + n) % n);
+    int64_t n = (int64_t)ring_len(f), r = b % n;
+    return (size_t)(r < 0 ? r + n : r);
 }
 
 static double bin_center(int b) { return b == 0 ? 0.0 : exp(BIN_LO + ((double)b - 0.5) * BIN_H); }
@@ -119,15 +119,6 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
         f->ens_last[r] = -1;
 }
 
-int tide__fc_memo_bad(const forecast_t *f)
-{
-    const struct fc_now_memo *m = f->now_memo;
-    if (!m->valid || m->ver != f->ver)
-        return 0; /* not reusable: nothing to compare */
-    fc_now_t x;
-    fc_now_calc(f, m->now, &x);
-    return memcmp(&x, &m->c, sizeof x) != 0;
-}
 
 double tide__fc_budget(const forecast_t *f, double slo_target)
 {
@@ -207,20 +198,51 @@ static double shape_calc(const forecast_t *f, int64_t k)
     return med3(a, b, c);
 }
 
-/* shape_calc, memoised when it reads complete buckets only (k + 1 one
- * day back is before the current bucket): those and the shape errors change
- * only when last_bucket moves, which invalidates the memo. */
+/* Which shape shape_raw takes when both exist: 1 the week's, 0 the day's. */
+static int shape_pick(const forecast_t *f) { return f->err_week >= 0 && f->err_week < f->err_day; }
+
+/* Can shape(k) be memoised now? When every bucket shape_calc reads is
+ * complete (k + 1 one day back is before the current bucket) and still in
+ * memory (the oldest, k - 1 a week or three days back, is not yet
+ * overwritten): those do not change, so shape_calc(k) changes only with
+ * the pick. */
+static int shape_memo_ok(const forecast_t *f, int64_t k)
+{
+    int back = f->days >= 7 ? 7 : f->days < 3 ? f->days : 3;
+    return f->filled && k + 1 - f->nb < f->last_bucket &&
+           f->last_bucket < k - 1 - (int64_t)back * f->nb + (int64_t)ring_len(f);
+}
+
+/* shape_calc, memoised (see shape_memo_ok and forecast_t.shape_v). */
 static double shape(const forecast_t *f, int64_t k)
 {
-    if (!f->filled || k + 1 - f->nb >= f->last_bucket)
+    if (!shape_memo_ok(f, k))
         return shape_calc(f, k);
     size_t i = slot(f, k);
-    if (f->shape_tag[i] != k || f->shape_epoch[i] != f->last_bucket) {
+    int64_t pick = shape_pick(f);
+    if (f->shape_tag[i] != k || f->shape_epoch[i] != pick) {
         f->shape_v[i] = shape_calc(f, k);
         f->shape_tag[i] = k;
-        f->shape_epoch[i] = f->last_bucket;
+        f->shape_epoch[i] = pick;
     }
     return f->shape_v[i];
+}
+
+/* A memoised shape near the current bucket that differs from shape_calc:
+ * its bucket, or INT64_MIN when none (tide__fc_memo_bad). */
+static int64_t shape_memo_bad(const forecast_t *f)
+{
+    if (!f->filled)
+        return INT64_MIN;
+    for (int64_t k = f->last_bucket - f->nb; k <= f->last_bucket + f->nb; k++) {
+        size_t i = slot(f, k);
+        if (!shape_memo_ok(f, k) || f->shape_tag[i] != k || f->shape_epoch[i] != shape_pick(f))
+            continue;
+        double x = shape_calc(f, k);
+        if (memcmp(&x, &f->shape_v[i], sizeof x) != 0)
+            return k;
+    }
+    return INT64_MIN;
 }
 
 static void score(double *err, double pred, double actual, double alpha)
@@ -264,6 +286,8 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         memset(f->sum, 0, ring_len(f) * sizeof *f->sum);
         memset(f->dur, 0, ring_len(f) * sizeof *f->dur);
         memset(f->mx, 0, ring_len(f) * sizeof *f->mx);
+        for (size_t i = 0; i < ring_len(f); i++)
+            f->shape_tag[i] = INT64_MIN; /* the memoised shapes read the old ring */
         f->first_bucket = b - (int64_t)ring_len(f) + 1;
         f->last_bucket = f->first_bucket;
         f->last_t = f->first_bucket * f->bucket_s;
@@ -405,11 +429,13 @@ static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c)
         c->ratio = RATIO_MAXF;
 }
 
-/* fc_now, memoised: the same time and nothing changed since (f->ver). */
+/* fc_now, memoised: the same bucket and nothing changed since (f->ver).
+ * fc_now_calc reads `now` only through its bucket (c->b), so any time in
+ * the same bucket gives the same bits. */
 static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
 {
     struct fc_now_memo *m = f->now_memo;
-    if (m->valid && m->ver == f->ver && m->now == now) {
+    if (m->valid && m->ver == f->ver && m->c.b == floordiv(now, f->bucket_s)) {
         *c = m->c;
         return;
     }
@@ -460,8 +486,28 @@ void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, dou
         out[i] = fc_at(f, &c, now, k0 + i);
 }
 
-/* Smallest multiplier q such that sum w (r - q)+ <= budget * sum w r. */
-static double burst_q(const forecast_t *f, double budget)
+/* bw_nz from bw (bit b: bw[b] != 0). */
+static void bw_bits(const forecast_t *f, uint64_t *nz)
+{
+    memset(nz, 0, FC_BIN_WORDS * sizeof *nz);
+    for (int b = 0; b < FC_BINS; b++)
+        if (f->bw[b] != 0)
+            nz[b / 64] |= 1ull << (b % 64);
+}
+
+static void bw_bit_set(forecast_t *f, int b)
+{
+    uint64_t bit = 1ull << (b % 64);
+    if (f->bw[b] != 0)
+        f->bw_nz[b / 64] |= bit;
+    else
+        f->bw_nz[b / 64] &= ~bit;
+}
+
+/* Smallest multiplier q such that sum w (r - q)+ <= budget * sum w r: a
+ * scan of every bin (the definition; tide__fc_memo_bad compares burst_q
+ * with it). */
+static double burst_q_scan(const forecast_t *f, double budget)
 {
     double tw = 0, ts = 0;
     for (int b = 0; b < FC_BINS; b++) {
@@ -481,6 +527,42 @@ static double burst_q(const forecast_t *f, double budget)
     return 0;
 }
 
+/* burst_q_scan over the non-zero bins only (bw_nz), to the same bits: an
+ * empty bin adds +0.0 to the sums, which changes none of them; and between
+ * two non-empty bins W and S stay the same while lo falls, so S - lo x W
+ * only grows (rounding is monotone): the scan's test passes somewhere in
+ * that run iff it passes at the run's lowest lo, the next non-empty bin's
+ * centre (bin 0's below the last), and it returns (S - allow) / W, the same
+ * wherever in the run it passes. */
+static double burst_q(const forecast_t *f, double budget)
+{
+    double tw = 0, ts = 0;
+    for (int w = 0; w < FC_BIN_WORDS; w++)
+        for (uint64_t m = f->bw_nz[w]; m; m &= m - 1) {
+            int b = w * 64 + __builtin_ctzll(m);
+            tw += f->bw[b];
+            ts += f->bw[b] * f->bin_c[b];
+        }
+    if (!(tw > 0) || !(ts > 0))
+        return -1;
+    double allow = budget * ts, W = 0, S = 0;
+    for (int w = FC_BIN_WORDS - 1; w >= 0; w--)
+        for (uint64_t m = f->bw_nz[w]; m;) {
+            int hb = 63 - __builtin_clzll(m);
+            m &= ~(1ull << hb);
+            int b = w * 64 + hb;
+            if (W > 0 && S - f->bin_c[b] * W > allow)
+                return (S - allow) / W;
+            if (b == 0)
+                return 0;
+            W += f->bw[b];
+            S += f->bw[b] * f->bin_c[b];
+        }
+    if (W > 0 && S - f->bin_c[0] * W > allow)
+        return (S - allow) / W;
+    return 0;
+}
+
 static void add_sample(forecast_t *f, double ratio, double w)
 {
     if (f->bs_n == f->bs_cap) {
@@ -488,6 +570,8 @@ static void add_sample(forecast_t *f, double ratio, double w)
         f->bw[o->bin] -= o->w;
         if (f->bw[o->bin] < 1e-12)
             f->bw[o->bin] = 0;
+        if (f->bw_nz_ok)
+            bw_bit_set(f, o->bin);
     } else {
         f->bs_n++;
     }
@@ -495,6 +579,8 @@ static void add_sample(forecast_t *f, double ratio, double w)
     s->bin = (int16_t)bin_of(ratio);
     s->w = (float)w;
     f->bw[s->bin] += s->w;
+    if (f->bw_nz_ok)
+        bw_bit_set(f, s->bin);
     f->bs_pos = (f->bs_pos + 1) % f->bs_cap;
     f->samples++;
 }
@@ -627,6 +713,10 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
     f->pred_pos = (f->pred_pos + 1) % FC_PRED_RING;
     if (f->pred_n < FC_PRED_RING)
         f->pred_n++;
+    if (!f->bw_nz_ok) {
+        bw_bits(f, f->bw_nz);
+        f->bw_nz_ok = 1;
+    }
     double q = burst_q(f, budget * exp(f->logk));
     double m = q < 0 ? cfg->margin_min : q - 1.0;
     if (m < cfg->margin_min)
@@ -635,4 +725,30 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
         m = cfg->margin_max;
     f->margin = m;
     f->q = 1.0 + m;
+}
+
+/* The memos (fc_now, shapes, the burst bins' bitmap and burst_q over it)
+ * against their computation from scratch. */
+int tide__fc_memo_bad(const forecast_t *f)
+{
+    if (shape_memo_bad(f) != INT64_MIN)
+        return 1;
+    if (f->bw_nz_ok) {
+        uint64_t nz[FC_BIN_WORDS];
+        bw_bits(f, nz);
+        if (memcmp(nz, f->bw_nz, sizeof nz) != 0)
+            return 1;
+        static const double budgets[] = {1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.3};
+        for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+            double a = burst_q(f, budgets[i]), b = burst_q_scan(f, budgets[i]);
+            if (memcmp(&a, &b, sizeof a) != 0)
+                return 1;
+        }
+    }
+    const struct fc_now_memo *m = f->now_memo;
+    if (!m->valid || m->ver != f->ver)
+        return 0; /* not reusable: nothing to compare */
+    fc_now_t x;
+    fc_now_calc(f, m->now, &x);
+    return memcmp(&x, &m->c, sizeof x) != 0;
 }
