@@ -752,3 +752,11 @@ int tide__fc_memo_bad(const forecast_t *f)
     fc_now_calc(f, m->now, &x);
     return memcmp(&x, &m->c, sizeof x) != 0;
 }
+
+void tide__fc_memo_reset(forecast_t *f)
+{
+    for (size_t i = 0; i < ring_len(f); i++)
+        f->shape_tag[i] = INT64_MIN;
+    f->now_memo->valid = 0;
+    f->bw_nz_ok = 0;
+}

@@ -678,6 +678,9 @@ int tide__fc_day_seen(const forecast_t *f);
 /* Does a forecast memo (fc_now, the shapes, the burst bins), were it reused
  * now, differ from a recomputation? (debug check) */
 int tide__fc_memo_bad(const forecast_t *f);
+/* Forget every memo (fc_now, the shapes, the burst bins' bitmap): the next
+ * forecast computes from scratch (tests compare the two). */
+void tide__fc_memo_reset(forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
 double tide__fc_budget(const forecast_t *f, double slo_target);
 /* The miss rate to aim at (fraction of requests): a share of 1 - slo_target,
