@@ -52,11 +52,25 @@ typedef struct fc_now {
     double level, slope, ratio;
 } fc_now_t;
 
+/* The memos of one forecast, each valid at the `ver` it was made at:
+ * fc_now's (level, trend, ratio) of one bucket; the highest shape over
+ * buckets [pk_k0, pk_k1] (-1: none) with the last peak asked (pk_now,
+ * pk_from, pk_to: the debug check recomputes it by the scan); the highest
+ * mean demand seen over buckets [rm_k0, rm_k1]. */
 struct fc_now_memo {
     int valid;
     uint64_t ver;
     tide_time_t now;
     fc_now_t c;
+    int pk_valid;
+    uint64_t pk_ver;
+    int64_t pk_k0, pk_k1;
+    double pk_s;
+    tide_time_t pk_now, pk_from, pk_to;
+    int rm_valid;
+    uint64_t rm_ver;
+    int64_t rm_k0, rm_k1;
+    double rm_v;
 };
 static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c);
 
@@ -357,15 +371,30 @@ int tide__fc_day_seen(const forecast_t *f)
     return f->filled && f->last_bucket - f->first_bucket + 1 > f->nb;
 }
 
-double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
+static double recent_max_scan(const forecast_t *f, int64_t k0, int64_t k1)
 {
     double m = 0;
-    for (int64_t k = floordiv(now - window, f->bucket_s); k <= floordiv(now, f->bucket_s); k++) {
+    for (int64_t k = k0; k <= k1; k++) {
         double v = seen(f, k);
         if (v > m)
             m = v;
     }
     return m;
+}
+
+/* The scan, memoised per (ver, buckets). */
+double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
+{
+    struct fc_now_memo *m = f->now_memo;
+    int64_t k0 = floordiv(now - window, f->bucket_s), k1 = floordiv(now, f->bucket_s);
+    if (!(m->rm_valid && m->rm_ver == f->ver && m->rm_k0 == k0 && m->rm_k1 == k1)) {
+        m->rm_v = recent_max_scan(f, k0, k1);
+        m->rm_valid = 1;
+        m->rm_ver = f->ver;
+        m->rm_k0 = k0;
+        m->rm_k1 = k1;
+    }
+    return m->rm_v;
 }
 
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window)
@@ -440,36 +469,90 @@ static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
         return;
     }
     fc_now_calc(f, now, c);
-    *m = (struct fc_now_memo){.valid = 1, .ver = f->ver, .now = now, .c = *c};
+    m->valid = 1;
+    m->ver = f->ver;
+    m->now = now;
+    m->c = *c;
 }
 
-/* Baseline for absolute bucket k, seen from now. */
-static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
+/* The level extended by the trend to absolute bucket k, seen from now. */
+static double trend_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
 {
     double dt = (double)(k * f->bucket_s - now);
     if (dt < 0)
         dt = 0;
     if (dt > TREND_MAX_S)
         dt = TREND_MAX_S;
-    double trend = c->level + c->slope * dt;
+    return c->level + c->slope * dt;
+}
+
+/* Baseline for absolute bucket k, seen from now. */
+static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
+{
+    double trend = trend_at(f, c, now, k);
     double s = shape(f, k);
     if (s < 0)
         return trend;
     return s * c->ratio > trend ? s * c->ratio : trend;
 }
 
-double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
+/* The peak by definition: the highest baseline of the buckets (and 0). */
+static double peak_scan(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
 {
-    if (!f->have)
-        return 0;
     fc_now_t c;
-    fc_now(f, now, &c);
+    fc_now_calc(f, now, &c);
     double p = 0;
     for (int64_t k = floordiv(from, f->bucket_s); k <= floordiv(to, f->bucket_s); k++) {
         double v = fc_at(f, &c, now, k);
         if (v > p)
             p = v;
     }
+    return p;
+}
+
+/* The highest shape >= 0 over buckets [k0, k1], -1 if none. */
+static double shape_max(const forecast_t *f, int64_t k0, int64_t k1)
+{
+    double s = -1;
+    for (int64_t k = k0; k <= k1; k++) {
+        double x = shape(f, k);
+        if (x >= 0 && x > s)
+            s = x;
+    }
+    return s;
+}
+
+/* peak_scan, to the same bits: the highest of the buckets' baselines is
+ * the highest of their trends and of their shapes x ratio. The trend only
+ * grows along the buckets (slope >= 0, dt grows, rounding is monotone), so
+ * its highest is the last bucket's; and ratio > 0, so the highest product
+ * is the highest shape's (memoised per ver and buckets: it moves only with
+ * the buckets read). */
+double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
+{
+    if (!f->have)
+        return 0;
+    int64_t k0 = floordiv(from, f->bucket_s), k1 = floordiv(to, f->bucket_s);
+    if (k1 < k0)
+        return 0;
+    fc_now_t c;
+    fc_now(f, now, &c);
+    struct fc_now_memo *m = f->now_memo;
+    if (!(m->pk_valid && m->pk_ver == f->ver && m->pk_k0 == k0 && m->pk_k1 == k1)) {
+        m->pk_s = shape_max(f, k0, k1);
+        m->pk_valid = 1;
+        m->pk_ver = f->ver;
+        m->pk_k0 = k0;
+        m->pk_k1 = k1;
+    }
+    m->pk_now = now;
+    m->pk_from = from;
+    m->pk_to = to;
+    double p = 0, t = trend_at(f, &c, now, k1);
+    if (t > p)
+        p = t;
+    if (m->pk_s >= 0 && m->pk_s * c.ratio > p)
+        p = m->pk_s * c.ratio;
     return p;
 }
 
@@ -746,6 +829,20 @@ int tide__fc_memo_bad(const forecast_t *f)
         }
     }
     const struct fc_now_memo *m = f->now_memo;
+    if (m->rm_valid && m->rm_ver == f->ver) {
+        double x = recent_max_scan(f, m->rm_k0, m->rm_k1);
+        if (memcmp(&x, &m->rm_v, sizeof x) != 0)
+            return 1;
+    }
+    if (m->pk_valid && m->pk_ver == f->ver) {
+        double x = shape_max(f, m->pk_k0, m->pk_k1);
+        if (memcmp(&x, &m->pk_s, sizeof x) != 0)
+            return 1;
+        x = peak_scan(f, m->pk_now, m->pk_from, m->pk_to);
+        double y = tide__fc_peak(f, m->pk_now, m->pk_from, m->pk_to);
+        if (memcmp(&x, &y, sizeof x) != 0)
+            return 1;
+    }
     if (!m->valid || m->ver != f->ver)
         return 0; /* not reusable: nothing to compare */
     fc_now_t x;
@@ -757,6 +854,6 @@ void tide__fc_memo_reset(forecast_t *f)
 {
     for (size_t i = 0; i < ring_len(f); i++)
         f->shape_tag[i] = INT64_MIN;
-    f->now_memo->valid = 0;
+    f->now_memo->valid = f->now_memo->pk_valid = f->now_memo->rm_valid = 0;
     f->bw_nz_ok = 0;
 }
