@@ -135,6 +135,19 @@ static double orc_levels(tide_engine_t *e, service_t *s, int need)
     return rs * s->spec.gpus_per_replica;
 }
 
+/* Add delta GPUs to counter cell (cls, state, tier), keeping cnt_nz. */
+static inline void cnt_add(tide_engine_t *e, int cls, int state, int tier, int delta)
+{
+    int k = (cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier;
+    int *c = &e->cnt[0][0][0] + k;
+    *c += delta;
+    uint64_t bit = 1ull << (k % 64);
+    if (*c)
+        e->cnt_nz[k / 64] |= bit;
+    else
+        e->cnt_nz[k / 64] &= ~bit;
+}
+
 void tide__acct_advance(tide_engine_t *e, tide_time_t now)
 {
     double dt = (double)(now - e->now);
@@ -203,17 +216,6 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
     }
 }
 
-void tide__acct_cnt_add(tide_engine_t *e, int cls, int state, int tier, int delta)
-{
-    int k = (cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier;
-    int *c = &e->cnt[0][0][0] + k;
-    *c += delta;
-    uint64_t bit = 1ull << (k % 64);
-    if (*c)
-        e->cnt_nz[k / 64] |= bit;
-    else
-        e->cnt_nz[k / 64] &= ~bit;
-}
 
 static void cnt_bits(const tide_engine_t *e, uint64_t *nz)
 {
@@ -264,7 +266,7 @@ void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta)
 {
     int tier = idle_tier[d->zone];
     int type = d->type >= 0 && d->type < e->n_types ? d->type : 0;
-    tide__acct_cnt_add(e, TIDE_C_NONE, TIDE_S_FOREIGN, tier, delta);
+    cnt_add(e, TIDE_C_NONE, TIDE_S_FOREIGN, tier, delta);
     tide__lc_add(&e->foreign_cells[tier * e->n_types + type], e->now, delta);
 }
 
@@ -282,8 +284,8 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
         j->tr_d += dt * (j->alloc.n - j->n_leased);
         j->tr_at = e->now;
     }
-    tide__acct_cnt_add(e, j->cls, j->acct_state, TIDE_T_C, sign * j->n_leased);
-    tide__acct_cnt_add(e, j->cls, j->acct_state, j->acct_tier_own, sign * (j->alloc.n - j->n_leased));
+    cnt_add(e, j->cls, j->acct_state, TIDE_T_C, sign * j->n_leased);
+    cnt_add(e, j->cls, j->acct_state, j->acct_tier_own, sign * (j->alloc.n - j->n_leased));
     team_t *t = &e->teams[j->team];
     tide__team_usage_update(e, t);
     t->gpus_now += sign * j->alloc.n;
@@ -301,7 +303,7 @@ void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on)
     int sign = on ? 1 : -1;
     int st = r->rehearsal ? TIDE_S_REHEARSING
              : r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
-    tide__acct_cnt_add(e, TIDE_C_INFERENCE, st, r->tier, sign * r->alloc.n);
+    cnt_add(e, TIDE_C_INFERENCE, st, r->tier, sign * r->alloc.n);
     if (r->alloc.n) {
         int type = e->doms[dom_of_gpu(e, r->alloc.gpus[0])].type;
         service_t *s = &e->svcs[r->service];

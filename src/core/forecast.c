@@ -242,6 +242,39 @@ static double shape(const forecast_t *f, int64_t k)
     return f->shape_v[i];
 }
 
+/* A walk over consecutive buckets' shapes: the memo's range (the buckets
+ * shape_memo_ok accepts now: lo..hi) and the ring slot carried along, so
+ * that each bucket costs no modulo and no range test of its own. */
+typedef struct shape_cur {
+    int64_t lo, hi, pick;
+    size_t i, n;
+} shape_cur_t;
+
+static void shape_cur_init(const forecast_t *f, int64_t k, shape_cur_t *s)
+{
+    int back = f->days >= 7 ? 7 : f->days < 3 ? f->days : 3;
+    s->n = ring_len(f);
+    s->lo = f->last_bucket + 2 + (int64_t)back * f->nb - (int64_t)s->n;
+    s->hi = f->filled ? f->last_bucket + f->nb - 2 : s->lo - 1;
+    s->pick = shape_pick(f);
+    s->i = slot(f, k);
+}
+
+/* shape(k) for k one past the last bucket walked (the first: the init's). */
+static double shape_next(const forecast_t *f, shape_cur_t *s, int64_t k)
+{
+    size_t i = s->i;
+    s->i = i + 1 == s->n ? 0 : i + 1;
+    if (k < s->lo || k > s->hi)
+        return shape_calc(f, k);
+    if (f->shape_tag[i] != k || f->shape_epoch[i] != s->pick) {
+        f->shape_v[i] = shape_calc(f, k);
+        f->shape_tag[i] = k;
+        f->shape_epoch[i] = s->pick;
+    }
+    return f->shape_v[i];
+}
+
 /* A memoised shape near the current bucket that differs from shape_calc:
  * its bucket, or INT64_MIN when none (tide__fc_memo_bad). */
 static int64_t shape_memo_bad(const forecast_t *f)
@@ -443,8 +476,10 @@ static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c)
     /* how the last hour runs against the shape */
     int64_t nh = (3600 + f->bucket_s - 1) / f->bucket_s;
     double a = 0, p = 0;
+    shape_cur_t cur;
+    shape_cur_init(f, c->b - nh, &cur);
     for (int64_t k = c->b - nh; k <= c->b; k++) {
-        double s = seen(f, k), sh = shape(f, k);
+        double s = seen(f, k), sh = shape_next(f, &cur, k);
         if (s < 0 || sh < 0)
             continue;
         double w = f->dur[slot(f, k)];
@@ -486,14 +521,18 @@ static double trend_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, 
     return c->level + c->slope * dt;
 }
 
-/* Baseline for absolute bucket k, seen from now. */
-static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
+/* Baseline of a bucket from its trend and shape s (-1: none). */
+static double fc_of(const fc_now_t *c, double trend, double s)
 {
-    double trend = trend_at(f, c, now, k);
-    double s = shape(f, k);
     if (s < 0)
         return trend;
     return s * c->ratio > trend ? s * c->ratio : trend;
+}
+
+/* Baseline for absolute bucket k, seen from now. */
+static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
+{
+    return fc_of(c, trend_at(f, c, now, k), shape(f, k));
 }
 
 /* The peak by definition: the highest baseline of the buckets (and 0). */
@@ -514,8 +553,10 @@ static double peak_scan(const forecast_t *f, tide_time_t now, tide_time_t from, 
 static double shape_max(const forecast_t *f, int64_t k0, int64_t k1)
 {
     double s = -1;
+    shape_cur_t cur;
+    shape_cur_init(f, k0, &cur);
     for (int64_t k = k0; k <= k1; k++) {
-        double x = shape(f, k);
+        double x = shape_next(f, &cur, k);
         if (x >= 0 && x > s)
             s = x;
     }
@@ -565,8 +606,10 @@ void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, dou
     }
     fc_now_t c;
     fc_now(f, now, &c);
+    shape_cur_t cur;
+    shape_cur_init(f, k0, &cur);
     for (int i = 0; i < n; i++)
-        out[i] = fc_at(f, &c, now, k0 + i);
+        out[i] = fc_of(&c, trend_at(f, &c, now, k0 + i), shape_next(f, &cur, k0 + i));
 }
 
 /* bw_nz from bw (bit b: bw[b] != 0). */

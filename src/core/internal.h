@@ -433,7 +433,7 @@ struct tide_engine {
     /* accounting */
     int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT]; /* GPUs now (idle derived) */
     /* cnt_nz: bit k set iff flat cell k of cnt is non-zero; kept by
-     * tide__acct_cnt_add (every write of cnt), rebuilt after a restore, so
+     * cnt_add in acct.c (every write of cnt), rebuilt after a restore, so
      * that tide__acct_advance integrates only the cells that hold GPUs */
     uint64_t cnt_nz[ACCT_CELL_WORDS];
     tide_stats_t st;
@@ -734,8 +734,6 @@ void tide__fc_served(forecast_t *f, double dt, double demanded, double served);
 
 /* acct.c */
 void tide__acct_advance(tide_engine_t *e, tide_time_t now);
-/* Add delta GPUs to counter cell (cls, state, tier), keeping cnt_nz. */
-void tide__acct_cnt_add(tide_engine_t *e, int cls, int state, int tier, int delta);
 /* Rebuild cnt_nz from cnt (after a restore). */
 void tide__acct_cnt_rebuild(tide_engine_t *e);
 /* 1 if cnt_nz disagrees with cnt (tide_engine_check), else 0. */
