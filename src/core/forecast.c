@@ -52,26 +52,46 @@ typedef struct fc_now {
     double level, slope, ratio;
 } fc_now_t;
 
+/* A value over buckets [k0, k1], valid at the `ver` it was made at. */
+struct range_memo {
+    int valid;
+    uint64_t ver;
+    int64_t k0, k1;
+    double v;
+};
+
 /* The memos of one forecast, each valid at the `ver` it was made at:
- * fc_now's (level, trend, ratio) of one bucket; the highest shape over
- * buckets [pk_k0, pk_k1] (-1: none) with the last peak asked (pk_now,
- * pk_from, pk_to: the debug check recomputes it by the scan); the highest
- * mean demand seen over buckets [rm_k0, rm_k1]. */
+ * fc_now's (level, trend, ratio) of one bucket; the highest shape over a
+ * bucket range (pk; -1: none) with the last peak asked (pk_now, pk_from,
+ * pk_to: the debug check recomputes it by the scan); the highest mean
+ * demand seen over a bucket range (rm). */
 struct fc_now_memo {
     int valid;
     uint64_t ver;
     tide_time_t now;
     fc_now_t c;
-    int pk_valid;
-    uint64_t pk_ver;
-    int64_t pk_k0, pk_k1;
-    double pk_s;
+    struct range_memo pk, rm;
     tide_time_t pk_now, pk_from, pk_to;
-    int rm_valid;
-    uint64_t rm_ver;
-    int64_t rm_k0, rm_k1;
-    double rm_v;
 };
+
+typedef double range_fn(const forecast_t *f, int64_t k0, int64_t k1);
+
+/* calc(f, k0, k1), from the memo m when it was made at this ver and range. */
+static double range_get(const forecast_t *f, struct range_memo *m, int64_t k0, int64_t k1, range_fn *calc)
+{
+    if (!(m->valid && m->ver == f->ver && m->k0 == k0 && m->k1 == k1))
+        *m = (struct range_memo){.valid = 1, .ver = f->ver, .k0 = k0, .k1 = k1, .v = calc(f, k0, k1)};
+    return m->v;
+}
+
+/* Does a memo that would be reused now differ from calc? */
+static int range_bad(const forecast_t *f, const struct range_memo *m, range_fn *calc)
+{
+    if (!m->valid || m->ver != f->ver)
+        return 0;
+    double x = calc(f, m->k0, m->k1);
+    return memcmp(&x, &m->v, sizeof x) != 0;
+}
 static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c);
 
 static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -418,16 +438,8 @@ static double recent_max_scan(const forecast_t *f, int64_t k0, int64_t k1)
 /* The scan, memoised per (ver, buckets). */
 double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
 {
-    struct fc_now_memo *m = f->now_memo;
-    int64_t k0 = floordiv(now - window, f->bucket_s), k1 = floordiv(now, f->bucket_s);
-    if (!(m->rm_valid && m->rm_ver == f->ver && m->rm_k0 == k0 && m->rm_k1 == k1)) {
-        m->rm_v = recent_max_scan(f, k0, k1);
-        m->rm_valid = 1;
-        m->rm_ver = f->ver;
-        m->rm_k0 = k0;
-        m->rm_k1 = k1;
-    }
-    return m->rm_v;
+    return range_get(f, &f->now_memo->rm, floordiv(now - window, f->bucket_s), floordiv(now, f->bucket_s),
+                     recent_max_scan);
 }
 
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window)
@@ -579,21 +591,15 @@ double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tid
     fc_now_t c;
     fc_now(f, now, &c);
     struct fc_now_memo *m = f->now_memo;
-    if (!(m->pk_valid && m->pk_ver == f->ver && m->pk_k0 == k0 && m->pk_k1 == k1)) {
-        m->pk_s = shape_max(f, k0, k1);
-        m->pk_valid = 1;
-        m->pk_ver = f->ver;
-        m->pk_k0 = k0;
-        m->pk_k1 = k1;
-    }
+    double smax = range_get(f, &m->pk, k0, k1, shape_max);
     m->pk_now = now;
     m->pk_from = from;
     m->pk_to = to;
     double p = 0, t = trend_at(f, &c, now, k1);
     if (t > p)
         p = t;
-    if (m->pk_s >= 0 && m->pk_s * c.ratio > p)
-        p = m->pk_s * c.ratio;
+    if (smax >= 0 && smax * c.ratio > p)
+        p = smax * c.ratio;
     return p;
 }
 
@@ -872,16 +878,10 @@ int tide__fc_memo_bad(const forecast_t *f)
         }
     }
     const struct fc_now_memo *m = f->now_memo;
-    if (m->rm_valid && m->rm_ver == f->ver) {
-        double x = recent_max_scan(f, m->rm_k0, m->rm_k1);
-        if (memcmp(&x, &m->rm_v, sizeof x) != 0)
-            return 1;
-    }
-    if (m->pk_valid && m->pk_ver == f->ver) {
-        double x = shape_max(f, m->pk_k0, m->pk_k1);
-        if (memcmp(&x, &m->pk_s, sizeof x) != 0)
-            return 1;
-        x = peak_scan(f, m->pk_now, m->pk_from, m->pk_to);
+    if (range_bad(f, &m->rm, recent_max_scan) || range_bad(f, &m->pk, shape_max))
+        return 1;
+    if (m->pk.valid && m->pk.ver == f->ver) {
+        double x = peak_scan(f, m->pk_now, m->pk_from, m->pk_to);
         double y = tide__fc_peak(f, m->pk_now, m->pk_from, m->pk_to);
         if (memcmp(&x, &y, sizeof x) != 0)
             return 1;
@@ -897,6 +897,6 @@ void tide__fc_memo_reset(forecast_t *f)
 {
     for (size_t i = 0; i < ring_len(f); i++)
         f->shape_tag[i] = INT64_MIN;
-    f->now_memo->valid = f->now_memo->pk_valid = f->now_memo->rm_valid = 0;
+    f->now_memo->valid = f->now_memo->pk.valid = f->now_memo->rm.valid = 0;
     f->bw_nz_ok = 0;
 }
