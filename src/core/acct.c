@@ -252,11 +252,6 @@ void tide__lc_add(lc_t *c, tide_time_t now, int delta)
     c->n += delta;
 }
 
-double tide__lc_value(const lc_t *c, tide_time_t now)
-{
-    return c->acc + (now > c->t ? (double)c->n * (double)(now - c->t) : 0.0);
-}
-
 static lc_t *team_cell(const tide_engine_t *e, const team_t *t, int cls, int st, int tier, int type)
 {
     return &t->cells[((cls * TIDE_S_COUNT + st) * TIDE_T_COUNT + tier) * e->n_types + type];

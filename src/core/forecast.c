@@ -142,7 +142,6 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
         f->bin_c[b] = bin_center(b);
     f->shape_v = tide_xcalloc(ring_len(f), sizeof *f->shape_v);
     f->shape_tag = tide_xcalloc(ring_len(f), sizeof *f->shape_tag);
-    f->shape_epoch = tide_xcalloc(ring_len(f), sizeof *f->shape_epoch);
     for (size_t i = 0; i < ring_len(f); i++)
         f->shape_tag[i] = INT64_MIN;
     f->now_memo = tide_xcalloc(1, sizeof *f->now_memo);
@@ -171,7 +170,6 @@ void tide__fc_free(forecast_t *f)
     free(f->bin_c);
     free(f->shape_v);
     free(f->shape_tag);
-    free(f->shape_epoch);
     free(f->now_memo);
     memset(f, 0, sizeof *f);
 }
@@ -253,11 +251,10 @@ static double shape(const forecast_t *f, int64_t k)
     if (!shape_memo_ok(f, k))
         return shape_calc(f, k);
     size_t i = slot(f, k);
-    int64_t pick = shape_pick(f);
-    if (f->shape_tag[i] != k || f->shape_epoch[i] != pick) {
+    int64_t tag = 2 * k + shape_pick(f);
+    if (f->shape_tag[i] != tag) {
         f->shape_v[i] = shape_calc(f, k);
-        f->shape_tag[i] = k;
-        f->shape_epoch[i] = pick;
+        f->shape_tag[i] = tag;
     }
     return f->shape_v[i];
 }
@@ -280,19 +277,25 @@ static void shape_cur_init(const forecast_t *f, int64_t k, shape_cur_t *s)
     s->i = slot(f, k);
 }
 
+/* shape_next's miss: compute, and memoise when k is in the range. */
+static double shape_fill(const forecast_t *f, const shape_cur_t *s, size_t i, int64_t k)
+{
+    double v = shape_calc(f, k);
+    if (k >= s->lo && k <= s->hi) {
+        f->shape_v[i] = v;
+        f->shape_tag[i] = 2 * k + s->pick;
+    }
+    return v;
+}
+
 /* shape(k) for k one past the last bucket walked (the first: the init's). */
-static double shape_next(const forecast_t *f, shape_cur_t *s, int64_t k)
+static inline double shape_next(const forecast_t *f, shape_cur_t *s, int64_t k)
 {
     size_t i = s->i;
     s->i = i + 1 == s->n ? 0 : i + 1;
-    if (k < s->lo || k > s->hi)
-        return shape_calc(f, k);
-    if (f->shape_tag[i] != k || f->shape_epoch[i] != s->pick) {
-        f->shape_v[i] = shape_calc(f, k);
-        f->shape_tag[i] = k;
-        f->shape_epoch[i] = s->pick;
-    }
-    return f->shape_v[i];
+    if (k >= s->lo && k <= s->hi && f->shape_tag[i] == 2 * k + s->pick)
+        return f->shape_v[i];
+    return shape_fill(f, s, i, k);
 }
 
 /* A memoised shape near the current bucket that differs from shape_calc:
@@ -303,7 +306,7 @@ static int64_t shape_memo_bad(const forecast_t *f)
         return INT64_MIN;
     for (int64_t k = f->last_bucket - f->nb; k <= f->last_bucket + f->nb; k++) {
         size_t i = slot(f, k);
-        if (!shape_memo_ok(f, k) || f->shape_tag[i] != k || f->shape_epoch[i] != shape_pick(f))
+        if (!shape_memo_ok(f, k) || f->shape_tag[i] != 2 * k + shape_pick(f))
             continue;
         double x = shape_calc(f, k);
         if (memcmp(&x, &f->shape_v[i], sizeof x) != 0)

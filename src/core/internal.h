@@ -200,13 +200,12 @@ typedef struct forecast {
     uint64_t bw_nz[FC_BIN_WORDS];
     int bw_nz_ok;
     double *bin_c;           /* [FC_BINS]: each bin's centre ratio (a table) */
-    /* shape(k) memo, by ring slot: valid while tag == k and epoch == the
-     * shape pick (week or day, from err_week < err_day) it was computed
-     * with. It holds only shapes whose inputs are complete buckets still in
+    /* shape(k) memo, by ring slot: valid while tag == 2 k + the shape
+     * pick (1 week, 0 day, from err_week < err_day) it was computed with. It holds only shapes whose inputs are complete buckets still in
      * memory, which do not change until they leave the ring (shape()
      * checks that) or a gap resets the ring (which clears the tags). */
     double *shape_v;
-    int64_t *shape_tag, *shape_epoch;
+    int64_t *shape_tag;      /* 2 k + pick */
     /* ver: bumped by every change of what a forecast from now reads (the
      * buckets, the current demand, the shape errors); now_memo: the last
      * fc_now (level, trend, ratio) with the ver and time it was made at */
@@ -247,7 +246,11 @@ typedef struct lc {
     double acc;
 } lc_t;
 void tide__lc_add(lc_t *c, tide_time_t now, int delta);
-double tide__lc_value(const lc_t *c, tide_time_t now);
+/* Its GPU-seconds at now (inline: the usage sampler reads every cell). */
+static inline double tide__lc_value(const lc_t *c, tide_time_t now)
+{
+    return c->acc + (now > c->t ? (double)c->n * (double)(now - c->t) : 0.0);
+}
 
 /* Sample list (all values, for reports) with a P99 over the most recent
  * SAMPLE_WINDOW values, recomputed every few new samples. */

@@ -191,7 +191,7 @@ static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
-    F(forecast_t, shape_epoch), F(forecast_t, ens_prop),
+    F(forecast_t, ens_prop),
     /* memo: fresh (invalid) in a restored engine */
     F(forecast_t, ver), F(forecast_t, now_memo), F(forecast_t, bw_nz), F(forecast_t, bw_nz_ok)};
 static const tide_field_t team_skip[] __attribute__((unused)) = {F(team_t, name), F(team_t, quota), F(team_t, used),
