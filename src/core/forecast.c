@@ -102,6 +102,27 @@ static size_t slot(const forecast_t *f, int64_t b)
     return (size_t)(r < 0 ? r + n : r);
 }
 
+static size_t mx_blocks(const forecast_t *f) { return (ring_len(f) + 63) / 64; }
+
+/* The highest mx of block j (slots 64 j ..), as peak_seen's scan took it. */
+static double mx_block(const forecast_t *f, size_t j)
+{
+    size_t i0 = j * 64, i1 = i0 + 64 < ring_len(f) ? i0 + 64 : ring_len(f);
+    double p = f->mx[i0];
+    for (size_t i = i0 + 1; i < i1; i++)
+        if (f->mx[i] > p)
+            p = f->mx[i];
+    return p;
+}
+
+/* Ring slot i starts a new bucket: nothing observed. */
+static void slot_clear(forecast_t *f, size_t i)
+{
+    f->sum[i] = f->dur[i] = f->mx[i] = 0;
+    if (f->mx_blk_ok)
+        f->mx_blk[i / 64] = mx_block(f, i / 64);
+}
+
 static double bin_center(int b) { return b == 0 ? 0.0 : exp(BIN_LO + ((double)b - 0.5) * BIN_H); }
 
 static int bin_of(double r)
@@ -132,6 +153,7 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->sum = tide_xcalloc(ring_len(f), sizeof *f->sum);
     f->dur = tide_xcalloc(ring_len(f), sizeof *f->dur);
     f->mx = tide_xcalloc(ring_len(f), sizeof *f->mx);
+    f->mx_blk = tide_xcalloc(mx_blocks(f), sizeof *f->mx_blk);
     f->last_bucket = -1;
     f->first_bucket = -1;
     f->err_day = f->err_week = -1;
@@ -166,6 +188,7 @@ void tide__fc_free(forecast_t *f)
     free(f->sum);
     free(f->dur);
     free(f->mx);
+    free(f->mx_blk);
     free(f->bs);
     free(f->bin_c);
     free(f->shape_v);
@@ -344,7 +367,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
     if (!f->filled) {
         f->filled = 1;
         f->last_bucket = f->first_bucket = b;
-        f->sum[slot(f, b)] = f->dur[slot(f, b)] = f->mx[slot(f, b)] = 0;
+        slot_clear(f, slot(f, b));
         f->last_t = now;
         f->ver++;
         return;
@@ -356,6 +379,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         memset(f->sum, 0, ring_len(f) * sizeof *f->sum);
         memset(f->dur, 0, ring_len(f) * sizeof *f->dur);
         memset(f->mx, 0, ring_len(f) * sizeof *f->mx);
+        f->mx_blk_ok = 0;
         for (size_t i = 0; i < ring_len(f); i++)
             f->shape_tag[i] = INT64_MIN; /* the memoised shapes read the old ring */
         f->first_bucket = b - (int64_t)ring_len(f) + 1;
@@ -368,7 +392,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         if (k > f->last_bucket) {
             for (int64_t x = f->last_bucket + 1; x <= k; x++) {
                 complete(f, x - 1);
-                f->sum[slot(f, x)] = f->dur[slot(f, x)] = f->mx[slot(f, x)] = 0;
+                slot_clear(f, slot(f, x));
             }
             f->last_bucket = k;
             f->peak_dirty = 1;
@@ -383,7 +407,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
     if (b > f->last_bucket) {
         for (int64_t x = f->last_bucket + 1; x <= b; x++) {
             complete(f, x - 1);
-            f->sum[slot(f, x)] = f->dur[slot(f, x)] = f->mx[slot(f, x)] = 0;
+            slot_clear(f, slot(f, x));
         }
         f->last_bucket = b;
         f->peak_dirty = 1;
@@ -401,21 +425,31 @@ void tide__fc_observe(forecast_t *f, tide_time_t now, double rps)
         f->have = 1;
         tide__fc_advance(f, now);
     }
-    double *m = &f->mx[slot(f, floordiv(now, f->bucket_s))];
-    if (rps > *m)
-        *m = rps;
+    size_t i = slot(f, floordiv(now, f->bucket_s));
+    if (rps > f->mx[i]) {
+        f->mx[i] = rps;
+        if (f->mx_blk_ok && rps > f->mx_blk[i / 64])
+            f->mx_blk[i / 64] = rps;
+    }
     if (rps > f->peak_seen)
         f->peak_seen = rps;
 }
 
-/* Highest demand seen in the memory (recomputed when a bucket ends). */
+/* Highest demand seen in the memory (recomputed when a bucket ends): the
+ * current demand and every bucket's highest, over the block maxima (the
+ * same value: a maximum does not depend on the grouping). */
 static double peak_seen(forecast_t *f)
 {
     if (f->peak_dirty) {
+        if (!f->mx_blk_ok) {
+            for (size_t j = 0; j < mx_blocks(f); j++)
+                f->mx_blk[j] = mx_block(f, j);
+            f->mx_blk_ok = 1;
+        }
         double p = f->cur;
-        for (size_t i = 0; i < ring_len(f); i++)
-            if (f->mx[i] > p)
-                p = f->mx[i];
+        for (size_t j = 0; j < mx_blocks(f); j++)
+            if (f->mx_blk[j] > p)
+                p = f->mx_blk[j];
         f->peak_seen = p;
         f->peak_dirty = 0;
     }
@@ -868,6 +902,11 @@ int tide__fc_memo_bad(const forecast_t *f)
 {
     if (shape_memo_bad(f) != INT64_MIN)
         return 1;
+    for (size_t j = 0; f->mx_blk_ok && j < mx_blocks(f); j++) {
+        double x = mx_block(f, j);
+        if (memcmp(&x, &f->mx_blk[j], sizeof x) != 0)
+            return 1;
+    }
     if (f->bw_nz_ok) {
         uint64_t nz[FC_BIN_WORDS];
         bw_bits(f, nz);
@@ -902,4 +941,5 @@ void tide__fc_memo_reset(forecast_t *f)
         f->shape_tag[i] = INT64_MIN;
     f->now_memo->valid = f->now_memo->pk.valid = f->now_memo->rm.valid = 0;
     f->bw_nz_ok = 0;
+    f->mx_blk_ok = 0;
 }

@@ -181,6 +181,11 @@ typedef struct forecast {
     tide_time_t bucket_s;
     double *sum, *dur;       /* ring [(days+1)*nb]: rps x seconds and seconds observed */
     double *mx;              /* ring: highest demand observed in the bucket */
+    /* mx_blk[j]: the highest mx of ring slots [64 j, 64 j + 64), kept by
+     * every write of mx while mx_blk_ok (0 after init and restore:
+     * peak_seen rebuilds it), so the peak is a scan of the blocks */
+    double *mx_blk;
+    int mx_blk_ok;
     double peak_seen;        /* highest of mx (cached) */
     int peak_dirty;
     int ens_pick;            /* sizing ensemble (below): rule in use (0: the forecast) */

@@ -193,7 +193,8 @@ static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
     F(forecast_t, ens_prop),
     /* memo: fresh (invalid) in a restored engine */
-    F(forecast_t, ver), F(forecast_t, now_memo), F(forecast_t, bw_nz), F(forecast_t, bw_nz_ok)};
+    F(forecast_t, ver), F(forecast_t, now_memo), F(forecast_t, bw_nz), F(forecast_t, bw_nz_ok),
+    F(forecast_t, mx_blk), F(forecast_t, mx_blk_ok)};
 static const tide_field_t team_skip[] __attribute__((unused)) = {F(team_t, name), F(team_t, quota), F(team_t, used),
                                          F(team_t, cells)};
 static const tide_field_t engine_skip[] __attribute__((unused)) = {
