@@ -135,6 +135,19 @@ static double orc_levels(tide_engine_t *e, service_t *s, int need)
     return rs * s->spec.gpus_per_replica;
 }
 
+/* Add delta GPUs to counter cell (cls, state, tier), keeping cnt_nz. */
+static inline void cnt_add(tide_engine_t *e, int cls, int state, int tier, int delta)
+{
+    int k = (cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier;
+    int *c = &e->cnt[0][0][0] + k;
+    *c += delta;
+    uint64_t bit = 1ull << (k % 64);
+    if (*c)
+        e->cnt_nz[k / 64] |= bit;
+    else
+        e->cnt_nz[k / 64] &= ~bit;
+}
+
 void tide__acct_advance(tide_engine_t *e, tide_time_t now)
 {
     double dt = (double)(now - e->now);
@@ -146,10 +159,15 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
     const int *cnt = &e->cnt[0][0][0];
     double *acc = &st->gpu_s[0][0][0];
     int borrowed = 0;
-    for (int k = 0; k < TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT; k++)
-        acc[k] += cnt[k] * dt;
-    for (int k = TIDE_T_C; k < TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT; k += TIDE_T_COUNT)
-        borrowed += cnt[k];
+    /* only the non-zero cells (cnt_nz): a zero cell would add +0.0, which
+     * leaves its sum (never -0.0) as it was, so skipping it changes no bit */
+    for (int w = 0; w < ACCT_CELL_WORDS; w++)
+        for (uint64_t m = e->cnt_nz[w]; m; m &= m - 1) {
+            int k = w * 64 + __builtin_ctzll(m);
+            acc[k] += cnt[k] * dt;
+            if (k % TIDE_T_COUNT == TIDE_T_C)
+                borrowed += cnt[k];
+        }
     st->borrowed_gpu_s += borrowed * dt;
     for (int z = 0; z < Z_COUNT; z++) {
         if (e->zone_free[z])
@@ -198,6 +216,25 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
     }
 }
 
+
+static void cnt_bits(const tide_engine_t *e, uint64_t *nz)
+{
+    const int *cnt = &e->cnt[0][0][0];
+    memset(nz, 0, ACCT_CELL_WORDS * sizeof *nz);
+    for (int k = 0; k < ACCT_CELLS; k++)
+        if (cnt[k])
+            nz[k / 64] |= 1ull << (k % 64);
+}
+
+void tide__acct_cnt_rebuild(tide_engine_t *e) { cnt_bits(e, e->cnt_nz); }
+
+int tide__acct_cnt_bad(const tide_engine_t *e)
+{
+    uint64_t nz[ACCT_CELL_WORDS];
+    cnt_bits(e, nz);
+    return memcmp(nz, e->cnt_nz, sizeof nz) != 0;
+}
+
 static int job_state_of(const job_t *j)
 {
     switch (j->phase) {
@@ -215,11 +252,6 @@ void tide__lc_add(lc_t *c, tide_time_t now, int delta)
     c->n += delta;
 }
 
-double tide__lc_value(const lc_t *c, tide_time_t now)
-{
-    return c->acc + (now > c->t ? (double)c->n * (double)(now - c->t) : 0.0);
-}
-
 static lc_t *team_cell(const tide_engine_t *e, const team_t *t, int cls, int st, int tier, int type)
 {
     return &t->cells[((cls * TIDE_S_COUNT + st) * TIDE_T_COUNT + tier) * e->n_types + type];
@@ -229,7 +261,7 @@ void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta)
 {
     int tier = idle_tier[d->zone];
     int type = d->type >= 0 && d->type < e->n_types ? d->type : 0;
-    e->cnt[TIDE_C_NONE][TIDE_S_FOREIGN][tier] += delta;
+    cnt_add(e, TIDE_C_NONE, TIDE_S_FOREIGN, tier, delta);
     tide__lc_add(&e->foreign_cells[tier * e->n_types + type], e->now, delta);
 }
 
@@ -247,8 +279,8 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
         j->tr_d += dt * (j->alloc.n - j->n_leased);
         j->tr_at = e->now;
     }
-    e->cnt[j->cls][j->acct_state][TIDE_T_C] += sign * j->n_leased;
-    e->cnt[j->cls][j->acct_state][j->acct_tier_own] += sign * (j->alloc.n - j->n_leased);
+    cnt_add(e, j->cls, j->acct_state, TIDE_T_C, sign * j->n_leased);
+    cnt_add(e, j->cls, j->acct_state, j->acct_tier_own, sign * (j->alloc.n - j->n_leased));
     team_t *t = &e->teams[j->team];
     tide__team_usage_update(e, t);
     t->gpus_now += sign * j->alloc.n;
@@ -266,7 +298,7 @@ void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on)
     int sign = on ? 1 : -1;
     int st = r->rehearsal ? TIDE_S_REHEARSING
              : r->state == REP_READY ? TIDE_S_SERVING : TIDE_S_WARMING;
-    e->cnt[TIDE_C_INFERENCE][st][r->tier] += sign * r->alloc.n;
+    cnt_add(e, TIDE_C_INFERENCE, st, r->tier, sign * r->alloc.n);
     if (r->alloc.n) {
         int type = e->doms[dom_of_gpu(e, r->alloc.gpus[0])].type;
         service_t *s = &e->svcs[r->service];

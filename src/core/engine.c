@@ -760,13 +760,19 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
     e->st.now = now;
     e->out = out;
     int rc = 0;
-    tide_error_t first = {0};
+    /* the first failing event's error, into `first`; the later ones' into
+     * `rest` (dropped). Only code and message start are cleared per event:
+     * zeroing the whole message buffer per event cost more than applying
+     * most events. */
+    tide_error_t first, rest;
+    first.code = 0;
+    first.msg[0] = '\0';
     for (size_t i = 0; i < n_events; i++) {
-        tide_error_t ev_err = {0};
-        if (apply(e, &events[i], &ev_err) < 0 && rc == 0) {
+        tide_error_t *ev_err = rc == 0 ? &first : &rest;
+        ev_err->code = 0;
+        ev_err->msg[0] = '\0';
+        if (apply(e, &events[i], ev_err) < 0 && rc == 0)
             rc = -1;
-            first = ev_err;
-        }
     }
     if (e->hold_dirty)
         tide__job_hold_pass(e);
@@ -953,6 +959,8 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
             return tide_errf(err, TIDE_ESTATE, "service %d: a memoised forecast differs from its recomputation", s);
     if (e->memo_bad)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
+    if (tide__acct_cnt_bad(e))
+        return tide_errf(err, TIDE_ESTATE, "the non-zero GPU counter cells disagree with the counters");
     return 0;
 }
 

@@ -52,20 +52,75 @@ typedef struct fc_now {
     double level, slope, ratio;
 } fc_now_t;
 
+/* A value over buckets [k0, k1], valid at the `ver` it was made at. */
+struct range_memo {
+    int valid;
+    uint64_t ver;
+    int64_t k0, k1;
+    double v;
+};
+
+/* The memos of one forecast, each valid at the `ver` it was made at:
+ * fc_now's (level, trend, ratio) of one bucket; the highest shape over a
+ * bucket range (pk; -1: none) with the last peak asked (pk_now, pk_from,
+ * pk_to: the debug check recomputes it by the scan); the highest mean
+ * demand seen over a bucket range (rm). */
 struct fc_now_memo {
     int valid;
     uint64_t ver;
     tide_time_t now;
     fc_now_t c;
+    struct range_memo pk, rm;
+    tide_time_t pk_now, pk_from, pk_to;
 };
+
+typedef double range_fn(const forecast_t *f, int64_t k0, int64_t k1);
+
+/* calc(f, k0, k1), from the memo m when it was made at this ver and range. */
+static double range_get(const forecast_t *f, struct range_memo *m, int64_t k0, int64_t k1, range_fn *calc)
+{
+    if (!(m->valid && m->ver == f->ver && m->k0 == k0 && m->k1 == k1))
+        *m = (struct range_memo){.valid = 1, .ver = f->ver, .k0 = k0, .k1 = k1, .v = calc(f, k0, k1)};
+    return m->v;
+}
+
+/* Does a memo that would be reused now differ from calc? */
+static int range_bad(const forecast_t *f, const struct range_memo *m, range_fn *calc)
+{
+    if (!m->valid || m->ver != f->ver)
+        return 0;
+    double x = calc(f, m->k0, m->k1);
+    return memcmp(&x, &m->v, sizeof x) != 0;
+}
 static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c);
 
 static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static size_t ring_len(const forecast_t *f) { return (size_t)f->nb * (size_t)(f->days + 1); }
 static size_t slot(const forecast_t *f, int64_t b)
 {
-    int64_t n = (int64_t)ring_len(f);
-    return (size_t)(((b % n) + n) % n);
+    int64_t n = (int64_t)ring_len(f), r = b % n;
+    return (size_t)(r < 0 ? r + n : r);
+}
+
+static size_t mx_blocks(const forecast_t *f) { return (ring_len(f) + 63) / 64; }
+
+/* The highest mx of block j (slots 64 j ..), as peak_seen's scan took it. */
+static double mx_block(const forecast_t *f, size_t j)
+{
+    size_t i0 = j * 64, i1 = i0 + 64 < ring_len(f) ? i0 + 64 : ring_len(f);
+    double p = f->mx[i0];
+    for (size_t i = i0 + 1; i < i1; i++)
+        if (f->mx[i] > p)
+            p = f->mx[i];
+    return p;
+}
+
+/* Ring slot i starts a new bucket: nothing observed. */
+static void slot_clear(forecast_t *f, size_t i)
+{
+    f->sum[i] = f->dur[i] = f->mx[i] = 0;
+    if (f->mx_blk_ok)
+        f->mx_blk[i / 64] = mx_block(f, i / 64);
 }
 
 static double bin_center(int b) { return b == 0 ? 0.0 : exp(BIN_LO + ((double)b - 0.5) * BIN_H); }
@@ -98,6 +153,7 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->sum = tide_xcalloc(ring_len(f), sizeof *f->sum);
     f->dur = tide_xcalloc(ring_len(f), sizeof *f->dur);
     f->mx = tide_xcalloc(ring_len(f), sizeof *f->mx);
+    f->mx_blk = tide_xcalloc(mx_blocks(f), sizeof *f->mx_blk);
     f->last_bucket = -1;
     f->first_bucket = -1;
     f->err_day = f->err_week = -1;
@@ -108,7 +164,6 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
         f->bin_c[b] = bin_center(b);
     f->shape_v = tide_xcalloc(ring_len(f), sizeof *f->shape_v);
     f->shape_tag = tide_xcalloc(ring_len(f), sizeof *f->shape_tag);
-    f->shape_epoch = tide_xcalloc(ring_len(f), sizeof *f->shape_epoch);
     for (size_t i = 0; i < ring_len(f); i++)
         f->shape_tag[i] = INT64_MIN;
     f->now_memo = tide_xcalloc(1, sizeof *f->now_memo);
@@ -119,15 +174,6 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
         f->ens_last[r] = -1;
 }
 
-int tide__fc_memo_bad(const forecast_t *f)
-{
-    const struct fc_now_memo *m = f->now_memo;
-    if (!m->valid || m->ver != f->ver)
-        return 0; /* not reusable: nothing to compare */
-    fc_now_t x;
-    fc_now_calc(f, m->now, &x);
-    return memcmp(&x, &m->c, sizeof x) != 0;
-}
 
 double tide__fc_budget(const forecast_t *f, double slo_target)
 {
@@ -142,11 +188,11 @@ void tide__fc_free(forecast_t *f)
     free(f->sum);
     free(f->dur);
     free(f->mx);
+    free(f->mx_blk);
     free(f->bs);
     free(f->bin_c);
     free(f->shape_v);
     free(f->shape_tag);
-    free(f->shape_epoch);
     free(f->now_memo);
     memset(f, 0, sizeof *f);
 }
@@ -207,20 +253,89 @@ static double shape_calc(const forecast_t *f, int64_t k)
     return med3(a, b, c);
 }
 
-/* shape_calc, memoised when it reads complete buckets only (k + 1 one
- * day back is before the current bucket): those and the shape errors change
- * only when last_bucket moves, which invalidates the memo. */
+/* Which shape shape_raw takes when both exist: 1 the week's, 0 the day's. */
+static int shape_pick(const forecast_t *f) { return f->err_week >= 0 && f->err_week < f->err_day; }
+
+/* Can shape(k) be memoised now? When every bucket shape_calc reads is
+ * complete (k + 1 one day back is before the current bucket) and still in
+ * memory (the oldest, k - 1 a week or three days back, is not yet
+ * overwritten): those do not change, so shape_calc(k) changes only with
+ * the pick. */
+static int shape_memo_ok(const forecast_t *f, int64_t k)
+{
+    int back = f->days >= 7 ? 7 : f->days < 3 ? f->days : 3;
+    return f->filled && k + 1 - f->nb < f->last_bucket &&
+           f->last_bucket < k - 1 - (int64_t)back * f->nb + (int64_t)ring_len(f);
+}
+
+/* shape_calc, memoised (see shape_memo_ok and forecast_t.shape_v). */
 static double shape(const forecast_t *f, int64_t k)
 {
-    if (!f->filled || k + 1 - f->nb >= f->last_bucket)
+    if (!shape_memo_ok(f, k))
         return shape_calc(f, k);
     size_t i = slot(f, k);
-    if (f->shape_tag[i] != k || f->shape_epoch[i] != f->last_bucket) {
+    int64_t tag = 2 * k + shape_pick(f);
+    if (f->shape_tag[i] != tag) {
         f->shape_v[i] = shape_calc(f, k);
-        f->shape_tag[i] = k;
-        f->shape_epoch[i] = f->last_bucket;
+        f->shape_tag[i] = tag;
     }
     return f->shape_v[i];
+}
+
+/* A walk over consecutive buckets' shapes: the memo's range (the buckets
+ * shape_memo_ok accepts now: lo..hi) and the ring slot carried along, so
+ * that each bucket costs no modulo and no range test of its own. */
+typedef struct shape_cur {
+    int64_t lo, hi, pick;
+    size_t i, n;
+} shape_cur_t;
+
+static void shape_cur_init(const forecast_t *f, int64_t k, shape_cur_t *s)
+{
+    int back = f->days >= 7 ? 7 : f->days < 3 ? f->days : 3;
+    s->n = ring_len(f);
+    s->lo = f->last_bucket + 2 + (int64_t)back * f->nb - (int64_t)s->n;
+    s->hi = f->filled ? f->last_bucket + f->nb - 2 : s->lo - 1;
+    s->pick = shape_pick(f);
+    s->i = slot(f, k);
+}
+
+/* shape_next's miss: compute, and memoise when k is in the range. */
+static double shape_fill(const forecast_t *f, const shape_cur_t *s, size_t i, int64_t k)
+{
+    double v = shape_calc(f, k);
+    if (k >= s->lo && k <= s->hi) {
+        f->shape_v[i] = v;
+        f->shape_tag[i] = 2 * k + s->pick;
+    }
+    return v;
+}
+
+/* shape(k) for k one past the last bucket walked (the first: the init's). */
+static inline double shape_next(const forecast_t *f, shape_cur_t *s, int64_t k)
+{
+    size_t i = s->i;
+    s->i = i + 1 == s->n ? 0 : i + 1;
+    if (k >= s->lo && k <= s->hi && f->shape_tag[i] == 2 * k + s->pick)
+        return f->shape_v[i];
+    return shape_fill(f, s, i, k);
+}
+
+/* A memoised shape near the current bucket that differs from shape_calc:
+ * its bucket, or INT64_MIN when none (tide__fc_memo_bad). */
+static int64_t shape_memo_bad(const forecast_t *f)
+{
+    if (!f->filled)
+        return INT64_MIN;
+    for (int64_t k = f->last_bucket - f->nb; k <= f->last_bucket + f->nb; k++) {
+        size_t i = slot(f, k);
+        if (!shape_memo_ok(f, k) || f->shape_tag[i] != 2 * k + shape_pick(f))
+            continue;
+        double x = shape_calc(f, k);
+        if (memcmp(&x, &f->shape_v[i], sizeof x) != 0)
+            return k;
+    }
+    return INT64_MIN;
 }
 
 static void score(double *err, double pred, double actual, double alpha)
@@ -252,7 +367,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
     if (!f->filled) {
         f->filled = 1;
         f->last_bucket = f->first_bucket = b;
-        f->sum[slot(f, b)] = f->dur[slot(f, b)] = f->mx[slot(f, b)] = 0;
+        slot_clear(f, slot(f, b));
         f->last_t = now;
         f->ver++;
         return;
@@ -264,6 +379,9 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         memset(f->sum, 0, ring_len(f) * sizeof *f->sum);
         memset(f->dur, 0, ring_len(f) * sizeof *f->dur);
         memset(f->mx, 0, ring_len(f) * sizeof *f->mx);
+        f->mx_blk_ok = 0;
+        for (size_t i = 0; i < ring_len(f); i++)
+            f->shape_tag[i] = INT64_MIN; /* the memoised shapes read the old ring */
         f->first_bucket = b - (int64_t)ring_len(f) + 1;
         f->last_bucket = f->first_bucket;
         f->last_t = f->first_bucket * f->bucket_s;
@@ -274,7 +392,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
         if (k > f->last_bucket) {
             for (int64_t x = f->last_bucket + 1; x <= k; x++) {
                 complete(f, x - 1);
-                f->sum[slot(f, x)] = f->dur[slot(f, x)] = f->mx[slot(f, x)] = 0;
+                slot_clear(f, slot(f, x));
             }
             f->last_bucket = k;
             f->peak_dirty = 1;
@@ -289,7 +407,7 @@ void tide__fc_advance(forecast_t *f, tide_time_t now)
     if (b > f->last_bucket) {
         for (int64_t x = f->last_bucket + 1; x <= b; x++) {
             complete(f, x - 1);
-            f->sum[slot(f, x)] = f->dur[slot(f, x)] = f->mx[slot(f, x)] = 0;
+            slot_clear(f, slot(f, x));
         }
         f->last_bucket = b;
         f->peak_dirty = 1;
@@ -307,21 +425,31 @@ void tide__fc_observe(forecast_t *f, tide_time_t now, double rps)
         f->have = 1;
         tide__fc_advance(f, now);
     }
-    double *m = &f->mx[slot(f, floordiv(now, f->bucket_s))];
-    if (rps > *m)
-        *m = rps;
+    size_t i = slot(f, floordiv(now, f->bucket_s));
+    if (rps > f->mx[i]) {
+        f->mx[i] = rps;
+        if (f->mx_blk_ok && rps > f->mx_blk[i / 64])
+            f->mx_blk[i / 64] = rps;
+    }
     if (rps > f->peak_seen)
         f->peak_seen = rps;
 }
 
-/* Highest demand seen in the memory (recomputed when a bucket ends). */
+/* Highest demand seen in the memory (recomputed when a bucket ends): the
+ * current demand and every bucket's highest, over the block maxima (the
+ * same value: a maximum does not depend on the grouping). */
 static double peak_seen(forecast_t *f)
 {
     if (f->peak_dirty) {
+        if (!f->mx_blk_ok) {
+            for (size_t j = 0; j < mx_blocks(f); j++)
+                f->mx_blk[j] = mx_block(f, j);
+            f->mx_blk_ok = 1;
+        }
         double p = f->cur;
-        for (size_t i = 0; i < ring_len(f); i++)
-            if (f->mx[i] > p)
-                p = f->mx[i];
+        for (size_t j = 0; j < mx_blocks(f); j++)
+            if (f->mx_blk[j] > p)
+                p = f->mx_blk[j];
         f->peak_seen = p;
         f->peak_dirty = 0;
     }
@@ -333,15 +461,22 @@ int tide__fc_day_seen(const forecast_t *f)
     return f->filled && f->last_bucket - f->first_bucket + 1 > f->nb;
 }
 
-double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
+static double recent_max_scan(const forecast_t *f, int64_t k0, int64_t k1)
 {
     double m = 0;
-    for (int64_t k = floordiv(now - window, f->bucket_s); k <= floordiv(now, f->bucket_s); k++) {
+    for (int64_t k = k0; k <= k1; k++) {
         double v = seen(f, k);
         if (v > m)
             m = v;
     }
     return m;
+}
+
+/* The scan, memoised per (ver, buckets). */
+double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t window)
+{
+    return range_get(f, &f->now_memo->rm, floordiv(now - window, f->bucket_s), floordiv(now, f->bucket_s),
+                     recent_max_scan);
 }
 
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window)
@@ -390,8 +525,10 @@ static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c)
     /* how the last hour runs against the shape */
     int64_t nh = (3600 + f->bucket_s - 1) / f->bucket_s;
     double a = 0, p = 0;
+    shape_cur_t cur;
+    shape_cur_init(f, c->b - nh, &cur);
     for (int64_t k = c->b - nh; k <= c->b; k++) {
-        double s = seen(f, k), sh = shape(f, k);
+        double s = seen(f, k), sh = shape_next(f, &cur, k);
         if (s < 0 || sh < 0)
             continue;
         double w = f->dur[slot(f, k)];
@@ -405,45 +542,101 @@ static void fc_now_calc(const forecast_t *f, tide_time_t now, fc_now_t *c)
         c->ratio = RATIO_MAXF;
 }
 
-/* fc_now, memoised: the same time and nothing changed since (f->ver). */
+/* fc_now, memoised: the same bucket and nothing changed since (f->ver).
+ * fc_now_calc reads `now` only through its bucket (c->b), so any time in
+ * the same bucket gives the same bits. */
 static void fc_now(const forecast_t *f, tide_time_t now, fc_now_t *c)
 {
     struct fc_now_memo *m = f->now_memo;
-    if (m->valid && m->ver == f->ver && m->now == now) {
+    if (m->valid && m->ver == f->ver && m->c.b == floordiv(now, f->bucket_s)) {
         *c = m->c;
         return;
     }
     fc_now_calc(f, now, c);
-    *m = (struct fc_now_memo){.valid = 1, .ver = f->ver, .now = now, .c = *c};
+    m->valid = 1;
+    m->ver = f->ver;
+    m->now = now;
+    m->c = *c;
 }
 
-/* Baseline for absolute bucket k, seen from now. */
-static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
+/* The level extended by the trend to absolute bucket k, seen from now. */
+static double trend_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
 {
     double dt = (double)(k * f->bucket_s - now);
     if (dt < 0)
         dt = 0;
     if (dt > TREND_MAX_S)
         dt = TREND_MAX_S;
-    double trend = c->level + c->slope * dt;
-    double s = shape(f, k);
+    return c->level + c->slope * dt;
+}
+
+/* Baseline of a bucket from its trend and shape s (-1: none). */
+static double fc_of(const fc_now_t *c, double trend, double s)
+{
     if (s < 0)
         return trend;
     return s * c->ratio > trend ? s * c->ratio : trend;
 }
 
-double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
+/* Baseline for absolute bucket k, seen from now. */
+static double fc_at(const forecast_t *f, const fc_now_t *c, tide_time_t now, int64_t k)
 {
-    if (!f->have)
-        return 0;
+    return fc_of(c, trend_at(f, c, now, k), shape(f, k));
+}
+
+/* The peak by definition: the highest baseline of the buckets (and 0). */
+static double peak_scan(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
+{
     fc_now_t c;
-    fc_now(f, now, &c);
+    fc_now_calc(f, now, &c);
     double p = 0;
     for (int64_t k = floordiv(from, f->bucket_s); k <= floordiv(to, f->bucket_s); k++) {
         double v = fc_at(f, &c, now, k);
         if (v > p)
             p = v;
     }
+    return p;
+}
+
+/* The highest shape >= 0 over buckets [k0, k1], -1 if none. */
+static double shape_max(const forecast_t *f, int64_t k0, int64_t k1)
+{
+    double s = -1;
+    shape_cur_t cur;
+    shape_cur_init(f, k0, &cur);
+    for (int64_t k = k0; k <= k1; k++) {
+        double x = shape_next(f, &cur, k);
+        if (x >= 0 && x > s)
+            s = x;
+    }
+    return s;
+}
+
+/* peak_scan, to the same bits: the highest of the buckets' baselines is
+ * the highest of their trends and of their shapes x ratio. The trend only
+ * grows along the buckets (slope >= 0, dt grows, rounding is monotone), so
+ * its highest is the last bucket's; and ratio > 0, so the highest product
+ * is the highest shape's (memoised per ver and buckets: it moves only with
+ * the buckets read). */
+double tide__fc_peak(const forecast_t *f, tide_time_t now, tide_time_t from, tide_time_t to)
+{
+    if (!f->have)
+        return 0;
+    int64_t k0 = floordiv(from, f->bucket_s), k1 = floordiv(to, f->bucket_s);
+    if (k1 < k0)
+        return 0;
+    fc_now_t c;
+    fc_now(f, now, &c);
+    struct fc_now_memo *m = f->now_memo;
+    double smax = range_get(f, &m->pk, k0, k1, shape_max);
+    m->pk_now = now;
+    m->pk_from = from;
+    m->pk_to = to;
+    double p = 0, t = trend_at(f, &c, now, k1);
+    if (t > p)
+        p = t;
+    if (smax >= 0 && smax * c.ratio > p)
+        p = smax * c.ratio;
     return p;
 }
 
@@ -456,12 +649,34 @@ void tide__fc_curve(const forecast_t *f, tide_time_t now, int64_t k0, int n, dou
     }
     fc_now_t c;
     fc_now(f, now, &c);
+    shape_cur_t cur;
+    shape_cur_init(f, k0, &cur);
     for (int i = 0; i < n; i++)
-        out[i] = fc_at(f, &c, now, k0 + i);
+        out[i] = fc_of(&c, trend_at(f, &c, now, k0 + i), shape_next(f, &cur, k0 + i));
 }
 
-/* Smallest multiplier q such that sum w (r - q)+ <= budget * sum w r. */
-static double burst_q(const forecast_t *f, double budget)
+/* bw_nz from bw (bit b: bw[b] != 0). */
+static void bw_bits(const forecast_t *f, uint64_t *nz)
+{
+    memset(nz, 0, FC_BIN_WORDS * sizeof *nz);
+    for (int b = 0; b < FC_BINS; b++)
+        if (f->bw[b] != 0)
+            nz[b / 64] |= 1ull << (b % 64);
+}
+
+static void bw_bit_set(forecast_t *f, int b)
+{
+    uint64_t bit = 1ull << (b % 64);
+    if (f->bw[b] != 0)
+        f->bw_nz[b / 64] |= bit;
+    else
+        f->bw_nz[b / 64] &= ~bit;
+}
+
+/* Smallest multiplier q such that sum w (r - q)+ <= budget * sum w r: a
+ * scan of every bin (the definition; tide__fc_memo_bad compares burst_q
+ * with it). */
+static double burst_q_scan(const forecast_t *f, double budget)
 {
     double tw = 0, ts = 0;
     for (int b = 0; b < FC_BINS; b++) {
@@ -481,6 +696,42 @@ static double burst_q(const forecast_t *f, double budget)
     return 0;
 }
 
+/* burst_q_scan over the non-zero bins only (bw_nz), to the same bits: an
+ * empty bin adds +0.0 to the sums, which changes none of them; and between
+ * two non-empty bins W and S stay the same while lo falls, so S - lo x W
+ * only grows (rounding is monotone): the scan's test passes somewhere in
+ * that run iff it passes at the run's lowest lo, the next non-empty bin's
+ * centre (bin 0's below the last), and it returns (S - allow) / W, the same
+ * wherever in the run it passes. */
+static double burst_q(const forecast_t *f, double budget)
+{
+    double tw = 0, ts = 0;
+    for (int w = 0; w < FC_BIN_WORDS; w++)
+        for (uint64_t m = f->bw_nz[w]; m; m &= m - 1) {
+            int b = w * 64 + __builtin_ctzll(m);
+            tw += f->bw[b];
+            ts += f->bw[b] * f->bin_c[b];
+        }
+    if (!(tw > 0) || !(ts > 0))
+        return -1;
+    double allow = budget * ts, W = 0, S = 0;
+    for (int w = FC_BIN_WORDS - 1; w >= 0; w--)
+        for (uint64_t m = f->bw_nz[w]; m;) {
+            int hb = 63 - __builtin_clzll(m);
+            m &= ~(1ull << hb);
+            int b = w * 64 + hb;
+            if (W > 0 && S - f->bin_c[b] * W > allow)
+                return (S - allow) / W;
+            if (b == 0)
+                return 0;
+            W += f->bw[b];
+            S += f->bw[b] * f->bin_c[b];
+        }
+    if (W > 0 && S - f->bin_c[0] * W > allow)
+        return (S - allow) / W;
+    return 0;
+}
+
 static void add_sample(forecast_t *f, double ratio, double w)
 {
     if (f->bs_n == f->bs_cap) {
@@ -488,6 +739,8 @@ static void add_sample(forecast_t *f, double ratio, double w)
         f->bw[o->bin] -= o->w;
         if (f->bw[o->bin] < 1e-12)
             f->bw[o->bin] = 0;
+        if (f->bw_nz_ok)
+            bw_bit_set(f, o->bin);
     } else {
         f->bs_n++;
     }
@@ -495,6 +748,8 @@ static void add_sample(forecast_t *f, double ratio, double w)
     s->bin = (int16_t)bin_of(ratio);
     s->w = (float)w;
     f->bw[s->bin] += s->w;
+    if (f->bw_nz_ok)
+        bw_bit_set(f, s->bin);
     f->bs_pos = (f->bs_pos + 1) % f->bs_cap;
     f->samples++;
 }
@@ -627,6 +882,10 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
     f->pred_pos = (f->pred_pos + 1) % FC_PRED_RING;
     if (f->pred_n < FC_PRED_RING)
         f->pred_n++;
+    if (!f->bw_nz_ok) {
+        bw_bits(f, f->bw_nz);
+        f->bw_nz_ok = 1;
+    }
     double q = burst_q(f, budget * exp(f->logk));
     double m = q < 0 ? cfg->margin_min : q - 1.0;
     if (m < cfg->margin_min)
@@ -635,4 +894,52 @@ void tide__fc_learn(forecast_t *f, tide_time_t now, tide_time_t horizon, double 
         m = cfg->margin_max;
     f->margin = m;
     f->q = 1.0 + m;
+}
+
+/* The memos (fc_now, shapes, the burst bins' bitmap and burst_q over it)
+ * against their computation from scratch. */
+int tide__fc_memo_bad(const forecast_t *f)
+{
+    if (shape_memo_bad(f) != INT64_MIN)
+        return 1;
+    for (size_t j = 0; f->mx_blk_ok && j < mx_blocks(f); j++) {
+        double x = mx_block(f, j);
+        if (memcmp(&x, &f->mx_blk[j], sizeof x) != 0)
+            return 1;
+    }
+    if (f->bw_nz_ok) {
+        uint64_t nz[FC_BIN_WORDS];
+        bw_bits(f, nz);
+        if (memcmp(nz, f->bw_nz, sizeof nz) != 0)
+            return 1;
+        static const double budgets[] = {1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.3};
+        for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+            double a = burst_q(f, budgets[i]), b = burst_q_scan(f, budgets[i]);
+            if (memcmp(&a, &b, sizeof a) != 0)
+                return 1;
+        }
+    }
+    const struct fc_now_memo *m = f->now_memo;
+    if (range_bad(f, &m->rm, recent_max_scan) || range_bad(f, &m->pk, shape_max))
+        return 1;
+    if (m->pk.valid && m->pk.ver == f->ver) {
+        double x = peak_scan(f, m->pk_now, m->pk_from, m->pk_to);
+        double y = tide__fc_peak(f, m->pk_now, m->pk_from, m->pk_to);
+        if (memcmp(&x, &y, sizeof x) != 0)
+            return 1;
+    }
+    if (!m->valid || m->ver != f->ver)
+        return 0; /* not reusable: nothing to compare */
+    fc_now_t x;
+    fc_now_calc(f, m->now, &x);
+    return memcmp(&x, &m->c, sizeof x) != 0;
+}
+
+void tide__fc_memo_reset(forecast_t *f)
+{
+    for (size_t i = 0; i < ring_len(f); i++)
+        f->shape_tag[i] = INT64_MIN;
+    f->now_memo->valid = f->now_memo->pk.valid = f->now_memo->rm.valid = 0;
+    f->bw_nz_ok = 0;
+    f->mx_blk_ok = 0;
 }

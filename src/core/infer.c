@@ -484,6 +484,18 @@ static void hold_reactive(tide_engine_t *e, int si, tide_time_t now, int active,
  * is what remains of scale_down_hold_s after that window: stacked, the two
  * kept a level for their sum after it went (a 30-minute floor under a
  * 30-minute hold held an hour; docs/engine.md, "Observed floor"). */
+/* The highest of `floor` and the ring's values: the ring as its two
+ * contiguous runs (no modulo per entry). */
+static int hold_max(const hold_t *h, int floor)
+{
+    int n1 = HOLD_RING - h->first < h->n ? HOLD_RING - h->first : h->n;
+    for (int i = h->first; i < h->first + n1; i++)
+        floor = h->v[i] > floor ? h->v[i] : floor;
+    for (int i = 0; i < h->n - n1; i++)
+        floor = h->v[i] > floor ? h->v[i] : floor;
+    return floor;
+}
+
 static tide_time_t forecast_hold(tide_engine_t *e)
 {
     tide_time_t hold = e->cfg.scale_down_hold_s;
@@ -519,12 +531,7 @@ static void hold_forecast(tide_engine_t *e, int si, tide_time_t now, int active,
         h->first = (h->first + 1) % HOLD_RING;
         h->n--;
     }
-    int keep = up;
-    for (int i = 0; i < h->n; i++) {
-        int k = (h->first + i) % HOLD_RING;
-        if (h->v[k] > keep)
-            keep = h->v[k];
-    }
+    int keep = hold_max(h, up);
     if (up > down) {
         s->react = up;
         s->react_at = now;

@@ -160,11 +160,15 @@ typedef struct lease {
     int8_t noticed, returned, late;
 } lease_t;
 
+#define ACCT_CELLS (TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT)
+#define ACCT_CELL_WORDS ((ACCT_CELLS + 63) / 64)
+
 /* Demand forecast per service (forecast.c): a baseline (level, trend, daily
  * and weekly shape, from per-bucket means) and, around it, a learned
  * distribution of bursts (demand / the baseline peak predicted one lead
  * earlier) from which the burst multiplier for the SLO target is chosen. */
 #define FC_BINS 640           /* log-spaced bins of the burst ratio */
+#define FC_BIN_WORDS ((FC_BINS + 63) / 64)
 #define FC_PRED_RING 512      /* recent baseline predictions (one per tick) */
 #define ENS_RULES 13          /* sizing rules the ensemble scores (ensemble.c) */
 #define ENS_RING 256          /* their recent proposals (one per tick) */
@@ -178,6 +182,11 @@ typedef struct forecast {
     tide_time_t bucket_s;
     double *sum, *dur;       /* ring [(days+1)*nb]: rps x seconds and seconds observed */
     double *mx;              /* ring: highest demand observed in the bucket */
+    /* mx_blk[j]: the highest mx of ring slots [64 j, 64 j + 64), kept by
+     * every write of mx while mx_blk_ok (0 after init and restore:
+     * peak_seen rebuilds it), so the peak is a scan of the blocks */
+    double *mx_blk;
+    int mx_blk_ok;
     double peak_seen;        /* highest of mx (cached) */
     int peak_dirty;
     int ens_pick;            /* sizing ensemble (below): rule in use (0: the forecast) */
@@ -191,11 +200,18 @@ typedef struct forecast {
     double err_day, err_week;
     /* bursts: ring of (bin, weight) and the histogram it sums to */
     double bw[FC_BINS];
+    /* bw_nz: bit b set iff bw[b] != 0, kept by add_sample while bw_nz_ok
+     * (0 after init and restore: burst_q rebuilds it from bw); burst_q
+     * visits only those bins */
+    uint64_t bw_nz[FC_BIN_WORDS];
+    int bw_nz_ok;
     double *bin_c;           /* [FC_BINS]: each bin's centre ratio (a table) */
-    /* shape(k) memo, by ring slot: valid while tag == k and epoch ==
-     * last_bucket (it reads complete buckets only, which do not change) */
+    /* shape(k) memo, by ring slot: valid while tag == 2 k + the shape
+     * pick (1 week, 0 day, from err_week < err_day) it was computed with. It holds only shapes whose inputs are complete buckets still in
+     * memory, which do not change until they leave the ring (shape()
+     * checks that) or a gap resets the ring (which clears the tags). */
     double *shape_v;
-    int64_t *shape_tag, *shape_epoch;
+    int64_t *shape_tag;      /* 2 k + pick */
     /* ver: bumped by every change of what a forecast from now reads (the
      * buckets, the current demand, the shape errors); now_memo: the last
      * fc_now (level, trend, ratio) with the ver and time it was made at */
@@ -236,7 +252,11 @@ typedef struct lc {
     double acc;
 } lc_t;
 void tide__lc_add(lc_t *c, tide_time_t now, int delta);
-double tide__lc_value(const lc_t *c, tide_time_t now);
+/* Its GPU-seconds at now (inline: the usage sampler reads every cell). */
+static inline double tide__lc_value(const lc_t *c, tide_time_t now)
+{
+    return c->acc + (now > c->t ? (double)c->n * (double)(now - c->t) : 0.0);
+}
 
 /* Sample list (all values, for reports) with a P99 over the most recent
  * SAMPLE_WINDOW values, recomputed every few new samples. */
@@ -421,6 +441,10 @@ struct tide_engine {
 
     /* accounting */
     int cnt[TIDE_C_COUNT][TIDE_S_COUNT][TIDE_T_COUNT]; /* GPUs now (idle derived) */
+    /* cnt_nz: bit k set iff flat cell k of cnt is non-zero; kept by
+     * cnt_add in acct.c (every write of cnt), rebuilt after a restore, so
+     * that tide__acct_advance integrates only the cells that hold GPUs */
+    uint64_t cnt_nz[ACCT_CELL_WORDS];
     tide_stats_t st;
     oracle_job_t *orc;       /* the oracle's unfinished jobs, a min-heap on vf (acct.c) */
     size_t orc_n, orc_cap;
@@ -660,8 +684,12 @@ double tide__fc_recent_max(const forecast_t *f, tide_time_t now, tide_time_t win
 double tide__fc_need(forecast_t *f, tide_time_t now, tide_time_t horizon, tide_time_t obs_window);
 /* The forecast memory holds a whole day. */
 int tide__fc_day_seen(const forecast_t *f);
-/* Does fc_now's memo, were it reused now, differ from a recomputation? (debug check) */
+/* Does a forecast memo (fc_now, the shapes, the burst bins), were it reused
+ * now, differ from a recomputation? (debug check) */
 int tide__fc_memo_bad(const forecast_t *f);
+/* Forget every memo (fc_now, the shapes, the burst bins' bitmap): the next
+ * forecast computes from scratch (tests compare the two). */
+void tide__fc_memo_reset(forecast_t *f);
 /* The error budget in use: 1 - slo_target scaled by the SLO feedback. */
 double tide__fc_budget(const forecast_t *f, double slo_target);
 /* The miss rate to aim at (fraction of requests): a share of 1 - slo_target,
@@ -715,6 +743,10 @@ void tide__fc_served(forecast_t *f, double dt, double demanded, double served);
 
 /* acct.c */
 void tide__acct_advance(tide_engine_t *e, tide_time_t now);
+/* Rebuild cnt_nz from cnt (after a restore). */
+void tide__acct_cnt_rebuild(tide_engine_t *e);
+/* 1 if cnt_nz disagrees with cnt (tide_engine_check), else 0. */
+int tide__acct_cnt_bad(const tide_engine_t *e);
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
 void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);

@@ -193,9 +193,10 @@ static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
-    F(forecast_t, shape_epoch), F(forecast_t, ens_prop),
+    F(forecast_t, ens_prop),
     /* memo: fresh (invalid) in a restored engine */
-    F(forecast_t, ver), F(forecast_t, now_memo)};
+    F(forecast_t, ver), F(forecast_t, now_memo), F(forecast_t, bw_nz), F(forecast_t, bw_nz_ok),
+    F(forecast_t, mx_blk), F(forecast_t, mx_blk_ok)};
 static const tide_field_t team_skip[] __attribute__((unused)) = {F(team_t, name), F(team_t, quota), F(team_t, used),
                                          F(team_t, cells)};
 static const tide_field_t engine_skip[] __attribute__((unused)) = {
@@ -235,7 +236,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
     /* memos: zero after a restore, so the first pass recomputes */
     F(tide_engine_t, resv_memo), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
-    F(tide_engine_t, n_claimed)};
+    F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -774,6 +775,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
     tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
     tide__svc_index_rebuild(e);  /* derived from the domains and replicas */
+    tide__acct_cnt_rebuild(e);   /* derived from e->cnt */
     e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }
