@@ -34,6 +34,10 @@ struct lease_key {
      * lease only to renew it (kept by renew and the notes; not stored in a
      * snapshot: a restore re-keys every lease) */
     tide_time_t term_start, latest;
+    /* the renewal pass's tail skip (lease.c, tail_wake): before `wake` a
+     * lease past the forecast's need curve cannot be renewed, while the
+     * shortest term is `wake_mt` (set with the key and by renew) */
+    tide_time_t wake, wake_mt;
 };
 struct deadline_ent {
     tide_time_t t;
