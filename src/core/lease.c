@@ -288,37 +288,85 @@ static int noted(const tide_engine_t *e, int32_t h)
     return (size_t)h < e->cap_renew_mark && e->renew_mark[h];
 }
 
+/* Position of listed job h's key in lease_order, by binary search on the
+ * key it was listed with: its priority and cost come from its spec, which
+ * does not change; its shrink flag may have, so both are tried. SIZE_MAX
+ * if not found. */
+static size_t find_listed(const tide_engine_t *e, const job_t *j, int32_t h)
+{
+    struct lease_key k = {.prio = j->spec.priority,
+                          .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
+                          .h = h};
+    const struct lease_key *o = e->lease_order;
+    for (k.shrink = 0; k.shrink < 2; k.shrink++) {
+        size_t lo = 0, hi = e->n_lease_order;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (order_cmp(&o[mid], &k) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < e->n_lease_order && o[lo].h == h)
+            return lo;
+    }
+    return SIZE_MAX;
+}
+
+static int pos_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Drop the noted jobs' keys from lease_order (those still renewable are
+ * keyed again as new ones), without a look at the others: each is found
+ * by find_listed and the keys between move down in one memmove per run.
+ * Returns how many stay, or SIZE_MAX (nothing changed) if one was not
+ * found: then the caller scans the list. */
+static size_t drop_noted(tide_engine_t *e)
+{
+    size_t *pos = tide_xmalloc((e->n_renew_new + 1) * sizeof *pos), np = 0;
+    for (size_t i = 0; i < e->n_renew_new; i++) {
+        int32_t h = e->renew_new[i];
+        const job_t *j = e->jobs[h];
+        if (!j->in_lease_order)
+            continue;
+        pos[np] = find_listed(e, j, h);
+        if (pos[np++] == SIZE_MAX) {
+            free(pos);
+            return SIZE_MAX;
+        }
+    }
+    qsort(pos, np, sizeof *pos, pos_cmp);
+    struct lease_key *o = e->lease_order;
+    size_t n = e->n_lease_order, to = np ? pos[0] : n;
+    for (size_t x = 0; x < np; x++) {
+        e->jobs[o[pos[x]].h]->in_lease_order = 0;
+        size_t from = pos[x] + 1, end = x + 1 < np ? pos[x + 1] : n;
+        memmove(o + to, o + from, (end - from) * sizeof *o);
+        to += end - from;
+    }
+    free(pos);
+    return to;
+}
+
+static size_t rekey_listed(tide_engine_t *e, int *sorted);
+
 /* The renewable leases in reclaim order, updated from the previous pass:
  * those not noted since keep their place and key without a look at the job
  * (every change of their renewability or key notes them), the noted ones
- * are looked at again (re-sorted only if a key changed), new ones are
- * sorted and merged in. The order is total (ties broken by handle), so this
+ * are dropped (drop_noted; or re-keyed in a scan, rekey_listed) and keyed
+ * again if still renewable, new ones are sorted and merged in. The order is total (ties broken by handle), so this
  * equals sorting them all. Returns their number. */
 static size_t renew_order(tide_engine_t *e)
 {
     if (!e->renew_rescan && !e->n_renew_new)
         return e->n_lease_order; /* nothing noted: the order and keys stand */
-    struct lease_key *o = e->lease_order;
-    size_t n = 0;
-    int sorted = 1, rekeyed = 0; /* rekeyed: o[n - 1] got a new key */
-    for (size_t i = 0; i < e->n_lease_order; i++) {
-        int32_t h = o[i].h;
-        int fresh = e->renew_rescan || noted(e, h);
-        if (fresh) {
-            job_t *j = e->jobs[h];
-            j->in_lease_order = renewable(e, j);
-            if (!j->in_lease_order)
-                continue;
-            o[n] = key_of(e, j, h);
-        } else if (n != i) {
-            o[n] = o[i];
-        }
-        /* two kept keys stay in order */
-        if (n && (fresh || rekeyed) && order_cmp(&o[n - 1], &o[n]) > 0)
-            sorted = 0;
-        rekeyed = fresh;
-        n++;
-    }
+    int sorted = 1;
+    size_t n = e->renew_rescan ? SIZE_MAX : drop_noted(e);
+    if (n == SIZE_MAX)
+        n = rekey_listed(e, &sorted);
     size_t kept = n;
     /* the others renewable now: among the jobs noted since the last pass
      * (every running job after a restore) */
@@ -337,13 +385,42 @@ static size_t renew_order(tide_engine_t *e)
         e->renew_mark[e->renew_new[i]] = 0;
     e->n_renew_new = 0;
     e->renew_rescan = 0;
-    o = e->lease_order;
+    struct lease_key *o = e->lease_order;
     e->n_lease_order = n;
     if (!sorted) {
         qsort(o, n, sizeof *o, order_cmp);
     } else if (n > kept) {
         qsort(o + kept, n - kept, sizeof *o, order_cmp);
         merge_runs(e, kept, n);
+    }
+    return n;
+}
+
+/* The listed leases, each noted job's re-keyed in place or dropped (no
+ * longer renewable), in one scan; *sorted is cleared if a new key breaks
+ * the order. Returns how many stay. */
+static size_t rekey_listed(tide_engine_t *e, int *sorted)
+{
+    struct lease_key *o = e->lease_order;
+    size_t n = 0;
+    int rekeyed = 0; /* rekeyed: o[n - 1] got a new key */
+    for (size_t i = 0; i < e->n_lease_order; i++) {
+        int32_t h = o[i].h;
+        int fresh = e->renew_rescan || noted(e, h);
+        if (fresh) {
+            job_t *j = e->jobs[h];
+            j->in_lease_order = renewable(e, j);
+            if (!j->in_lease_order)
+                continue;
+            o[n] = key_of(e, j, h);
+        } else if (n != i) {
+            o[n] = o[i];
+        }
+        /* two kept keys stay in order */
+        if (n && (fresh || rekeyed) && order_cmp(&o[n - 1], &o[n]) > 0)
+            *sorted = 0;
+        rekeyed = fresh;
+        n++;
     }
     return n;
 }
@@ -364,6 +441,8 @@ static int32_t listed_check(const tide_engine_t *e)
     for (size_t i = 0; i < e->n_lease_order; i++) {
         const struct lease_key *k = &e->lease_order[i];
         const job_t *j = e->jobs[k->h];
+        if (i && order_cmp(k - 1, k) >= 0)
+            return k->h; /* out of order: find_listed would miss it */
         if (noted(e, k->h))
             continue;
         if (!renewable(e, j) || !j->in_lease_order)
