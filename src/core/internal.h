@@ -489,6 +489,16 @@ struct tide_engine {
         int valid;
         tide_time_t shadow;
     } resv_memo[TIDE_NPRIO];
+    /* A head whose reservation the pass has not computed yet (sched.c
+     * resv_settle): computed when a later candidate first reads the
+     * reservations or before the pass changes anything they read; dropped
+     * unread when the pass ends. Only set inside tide__sched_pass. */
+    struct resv_pending {
+        int on;
+        int32_t h;
+        unsigned tz;
+        uint64_t ver; /* place_ver when it was asked (debug check) */
+    } resv_pend;
     /* Bumped by every change a reservation reads (tide__place_changed):
      * free counts, GPU owners, the end index, domain zones and claims. */
     uint64_t place_ver;

@@ -190,9 +190,8 @@ static int memo_same(const tide_engine_t *e, int32_t h, unsigned tz, const reser
 
 /* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]:
  * the same inputs as the slot's last computation (resv_memo) reuse it. */
-static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+static void reservation_now(tide_engine_t *e, int32_t h, unsigned tz)
 {
-    (void)now;
     int k = e->n_resv;
     reservation_t *r = &e->resv[k];
     struct resv_memo *m = &e->resv_memo[k];
@@ -217,10 +216,36 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
     e->n_resv++;
 }
 
+/* Compute the pending reservation, if any (see make_reservation). Called
+ * before the reservations are read and before the pass changes anything a
+ * reservation reads (a placement, a preemption or quota reclaim, the next
+ * head): so it is computed on the state the head saw. */
+static void resv_settle(tide_engine_t *e)
+{
+    struct resv_pending *p = &e->resv_pend;
+    if (!p->on)
+        return;
+    p->on = 0;
+    if (e->cfg.check_invariants && p->ver != e->place_ver)
+        e->memo_bad = 1;
+    reservation_now(e, p->h, p->tz);
+}
+
+/* The reservation of head job h, computed lazily: a pass in which no later
+ * candidate reads the reservations (too few GPUs free for any of them, as
+ * a rule) never computes it. */
+static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz)
+{
+    resv_settle(e);
+    if (e->n_resv < TIDE_NPRIO)
+        e->resv_pend = (struct resv_pending){.on = 1, .h = h, .tz = tz, .ver = e->place_ver};
+}
+
 /* May job h start now on allocation a (width w) without delaying any
  * reservation? */
 static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_time_t now)
 {
+    resv_settle(e);
     if (!e->n_resv)
         return 1;
     job_t *j = e->jobs[h];
@@ -260,6 +285,7 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
 static int surely_delays(tide_engine_t *e, int32_t h, int g, int min, uint32_t types, unsigned tz,
                          tide_time_t now)
 {
+    resv_settle(e);
     if (!e->n_resv || g > e->max_dom_gpus)
         return 0;
     job_t *j = e->jobs[h];
@@ -551,6 +577,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
         if (tz & ZBIT(z))
             free_gpus += e->zone_free[z];
     e->n_resv = 0;
+    e->resv_pend.on = 0;
     shape_t memo[32];
     int n_memo = 0, examined = 0, blocked_head = 0;
     if (free_gpus == 0 && e->qn[TIDE_P1] == 0 && !e->quotas_on)
@@ -621,6 +648,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
             }
             if (quota_tried && !quota_tried[c->team]) {
                 quota_tried[c->team] = 1;
+                resv_settle(e);
                 quota_reclaim(e, h, tz, now);
             }
             if (!head_seen) {
@@ -628,13 +656,15 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                 blocked_head = 1;
                 if (p == TIDE_P1) {
                     static const int lower = TIDE_P2;
+                    resv_settle(e);
                     preempt_for(e, h, tz, now, tide__victim_min_prio, &lower, TIDE_R_PRIORITY);
                 }
-                if (e->n_resv < TIDE_NPRIO && free_gpus > 0)
-                    make_reservation(e, h, tz, now);
+                if (free_gpus > 0)
+                    make_reservation(e, h, tz);
             }
         }
     }
+    e->resv_pend.on = 0; /* nobody read it: never computed */
     free(cands);
     free(score);
     free(order);

@@ -19,7 +19,9 @@
  * wake time (the pass, in check builds, confirms each skipped one is not
  * due) and still renews every lease; a noted lease is dropped from the
  * order by binary search, and a key that cannot be found that way (its
- * priority changed under it) falls back to the scan. */
+ * priority changed under it) falls back to the scan. A blocked head's
+ * reservation is computed only when a later candidate reads it (sched.c
+ * resv_settle): not in a pass where nothing else could start. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -265,6 +267,34 @@ static void test_renewal_tail_skips_and_drops(void **state)
     ef_free(f);
 }
 
+static void test_reservation_only_when_read(void **state)
+{
+    (void)state;
+    ef_t *f = train_only();
+    /* 24 GPUs busy; the head needs all 32; 8 GPUs stay free */
+    tide_job_spec_t run = ef_job("run", 2, 24, 8, 0, 1000);
+    ef_submit(f, 0, &run);
+    tide_job_spec_t big = ef_job("big", 2, 32, 8, 0, 5000);
+    int32_t hb = ef_submit(f, 1, &big);
+    assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    /* a candidate of 16 GPUs cannot start on 8: nobody reads the head's
+     * reservation, the pass never computes it */
+    tide_job_spec_t wide = ef_job("wide", 2, 16, 8, 0, 100);
+    int32_t hw = ef_submit(f, 2, &wide);
+    assert_int_equal(ef_info(f, hw).state, TIDE_JOB_QUEUED);
+    assert_int_equal(f->e->n_resv, 0);
+    assert_int_equal(f->e->resv_pend.on, 0);
+    /* one of 8 GPUs may: its try reads the reservation (it ends before the
+     * head's start, so it starts) */
+    tide_job_spec_t shrt = ef_job("short", 2, 8, 8, 0, 100);
+    int32_t hs = ef_submit(f, 3, &shrt);
+    assert_int_equal(ef_info(f, hs).state, TIDE_JOB_RUNNING);
+    assert_int_equal(f->e->n_resv, 1);
+    assert_int_equal(f->e->resv[0].shadow >= 1000, 1);
+    assert_int_equal(ef_info(f, hw).state, TIDE_JOB_QUEUED);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_service_claims_follow),
         cmocka_unit_test(test_backfill_skip_keeps_decisions),
         cmocka_unit_test(test_renewal_tail_skips_and_drops),
+        cmocka_unit_test(test_reservation_only_when_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
