@@ -319,9 +319,11 @@ static int pos_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Drop the noted jobs' keys from lease_order (those still renewable are
- * keyed again as new ones), without a look at the others: each is found
- * by find_listed and the keys between move down in one memmove per run.
+/* Re-key or drop the noted jobs' keys in lease_order without a look at
+ * the others: each is found by find_listed; one still renewable whose new
+ * key keeps its place is re-keyed there, the others are dropped (those
+ * still renewable are keyed again as new ones) and the keys between move
+ * down in one memmove per run.
  * Returns how many stay, or SIZE_MAX (nothing changed) if one was not
  * found: then the caller scans the list. */
 static size_t drop_noted(tide_engine_t *e)
@@ -340,9 +342,25 @@ static size_t drop_noted(tide_engine_t *e)
     }
     qsort(pos, np, sizeof *pos, pos_cmp);
     struct lease_key *o = e->lease_order;
-    size_t n = e->n_lease_order, to = np ? pos[0] : n;
+    size_t n = e->n_lease_order, nd = 0;
+    /* still renewable with a key that stays between its neighbours' (the
+     * array stays sorted through each such write): re-keyed in place */
     for (size_t x = 0; x < np; x++) {
-        e->jobs[o[pos[x]].h]->in_lease_order = 0;
+        size_t p = pos[x];
+        job_t *j = e->jobs[o[p].h];
+        if (renewable(e, j)) {
+            struct lease_key k = key_of(e, j, o[p].h);
+            if ((p == 0 || order_cmp(&o[p - 1], &k) < 0) && (p + 1 >= n || order_cmp(&k, &o[p + 1]) < 0)) {
+                o[p] = k;
+                continue;
+            }
+        }
+        j->in_lease_order = 0;
+        pos[nd++] = p;
+    }
+    np = nd;
+    size_t to = np ? pos[0] : n;
+    for (size_t x = 0; x < np; x++) {
         size_t from = pos[x] + 1, end = x + 1 < np ? pos[x + 1] : n;
         memmove(o + to, o + from, (end - from) * sizeof *o);
         to += end - from;

@@ -233,7 +233,9 @@ static void test_renewal_tail_skips_and_drops(void **state)
     int32_t h[40];
     for (int i = 0; i < 40; i++) {
         snprintf(ids[i], sizeof ids[i], "j%d", i);
-        tide_job_spec_t s = ef_job(ids[i], 2 + i % 2, 1 + i % 3, 1 + i % 3, 0, 3600 * (40 + i % 50));
+        int gang = 1 + i % 3, elastic = i % 4 == 0; /* elastic: 2 gangs, 1 at least */
+        tide_job_spec_t s = ef_job(ids[i], 2 + i % 2, gang * (1 + elastic), gang, elastic,
+                                   3600 * (40 + i % 50));
         h[i] = ef_submit(f, 10 + i, &s);
     }
     size_t most_skipped = 0;
