@@ -588,22 +588,24 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
     int fair = e->cfg.fairshare && e->n_teams > 1;
     int *order = NULL, *rank = NULL, *bucket = NULL;
     double *score = NULL;
-    if (fair) {
-        order = tide_xmalloc((size_t)e->n_teams * sizeof *order);
-        rank = tide_xmalloc((size_t)e->n_teams * sizeof *rank);
-        bucket = tide_xmalloc(((size_t)e->n_teams + 1) * sizeof *bucket);
-        score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
+    size_t nt = (size_t)e->n_teams, maxn = 0;
+    if (fair) { /* one block: scores, then order, rank and bucket */
+        score = tide_xmalloc(nt * sizeof *score + (3 * nt + 1) * sizeof(int));
+        order = (int *)(score + nt);
+        rank = order + nt;
+        bucket = rank + nt;
         rank_teams(e, now, order, rank, score);
     }
-    uint8_t *quota_tried = e->quotas_on ? tide_xcalloc((size_t)e->n_teams, 1) : NULL;
-    qkey_t *cands = NULL;
-    size_t cap_c = 0;
+    uint8_t *quota_tried = e->quotas_on ? tide_xcalloc(nt, 1) : NULL;
+    for (int p = TIDE_P1; p < TIDE_NPRIO; p++)
+        maxn = TIDE_MAX(maxn, e->qn[p]);
+    /* no priority examines more than the backfill depth */
+    qkey_t *cands = tide_xmalloc((TIDE_MIN(maxn, (size_t)e->cfg.backfill_depth) + 1) * sizeof *cands);
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
         size_t n = e->qn[p];
         if (n > (size_t)(e->cfg.backfill_depth - examined))
             n = (size_t)(e->cfg.backfill_depth - examined);
-        tide_grow((void **)&cands, &cap_c, n + 1, sizeof *cands);
         order_candidates(e, p, n, fair ? rank : NULL, bucket, cands);
         for (size_t i = 0; i < n; i++) {
             /* nothing more can start: only a P1 head (preemption) or quota
@@ -667,9 +669,6 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
     e->resv_pend.on = 0; /* nobody read it: never computed */
     free(cands);
     free(score);
-    free(order);
-    free(rank);
-    free(bucket);
     free(quota_tried);
     if (!blocked_head && free_gpus > 0)
         grow_elastic(e, tz);
