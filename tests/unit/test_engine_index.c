@@ -187,18 +187,25 @@ static void test_service_claims_follow(void **state)
     ef_free(f);
 }
 
-static void test_backfill_skip_keeps_decisions(void **state)
+/* 4x8, training only: 24 GPUs busy until ~1000 s (submitted at 0), a
+ * queued head (at 1) needing all 32: its reservation takes every domain at
+ * that time, so no surplus is left anywhere; 8 GPUs stay free. */
+static ef_t *blocked_head_setup(void)
 {
-    (void)state;
     ef_t *f = train_only();
-    /* 24 GPUs busy until ~1000 s; the head needs all 32: its reservation
-     * takes every domain at that time, so no surplus is left anywhere */
     tide_job_spec_t run = ef_job("run", 2, 24, 8, 0, 1000);
     int32_t hr = ef_submit(f, 0, &run);
     assert_int_equal(ef_info(f, hr).state, TIDE_JOB_RUNNING);
     tide_job_spec_t big = ef_job("big", 2, 32, 8, 0, 5000);
     int32_t hb = ef_submit(f, 1, &big);
     assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    return f;
+}
+
+static void test_backfill_skip_keeps_decisions(void **state)
+{
+    (void)state;
+    ef_t *f = blocked_head_setup();
     /* elastic, 1 or 2 gangs of 8: ends after the reservation at any width */
     tide_job_spec_t lng = ef_job("long", 2, 16, 8, 1, 100000);
     int32_t hl = ef_submit(f, 2, &lng);
@@ -272,13 +279,7 @@ static void test_renewal_tail_skips_and_drops(void **state)
 static void test_reservation_only_when_read(void **state)
 {
     (void)state;
-    ef_t *f = train_only();
-    /* 24 GPUs busy; the head needs all 32; 8 GPUs stay free */
-    tide_job_spec_t run = ef_job("run", 2, 24, 8, 0, 1000);
-    ef_submit(f, 0, &run);
-    tide_job_spec_t big = ef_job("big", 2, 32, 8, 0, 5000);
-    int32_t hb = ef_submit(f, 1, &big);
-    assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    ef_t *f = blocked_head_setup();
     /* a candidate of 16 GPUs cannot start on 8: nobody reads the head's
      * reservation, the pass never computes it */
     tide_job_spec_t wide = ef_job("wide", 2, 16, 8, 0, 100);
