@@ -514,11 +514,14 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
         renew_if_due(e, k, now, d);
     }
     /* the tail: past the need curve every deadline is now + lease_max, and
-     * a lease before its wake is not due (checked in debug builds) */
+     * a lease before its wake is not due (checked in debug builds); a wake
+     * computed under another min_term is computed again from now */
     tide_time_t d = now + e->cfg.lease_max_s;
     for (; i < n; i++) {
         struct lease_key *k = &e->lease_order[i];
-        if (now < k->wake && k->wake_mt == e->min_term) {
+        if (k->wake_mt != e->min_term)
+            tail_wake_set(e, k, now); /* the shortest term changed since */
+        if (now < k->wake) {
             if (e->cfg.check_invariants && renew_due(e, k, now, d))
                 e->memo_bad = 1;
             continue;
