@@ -82,6 +82,50 @@ static int touched_best_fit(const touched_t *t, const int *avail, const int *res
     return best;
 }
 
+/* need gangs of g, each to touched_best_fit's domain, at once: the listed
+ * domains that hold a gang bucketed by GPUs left (a bitmap of domain
+ * indices per count, 0..max_dom_gpus); a gang goes to the lowest index in
+ * the lowest bucket >= g (the fewest left, ties to the lowest index, as
+ * touched_best_fit), which moves down g buckets. One visit of the list,
+ * not one per gang. */
+static void best_fit_gangs(const tide_engine_t *e, const touched_t *t, const int *avail, int *res, int g,
+                           int need)
+{
+    size_t words = ((size_t)e->n_doms + 63) / 64;
+    int nb = e->max_dom_gpus + 1;
+    for (int k = 0; k < t->n; k++)
+        if (avail[t->v[k]] - res[t->v[k]] >= nb) { /* more than a domain: one gang at a time */
+            for (int x = 0; x < need; x++) {
+                int best = touched_best_fit(t, avail, res, g);
+                if (best < 0)
+                    return;
+                res[best] += g;
+            }
+            return;
+        }
+    uint64_t *b = tide_xcalloc((size_t)nb * words, sizeof *b);
+    for (int k = 0; k < t->n; k++) {
+        int d = t->v[k], left = avail[d] - res[d];
+        if (left >= g)
+            b[(size_t)left * words + (size_t)d / 64] |= (uint64_t)1 << (d % 64);
+    }
+    for (int k = 0; k < need; k++) {
+        int d = -1;
+        for (int l = g; l < nb && d < 0; l++)
+            for (size_t w = 0; w < words && d < 0; w++)
+                if (b[(size_t)l * words + w])
+                    d = (int)(w * 64) + __builtin_ctzll(b[(size_t)l * words + w]);
+        if (d < 0)
+            break;
+        int left = avail[d] - res[d];
+        b[(size_t)left * words + (size_t)d / 64] &= ~((uint64_t)1 << (d % 64));
+        res[d] += g;
+        if (left - g >= g)
+            b[(size_t)(left - g) * words + (size_t)d / 64] |= (uint64_t)1 << (d % 64);
+    }
+    free(b);
+}
+
 /* Whole-domain gangs: need gangs on domains left entirely available, lowest
  * indices first. */
 static void whole_fit(const tide_engine_t *e, int need, int g, const int *avail, int *res)
@@ -164,12 +208,8 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
     /* GPUs the head takes at shadow time: best fit */
     if (shadow != TIDE_TIME_NEVER && whole)
         whole_fit(e, need, g, avail, res);
-    for (int k = 0; shadow != TIDE_TIME_NEVER && !whole && k < need; k++) {
-        int best = touched_best_fit(&t, avail, res, g);
-        if (best < 0)
-            break;
-        res[best] += g;
-    }
+    if (shadow != TIDE_TIME_NEVER && !whole)
+        best_fit_gangs(e, &t, avail, res, g, need);
     free(t.v);
     return shadow;
 }
