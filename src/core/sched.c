@@ -87,14 +87,15 @@ static int touched_best_fit(const touched_t *t, const int *avail, const int *res
  * indices per count, 0..max_dom_gpus); a gang goes to the lowest index in
  * the lowest bucket >= g (the fewest left, ties to the lowest index, as
  * touched_best_fit), which moves down g buckets. One visit of the list,
- * not one per gang. */
+ * not one per gang (a single gang, or more GPUs left than a domain has,
+ * takes the plain scan). */
 static void best_fit_gangs(const tide_engine_t *e, const touched_t *t, const int *avail, int *res, int g,
                            int need)
 {
     size_t words = ((size_t)e->n_doms + 63) / 64;
     int nb = e->max_dom_gpus + 1;
     for (int k = 0; k < t->n; k++)
-        if (avail[t->v[k]] - res[t->v[k]] >= nb) { /* more than a domain: one gang at a time */
+        if (need < 2 || avail[t->v[k]] - res[t->v[k]] >= nb) { /* one gang at a time */
             for (int x = 0; x < need; x++) {
                 int best = touched_best_fit(t, avail, res, g);
                 if (best < 0)
