@@ -193,9 +193,22 @@ static int order_cmp(const void *a, const void *b)
     return x->h < y->h ? -1 : x->h > y->h;
 }
 
-/* The renewal pass's tail: the leases after the forecast's need curve is
- * passed, whose deadline d is now + lease_max. Does lease key k renew there
- * (or, for the head, at deadline d)? */
+/* The first of the n sorted keys o not before k. */
+static size_t lower_bound(const struct lease_key *o, size_t n, const struct lease_key *k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (order_cmp(&o[mid], k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Does lease key k renew at deadline d: a rise needs its GPUs sooner, or d
+ * extends it and it is at half its term or within min_term of its end? */
 static int renew_due(const tide_engine_t *e, const struct lease_key *k, tide_time_t now, tide_time_t d)
 {
     tide_time_t left = k->latest - now;
@@ -269,14 +282,7 @@ static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
     m = e->lease_merge;
     memcpy(m, o + kept, nm * sizeof *m);
     for (size_t x = nm; x-- > 0;) {
-        size_t lo = 0, hi = a; /* first kept key after m[x] (the order is total) */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (order_cmp(&o[mid], &m[x]) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = lower_bound(o, a, &m[x]); /* first kept key after m[x] (the order is total) */
         memmove(o + lo + x + 1, o + lo, (a - lo) * sizeof *o);
         o[lo + x] = m[x];
         a = lo;
@@ -299,14 +305,7 @@ static size_t find_listed(const tide_engine_t *e, const job_t *j, int32_t h)
                           .h = h};
     const struct lease_key *o = e->lease_order;
     for (k.shrink = 0; k.shrink < 2; k.shrink++) {
-        size_t lo = 0, hi = e->n_lease_order;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (order_cmp(&o[mid], &k) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = lower_bound(o, e->n_lease_order, &k);
         if (lo < e->n_lease_order && o[lo].h == h)
             return lo;
     }
