@@ -34,6 +34,10 @@ struct lease_key {
      * lease only to renew it (kept by renew and the notes; not stored in a
      * snapshot: a restore re-keys every lease) */
     tide_time_t term_start, latest;
+    /* the renewal pass's tail skip (lease.c, tail_wake): before `wake` a
+     * lease past the forecast's need curve cannot be renewed, while the
+     * shortest term is `wake_mt` (set with the key and by renew) */
+    tide_time_t wake, wake_mt;
 };
 struct deadline_ent {
     tide_time_t t;
@@ -510,6 +514,16 @@ struct tide_engine {
         int valid;
         tide_time_t shadow;
     } resv_memo[TIDE_NPRIO];
+    /* A head whose reservation the pass has not computed yet (sched.c
+     * resv_settle): computed when a later candidate first reads the
+     * reservations or before the pass changes anything they read; dropped
+     * unread when the pass ends. Only set inside tide__sched_pass. */
+    struct resv_pending {
+        int on;
+        int32_t h;
+        unsigned tz;
+        uint64_t ver; /* place_ver when it was asked (debug check) */
+    } resv_pend;
     /* Bumped by every change a reservation reads (tide__place_changed):
      * free counts, GPU owners, the end index, domain zones and claims. */
     uint64_t place_ver;

@@ -193,12 +193,57 @@ static int order_cmp(const void *a, const void *b)
     return x->h < y->h ? -1 : x->h > y->h;
 }
 
+/* The first of the n sorted keys o not before k. */
+static size_t lower_bound(const struct lease_key *o, size_t n, const struct lease_key *k)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (order_cmp(&o[mid], k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Does lease key k renew at deadline d: a rise needs its GPUs sooner, or d
+ * extends it and it is at half its term or within min_term of its end? */
+static int renew_due(const tide_engine_t *e, const struct lease_key *k, tide_time_t now, tide_time_t d)
+{
+    tide_time_t left = k->latest - now;
+    int half = now - k->term_start >= (k->latest - k->term_start) / 2;
+    int sooner = d < k->latest - e->cfg.forecast_bucket_s && d > now; /* a rise needs them */
+    return sooner || (d > k->latest + e->cfg.tick_s && (half || left < e->min_term));
+}
+
+/* The earliest time from t0 on at which renew_due can hold for k in the
+ * tail (d = now + lease_max) while the shortest term is e->min_term: t0
+ * itself if a deadline sooner than k's may still come; else once d passes
+ * latest + tick and k is at half its term or within min_term of its end
+ * (each of those holds from some time on: the first time all hold). */
+static void tail_wake_set(const tide_engine_t *e, struct lease_key *k, tide_time_t t0)
+{
+    tide_time_t lmax = e->cfg.lease_max_s, w;
+    if (lmax > 0 && k->latest - e->cfg.forecast_bucket_s - lmax > t0) {
+        w = t0;
+    } else {
+        tide_time_t grow = k->latest + e->cfg.tick_s - lmax + 1;
+        tide_time_t half = k->term_start + (k->latest - k->term_start) / 2;
+        tide_time_t near = k->latest - e->min_term + 1;
+        w = TIDE_MAX(grow, TIDE_MIN(half, near));
+    }
+    k->wake = w;
+    k->wake_mt = e->min_term;
+}
+
 static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_time_t d)
 {
     int32_t h = k->h;
     lease_t *l = &e->leases[k->lease];
     k->latest = d;
     k->term_start = now;
+    tail_wake_set(e, k, now);
     l->latest_return = d;
     tide__deadline_push(e, d, h);
     l->term_start = now;
@@ -217,32 +262,31 @@ static int renewable(const tide_engine_t *e, const job_t *j)
 static struct lease_key key_of(const tide_engine_t *e, const job_t *j, int32_t h)
 {
     const lease_t *l = &e->leases[j->lease];
-    return (struct lease_key){.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
-                              .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
-                              .h = h, .lease = j->lease, .n_leased = j->n_leased,
-                              .term_start = l->term_start, .latest = l->latest_return};
+    struct lease_key k = {.prio = j->spec.priority, .shrink = j->width > j->spec.dp_min,
+                          .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
+                          .h = h, .lease = j->lease, .n_leased = j->n_leased,
+                          .term_start = l->term_start, .latest = l->latest_return};
+    tail_wake_set(e, &k, e->now);
+    return k;
 }
 
-/* Merge the sorted runs lease_order[0, kept) and [kept, n) into
- * lease_merge, then swap the two buffers (no copy back: both are scratch
- * of the same element type, neither is stored in a snapshot). */
+/* Merge the sorted runs lease_order[0, kept) and [kept, n) in place: the
+ * new keys (few, as a rule) are copied aside, then from the last one down
+ * each finds its place among the kept ones by binary search and the kept
+ * keys after it move up in one memmove (each kept key moves once). */
 static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
 {
     struct lease_key *o = e->lease_order, *m;
-    tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, n, sizeof *e->lease_merge);
+    size_t nm = n - kept, a = kept;
+    tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, nm, sizeof *e->lease_merge);
     m = e->lease_merge;
-    size_t a = 0, b = kept, k = 0;
-    while (a < kept && b < n)
-        m[k++] = order_cmp(&o[a], &o[b]) <= 0 ? o[a++] : o[b++];
-    while (a < kept)
-        m[k++] = o[a++];
-    while (b < n)
-        m[k++] = o[b++];
-    e->lease_merge = o;
-    e->lease_order = m;
-    size_t cap = e->cap_lease_order;
-    e->cap_lease_order = e->cap_lease_merge;
-    e->cap_lease_merge = cap;
+    memcpy(m, o + kept, nm * sizeof *m);
+    for (size_t x = nm; x-- > 0;) {
+        size_t lo = lower_bound(o, a, &m[x]); /* first kept key after m[x] (the order is total) */
+        memmove(o + lo + x + 1, o + lo, (a - lo) * sizeof *o);
+        o[lo + x] = m[x];
+        a = lo;
+    }
 }
 
 static int noted(const tide_engine_t *e, int32_t h)
@@ -250,32 +294,96 @@ static int noted(const tide_engine_t *e, int32_t h)
     return (size_t)h < e->cap_renew_mark && e->renew_mark[h];
 }
 
+/* Position of listed job h's key in lease_order, by binary search on the
+ * key it was listed with: its priority and cost come from its spec, which
+ * does not change; its shrink flag may have, so both are tried. SIZE_MAX
+ * if not found. */
+static size_t find_listed(const tide_engine_t *e, const job_t *j, int32_t h)
+{
+    struct lease_key k = {.prio = j->spec.priority,
+                          .cost = (double)j->spec.gpus * (double)(j->spec.ckpt_s + j->spec.restore_s),
+                          .h = h};
+    const struct lease_key *o = e->lease_order;
+    for (k.shrink = 0; k.shrink < 2; k.shrink++) {
+        size_t lo = lower_bound(o, e->n_lease_order, &k);
+        if (lo < e->n_lease_order && o[lo].h == h)
+            return lo;
+    }
+    return SIZE_MAX;
+}
+
+static int pos_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Re-key or drop the noted jobs' keys in lease_order without a look at
+ * the others: each is found by find_listed; one still renewable whose new
+ * key keeps its place is re-keyed there, the others are dropped (those
+ * still renewable are keyed again as new ones) and the keys between move
+ * down in one memmove per run.
+ * Returns how many stay, or SIZE_MAX (nothing changed) if one was not
+ * found: then the caller scans the list. */
+static size_t drop_noted(tide_engine_t *e)
+{
+    size_t *pos = tide_xmalloc((e->n_renew_new + 1) * sizeof *pos), np = 0;
+    for (size_t i = 0; i < e->n_renew_new; i++) {
+        int32_t h = e->renew_new[i];
+        const job_t *j = e->jobs[h];
+        if (!j->in_lease_order)
+            continue;
+        pos[np] = find_listed(e, j, h);
+        if (pos[np++] == SIZE_MAX) {
+            free(pos);
+            return SIZE_MAX;
+        }
+    }
+    qsort(pos, np, sizeof *pos, pos_cmp);
+    struct lease_key *o = e->lease_order;
+    size_t n = e->n_lease_order, nd = 0;
+    /* still renewable with a key that stays between its neighbours' (the
+     * array stays sorted through each such write): re-keyed in place */
+    for (size_t x = 0; x < np; x++) {
+        size_t p = pos[x];
+        job_t *j = e->jobs[o[p].h];
+        if (renewable(e, j)) {
+            struct lease_key k = key_of(e, j, o[p].h);
+            if ((p == 0 || order_cmp(&o[p - 1], &k) < 0) && (p + 1 >= n || order_cmp(&k, &o[p + 1]) < 0)) {
+                o[p] = k;
+                continue;
+            }
+        }
+        j->in_lease_order = 0;
+        pos[nd++] = p;
+    }
+    np = nd;
+    size_t to = np ? pos[0] : n;
+    for (size_t x = 0; x < np; x++) {
+        size_t from = pos[x] + 1, end = x + 1 < np ? pos[x + 1] : n;
+        memmove(o + to, o + from, (end - from) * sizeof *o);
+        to += end - from;
+    }
+    free(pos);
+    return to;
+}
+
+static size_t rekey_listed(tide_engine_t *e, int *sorted);
+
 /* The renewable leases in reclaim order, updated from the previous pass:
  * those not noted since keep their place and key without a look at the job
  * (every change of their renewability or key notes them), the noted ones
- * are looked at again (re-sorted only if a key changed), new ones are
- * sorted and merged in. The order is total (ties broken by handle), so this
+ * are dropped (drop_noted; or re-keyed in a scan, rekey_listed) and keyed
+ * again if still renewable, new ones are sorted and merged in. The order is total (ties broken by handle), so this
  * equals sorting them all. Returns their number. */
 static size_t renew_order(tide_engine_t *e)
 {
-    struct lease_key *o = e->lease_order;
-    size_t n = 0;
+    if (!e->renew_rescan && !e->n_renew_new)
+        return e->n_lease_order; /* nothing noted: the order and keys stand */
     int sorted = 1;
-    for (size_t i = 0; i < e->n_lease_order; i++) {
-        int32_t h = o[i].h;
-        if (e->renew_rescan || noted(e, h)) {
-            job_t *j = e->jobs[h];
-            j->in_lease_order = renewable(e, j);
-            if (!j->in_lease_order)
-                continue;
-            o[n] = key_of(e, j, h);
-        } else {
-            o[n] = o[i];
-        }
-        if (n && order_cmp(&o[n - 1], &o[n]) > 0)
-            sorted = 0;
-        n++;
-    }
+    size_t n = e->renew_rescan ? SIZE_MAX : drop_noted(e);
+    if (n == SIZE_MAX)
+        n = rekey_listed(e, &sorted);
     size_t kept = n;
     /* the others renewable now: among the jobs noted since the last pass
      * (every running job after a restore) */
@@ -294,13 +402,42 @@ static size_t renew_order(tide_engine_t *e)
         e->renew_mark[e->renew_new[i]] = 0;
     e->n_renew_new = 0;
     e->renew_rescan = 0;
-    o = e->lease_order;
+    struct lease_key *o = e->lease_order;
     e->n_lease_order = n;
     if (!sorted) {
         qsort(o, n, sizeof *o, order_cmp);
     } else if (n > kept) {
         qsort(o + kept, n - kept, sizeof *o, order_cmp);
         merge_runs(e, kept, n);
+    }
+    return n;
+}
+
+/* The listed leases, each noted job's re-keyed in place or dropped (no
+ * longer renewable), in one scan; *sorted is cleared if a new key breaks
+ * the order. Returns how many stay. */
+static size_t rekey_listed(tide_engine_t *e, int *sorted)
+{
+    struct lease_key *o = e->lease_order;
+    size_t n = 0;
+    int rekeyed = 0; /* rekeyed: o[n - 1] got a new key */
+    for (size_t i = 0; i < e->n_lease_order; i++) {
+        int32_t h = o[i].h;
+        int fresh = e->renew_rescan || noted(e, h);
+        if (fresh) {
+            job_t *j = e->jobs[h];
+            j->in_lease_order = renewable(e, j);
+            if (!j->in_lease_order)
+                continue;
+            o[n] = key_of(e, j, h);
+        } else if (n != i) {
+            o[n] = o[i];
+        }
+        /* two kept keys stay in order */
+        if (n && (fresh || rekeyed) && order_cmp(&o[n - 1], &o[n]) > 0)
+            *sorted = 0;
+        rekeyed = fresh;
+        n++;
     }
     return n;
 }
@@ -321,6 +458,8 @@ static int32_t listed_check(const tide_engine_t *e)
     for (size_t i = 0; i < e->n_lease_order; i++) {
         const struct lease_key *k = &e->lease_order[i];
         const job_t *j = e->jobs[k->h];
+        if (i && order_cmp(k - 1, k) >= 0)
+            return k->h; /* out of order: find_listed would miss it */
         if (noted(e, k->h))
             continue;
         if (!renewable(e, j) || !j->in_lease_order)
@@ -348,32 +487,45 @@ int32_t tide__renew_check(const tide_engine_t *e)
     return bad;
 }
 
+static void renew_if_due(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_time_t d)
+{
+    if (!renew_due(e, k, now, d))
+        return;
+    if (e->n_cut && tide__job_cut(e, e->jobs[k->h]))
+        return; /* the far side cannot hear: its lease runs out on its own */
+    renew(e, k, now, d);
+}
+
 /* Renew at half the term, shorten when a rise needs the GPUs sooner, and
  * never let a lease nobody noticed run out while tide is up. The forecast
  * deadline, once its cursor has passed the need curve, is now + lease_max
  * for every lease after (tide__lease_deadline_forecast_at): not asked again. */
 static void renew_pass(tide_engine_t *e, tide_time_t now)
 {
-    size_t n = renew_order(e);
+    size_t n = renew_order(e), i = 0;
     int before = 0, cursor = 0;
     int fc = e->pol->lease_renew_deadline == tide__lease_deadline_forecast_at;
-    for (size_t i = 0; i < n; i++) {
+    for (; i < n && !(fc && cursor >= e->need_n); i++) {
         struct lease_key *k = &e->lease_order[i];
-        tide_time_t d;
-        if (fc && cursor >= e->need_n)
-            d = now + e->cfg.lease_max_s;
-        else
-            d = e->pol->lease_renew_deadline ? e->pol->lease_renew_deadline(e, now, before, &cursor)
-                                             : e->pol->lease_deadline(e, now);
+        tide_time_t d = e->pol->lease_renew_deadline ? e->pol->lease_renew_deadline(e, now, before, &cursor)
+                                                     : e->pol->lease_deadline(e, now);
         before += k->n_leased;
-        tide_time_t left = k->latest - now;
-        int half = now - k->term_start >= (k->latest - k->term_start) / 2;
-        int sooner = d < k->latest - e->cfg.forecast_bucket_s && d > now; /* a rise needs them */
-        if (!sooner && !(d > k->latest + e->cfg.tick_s && (half || left < e->min_term)))
+        renew_if_due(e, k, now, d);
+    }
+    /* the tail: past the need curve every deadline is now + lease_max, and
+     * a lease before its wake is not due (checked in debug builds); a wake
+     * computed under another min_term is computed again from now */
+    tide_time_t d = now + e->cfg.lease_max_s;
+    for (; i < n; i++) {
+        struct lease_key *k = &e->lease_order[i];
+        if (k->wake_mt != e->min_term)
+            tail_wake_set(e, k, now); /* the shortest term changed since */
+        if (now < k->wake) {
+            if (e->cfg.check_invariants && renew_due(e, k, now, d))
+                e->memo_bad = 1;
             continue;
-        if (e->n_cut && tide__job_cut(e, e->jobs[k->h]))
-            continue; /* the far side cannot hear: its lease runs out on its own */
-        renew(e, k, now, d);
+        }
+        renew_if_due(e, k, now, d);
     }
 }
 

@@ -82,6 +82,51 @@ static int touched_best_fit(const touched_t *t, const int *avail, const int *res
     return best;
 }
 
+/* need gangs of g, each to touched_best_fit's domain, at once: the listed
+ * domains that hold a gang bucketed by GPUs left (a bitmap of domain
+ * indices per count, 0..max_dom_gpus); a gang goes to the lowest index in
+ * the lowest bucket >= g (the fewest left, ties to the lowest index, as
+ * touched_best_fit), which moves down g buckets. One visit of the list,
+ * not one per gang (a single gang, or more GPUs left than a domain has,
+ * takes the plain scan). */
+static void best_fit_gangs(const tide_engine_t *e, const touched_t *t, const int *avail, int *res, int g,
+                           int need)
+{
+    size_t words = ((size_t)e->n_doms + 63) / 64;
+    int nb = e->max_dom_gpus + 1;
+    for (int k = 0; k < t->n; k++)
+        if (need < 2 || avail[t->v[k]] - res[t->v[k]] >= nb) { /* one gang at a time */
+            for (int x = 0; x < need; x++) {
+                int best = touched_best_fit(t, avail, res, g);
+                if (best < 0)
+                    return;
+                res[best] += g;
+            }
+            return;
+        }
+    uint64_t *b = tide_xcalloc((size_t)nb * words, sizeof *b);
+    for (int k = 0; k < t->n; k++) {
+        int d = t->v[k], left = avail[d] - res[d];
+        if (left >= g)
+            b[(size_t)left * words + (size_t)d / 64] |= (uint64_t)1 << (d % 64);
+    }
+    for (int k = 0; k < need; k++) {
+        int d = -1;
+        for (int l = g; l < nb && d < 0; l++)
+            for (size_t w = 0; w < words && d < 0; w++)
+                if (b[(size_t)l * words + w])
+                    d = (int)(w * 64) + __builtin_ctzll(b[(size_t)l * words + w]);
+        if (d < 0)
+            break;
+        int left = avail[d] - res[d];
+        b[(size_t)left * words + (size_t)d / 64] &= ~((uint64_t)1 << (d % 64));
+        res[d] += g;
+        if (left - g >= g)
+            b[(size_t)(left - g) * words + (size_t)d / 64] |= (uint64_t)1 << (d % 64);
+    }
+    free(b);
+}
+
 /* Whole-domain gangs: need gangs on domains left entirely available, lowest
  * indices first. */
 static void whole_fit(const tide_engine_t *e, int need, int g, const int *avail, int *res)
@@ -164,12 +209,8 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
     /* GPUs the head takes at shadow time: best fit */
     if (shadow != TIDE_TIME_NEVER && whole)
         whole_fit(e, need, g, avail, res);
-    for (int k = 0; shadow != TIDE_TIME_NEVER && !whole && k < need; k++) {
-        int best = touched_best_fit(&t, avail, res, g);
-        if (best < 0)
-            break;
-        res[best] += g;
-    }
+    if (shadow != TIDE_TIME_NEVER && !whole)
+        best_fit_gangs(e, &t, avail, res, g, need);
     free(t.v);
     return shadow;
 }
@@ -190,9 +231,8 @@ static int memo_same(const tide_engine_t *e, int32_t h, unsigned tz, const reser
 
 /* Compute the reservation of head job h (priority pass) into e->resv[e->n_resv]:
  * the same inputs as the slot's last computation (resv_memo) reuse it. */
-static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t now)
+static void reservation_now(tide_engine_t *e, int32_t h, unsigned tz)
 {
-    (void)now;
     int k = e->n_resv;
     reservation_t *r = &e->resv[k];
     struct resv_memo *m = &e->resv_memo[k];
@@ -217,10 +257,36 @@ static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz, tide_time
     e->n_resv++;
 }
 
+/* Compute the pending reservation, if any (see make_reservation). Called
+ * before the reservations are read and before the pass changes anything a
+ * reservation reads (a placement, a preemption or quota reclaim, the next
+ * head): so it is computed on the state the head saw. */
+static void resv_settle(tide_engine_t *e)
+{
+    struct resv_pending *p = &e->resv_pend;
+    if (!p->on)
+        return;
+    p->on = 0;
+    if (e->cfg.check_invariants && p->ver != e->place_ver)
+        e->memo_bad = 1;
+    reservation_now(e, p->h, p->tz);
+}
+
+/* The reservation of head job h, computed lazily: a pass in which no later
+ * candidate reads the reservations (too few GPUs free for any of them, as
+ * a rule) never computes it. */
+static void make_reservation(tide_engine_t *e, int32_t h, unsigned tz)
+{
+    resv_settle(e);
+    if (e->n_resv < TIDE_NPRIO)
+        e->resv_pend = (struct resv_pending){.on = 1, .h = h, .tz = tz, .ver = e->place_ver};
+}
+
 /* May job h start now on allocation a (width w) without delaying any
  * reservation? */
 static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_time_t now)
 {
+    resv_settle(e);
     if (!e->n_resv)
         return 1;
     job_t *j = e->jobs[h];
@@ -260,6 +326,7 @@ static int respects(tide_engine_t *e, int32_t h, const alloc_t *a, int w, tide_t
 static int surely_delays(tide_engine_t *e, int32_t h, int g, int min, uint32_t types, unsigned tz,
                          tide_time_t now)
 {
+    resv_settle(e);
     if (!e->n_resv || g > e->max_dom_gpus)
         return 0;
     job_t *j = e->jobs[h];
@@ -551,6 +618,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
         if (tz & ZBIT(z))
             free_gpus += e->zone_free[z];
     e->n_resv = 0;
+    e->resv_pend.on = 0;
     shape_t memo[32];
     int n_memo = 0, examined = 0, blocked_head = 0;
     if (free_gpus == 0 && e->qn[TIDE_P1] == 0 && !e->quotas_on)
@@ -561,22 +629,24 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
     int fair = e->cfg.fairshare && e->n_teams > 1;
     int *order = NULL, *rank = NULL, *bucket = NULL;
     double *score = NULL;
-    if (fair) {
-        order = tide_xmalloc((size_t)e->n_teams * sizeof *order);
-        rank = tide_xmalloc((size_t)e->n_teams * sizeof *rank);
-        bucket = tide_xmalloc(((size_t)e->n_teams + 1) * sizeof *bucket);
-        score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
+    size_t nt = (size_t)e->n_teams, maxn = 0;
+    if (fair) { /* one block: scores, then order, rank and bucket */
+        score = tide_xmalloc(nt * sizeof *score + (3 * nt + 1) * sizeof(int));
+        order = (int *)(score + nt);
+        rank = order + nt;
+        bucket = rank + nt;
         rank_teams(e, now, order, rank, score);
     }
-    uint8_t *quota_tried = e->quotas_on ? tide_xcalloc((size_t)e->n_teams, 1) : NULL;
-    qkey_t *cands = NULL;
-    size_t cap_c = 0;
+    uint8_t *quota_tried = e->quotas_on ? tide_xcalloc(nt, 1) : NULL;
+    for (int p = TIDE_P1; p < TIDE_NPRIO; p++)
+        maxn = TIDE_MAX(maxn, e->qn[p]);
+    /* no priority examines more than the backfill depth */
+    qkey_t *cands = tide_xmalloc((TIDE_MIN(maxn, (size_t)e->cfg.backfill_depth) + 1) * sizeof *cands);
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
         size_t n = e->qn[p];
         if (n > (size_t)(e->cfg.backfill_depth - examined))
             n = (size_t)(e->cfg.backfill_depth - examined);
-        tide_grow((void **)&cands, &cap_c, n + 1, sizeof *cands);
         order_candidates(e, p, n, fair ? rank : NULL, bucket, cands);
         for (size_t i = 0; i < n; i++) {
             /* nothing more can start: only a P1 head (preemption) or quota
@@ -621,6 +691,7 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
             }
             if (quota_tried && !quota_tried[c->team]) {
                 quota_tried[c->team] = 1;
+                resv_settle(e);
                 quota_reclaim(e, h, tz, now);
             }
             if (!head_seen) {
@@ -628,18 +699,17 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                 blocked_head = 1;
                 if (p == TIDE_P1) {
                     static const int lower = TIDE_P2;
+                    resv_settle(e);
                     preempt_for(e, h, tz, now, tide__victim_min_prio, &lower, TIDE_R_PRIORITY);
                 }
-                if (e->n_resv < TIDE_NPRIO && free_gpus > 0)
-                    make_reservation(e, h, tz, now);
+                if (free_gpus > 0)
+                    make_reservation(e, h, tz);
             }
         }
     }
+    e->resv_pend.on = 0; /* nobody read it: never computed */
     free(cands);
     free(score);
-    free(order);
-    free(rank);
-    free(bucket);
     free(quota_tried);
     if (!blocked_head && free_gpus > 0)
         grow_elastic(e, tz);

@@ -14,7 +14,14 @@
  * ready. A backfill candidate that would outlast a reservation covering
  * every free GPU is refused without a placement (sched.c surely_delays; the
  * fixture's check places it and confirms respects() refuses it), one that
- * ends before the reservation still starts. */
+ * ends before the reservation still starts. The renewal pass's tail
+ * (leases past the forecast's need curve) skips the leases before their
+ * wake time (the pass, in check builds, confirms each skipped one is not
+ * due) and still renews every lease; a noted lease is dropped from the
+ * order by binary search, and a key that cannot be found that way (its
+ * priority changed under it) falls back to the scan. A blocked head's
+ * reservation is computed only when a later candidate reads it (sched.c
+ * resv_settle): not in a pass where nothing else could start. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -180,18 +187,25 @@ static void test_service_claims_follow(void **state)
     ef_free(f);
 }
 
-static void test_backfill_skip_keeps_decisions(void **state)
+/* 4x8, training only: 24 GPUs busy until ~1000 s (submitted at 0), a
+ * queued head (at 1) needing all 32: its reservation takes every domain at
+ * that time, so no surplus is left anywhere; 8 GPUs stay free. */
+static ef_t *blocked_head_setup(void)
 {
-    (void)state;
     ef_t *f = train_only();
-    /* 24 GPUs busy until ~1000 s; the head needs all 32: its reservation
-     * takes every domain at that time, so no surplus is left anywhere */
     tide_job_spec_t run = ef_job("run", 2, 24, 8, 0, 1000);
     int32_t hr = ef_submit(f, 0, &run);
     assert_int_equal(ef_info(f, hr).state, TIDE_JOB_RUNNING);
     tide_job_spec_t big = ef_job("big", 2, 32, 8, 0, 5000);
     int32_t hb = ef_submit(f, 1, &big);
     assert_int_equal(ef_info(f, hb).state, TIDE_JOB_QUEUED);
+    return f;
+}
+
+static void test_backfill_skip_keeps_decisions(void **state)
+{
+    (void)state;
+    ef_t *f = blocked_head_setup();
     /* elastic, 1 or 2 gangs of 8: ends after the reservation at any width */
     tide_job_spec_t lng = ef_job("long", 2, 16, 8, 1, 100000);
     int32_t hl = ef_submit(f, 2, &lng);
@@ -204,6 +218,86 @@ static void test_backfill_skip_keeps_decisions(void **state)
     ef_free(f);
 }
 
+/* Listed leases whose wake is after now (the pass skips them). */
+static size_t skipped_now(const tide_engine_t *e)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_lease_order; i++)
+        n += e->now < e->lease_order[i].wake && e->lease_order[i].wake_mt == e->min_term;
+    return n;
+}
+
+static void test_renewal_tail_skips_and_drops(void **state)
+{
+    (void)state;
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.margin_min = cfg.margin_max = 0.05;
+    cfg.lease_max_s = 4 * 3600;
+    ef_t *f = ef_new("8x8", &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    char ids[40][8];
+    int32_t h[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(ids[i], sizeof ids[i], "j%d", i);
+        int gang = 1 + i % 3, elastic = i % 4 == 0; /* elastic: 2 gangs, 1 at least */
+        tide_job_spec_t s = ef_job(ids[i], 2 + i % 2, gang * (1 + elastic), gang, elastic,
+                                   3600 * (40 + i % 50));
+        h[i] = ef_submit(f, 10 + i, &s);
+    }
+    size_t most_skipped = 0;
+    for (int k = 0; k < 24; k++) { /* a rise and a fall every 6 hours */
+        tide_time_t t0 = 60 + (tide_time_t)k * 3 * 3600;
+        ef_demand(f, t0, 0, k % 2 ? 5 : 25);
+        for (tide_time_t t = t0 + 60; t < t0 + 3 * 3600; t += 60) {
+            ef_tick(f, t);
+            size_t sk = skipped_now(f->e);
+            most_skipped = sk > most_skipped ? sk : most_skipped;
+        }
+    }
+    assert_true(most_skipped > 0);
+    int renewed = 0;
+    for (int i = 0; i < 40; i++)
+        renewed += ef_count(f, 0, TIDE_ACT_LEASE_RENEW, -1, h[i]) > 0;
+    assert_true(renewed > 5);
+    assert_int_equal(f->e->memo_bad, 0);
+    /* a listed job's priority changed under the order, then noted: the
+     * binary search cannot find its old key, the scan re-keys it */
+    tide_engine_t *e = f->e;
+    assert_true(e->n_lease_order > 1);
+    int32_t moved = e->lease_order[0].h; /* the cheapest to reclaim */
+    assert_true(e->jobs[moved]->spec.priority > 1);
+    e->jobs[moved]->spec.priority = 1;
+    tide__lease_note(e, moved);
+    ef_tick(f, 73 * 3600);
+    assert_int_equal(tide__renew_check(e), -1);
+    /* priority 1 is reclaimed last */
+    assert_int_equal(e->lease_order[e->n_lease_order - 1].h, moved);
+    ef_free(f);
+}
+
+static void test_reservation_only_when_read(void **state)
+{
+    (void)state;
+    ef_t *f = blocked_head_setup();
+    /* a candidate of 16 GPUs cannot start on 8: nobody reads the head's
+     * reservation, the pass never computes it */
+    tide_job_spec_t wide = ef_job("wide", 2, 16, 8, 0, 100);
+    int32_t hw = ef_submit(f, 2, &wide);
+    assert_int_equal(ef_info(f, hw).state, TIDE_JOB_QUEUED);
+    assert_int_equal(f->e->n_resv, 0);
+    assert_int_equal(f->e->resv_pend.on, 0);
+    /* one of 8 GPUs may: its try reads the reservation (it ends before the
+     * head's start, so it starts) */
+    tide_job_spec_t shrt = ef_job("short", 2, 8, 8, 0, 100);
+    int32_t hs = ef_submit(f, 3, &shrt);
+    assert_int_equal(ef_info(f, hs).state, TIDE_JOB_RUNNING);
+    assert_int_equal(f->e->n_resv, 1);
+    assert_int_equal(f->e->resv[0].shadow >= 1000, 1);
+    assert_int_equal(ef_info(f, hw).state, TIDE_JOB_QUEUED);
+    ef_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +306,8 @@ int main(void)
         cmocka_unit_test(test_lease_order_follows_changes),
         cmocka_unit_test(test_service_claims_follow),
         cmocka_unit_test(test_backfill_skip_keeps_decisions),
+        cmocka_unit_test(test_renewal_tail_skips_and_drops),
+        cmocka_unit_test(test_reservation_only_when_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
