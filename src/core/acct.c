@@ -285,11 +285,21 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
     tide__team_usage_update(e, t);
     t->gpus_now += sign * j->alloc.n;
     unsigned lz = j->n_leased ? e->pol->lease_zones : 0;
-    for (int k = 0; k < j->alloc.n; k++) {
-        const domain_t *d = &e->doms[dom_of_gpu(e, j->alloc.gpus[k])];
+    /* One cell update per run of GPUs in the same domain (an allocation
+     * lists a domain's GPUs together). Adding the run's count at once gives
+     * the same bits as one call per GPU: all calls share e->now, so only
+     * the first integrates (n * dt); the later ones see dt = 0 and add
+     * nothing to acc, and integer counts sum exactly. */
+    for (int k = 0; k < j->alloc.n;) {
+        int di = dom_of_gpu(e, j->alloc.gpus[k]);
+        int run = 1;
+        while (k + run < j->alloc.n && dom_of_gpu(e, j->alloc.gpus[k + run]) == di)
+            run++;
+        const domain_t *d = &e->doms[di];
         int tier = (lz & ZBIT(d->zone)) ? TIDE_T_C : j->acct_tier_own;
-        t->used[d->type] += sign;
-        tide__lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, sign);
+        t->used[d->type] += sign * run;
+        tide__lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, sign * run);
+        k += run;
     }
 }
 
