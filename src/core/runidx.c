@@ -27,3 +27,36 @@ long tide__grow_slots_check(const tide_engine_t *e)
     long extra = tide_bitset_next(&e->grow_slots, e->n_running, (size_t)-1);
     return extra;
 }
+
+/* A job's share of e->lent_run: its lent GPUs while it runs and is not
+ * stopping under a notice. */
+static int lent_share(const job_t *j)
+{
+    if (j->run_idx < 0 || (j->state == TIDE_JOB_RECLAIMING && j->stop_pending))
+        return 0;
+    return j->n_leased;
+}
+
+void tide__lent_sync(tide_engine_t *e, job_t *j)
+{
+    int now = lent_share(j);
+    e->lent_run += now - j->lent_counted;
+    j->lent_counted = now;
+}
+
+void tide__lent_rebuild(tide_engine_t *e)
+{
+    e->lent_run = 0;
+    for (size_t h = 0; h < e->n_jobs; h++) {
+        e->jobs[h]->lent_counted = 0;
+        tide__lent_sync(e, e->jobs[h]);
+    }
+}
+
+int tide__lent_scan(const tide_engine_t *e)
+{
+    int n = 0;
+    for (size_t i = 0; i < e->n_running; i++)
+        n += lent_share(e->jobs[e->running[i]]);
+    return n;
+}
