@@ -67,6 +67,28 @@ static void test_moved_elastic_job_grows(void **state)
     ef_free(f);
 }
 
+/* elastic on 4x8 (5% margin), one 8-GPU service (10 rps per replica, at
+ * least 1, 300 s warm-up) at 5 rps */
+static ef_t *chat_setup(void)
+{
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.margin_min = cfg.margin_max = 0.05;
+    ef_t *f = ef_new("4x8", &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    return f;
+}
+
+/* chat_setup and a lent elastic job submitted at 10 s: 3 gangs of 8,
+ * minimum 2 (*he). */
+static ef_t *lent_elastic_job(int32_t *he)
+{
+    ef_t *f = chat_setup();
+    tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
+    *he = ef_submit(f, 10, &el);
+    return f;
+}
+
 /* e->lent_run (runidx.c), the lent GPUs of running jobs not stopping, kept
  * by tide__lent_sync, equals a scan of the running jobs through a lent job's
  * life: lent, shrunk, noticed to stop (its share drops to 0 while it still
@@ -82,13 +104,8 @@ static void lent_matches_scan(ef_t *f, int *max_seen)
 static void test_lent_count_follows_jobs(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
-    int32_t he = ef_submit(f, 10, &el);
+    int32_t he;
+    ef_t *f = lent_elastic_job(&he);
     int max_seen = 0;
     lent_matches_scan(f, &max_seen);
     const job_t *j = f->e->jobs[he];
@@ -153,14 +170,8 @@ static void test_every_lease_renewed(void **state)
 static void test_lease_order_follows_changes(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    /* a lent elastic job: 3 gangs of 8, minimum 2 */
-    tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
-    int32_t he = ef_submit(f, 10, &el);
+    int32_t he;
+    ef_t *f = lent_elastic_job(&he);
     assert_int_equal(ef_info(f, he).width, 3);
     ef_ticks(f, 540, 60); /* renewal passes list it (shrinkable) */
     assert_true(ef_count(f, 0, TIDE_ACT_LEASE_GRANT, -1, he) >= 1);
@@ -186,11 +197,7 @@ static void test_lease_order_follows_changes(void **state)
  * 15 rps: 2), three 8-GPU jobs filling the shared pool */
 static ef_t *claims_setup(void)
 {
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
+    ef_t *f = chat_setup();
     static const char *ids[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
         tide_job_spec_t s = ef_job(ids[i], 3, 8, 8, 0, 100000);
