@@ -1,7 +1,9 @@
 /* Indexes over the running jobs' slots (e->running). grow_slots: the slots
  * of the elastic jobs (dp_min < dp_max), the only ones that can ever grow,
  * so that the pass growing shrunken jobs visits them, in slot order (the
- * order a scan of e->running visits them), not every running job. */
+ * order a scan of e->running visits them), not every running job.
+ * lent_run: the lent GPUs of the running jobs not stopping under a notice
+ * (the lease plan reads it every tick instead of scanning them). */
 #include "core/internal.h"
 
 static int elastic(const job_t *j) { return j->spec.dp_min < j->dp_max; }
