@@ -285,11 +285,23 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
     tide__team_usage_update(e, t);
     t->gpus_now += sign * j->alloc.n;
     unsigned lz = j->n_leased ? e->pol->lease_zones : 0;
-    for (int k = 0; k < j->alloc.n; k++) {
-        const domain_t *d = &e->doms[dom_of_gpu(e, j->alloc.gpus[k])];
+    /* One cell update per run of GPUs in the same domain (an allocation
+     * lists a domain's GPUs together). Adding the run's count at once gives
+     * the same bits as one call per GPU: all calls share e->now, so only
+     * the first integrates (n * dt); the later ones see dt = 0 and add
+     * nothing to acc, and integer counts sum exactly. */
+    const int32_t *g = j->alloc.gpus;
+    int n = j->alloc.n, di = n ? dom_of_gpu(e, g[0]) : 0;
+    for (int k = 0, next; k < n; k = next) {
+        int nd = di; /* the domain of g[next], read once */
+        for (next = k + 1; next < n && (nd = dom_of_gpu(e, g[next])) == di;)
+            next++;
+        const domain_t *d = &e->doms[di];
         int tier = (lz & ZBIT(d->zone)) ? TIDE_T_C : j->acct_tier_own;
-        t->used[d->type] += sign;
-        tide__lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, sign);
+        int delta = on ? next - k : k - next;
+        t->used[d->type] += delta;
+        tide__lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, delta);
+        di = nd;
     }
 }
 

@@ -447,6 +447,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         /* the need went away while it checkpointed: keep running */
         j->state = TIDE_JOB_RUNNING;
         j->stop_pending = 0;
+        tide__lent_sync(e, j);
         tide__end_index_set(e, h, tide__job_expected_end(j, e->now));
         if (j->lease >= 0) {
             lease_t *l = &e->leases[j->lease];
@@ -961,6 +962,9 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     if (tide__acct_cnt_bad(e))
         return tide_errf(err, TIDE_ESTATE, "the non-zero GPU counter cells disagree with the counters");
+    if (e->lent_run != tide__lent_scan(e))
+        return tide_errf(err, TIDE_ESTATE, "lent GPUs of running jobs: %d counted, %d by a scan",
+                         e->lent_run, tide__lent_scan(e));
     return 0;
 }
 

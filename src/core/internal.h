@@ -138,6 +138,7 @@ typedef struct job {
     int8_t stop_pending;     /* checkpoint requested to stop (not just shrink) */
     int8_t held;             /* tide_engine_job_hold: not started (out of the queue);
                                 noticed and stopped if it runs */
+    int lent_counted;        /* its share of e->lent_run (tide__lent_sync) */
 } job_t;
 
 enum { REP_WARMING = 0, REP_READY, REP_STOPPED };
@@ -473,6 +474,7 @@ struct tide_engine {
     int need_n;
     tide_time_t need_t0;
     int need_avail;          /* GPUs inference can use without lent ones */
+    int lent_run;            /* lent GPUs of running jobs not stopping (runidx.c) */
     tide_time_t ret_lead;    /* return lead: reclaim lead - notice span */
     tide_time_t min_term;    /* shortest lease term (a notice can be answered) */
     double *need_vals;       /* scratch: one service's baseline curve */
@@ -802,6 +804,16 @@ void tide__grow_slot_set(tide_engine_t *e, size_t i);
 void tide__grow_slots_rebuild(tide_engine_t *e);
 /* A slot whose bit disagrees with its job, or -1. O(running): for checks. */
 long tide__grow_slots_check(const tide_engine_t *e);
+/* runidx.c: e->lent_run, the lent GPUs (n_leased) of the running jobs less
+ * those stopping under a notice (their GPUs come back anyway): what the
+ * lease plan takes off the GPUs inference can use. Each job's share is in
+ * j->lent_counted; tide__lent_sync after any change of a job's n_leased,
+ * state, stop_pending or running slot brings both up to date. */
+void tide__lent_sync(tide_engine_t *e, job_t *j);
+/* Recount e->lent_run and every share from the jobs (after a restore). */
+void tide__lent_rebuild(tide_engine_t *e);
+/* The sum by a scan of the running jobs. O(running): for checks. */
+int tide__lent_scan(const tide_engine_t *e);
 void tide__queue_remove(tide_engine_t *e, int32_t h);
 int tide__team_intern(tide_engine_t *e, const char *name);
 /* A zeroed job_t for handle h = e->n_jobs (the next one), from e->job_blk;

@@ -296,6 +296,7 @@ void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
     j->tr_c = j->tr_d = 0;
     tide__acct_job_set(e, j, 1);
     running_add(e, h);
+    tide__lent_sync(e, j);
     if ((double)j->spec.ckpt_s > e->declared_ckpt_max)
         e->declared_ckpt_max = (double)j->spec.ckpt_s;
     tide_action_t *act = tide__act_push(e, TIDE_ACT_JOB_START, TIDE_R_NONE);
@@ -338,6 +339,7 @@ void tide__job_stop(tide_engine_t *e, int32_t h, int reason, int requeue)
         tide__lease_return(e, h, reason, reason == TIDE_R_DEADLINE && j->state == TIDE_JOB_RECLAIMING);
     j->n_leased = 0;
     running_del(e, h);
+    tide__lent_sync(e, j);
     e->st.jobs_running--;
     if (reason != TIDE_R_COMPLETE) {
         tide_action_t *act = tide__act_push(e, TIDE_ACT_JOB_STOP, reason);
@@ -411,6 +413,7 @@ static void drop_gangs(tide_engine_t *e, int32_t h, int (*pick)(const int32_t *g
     j->width = w;
     j->alloc.n = w * g;
     j->n_leased = count_leased(e, &j->alloc);
+    tide__lent_sync(e, j);
     tide__acct_job_set(e, j, 1);
     if (j->lease >= 0)
         tide__lease_update(e, h);
@@ -503,6 +506,7 @@ void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
     extra->n = 0;
     j->width += gangs;
     j->n_leased = count_leased(e, &j->alloc);
+    tide__lent_sync(e, j);
     tide__acct_job_set(e, j, 1);
     if (j->lease >= 0)
         tide__lease_update(e, h);
@@ -521,6 +525,7 @@ void tide__job_notice(tide_engine_t *e, int32_t h, int reason, int stop)
     j->notice_at = e->now;
     j->reclaim_reason = reason;
     j->stop_pending = stop;
+    tide__lent_sync(e, j);
     double ck = tide__samples_q99(&e->smp[TIDE_SAMPLE_CKPT]);
     double base = 2.0 * (double)j->spec.ckpt_s;
     if (1.5 * ck > base)
@@ -595,7 +600,9 @@ void tide__job_hold_pass(tide_engine_t *e)
             continue;
         if (j->state == TIDE_JOB_RUNNING)
             tide__job_notice(e, h, TIDE_R_SCALE, 1);
-        else if (j->state == TIDE_JOB_RECLAIMING)
+        else if (j->state == TIDE_JOB_RECLAIMING) {
             j->stop_pending = 1;
+            tide__lent_sync(e, j);
+        }
     }
 }

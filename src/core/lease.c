@@ -140,12 +140,7 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
     for (int z = 0; z < Z_COUNT; z++)
         if (e->pol->inf_zones & ZBIT(z))
             avail += e->zone_gpus[z] - e->zone_foreign[z];
-    for (size_t i = 0; i < e->n_running; i++) {
-        const job_t *j = e->jobs[e->running[i]];
-        if (!(j->state == TIDE_JOB_RECLAIMING && j->stop_pending))
-            avail -= j->n_leased;
-    }
-    e->need_avail = avail;
+    e->need_avail = avail - e->lent_run; /* kept by tide__lent_sync */
 }
 
 tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,

@@ -1,7 +1,9 @@
 /* Indexes over the running jobs' slots (e->running). grow_slots: the slots
  * of the elastic jobs (dp_min < dp_max), the only ones that can ever grow,
  * so that the pass growing shrunken jobs visits them, in slot order (the
- * order a scan of e->running visits them), not every running job. */
+ * order a scan of e->running visits them), not every running job.
+ * lent_run: the lent GPUs of the running jobs not stopping under a notice
+ * (the lease plan reads it every tick instead of scanning them). */
 #include "core/internal.h"
 
 static int elastic(const job_t *j) { return j->spec.dp_min < j->dp_max; }
@@ -26,4 +28,37 @@ long tide__grow_slots_check(const tide_engine_t *e)
             return (long)i;
     long extra = tide_bitset_next(&e->grow_slots, e->n_running, (size_t)-1);
     return extra;
+}
+
+/* A job's share of e->lent_run: its lent GPUs while it runs and is not
+ * stopping under a notice. */
+static int lent_share(const job_t *j)
+{
+    if (j->run_idx < 0 || (j->state == TIDE_JOB_RECLAIMING && j->stop_pending))
+        return 0;
+    return j->n_leased;
+}
+
+void tide__lent_sync(tide_engine_t *e, job_t *j)
+{
+    int now = lent_share(j);
+    e->lent_run += now - j->lent_counted;
+    j->lent_counted = now;
+}
+
+void tide__lent_rebuild(tide_engine_t *e)
+{
+    e->lent_run = 0;
+    for (size_t h = 0; h < e->n_jobs; h++) {
+        e->jobs[h]->lent_counted = 0;
+        tide__lent_sync(e, e->jobs[h]);
+    }
+}
+
+int tide__lent_scan(const tide_engine_t *e)
+{
+    int n = 0;
+    for (size_t i = 0; i < e->n_running; i++)
+        n += lent_share(e->jobs[e->running[i]]);
+    return n;
 }

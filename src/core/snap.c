@@ -179,7 +179,8 @@ static const tide_field_t cfg_skip[] __attribute__((unused)) = {F(tide_config_t,
                                         F(tide_config_t, check_invariants)};
 static const tide_field_t svc_spec_skip[] __attribute__((unused)) = {F(tide_service_spec_t, name)};
 static const tide_field_t job_spec_skip[] __attribute__((unused)) = {F(tide_job_spec_t, id), F(tide_job_spec_t, team)};
-static const tide_field_t job_skip[] __attribute__((unused)) = {F(job_t, spec), F(job_t, alloc)};
+static const tide_field_t job_skip[] __attribute__((unused)) = {F(job_t, spec), F(job_t, alloc),
+                                                                  F(job_t, lent_counted)};
 static const tide_field_t rep_skip[] __attribute__((unused)) = {F(replica_t, alloc)};
 static const tide_field_t samples_skip[] __attribute__((unused)) = {F(samples_t, v), F(samples_t, n), F(samples_t, cap)};
 static const tide_field_t svc_skip[] __attribute__((unused)) = {F(service_t, spec), F(service_t, fc), F(service_t, warm),
@@ -236,7 +237,9 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
     /* memos: zero after a restore, so the first pass recomputes */
     F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
-    F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz)};
+    F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz),
+    /* derived from the running jobs (tide__lent_rebuild) */
+    F(tide_engine_t, lent_run)};
 
 /* Every table and the sizes of the structs they describe: a build whose
  * layout differs writes another fingerprint. */
@@ -776,6 +779,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
     tide__svc_index_rebuild(e);  /* derived from the domains and replicas */
     tide__acct_cnt_rebuild(e);   /* derived from e->cnt */
+    tide__lent_rebuild(e);       /* derived from the running jobs */
     e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
     return e;
 }

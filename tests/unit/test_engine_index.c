@@ -21,7 +21,8 @@
  * order by binary search, and a key that cannot be found that way (its
  * priority changed under it) falls back to the scan. A blocked head's
  * reservation is computed only when a later candidate reads it (sched.c
- * resv_settle): not in a pass where nothing else could start. */
+ * resv_settle): not in a pass where nothing else could start. The count
+ * of lent GPUs of running jobs (runidx.c lent_run) follows a lent job. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -66,6 +67,78 @@ static void test_moved_elastic_job_grows(void **state)
     ef_free(f);
 }
 
+/* elastic on 4x8 (5% margin), one 8-GPU service (10 rps per replica, at
+ * least 1, 300 s warm-up) at 5 rps */
+static ef_t *chat_setup(void)
+{
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.margin_min = cfg.margin_max = 0.05;
+    ef_t *f = ef_new("4x8", &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    return f;
+}
+
+/* chat_setup and a lent elastic job submitted at 10 s: 3 gangs of 8,
+ * minimum 2 (*he). */
+static ef_t *lent_elastic_job(int32_t *he)
+{
+    ef_t *f = chat_setup();
+    tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
+    *he = ef_submit(f, 10, &el);
+    return f;
+}
+
+/* e->lent_run (runidx.c), the lent GPUs of running jobs not stopping, kept
+ * by tide__lent_sync, equals a scan of the running jobs through a lent job's
+ * life: lent, shrunk, noticed to stop (its share drops to 0 while it still
+ * holds the GPUs), stopped, lent again; and tide_engine_check notices a
+ * count that drifted from the scan. */
+static void lent_matches_scan(ef_t *f, int *max_seen)
+{
+    assert_int_equal(f->e->lent_run, tide__lent_scan(f->e));
+    if (f->e->lent_run > *max_seen)
+        *max_seen = f->e->lent_run;
+}
+
+static void test_lent_count_follows_jobs(void **state)
+{
+    (void)state;
+    int32_t he;
+    ef_t *f = lent_elastic_job(&he);
+    int max_seen = 0;
+    lent_matches_scan(f, &max_seen);
+    const job_t *j = f->e->jobs[he];
+    assert_true(j->n_leased > 0);
+    assert_int_equal(f->e->lent_run, j->n_leased);
+    ef_ticks(f, 540, 60);
+    ef_demand(f, 600, 0, 15); /* shrinks it to its minimum */
+    assert_int_equal(ef_info(f, he).width, 2);
+    lent_matches_scan(f, &max_seen);
+    ef_demand(f, 1860, 0, 25); /* a notice to stop */
+    lent_matches_scan(f, &max_seen);
+    assert_int_equal(j->state, TIDE_JOB_RECLAIMING);
+    assert_true(j->stop_pending && j->alloc.n > 0 && j->n_leased > 0);
+    assert_int_equal(f->e->lent_run, 0);
+    for (int k = 0; k < 180; k++) {
+        ef_ticks(f, 1860 + 60 * (k + 1), 60);
+        lent_matches_scan(f, &max_seen);
+    }
+    assert_int_equal(ef_count(f, 0, TIDE_ACT_JOB_CKPT, -1, he), 1);
+    ef_demand(f, 4 * 3600 + 60, 0, 5); /* lent again */
+    ef_ticks(f, 86400, 60);
+    lent_matches_scan(f, &max_seen);
+    assert_true(max_seen >= 16);
+    /* a count that drifted from the scan fails the engine check */
+    f->e->lent_run++;
+    tide_error_t err = {0};
+    assert_int_equal(tide_engine_check(f->e, &err), -1);
+    assert_non_null(strstr(err.msg, "lent GPUs"));
+    f->e->lent_run--;
+    assert_int_equal(tide_engine_check(f->e, &err), 0);
+    ef_free(f);
+}
+
 static void test_every_lease_renewed(void **state)
 {
     (void)state;
@@ -97,14 +170,8 @@ static void test_every_lease_renewed(void **state)
 static void test_lease_order_follows_changes(void **state)
 {
     (void)state;
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    /* a lent elastic job: 3 gangs of 8, minimum 2 */
-    tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
-    int32_t he = ef_submit(f, 10, &el);
+    int32_t he;
+    ef_t *f = lent_elastic_job(&he);
     assert_int_equal(ef_info(f, he).width, 3);
     ef_ticks(f, 540, 60); /* renewal passes list it (shrinkable) */
     assert_true(ef_count(f, 0, TIDE_ACT_LEASE_GRANT, -1, he) >= 1);
@@ -130,11 +197,7 @@ static void test_lease_order_follows_changes(void **state)
  * 15 rps: 2), three 8-GPU jobs filling the shared pool */
 static ef_t *claims_setup(void)
 {
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
+    ef_t *f = chat_setup();
     static const char *ids[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
         tide_job_spec_t s = ef_job(ids[i], 3, 8, 8, 0, 100000);
@@ -303,6 +366,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moved_elastic_job_grows),
         cmocka_unit_test(test_every_lease_renewed),
+        cmocka_unit_test(test_lent_count_follows_jobs),
         cmocka_unit_test(test_lease_order_follows_changes),
         cmocka_unit_test(test_service_claims_follow),
         cmocka_unit_test(test_backfill_skip_keeps_decisions),
