@@ -926,4 +926,18 @@ EF_FN void ef_in_sort(ef_input_t *v, size_t n)
     }
 }
 
+/* elastic on 4x8 with one 8-GPU service "chat" (10 rps a replica, floor 1:
+ * node 0 is Tier A, 300 s warm-up) at 5 rps, the margin frozen at 5% so
+ * that replica counts are easy to predict: 5 rps -> 1 replica, 15 -> 2,
+ * 25 -> 3, 35 -> 4. The caller frees it (ef_free). */
+EF_FN ef_t *ef_elastic4(void)
+{
+    tide_config_t cfg = ef_cfg("elastic");
+    cfg.margin_min = cfg.margin_max = 0.05;
+    ef_t *f = ef_new("4x8", &cfg);
+    ef_service(f, "chat", 8, 10, 1, 300);
+    ef_demand(f, 0, 0, 5);
+    return f;
+}
+
 #endif

@@ -67,23 +67,11 @@ static void test_moved_elastic_job_grows(void **state)
     ef_free(f);
 }
 
-/* elastic on 4x8 (5% margin), one 8-GPU service (10 rps per replica, at
- * least 1, 300 s warm-up) at 5 rps */
-static ef_t *chat_setup(void)
-{
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    return f;
-}
-
-/* chat_setup and a lent elastic job submitted at 10 s: 3 gangs of 8,
+/* ef_elastic4 and a lent elastic job submitted at 10 s: 3 gangs of 8,
  * minimum 2 (*he). */
 static ef_t *lent_elastic_job(int32_t *he)
 {
-    ef_t *f = chat_setup();
+    ef_t *f = ef_elastic4();
     tide_job_spec_t el = ef_job("elastic", 3, 24, 8, 2, 100000);
     *he = ef_submit(f, 10, &el);
     return f;
@@ -197,7 +185,7 @@ static void test_lease_order_follows_changes(void **state)
  * 15 rps: 2), three 8-GPU jobs filling the shared pool */
 static ef_t *claims_setup(void)
 {
-    ef_t *f = chat_setup();
+    ef_t *f = ef_elastic4();
     static const char *ids[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
         tide_job_spec_t s = ef_job(ids[i], 3, 8, 8, 0, 100000);

@@ -12,19 +12,6 @@
 
 #include "engine_fixture.h"
 
-/* elastic on 4x8 with one 8-GPU service (floor 1: node 0 is Tier A), the
- * margin frozen at 5% so that replica counts are easy to predict:
- * 5 rps -> 1 replica, 15 -> 2, 25 -> 3, 35 -> 4. */
-static ef_t *elastic4(void)
-{
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    return f;
-}
-
 static int32_t start_job(ef_t *f, tide_time_t t, const tide_job_spec_t *j)
 {
     int32_t h = ef_submit(f, t, j);
@@ -129,7 +116,7 @@ typedef struct three {
 static three_t three_jobs(int p0, int p1, int p2)
 {
     three_t c;
-    c.f = elastic4();
+    c.f = ef_elastic4();
     int prio[3] = {p0, p1, p2};
     static const char *ids[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
@@ -280,7 +267,7 @@ static void test_need_gone_before_commit_keeps_job(void **state)
 static void test_elastic_job_shrinks_instead(void **state)
 {
     (void)state;
-    ef_t *f = elastic4();
+    ef_t *f = ef_elastic4();
     tide_job_spec_t s = ef_job("elastic", 3, 24, 8, 1, 100000);
     int32_t h = start_job(f, 10, &s);
     assert_int_equal(ef_info(f, h).width, 3);

@@ -35,23 +35,12 @@ static void node_event(ef_t *f, tide_time_t t, int node, int up)
     ef_step(f, t, &ev, 1);
 }
 
-/* elastic on 4x8, one 8-GPU service with floor 1: node 0 is Tier A. */
-static ef_t *elastic4(void)
-{
-    tide_config_t cfg = ef_cfg("elastic");
-    cfg.margin_min = cfg.margin_max = 0.05;
-    ef_t *f = ef_new("4x8", &cfg);
-    ef_service(f, "chat", 8, 10, 1, 300);
-    ef_demand(f, 0, 0, 5);
-    return f;
-}
-
 /* A free shared domain joins the reserve at once; the failed node's GPUs are
  * not Tier A while down; on recovery the borrowed domain goes back. */
 static void test_reserve_moves_to_a_free_domain(void **state)
 {
     (void)state;
-    ef_t *f = elastic4();
+    ef_t *f = ef_elastic4();
     ef_ticks(f, 600, 60);
     assert_int_equal(zone_gpus(f, 'A', 0, 1), 8);
     assert_int_equal(stats(f).tier_a_target_gpus, 8);
@@ -81,7 +70,7 @@ static void test_reserve_moves_to_a_free_domain(void **state)
 static void test_reserve_reclaims_lent_training(void **state)
 {
     (void)state;
-    ef_t *f = elastic4();
+    ef_t *f = ef_elastic4();
     int32_t j[3];
     static const char *ids[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
