@@ -194,7 +194,10 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
         st->requests_served += served;
         tide__fc_served(&s->fc, dt, s->demand * dt, served);
         need_inf += need * s->spec.gpus_per_replica;
-        e->orc_debt += orc_levels(e, s, need);
+        /* an unchanged need owes no warm-up: orc_levels would add +0.0 to
+         * orc_debt (never -0.0), which leaves it as it was */
+        if (need != s->orc_need)
+            e->orc_debt += orc_levels(e, s, need);
     }
     int up = 0;
     for (int z = 0; z < Z_COUNT; z++)
