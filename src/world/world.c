@@ -126,13 +126,36 @@ typedef struct xfer {
     uint64_t tag;          /* XF_EXT: the driver's tag */
 } xfer_t;
 
+/* A 4-ary min-heap of entries on (t, seq). */
+typedef struct wheap {
+    wentry_t *v;
+    size_t n, cap;
+} wheap_t;
+
+/* An entry in a calendar bucket (a FIFO list through next). */
+typedef struct wnode {
+    wentry_t x;
+    int32_t next; /* next in its bucket or in the free list, -1 = none */
+} wnode_t;
+
+/* The queue of timed entries: a calendar of one-second buckets and two
+ * heaps (see q_push). */
+typedef struct wqueue {
+    tide_time_t cursor;     /* the window is [cursor, cursor + CAL_B) */
+    int32_t *head, *tail;   /* [CAL_B] first and last node of a bucket */
+    uint64_t *bits;         /* [CAL_B / 64] non-empty buckets */
+    wnode_t *nodes;         /* node pool */
+    size_t n_nodes, cap_nodes;
+    int32_t free_node;      /* free list of nodes, -1 = none */
+    size_t nb;              /* entries in buckets */
+    tide_time_t first;      /* the earliest bucket entry's time (when nb > 0) */
+    wheap_t far, late;
+} wqueue_t;
+
 struct tide_world {
     const tide_engine_t *e;
-    wentry_t *heap;
-    size_t n, cap;
+    wqueue_t q;
     uint64_t seq;
-    int hole; /* heap[0] was taken and is free: the next push fills it (one
-                 sift instead of a pop's and a push's; tide_world_pop) */
     wjob_t **jpages;  /* job h is jpages[h / WJOB_PAGE][h % WJOB_PAGE] (NULL: none seen) */
     size_t njpages;
     wrun_t **spare;   /* ended runs, reused by the next starts */
@@ -165,7 +188,7 @@ struct tide_world {
     size_t ndone, capdone;
 };
 
-/* ------------------------------------------------------------------ heap */
+/* ------------------------------------------------------------------ queue */
 
 static int before(const wentry_t *a, const wentry_t *b)
 {
@@ -178,70 +201,196 @@ static int before(const wentry_t *a, const wentry_t *b)
  * the children of a node share a cache line or two. */
 #define HEAP_D 4
 
-/* The earliest of the children from c on (c < w->n): four as a tournament
+/* The earliest of the children from c on (c < h->n): four as a tournament
  * of index arithmetic (no branch per child); keys are unique, so any order
  * of comparison finds the same one. */
-static size_t min_child(const tide_world_t *w, size_t c)
+static size_t min_child(const wheap_t *hp, size_t c)
 {
-    const wentry_t *h = w->heap;
-    if (c + HEAP_D <= w->n) {
+    const wentry_t *h = hp->v;
+    if (c + HEAP_D <= hp->n) {
         size_t a = c + (size_t)before(&h[c + 1], &h[c]);
         size_t b = c + 2 + (size_t)before(&h[c + 3], &h[c + 2]);
         return before(&h[b], &h[a]) ? b : a;
     }
     size_t m = c;
-    for (size_t k = c + 1; k < w->n; k++)
+    for (size_t k = c + 1; k < hp->n; k++)
         if (before(&h[k], &h[m]))
             m = k;
     return m;
 }
 
 /* Put x in free slot i and sift it down to its place. */
-static void sift_down(tide_world_t *w, size_t i, wentry_t x)
+static void sift_down(wheap_t *h, size_t i, wentry_t x)
 {
-    for (size_t c; (c = HEAP_D * i + 1) < w->n;) {
-        size_t m = min_child(w, c);
-        if (!before(&w->heap[m], &x))
+    for (size_t c; (c = HEAP_D * i + 1) < h->n;) {
+        size_t m = min_child(h, c);
+        if (!before(&h->v[m], &x))
             break;
-        w->heap[i] = w->heap[m];
+        h->v[i] = h->v[m];
         i = m;
     }
-    w->heap[i] = x;
+    h->v[i] = x;
 }
 
-static void heap_push(tide_world_t *w, wentry_t x)
+static void heap_push(wheap_t *h, wentry_t x)
 {
-    x.seq = w->seq++;
-    if (w->hole) { /* the root was just taken (tide_world_pop): x goes there */
-        w->hole = 0;
-        sift_down(w, 0, x);
-        return;
-    }
-    tide_grow((void **)&w->heap, &w->cap, w->n + 1, sizeof *w->heap);
-    size_t i = w->n++;
+    tide_grow((void **)&h->v, &h->cap, h->n + 1, sizeof *h->v);
+    size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / HEAP_D;
-        if (!before(&x, &w->heap[p]))
+        if (!before(&x, &h->v[p]))
             break;
-        w->heap[i] = w->heap[p];
+        h->v[i] = h->v[p];
         i = p;
     }
-    w->heap[i] = x;
+    h->v[i] = x;
 }
 
-/* Drop the root (its slot is free: a taken root not refilled). */
-static void heap_drop_root(tide_world_t *w)
+/* Remove and return the root of a non-empty heap. */
+static wentry_t heap_pop(wheap_t *h)
 {
-    wentry_t last = w->heap[--w->n];
-    if (w->n > 0)
-        sift_down(w, 0, last);
-}
-
-static wentry_t heap_pop(tide_world_t *w)
-{
-    wentry_t top = w->heap[0];
-    heap_drop_root(w);
+    wentry_t top = h->v[0];
+    wentry_t last = h->v[--h->n];
+    if (h->n > 0)
+        sift_down(h, 0, last);
     return top;
+}
+
+/* The world's queue (w->q): a calendar of CAL_B one-second buckets for the
+ * times [cursor, cursor + CAL_B), each a FIFO list, plus two heaps for the
+ * rest: `far` (pushed at cursor + CAL_B or later) and `late` (pushed before
+ * the cursor; drivers push at their now, which is never before an entry
+ * already delivered, so it stays empty in practice). Entries come out in
+ * (t, seq) order, the order of one heap of them all:
+ *  - a bucket holds one time, its entries in seq order: they are appended
+ *    either when pushed (seq grows) or, for the entries of `far`, all at
+ *    once in heap order when their time enters the window (cal_advance),
+ *    before anything can be pushed to that time directly;
+ *  - every `late` entry is before the cursor, every bucket entry at or after
+ *    it and before every `far` entry.
+ * A push or pop of a bucket entry costs a few dozen instructions, where a
+ * heap of the running jobs' timers cost a sift of a few hundred. */
+#define CAL_BITS 13
+#define CAL_B ((tide_time_t)1 << CAL_BITS)
+#define CAL_WORDS (CAL_B / 64)
+
+static void cal_init(wqueue_t *q)
+{
+    q->head = tide_xmalloc((size_t)CAL_B * sizeof *q->head);
+    q->tail = tide_xmalloc((size_t)CAL_B * sizeof *q->tail);
+    q->bits = tide_xcalloc((size_t)CAL_WORDS, sizeof *q->bits);
+    q->free_node = -1;
+}
+
+static void cal_free(wqueue_t *q)
+{
+    free(q->head);
+    free(q->tail);
+    free(q->bits);
+    free(q->nodes);
+    free(q->far.v);
+    free(q->late.v);
+}
+
+/* Append x to its bucket (x.t within the window). */
+static void cal_append(wqueue_t *q, const wentry_t *x)
+{
+    int32_t k = q->free_node;
+    if (k >= 0) {
+        q->free_node = q->nodes[k].next;
+    } else {
+        tide_grow((void **)&q->nodes, &q->cap_nodes, q->n_nodes + 1, sizeof *q->nodes);
+        k = (int32_t)q->n_nodes++;
+    }
+    q->nodes[k].x = *x;
+    q->nodes[k].next = -1;
+    size_t b = (size_t)x->t & (size_t)(CAL_B - 1);
+    uint64_t bit = 1ull << (b % 64);
+    if (q->bits[b / 64] & bit)
+        q->nodes[q->tail[b]].next = k;
+    else {
+        q->bits[b / 64] |= bit;
+        q->head[b] = k;
+    }
+    q->tail[b] = k;
+    if (!q->nb++ || x->t < q->first)
+        q->first = x->t;
+}
+
+/* The time of the earliest bucket entry (q->nb > 0): the first non-empty
+ * bucket from the cursor's, round the ring. */
+static tide_time_t cal_first(const wqueue_t *q)
+{
+    size_t c = (size_t)q->cursor & (size_t)(CAL_B - 1), w = c / 64;
+    uint64_t m = q->bits[w] & (~0ull << (c % 64));
+    while (!m) {
+        w = (w + 1) % CAL_WORDS;
+        m = q->bits[w];
+    }
+    size_t b = w * 64 + (size_t)__builtin_ctzll(m);
+    return q->cursor + (tide_time_t)((b - c) & (size_t)(CAL_B - 1));
+}
+
+/* Move the cursor forward to t (no bucket entry before t) and bring the
+ * `far` entries now within the window into their buckets, in heap order. */
+static void cal_advance(wqueue_t *q, tide_time_t t)
+{
+    q->cursor = t;
+    while (q->far.n > 0 && (uint64_t)q->far.v[0].t - (uint64_t)t < (uint64_t)CAL_B) {
+        wentry_t x = heap_pop(&q->far);
+        cal_append(q, &x);
+    }
+}
+
+static void q_push(tide_world_t *w, wentry_t x)
+{
+    wqueue_t *q = &w->q;
+    x.seq = w->seq++;
+    if (x.t < q->cursor) {
+        heap_push(&q->late, x);
+        return;
+    }
+    if (q->nb == 0 && q->far.n == 0)
+        q->cursor = x.t; /* nothing after the cursor: the window may start at x */
+    if ((uint64_t)x.t - (uint64_t)q->cursor < (uint64_t)CAL_B)
+        cal_append(q, &x);
+    else
+        heap_push(&q->far, x);
+}
+
+/* The earliest entry, or NULL when there is none. */
+static const wentry_t *q_top(const tide_world_t *w)
+{
+    const wqueue_t *q = &w->q;
+    if (q->late.n)
+        return &q->late.v[0];
+    if (q->nb)
+        return &q->nodes[q->head[(size_t)q->first & (size_t)(CAL_B - 1)]].x;
+    return q->far.n ? &q->far.v[0] : NULL;
+}
+
+/* Remove and return the earliest entry (the queue is not empty). */
+static wentry_t q_pop(tide_world_t *w)
+{
+    wqueue_t *q = &w->q;
+    if (q->late.n)
+        return heap_pop(&q->late);
+    if (!q->nb) /* the window is empty: move it to the first `far` entry */
+        cal_advance(q, q->far.v[0].t);
+    size_t b = (size_t)q->first & (size_t)(CAL_B - 1);
+    int32_t k = q->head[b];
+    wentry_t x = q->nodes[k].x;
+    q->head[b] = q->nodes[k].next;
+    q->nodes[k].next = q->free_node;
+    q->free_node = k;
+    q->nb--;
+    if (q->head[b] < 0)
+        q->bits[b / 64] &= ~(1ull << (b % 64));
+    if (x.t > q->cursor)
+        cal_advance(q, x.t); /* may fill buckets, and set first */
+    if (q->nb && q->head[b] < 0)
+        q->first = cal_first(q);
+    return x;
 }
 
 /* ------------------------------------------------------------ job state */
@@ -615,7 +764,7 @@ static void storage_reschedule(tide_world_t *w, tide_time_t now)
             x->due = due;
             x->gen++;
             if (due != TIDE_TIME_NEVER)
-                heap_push(w, (wentry_t){.t = due, .kind = W_XFER_DONE, .id = (int32_t)i,
+                q_push(w, (wentry_t){.t = due, .kind = W_XFER_DONE, .id = (int32_t)i,
                                         .gen = x->gen});
         }
     }
@@ -774,13 +923,13 @@ static void job_schedule(tide_world_t *w, int32_t id, wjob_t *j)
         break;
     }
     }
-    heap_push(w, x);
+    q_push(w, x);
 }
 
 static void note(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j, int kind,
                  int phase, double value)
 {
-    heap_push(w, (wentry_t){.t = now, .kind = kind, .id = id, .gen = j->run, .phase = phase,
+    q_push(w, (wentry_t){.t = now, .kind = kind, .id = id, .gen = j->run, .phase = phase,
                             .value = value});
 }
 
@@ -884,7 +1033,7 @@ static double job_loss(wjob_t *j, tide_time_t now)
  * job will have after job_end. */
 static void note_last(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t *j)
 {
-    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_LAST, .id = id, .gen = j->run + 1,
+    q_push(w, (wentry_t){.t = now, .kind = W_NOTE_LAST, .id = id, .gen = j->run + 1,
                             .phase = j->phase, .value = j->progress});
 }
 
@@ -1026,7 +1175,7 @@ static void act_replica_start(tide_world_t *w, tide_time_t now, const tide_actio
     }
     /* staged weights (the credit) shorten the warm-up, never below 0 */
     warm -= TIDE_MIN(TIDE_MAX(a->credit, 0), warm);
-    heap_push(w, (wentry_t){.t = now + warm, .kind = W_REPLICA_READY,
+    q_push(w, (wentry_t){.t = now + warm, .kind = W_REPLICA_READY,
                             .id = a->replica, .gen = *g, .aux = a->service});
 }
 
@@ -1044,7 +1193,7 @@ static void lease_arm(tide_world_t *w, tide_time_t now, int32_t id, const wjob_t
 {
     if (!w->ctl_down || !j->active || !j->has_lease || j->lease_deadline == TIDE_TIME_NEVER)
         return;
-    heap_push(w, (wentry_t){.t = TIDE_MAX(j->lease_deadline, now), .kind = W_LEASE_EXPIRE,
+    q_push(w, (wentry_t){.t = TIDE_MAX(j->lease_deadline, now), .kind = W_LEASE_EXPIRE,
                             .id = id, .gen = j->lease_gen});
 }
 
@@ -1111,8 +1260,8 @@ static int live(const tide_world_t *w, const wentry_t *x)
 
 static void purge_top(tide_world_t *w)
 {
-    while (w->n > 0 && !live(w, &w->heap[0]))
-        (void)heap_pop(w);
+    for (const wentry_t *x; (x = q_top(w)) && !live(w, x);)
+        (void)q_pop(w);
 }
 
 /* A transfer finished at x->t: schedule what waited for it. No event. */
@@ -1129,7 +1278,7 @@ static void xfer_done(tide_world_t *w, const wentry_t *x)
     }
     if (xf.kind == XF_LOAD) {
         if ((size_t)xf.id < w->nrep && w->rgen[xf.id] == xf.owner)
-            heap_push(w, (wentry_t){.t = at, .kind = W_REPLICA_READY, .id = xf.id,
+            q_push(w, (wentry_t){.t = at, .kind = W_REPLICA_READY, .id = xf.id,
                                     .gen = xf.owner, .aux = xf.aux});
         return;
     }
@@ -1226,7 +1375,7 @@ static int fire(tide_world_t *w, const wentry_t *x, tide_event_t *ev)
         ev->phase = j->phase;
         ev->value = j->progress;
         job_end(w, x->t, j);
-        heap_push(w, (wentry_t){.t = x->t, .kind = W_NOTE_EXPIRED, .id = x->id, .gen = j->run,
+        q_push(w, (wentry_t){.t = x->t, .kind = W_NOTE_EXPIRED, .id = x->id, .gen = j->run,
                                 .value = reached});
         break;
     }
@@ -1256,6 +1405,7 @@ tide_world_t *tide_world_create(const tide_engine_t *e)
 {
     tide_world_t *w = tide_xcalloc(1, sizeof *w);
     w->e = e;
+    cal_init(&w->q);
     return w;
 }
 
@@ -1276,7 +1426,7 @@ void tide_world_destroy(tide_world_t *w)
         span_free(&w->rspan[i]);
     for (size_t i = 0; i < w->nxf; i++)
         span_free(&w->xf[i].span);
-    free(w->heap);
+    cal_free(&w->q);
     free(w->jpages);
     free(w->spare);
     free(w->rgen);
@@ -1305,24 +1455,18 @@ void tide_world_apply(tide_world_t *w, tide_time_t now, const tide_actions_t *ac
 
 tide_time_t tide_world_next(const tide_world_t *w)
 {
-    return w->n > 0 ? w->heap[0].t : TIDE_TIME_NEVER;
+    const wentry_t *x = q_top(w);
+    return x ? x->t : TIDE_TIME_NEVER;
 }
 
 size_t tide_world_pop(tide_world_t *w, tide_time_t now, tide_event_t *out, size_t max)
 {
     size_t k = 0;
     purge_top(w);
-    while (k < max && w->n > 0 && w->heap[0].t <= now) {
-        /* the root stays in place while it fires: the entry it schedules
-         * (a job's next timer, mostly) takes its slot */
-        wentry_t x = w->heap[0];
-        w->hole = 1;
+    for (const wentry_t *top; k < max && (top = q_top(w)) && top->t <= now;) {
+        wentry_t x = q_pop(w);
         if (fire(w, &x, &out[k]))
             k++;
-        if (w->hole) {
-            w->hole = 0;
-            heap_drop_root(w);
-        }
         purge_top(w);
     }
     return k;
@@ -1422,7 +1566,7 @@ int tide_world_fail_rank(tide_world_t *w, tide_time_t now, int32_t job, double *
         note_last(w, now, job, j);
     job_end(w, now, j);
     /* the event carries the progress the job had reached (docs: engine.h) */
-    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
+    q_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
                             .value = reached, .aux = -1});
     if (lost)
         *lost = l;
@@ -1437,7 +1581,7 @@ int tide_world_fail_gang(tide_world_t *w, tide_time_t now, int32_t job, int node
     job_advance(j, now);
     j->width--;
     job_schedule(w, job, j);
-    heap_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
+    q_push(w, (wentry_t){.t = now, .kind = W_NOTE_RANK, .id = job, .gen = j->run,
                             .aux = node});
     return 0;
 }
