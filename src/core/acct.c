@@ -185,7 +185,11 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
     int need_inf = 0;
     for (int i = 0; i < e->n_svcs; i++) {
         service_t *s = &e->svcs[i];
-        int need = needed_replicas(s);
+        if (s->demand != s->acct_dem) {
+            s->acct_dem = s->demand;
+            s->acct_need = needed_replicas(s);
+        }
+        int need = s->acct_need;
         int useful = TIDE_MIN(s->ready, need);
         st->useful_serving_gpu_s += (double)useful * s->spec.gpus_per_replica * dt;
         st->requests_demanded += s->demand * dt;

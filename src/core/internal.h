@@ -307,6 +307,12 @@ typedef struct service {
     tide_time_t *orc_off;
     size_t orc_off_cap;
     int orc_need;
+    /* memos, zero at the start (right as they are: no demand, no need):
+     * the need (replicas) at demand acct_dem (acct.c), and the power model
+     * its replicas are accounted at (power.c, NULL: not looked up yet) */
+    double acct_dem;
+    int acct_need;
+    const tide_power_model_t *pw_model;
     double slo_target;         /* spec's, or the config default */
     /* learned lead: lateness of capacity after a demand rise */
     tide_time_t short_since;   /* demand above ready capacity since (-1: not) */

@@ -417,7 +417,9 @@ void tide__power_advance(tide_engine_t *e, tide_time_t now)
     e->st.capped_gpu_s += dt * e->pw_capped;
     for (int s = 0; s < e->n_svcs; s++) {
         const service_t *sv = &e->svcs[s];
-        const tide_power_model_t *m = service_model(e, sv);
+        const tide_power_model_t *m = sv->pw_model;
+        if (!m) /* its type's slot in the cluster: a new model is written there */
+            m = e->svcs[s].pw_model = service_model(e, sv);
         int g = sv->spec.gpus_per_replica;
         e->st.energy_serving_j += dt * g * (sv->ready * tide_power_serving(m, service_load(e, s)) +
                                             sv->warming * m->ckpt_w);
