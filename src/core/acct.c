@@ -179,8 +179,7 @@ void tide__acct_advance(tide_engine_t *e, tide_time_t now)
     }
     if (e->reserve_short > 0)
         st->tier_a_breach_gpu_s += e->reserve_short * dt;
-    for (int t = 0; t < e->n_teams; t++)
-        e->teams[t].gpu_s += e->teams[t].gpus_now * dt;
+    /* the teams' GPU-seconds: lazily (tide__team_gpu_s) */
 
     int need_inf = 0;
     for (int i = 0; i < e->n_svcs; i++) {

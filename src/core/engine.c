@@ -1311,7 +1311,7 @@ int tide_engine_team(const tide_engine_t *e, int t, tide_team_stats_t *out)
         return -1;
     const team_t *tm = &e->teams[t];
     out->team = tm->name;
-    out->gpu_s = tm->gpu_s;
+    out->gpu_s = tide__team_gpu_s(e, tm);
     out->lost_gpu_s = tm->lost_gpu_s;
     out->preemptions = tm->preemptions;
     out->jobs = tm->jobs;

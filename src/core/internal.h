@@ -339,7 +339,11 @@ typedef struct service {
 
 typedef struct team {
     char *name;
+    /* gpu_s: GPU-seconds held up to gpu_s_at; gpus_now held since then (it
+     * changes only after tide__team_usage_update, which brings gpu_s up to
+     * now: whole numbers, so the sum is the per-step sum to the bit) */
     double gpu_s, lost_gpu_s;
+    tide_time_t gpu_s_at;
     int preemptions, jobs;
     int gpus_now;
     double queue_started_s;  /* sum of first_start - submitted of started jobs */
@@ -831,6 +835,11 @@ job_t *tide__job_new(tide_engine_t *e, size_t h);
 int tide__job_team_owned(const tide_engine_t *e, const job_t *j);
 double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now);
 void tide__team_usage_update(tide_engine_t *e, team_t *t);
+/* Team t's GPU-seconds held up to e->now (gpu_s integrated from gpu_s_at). */
+static inline double tide__team_gpu_s(const tide_engine_t *e, const team_t *t)
+{
+    return t->gpu_s + (double)t->gpus_now * (double)(e->now - t->gpu_s_at);
+}
 /* svcidx.c: per-service claim totals, domains per claim kind, warming
  * replicas per service. Every write of a domain's claim goes through
  * tide__dom_claim (tide__dom_unclaim: kind CLAIM_NONE, id and n kept). */

@@ -88,6 +88,8 @@ double tide__team_usage(const tide_engine_t *e, const team_t *t, tide_time_t now
 
 void tide__team_usage_update(tide_engine_t *e, team_t *t)
 {
+    t->gpu_s = tide__team_gpu_s(e, t);
+    t->gpu_s_at = e->now;
     t->dusage = tide__team_usage(e, t, e->now);
     t->dusage_at = e->now;
 }

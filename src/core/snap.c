@@ -168,7 +168,7 @@ static const tide_field_t orc_f[] = {F(oracle_job_t, vf), F(oracle_job_t, gpus),
                                      F(oracle_job_t, useful)};
 
 static const tide_field_t team_f[] = {
-    F(team_t, gpu_s), F(team_t, lost_gpu_s), F(team_t, preemptions), F(team_t, jobs),
+    F(team_t, gpu_s), F(team_t, gpu_s_at), F(team_t, lost_gpu_s), F(team_t, preemptions), F(team_t, jobs),
     F(team_t, gpus_now), F(team_t, queue_started_s), F(team_t, waiting),
     F(team_t, waiting_submit_sum), F(team_t, weight), F(team_t, has_quota),
     F(team_t, borrow_limit), F(team_t, lend_cap), F(team_t, dusage), F(team_t, dusage_at)};
