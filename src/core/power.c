@@ -267,10 +267,11 @@ static double service_load(const tide_engine_t *e, int s)
  * cap, or that and every replica at full load (worst case for placement). */
 enum { PW_PLAN = 0, PW_FLOOR, PW_WORST };
 
-/* The draw of a GPU no running job holds (free, a replica, foreign). */
-static double other_watts(const tide_engine_t *e, int g, int *cls, int mode)
+/* The draw of GPU g (of model m) when no running job holds it (free, a
+ * replica, foreign). */
+static double other_watts(const tide_engine_t *e, int g, const tide_power_model_t *m, int *cls,
+                          int mode)
 {
-    const tide_power_model_t *m = model_of(e, g);
     switch (e->own_kind[g]) {
     case OWN_REPLICA: {
         const replica_t *r = &e->reps[e->own_id[g]];
@@ -317,13 +318,17 @@ static const job_t *holder(const tide_engine_t *e, int g)
 static void domain_watts(const tide_engine_t *e, double *w, int mode)
 {
     memset(w, 0, (size_t)e->n_pdom * sizeof *w);
-    for (int g = 0; g < e->n_gpus; g++) {
+    const tide_power_model_t *m = NULL;
+    for (int g = 0, d = -1; g < e->n_gpus; g++) {
         const job_t *j = holder(e, g);
-        const tide_power_model_t *m = model_of(e, g);
+        if (e->gpu_dom[g] != d) { /* one model per domain: looked up once per run of its GPUs */
+            d = e->gpu_dom[g];
+            m = model_of(e, g);
+        }
         int cls;
         /* at the floor a job draws its lowest cap whatever its phase: a
          * restoring or checkpointing job trains again soon */
-        w[e->gpu_pdom[g]] += !j               ? other_watts(e, g, &cls, mode)
+        w[e->gpu_pdom[g]] += !j               ? other_watts(e, g, m, &cls, mode)
                              : mode != PW_PLAN ? m->min_cap_w
                                                : job_watts(j, m, j->cap_w);
     }
