@@ -1239,6 +1239,10 @@ static const act_fn act_table[TIDE_ACT_KIND_COUNT] = {
 /* Is the entry still meaningful? */
 static int live(const tide_world_t *w, const wentry_t *x)
 {
+    if (x->kind <= W_FINISH) { /* a job's timer, the most frequent (the checks below, in short) */
+        const wjob_t *j = job_at(w, x->id);
+        return j && j->active && j->gen == x->gen;
+    }
     if (x->kind == W_REPLICA_READY)
         return (size_t)x->id < w->nrep && w->rgen[x->id] == x->gen;
     if (x->kind == W_XFER_DONE)
