@@ -30,6 +30,7 @@ static const struct {
     {"periodic", 8, 8, 7200, 1800, 60, 120},        /* 1 */
     {"wide", 16, 8, 3600, 100000, 60, 120},         /* 2: dp_max 2 */
     {"ckpt", 16, 8, 3600, 1800, 60, 120},           /* 3: dp_max 2 */
+    {"far", 8, 8, 20000, 100000, 60, 120},          /* 4: finishes past the queue's window */
 };
 #define NJOBS (sizeof jobs / sizeof jobs[0])
 
@@ -404,6 +405,47 @@ static void deterministic(void **state)
     assert_int_equal(out[0][n[0] - 1].kind, TIDE_EV_JOB_FINISHED);
 }
 
+/* The world's queue keeps the next 8192 s in one-second buckets and later
+ * entries in a heap, moved into their bucket when their time comes within
+ * the window; entries pushed before the window (a driver going back in
+ * time) go to a heap of their own. All come out as from one heap: by time,
+ * then in the order they were scheduled. */
+static void queue_window(void **state)
+{
+    fixture_t *f = *state;
+    int32_t far = handle(f, "far"), p = handle(f, "periodic"), a = handle(f, "long-interval");
+    int32_t wide = handle(f, "wide"), c = handle(f, "ckpt");
+    job_act(f, 0, TIDE_ACT_JOB_START, far, 1); /* finishes at 20000: past the window */
+    job_act(f, 0, TIDE_ACT_JOB_START, p, 1);
+    expect_phase(f, 1800, p, TIDE_PHASE_CHECKPOINTING, 1800);
+    expect_commit(f, 1860, p, 1800);
+    expect_phase(f, 3660, p, TIDE_PHASE_CHECKPOINTING, 3600);
+    expect_commit(f, 3720, p, 3600);
+    expect_phase(f, 5520, p, TIDE_PHASE_CHECKPOINTING, 5400);
+    expect_commit(f, 5580, p, 5400);
+    expect_finish(f, 7380, p);
+    /* popped at 13600, the window reaches 20000: far's finish moves in ... */
+    job_act(f, 10000, TIDE_ACT_JOB_START, wide, 2);
+    expect_finish(f, 13600, wide);
+    /* ... before a finish scheduled later for the same second */
+    job_act(f, 16400, TIDE_ACT_JOB_START, a, 1);
+    expect_finish(f, 20000, far);
+    expect_finish(f, 20000, a);
+    /* the window is empty: a later entry goes there, an earlier one first */
+    job_act(f, 21000, TIDE_ACT_JOB_START, wide, 2); /* finishes at 24600 */
+    job_act(f, 500, TIDE_ACT_JOB_START, c, 2);      /* before the window */
+    expect_phase(f, 2300, c, TIDE_PHASE_CHECKPOINTING, 1800);
+    expect_commit(f, 2360, c, 1800);
+    expect_finish(f, 4160, c);
+    expect_finish(f, 24600, wide);
+    /* two finishes past the window, scheduled in turn, come out in turn */
+    job_act(f, 30000, TIDE_ACT_JOB_START, far, 1); /* 50000 */
+    job_act(f, 46400, TIDE_ACT_JOB_START, a, 1);   /* 50000, scheduled later */
+    expect_finish(f, 50000, far);
+    expect_finish(f, 50000, a);
+    expect_nothing(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +463,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(order_is_time_then_scheduling, setup, teardown),
         cmocka_unit_test_setup_teardown(interleaved_timers, setup, teardown),
         cmocka_unit_test_setup_teardown(deterministic, setup, teardown),
+        cmocka_unit_test_setup_teardown(queue_window, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
