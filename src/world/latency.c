@@ -234,58 +234,48 @@ static void substep(lsvc_t *v, double h, double lambda, int ready, lstep_t *st)
 static inline __attribute__((always_inline)) void repeat_body(lsvc_t *v, const lstep_t *st,
                                                              int k)
 {
-    /* The sums in locals (registers), one loop per group that moves. A sum
-     * skipped here would get +0.0: every sum here starts at +0.0 and only
-     * grows by values >= 0 (or NaN), so x + 0.0 == x to the bit. A sub-step
-     * that served nothing (!counted) has served == 0 (mu h = 0 then). */
-    double a = st->a, arrived = v->arrived;
-#pragma GCC unroll 8
-    for (int i = 0; i < k; i++)
-        arrived += a;
-    v->arrived = arrived;
+    /* The sums in locals (registers). A sum skipped here would get +0.0:
+     * every sum here starts at +0.0 and only grows by values >= 0 (or NaN),
+     * so x + 0.0 == x to the bit. A sub-step that served nothing (!counted)
+     * has served == 0 (mu h = 0 then). */
+    typedef double v2d __attribute__((vector_size(16)));
     if (st->rej > 0) {
         double rej = st->rej, rejected = v->rejected;
         for (int i = 0; i < k; i++)
             rejected += rej;
         v->rejected = rejected;
     }
-    if (!st->counted)
+    if (!st->counted) {
+        double a = st->a, arrived = v->arrived;
+        for (int i = 0; i < k; i++)
+            arrived += a;
+        v->arrived = arrived;
         return;
+    }
+    /* The eight sums in pairs (one vector add is two IEEE additions, each
+     * rounding as the scalar one): arrived and served, the TTFT bin and
+     * total, the TBT bin and total, the two within-target sums (+0.0 for a
+     * target missed, as above). */
     double sv = st->served;
     double *tw = &v->ttft.w[v->ttft.last_b], *bw = &v->tbt.w[v->tbt.last_b];
-    double ttw = *tw, tt = v->ttft.total, bbw = *bw, bt = v->tbt.total, served = v->served;
-    double ttft_ok = v->ttft_ok, tbt_ok = v->tbt_ok;
-    if (st->ttft_ok && st->tbt_ok) { /* the usual case: both within target */
+    v2d as = {v->arrived, v->served}, t = {*tw, v->ttft.total}, b = {*bw, v->tbt.total};
+    v2d ok = {v->ttft_ok, v->tbt_ok};
+    v2d das = {st->a, sv}, d = {sv, sv}, dok = {st->ttft_ok ? sv : 0.0, st->tbt_ok ? sv : 0.0};
 #pragma GCC unroll 8
-        for (int i = 0; i < k; i++) {
-            ttw += sv;
-            tt += sv;
-            bbw += sv;
-            bt += sv;
-            served += sv;
-            ttft_ok += sv;
-            tbt_ok += sv;
-        }
-    } else {
-        for (int i = 0; i < k; i++) {
-            ttw += sv;
-            tt += sv;
-            bbw += sv;
-            bt += sv;
-            served += sv;
-        }
-        for (int i = 0; st->ttft_ok && i < k; i++)
-            ttft_ok += sv;
-        for (int i = 0; st->tbt_ok && i < k; i++)
-            tbt_ok += sv;
+    for (int i = 0; i < k; i++) {
+        as += das;
+        t += d;
+        b += d;
+        ok += dok;
     }
-    *tw = ttw;
-    v->ttft.total = tt;
-    *bw = bbw;
-    v->tbt.total = bt;
-    v->served = served;
-    v->ttft_ok = ttft_ok;
-    v->tbt_ok = tbt_ok;
+    v->arrived = as[0];
+    v->served = as[1];
+    *tw = t[0];
+    v->ttft.total = t[1];
+    *bw = b[0];
+    v->tbt.total = b[1];
+    v->ttft_ok = ok[0];
+    v->tbt_ok = ok[1];
 }
 
 /* k more sub-steps (repeat_body); k == SUBSTEPS (a memoised call) unrolled. */
