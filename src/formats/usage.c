@@ -58,6 +58,7 @@ struct tide_usage {
      * its name, NULL after a sample: names are the engine's) */
     char *buf;
     size_t len, cap;
+    FILE *bf;                  /* the file u->buf goes to (u->f or u->ft) */
     const char *own_of;
     char *own;
     size_t nown, capown;
@@ -145,7 +146,7 @@ static char *ubuf_room(tide_usage_t *u, size_t n)
 {
     if (u->len + n > u->cap) {
         if (u->len)
-            fwrite(u->buf, 1, u->len, u->f);
+            fwrite(u->buf, 1, u->len, u->bf);
         u->len = 0;
         if (n > u->cap) {
             u->cap = n > 65536 ? n : 65536;
@@ -595,28 +596,62 @@ static void fmt_g(char *buf, size_t n, double x)
         snprintf(buf, n, "%g", x);
 }
 
-/* usage_teams.csv: the teams' governance state at t. */
+/* Append s as one CSV field (quoted as tide_csv_row_str quotes). */
+static void ubuf_str(tide_usage_t *u, const char *s)
+{
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
+    tide_csv_row_str(&row, s);
+    ubuf_put(u, row.p, row.len);
+    if (row.p != row.inl)
+        free(row.p);
+}
+
+/* Append v as %lld writes it. */
+static void ubuf_i64(tide_usage_t *u, long long v)
+{
+    u->len += (size_t)tide_fmt_i64(ubuf_room(u, 24), v);
+}
+
+/* usage_teams.csv: the teams' governance state at t (rows in u->buf, the
+ * same bytes as tide_csv_row_* would write). */
 static void sample_teams(tide_usage_t *u, const pstate_t *p, tide_time_t t,
                          const tide_engine_t *e)
 {
     char wt[64];
-    tide_csv_row_t row;
-    tide_csv_row_begin(&row);
+    u->bf = u->ft;
+    u->len = 0;
+    ubuf_str(u, p->policy); /* "policy,t," once, kept at the front */
+    ubuf_put(u, ",", 1);
+    ubuf_i64(u, (long long)t);
+    ubuf_put(u, ",", 1);
+    size_t npre = u->len;
+    char *pre = tide_xmalloc(npre);
+    memcpy(pre, u->buf, npre);
+    u->len = 0;
     for (int i = 0; i < tide_engine_teams(e); i++) {
         tide_team_info_t ti;
         if (tide_engine_team_info(e, i, &ti) != 0 || !ti.team)
             continue;
         fmt_g(wt, sizeof wt, ti.weight);
-        tide_csv_row_str(&row, p->policy);
-        tide_csv_row_i64(&row, (long long)t);
-        tide_csv_row_str(&row, ti.team);
-        tide_csv_row_str(&row, wt);
-        tide_csv_row_i64(&row, ti.quota_gpus);
-        tide_csv_row_i64(&row, ti.used_gpus);
-        tide_csv_row_i64(&row, ti.borrowed_gpus);
-        tide_csv_row_fixed(&row, ti.usage, 1);
-        tide_csv_row_end(&row, u->ft);
+        ubuf_put(u, pre, npre);
+        ubuf_str(u, ti.team);
+        ubuf_put(u, ",", 1);
+        ubuf_str(u, wt);
+        ubuf_put(u, ",", 1);
+        ubuf_i64(u, ti.quota_gpus);
+        ubuf_put(u, ",", 1);
+        ubuf_i64(u, ti.used_gpus);
+        ubuf_put(u, ",", 1);
+        ubuf_i64(u, ti.borrowed_gpus);
+        ubuf_put(u, ",", 1);
+        ubuf_fixed(u, ti.usage, 1);
+        ubuf_put(u, "\n", 1);
     }
+    free(pre);
+    if (u->len)
+        fwrite(u->buf, 1, u->len, u->ft);
+    u->len = 0;
 }
 
 int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
@@ -636,6 +671,7 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
     ps_fit(p, e, p->n_types);
     key_table(u, p->n_types);
     row_prefix(u, p->policy, p->t);
+    u->bf = u->f;
     sample_ctx_t sc = {u, p};
     walk_t w = {.e = e, .nt = p->n_types, .v = u->vals, .cap = u->capvals,
                 .owner_fn = sample_owner, .ctx = &sc};
