@@ -123,7 +123,9 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
 
 /* One events.csv row: names (NULL = empty) and the numbers that are set
  * (has: E_* bits; the others are empty). The value column is value with 2
- * decimals (E_VALUE) or value_i (E_VALUE_INT: a submission's duration). */
+ * decimals (E_VALUE) or value_i (E_VALUE_INT: a submission's duration).
+ * kind and reason must be static strings (names from tables, literals):
+ * evout_name keeps them by address. */
 enum { E_REPLICA = 1, E_LEASE = 2, E_GPUS = 4, E_WIDTH = 8, E_DEADLINE = 16, E_VALUE = 32,
        E_VALUE_INT = 64 };
 typedef struct evrow {
