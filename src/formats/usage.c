@@ -53,6 +53,15 @@ struct tide_usage {
     int key_nt;                /* 0: none built */
     char *pre;
     size_t npre;
+    /* usage.csv rows of the sample being written, fwritten at its end (or
+     * when full); own is the owner column of the last owner written (own_of:
+     * its name, NULL after a sample: names are the engine's) */
+    char *buf;
+    size_t len, cap;
+    FILE *bf;                  /* the file u->buf goes to (u->f or u->ft) */
+    const char *own_of;
+    char *own;
+    size_t nown, capown;
 };
 
 static FILE *open_w(const char *dir, const char *name, char *path, size_t n, tide_error_t *err)
@@ -119,8 +128,6 @@ static pstate_t *ps_get(tide_usage_t *u, const char *policy)
     return p;
 }
 
-static double round3(double x) { return round(x * 1000.0) / 1000.0; }
-
 /* A cell's key columns: kind, class, state, tier, gpu_type. */
 static void key_fields(const tide_usage_t *u, tide_csv_row_t *row, int kind, int cls, int state,
                        int tier, int type)
@@ -132,33 +139,107 @@ static void key_fields(const tide_usage_t *u, tide_csv_row_t *row, int kind, int
     tide_csv_row_str(row, u->tname[type]);
 }
 
+static void row_take(tide_csv_row_t *r, char **dst, size_t *n);
+
+/* Room for n more bytes in u->buf (written out when full). */
+static char *ubuf_room(tide_usage_t *u, size_t n)
+{
+    if (u->len + n > u->cap) {
+        if (u->len)
+            fwrite(u->buf, 1, u->len, u->bf);
+        u->len = 0;
+        if (n > u->cap) {
+            u->cap = n > 65536 ? n : 65536;
+            u->buf = tide_xrealloc(u->buf, u->cap);
+        }
+    }
+    return u->buf + u->len;
+}
+
+/* Append text (n bytes) to u->buf. */
+static void ubuf_put(tide_usage_t *u, const char *text, size_t n)
+{
+    memcpy(ubuf_room(u, n), text, n);
+    u->len += n;
+}
+
+/* Append k / 1000 as %.3f writes it (a sign, the whole part, 3 decimals). */
+static void ubuf_milli(tide_usage_t *u, long long k)
+{
+    char *d = ubuf_room(u, 32);
+    size_t n = 0;
+    unsigned long long m = k < 0 ? 0ULL - (unsigned long long)k : (unsigned long long)k;
+    if (k < 0)
+        d[n++] = '-';
+    n += (size_t)tide_fmt_i64(d + n, (long long)(m / 1000));
+    unsigned f = (unsigned)(m % 1000);
+    d[n++] = '.';
+    d[n++] = (char)('0' + f / 100);
+    d[n++] = (char)('0' + f / 10 % 10);
+    d[n++] = (char)('0' + f % 10);
+    u->len += n;
+}
+
+/* Append x as %.*f writes it (dec 0..6). */
+static void ubuf_fixed(tide_usage_t *u, double x, int dec)
+{
+    enum { MAXF = 330 }; /* as tide_csv_row_fixed: %.*f of the largest doubles */
+    int n = tide_fmt_fixed(ubuf_room(u, MAXF), MAXF, x, dec);
+    u->len += n > 0 ? (size_t)n : 0;
+}
+
 /* Write one row for cumulative value `cum` whose written part is *w; key
  * (n bytes) is the cell's key columns as key_fields writes them, or NULL
- * to write them here. */
+ * to write them here. The same bytes as tide_csv_row_* would write, built
+ * in u->buf. */
 static void emit(tide_usage_t *u, const char *owner, int kind, int cls, int state, int tier,
                  int type, const char *key, size_t n, double cum, double *w)
 {
     double d = cum - *w;
     if (fabs(d) < EPS_GPU_S)
         return;
-    d = round3(d);
+    double k = round(d * 1000.0);
+    d = k / 1000.0; /* round3 */
     if (d == 0)
         return;
     *w += d;
     double price = tide_governance_price(u->g, type, tide_cost_category(kind, state, tier));
     double cost = d / 3600.0 * price;
-    /* numbers formatted without printf (the same bytes: tide_csv_row_*) */
-    tide_csv_row_t row;
-    tide_csv_row_begin(&row);
-    tide_csv_row_raw(&row, u->pre, u->npre);
-    tide_csv_row_str(&row, owner);
-    if (key)
-        tide_csv_row_raw(&row, key, n);
-    else
+    if (owner != u->own_of) { /* the owner column, once per owner and sample */
+        tide_csv_row_t row;
+        tide_csv_row_begin(&row);
+        tide_csv_row_str(&row, owner);
+        row_take(&row, &u->own, &u->nown);
+        u->own_of = owner;
+    }
+    ubuf_put(u, u->pre, u->npre);
+    ubuf_put(u, ",", 1);
+    ubuf_put(u, u->own, u->nown);
+    ubuf_put(u, ",", 1);
+    if (key) {
+        ubuf_put(u, key, n);
+    } else {
+        tide_csv_row_t row;
+        tide_csv_row_begin(&row);
         key_fields(u, &row, kind, cls, state, tier, type);
-    tide_csv_row_fixed(&row, d, 3);
-    tide_csv_row_fixed(&row, cost == 0 ? 0.0 : cost, 4);
-    tide_csv_row_end(&row, u->f);
+        ubuf_put(u, row.p, row.len);
+        if (row.p != row.inl)
+            free(row.p);
+    }
+    ubuf_put(u, ",", 1);
+    /* d = k / 1000 exactly rounded: %.3f of it is k itself while a
+     * thousandth is far above d's rounding error (|d| < 1e12) */
+    if (fabs(k) < 1e15)
+        ubuf_milli(u, (long long)k);
+    else
+        ubuf_fixed(u, d, 3);
+    if (cost == 0) {
+        ubuf_put(u, ",0.0000\n", 8);
+    } else {
+        ubuf_put(u, ",", 1);
+        ubuf_fixed(u, cost, 4);
+        ubuf_put(u, "\n", 1);
+    }
 }
 
 static int count_types(const tide_engine_t *e)
@@ -515,28 +596,62 @@ static void fmt_g(char *buf, size_t n, double x)
         snprintf(buf, n, "%g", x);
 }
 
-/* usage_teams.csv: the teams' governance state at t. */
+/* Append s as one CSV field (quoted as tide_csv_row_str quotes). */
+static void ubuf_str(tide_usage_t *u, const char *s)
+{
+    tide_csv_row_t row;
+    tide_csv_row_begin(&row);
+    tide_csv_row_str(&row, s);
+    ubuf_put(u, row.p, row.len);
+    if (row.p != row.inl)
+        free(row.p);
+}
+
+/* Append v as %lld writes it. */
+static void ubuf_i64(tide_usage_t *u, long long v)
+{
+    u->len += (size_t)tide_fmt_i64(ubuf_room(u, 24), v);
+}
+
+/* usage_teams.csv: the teams' governance state at t (rows in u->buf, the
+ * same bytes as tide_csv_row_* would write). */
 static void sample_teams(tide_usage_t *u, const pstate_t *p, tide_time_t t,
                          const tide_engine_t *e)
 {
     char wt[64];
-    tide_csv_row_t row;
-    tide_csv_row_begin(&row);
+    u->bf = u->ft;
+    u->len = 0;
+    ubuf_str(u, p->policy); /* "policy,t," once, kept at the front */
+    ubuf_put(u, ",", 1);
+    ubuf_i64(u, (long long)t);
+    ubuf_put(u, ",", 1);
+    size_t npre = u->len;
+    char *pre = tide_xmalloc(npre);
+    memcpy(pre, u->buf, npre);
+    u->len = 0;
     for (int i = 0; i < tide_engine_teams(e); i++) {
         tide_team_info_t ti;
         if (tide_engine_team_info(e, i, &ti) != 0 || !ti.team)
             continue;
         fmt_g(wt, sizeof wt, ti.weight);
-        tide_csv_row_str(&row, p->policy);
-        tide_csv_row_i64(&row, (long long)t);
-        tide_csv_row_str(&row, ti.team);
-        tide_csv_row_str(&row, wt);
-        tide_csv_row_i64(&row, ti.quota_gpus);
-        tide_csv_row_i64(&row, ti.used_gpus);
-        tide_csv_row_i64(&row, ti.borrowed_gpus);
-        tide_csv_row_fixed(&row, ti.usage, 1);
-        tide_csv_row_end(&row, u->ft);
+        ubuf_put(u, pre, npre);
+        ubuf_str(u, ti.team);
+        ubuf_put(u, ",", 1);
+        ubuf_str(u, wt);
+        ubuf_put(u, ",", 1);
+        ubuf_i64(u, ti.quota_gpus);
+        ubuf_put(u, ",", 1);
+        ubuf_i64(u, ti.used_gpus);
+        ubuf_put(u, ",", 1);
+        ubuf_i64(u, ti.borrowed_gpus);
+        ubuf_put(u, ",", 1);
+        ubuf_fixed(u, ti.usage, 1);
+        ubuf_put(u, "\n", 1);
     }
+    free(pre);
+    if (u->len)
+        fwrite(u->buf, 1, u->len, u->ft);
+    u->len = 0;
 }
 
 int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
@@ -556,6 +671,7 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
     ps_fit(p, e, p->n_types);
     key_table(u, p->n_types);
     row_prefix(u, p->policy, p->t);
+    u->bf = u->f;
     sample_ctx_t sc = {u, p};
     walk_t w = {.e = e, .nt = p->n_types, .v = u->vals, .cap = u->capvals,
                 .owner_fn = sample_owner, .ctx = &sc};
@@ -563,6 +679,10 @@ int tide_usage_sample(tide_usage_t *u, const char *policy, tide_time_t t,
     u->vals = w.v;
     u->capvals = w.cap;
     tail_cells(&w, u->g, sample_tail, &sc);
+    if (u->len)
+        fwrite(u->buf, 1, u->len, u->f);
+    u->len = 0;
+    u->own_of = NULL; /* the next sample may come from another engine */
     sample_teams(u, p, t, e);
     p->t = t;
     if (ferror(u->f) || ferror(u->ft) || ferror(u->fs))
@@ -603,6 +723,8 @@ int tide_usage_close(tide_usage_t *u, tide_error_t *err)
         free(u->key_off[j]);
     }
     free(u->pre);
+    free(u->buf);
+    free(u->own);
     free(u);
     return rc;
 }

@@ -123,7 +123,9 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
 
 /* One events.csv row: names (NULL = empty) and the numbers that are set
  * (has: E_* bits; the others are empty). The value column is value with 2
- * decimals (E_VALUE) or value_i (E_VALUE_INT: a submission's duration). */
+ * decimals (E_VALUE) or value_i (E_VALUE_INT: a submission's duration).
+ * kind and reason must be static strings (names from tables, literals):
+ * evout_name keeps them by address. */
 enum { E_REPLICA = 1, E_LEASE = 2, E_GPUS = 4, E_WIDTH = 8, E_DEADLINE = 16, E_VALUE = 32,
        E_VALUE_INT = 64 };
 typedef struct evrow {
@@ -153,44 +155,247 @@ static const char *service_name(const tide_engine_t *e, int32_t s)
     return sp ? sp->name : NULL;
 }
 
-/* A number column: the value if its bit is set, else empty. */
-static void ev_num(tide_csv_row_t *row, const evrow_t *r, unsigned bit, long long v)
+/* events.csv output: rows are built straight into one buffer and written
+ * with fwrite in blocks of EV_BLOCK bytes (tide_csv_row_* text, byte for
+ * byte: fields quoted as tide_csv_row_str quotes, %lld numbers, %.2f
+ * values). Whoever else writes to the file (the model pipeline) calls
+ * evout_flush first. */
+#define EV_BLOCK 65536
+typedef struct evout {
+    FILE *f;                 /* NULL: events.csv not asked for (--outputs) */
+    char *buf;
+    size_t len, cap;
+    char *pre;               /* "policy,time_s," of the last row's time */
+    size_t pre_n, pre_t_at;  /* its length, where time_s starts */
+    tide_time_t pre_t;       /* the time in pre (-1: none yet) */
+    /* kind and reason names that need no quotes, by address (they are static
+     * strings: names from tables and literals), direct-mapped */
+    const char *names[32];
+} evout_t;
+
+/* Bytes that end a plain field (tide_csv_row_str quotes a field with any). */
+static const unsigned char ev_stop[256] = {[','] = 1, ['"'] = 1, ['\r'] = 1, ['\n'] = 1};
+
+/* Write the buffered rows to the file (errors stay in ferror(f)). */
+static void evout_flush(evout_t *b)
 {
-    if (r->has & bit)
-        tide_csv_row_i64(row, v);
-    else
-        tide_csv_row_str(row, NULL);
+    if (b->f && b->len)
+        fwrite(b->buf, 1, b->len, b->f);
+    b->len = 0;
 }
 
-static void evrow_write(FILE *f, const char *policy, tide_time_t t, const evrow_t *r)
+/* Room for n more bytes: flush a full block, grow for a long row. */
+static inline char *evout_room(evout_t *b, size_t n)
 {
-    if (!f) /* events.csv not asked for (--outputs) */
+    if (b->len + n > b->cap) {
+        evout_flush(b);
+        if (n > b->cap) {
+            b->cap = n;
+            b->buf = tide_xrealloc(b->buf, b->cap);
+        }
+    }
+    return b->buf + b->len;
+}
+
+/* Append the n bytes of s as one CSV field (quoted as tide_csv_row_str
+ * quotes); room for 2n + 2 bytes is there. */
+static void evout_text(evout_t *b, const char *s, size_t n)
+{
+    char *d = b->buf + b->len;
+    unsigned q = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        q |= ev_stop[c];
+        d[i] = (char)c;
+    }
+    if (!q && !(n > 0 && (s[0] == '#' || s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' ||
+                          s[n - 1] == '\t'))) {
+        b->len += n;
         return;
-    tide_csv_row_t row;
-    tide_csv_row_begin(&row);
-    tide_csv_row_str(&row, policy);
-    tide_csv_row_i64(&row, (long long)t);
-    tide_csv_row_str(&row, r->kind);
-    tide_csv_row_str(&row, r->job);
-    tide_csv_row_str(&row, r->service);
-    ev_num(&row, r, E_REPLICA, r->replica);
-    ev_num(&row, r, E_LEASE, r->lease);
-    ev_num(&row, r, E_GPUS, r->gpus);
-    ev_num(&row, r, E_WIDTH, r->width);
-    tide_csv_row_str(&row, r->reason);
-    ev_num(&row, r, E_DEADLINE, r->deadline);
-    if (r->has & E_VALUE_INT)
-        tide_csv_row_i64(&row, r->value_i);
-    else if (r->has & E_VALUE)
-        tide_csv_row_fixed(&row, r->value, 2);
-    else
-        tide_csv_row_str(&row, NULL);
-    tide_csv_row_end(&row, f);
+    }
+    size_t k = 0; /* quoted: every '"' doubled */
+    d[k++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            d[k++] = '"';
+        d[k++] = s[i];
+    }
+    d[k++] = '"';
+    b->len += k;
 }
 
-static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
+/* Append name (a static string: its address keys the cache, its text never
+ * changes; NULL = empty) as one CSV field; room for 2 strlen(name) + 2 bytes
+ * is there. */
+static inline void evout_name(evout_t *b, const char *name, size_t n)
+{
+    if (!name)
+        return;
+    size_t h = (size_t)((uintptr_t)name >> 3 & 31);
+    if (b->names[h] == name) {
+        memcpy(b->buf + b->len, name, n);
+        b->len += n;
+        return;
+    }
+    size_t at = b->len;
+    evout_text(b, name, n);
+    if (b->len - at == n) /* written as it is: no quotes */
+        b->names[h] = name;
+}
+
+/* Append s as one CSV field (NULL = empty). */
+static void evout_str(evout_t *b, const char *s)
+{
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    evout_room(b, 2 * n + 2);
+    evout_text(b, s, n);
+}
+
+/* "00" .. "99". */
+static const char ev_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                  "31323334353637383940414243444546474849505152535455565758596061"
+                                  "62636465666768697071727374757677787980818283848586878889909192"
+                                  "93949596979899";
+
+/* Write v as %lld does at d (room for 21 bytes); returns its length. */
+static inline size_t ev_fmt_i64(char *d, long long v)
+{
+    if (v >= 0 && v < 100) {
+        if (v < 10) {
+            d[0] = (char)('0' + v);
+            return 1;
+        }
+        d[0] = ev_pairs[2 * v];
+        d[1] = ev_pairs[2 * v + 1];
+        return 2;
+    }
+    static const unsigned long long p10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+        100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+        10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+        100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    int bits = 64 - __builtin_clzll(u | 1), nd = bits * 1233 >> 12; /* as util.c's dec_digits */
+    nd += (u | 1) >= p10[nd];
+    size_t n = (size_t)nd + (v < 0);
+    if (v < 0)
+        d[0] = '-';
+    char *p = d + n;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        p -= 2;
+        p[0] = ev_pairs[2 * r];
+        p[1] = ev_pairs[2 * r + 1];
+    }
+    if (u >= 10) {
+        p[-2] = ev_pairs[2 * u];
+        p[-1] = ev_pairs[2 * u + 1];
+    } else {
+        p[-1] = (char)('0' + u);
+    }
+    return n;
+}
+
+/* Append v as %lld does (room is there). */
+static inline void evout_i64(evout_t *b, long long v) { b->len += ev_fmt_i64(b->buf + b->len, v); }
+
+/* Append x as %.2f does (an integral value without the general path;
+ * room for EV_FIXED bytes is there). */
+#define EV_FIXED 330 /* as tide_csv_row_fixed: %.*f of the largest doubles */
+static void evout_fixed2(evout_t *b, double x)
+{
+    if (x >= 0 && x < 1e15 && !signbit(x) && x == (double)(long long)x) {
+        evout_i64(b, (long long)x);
+        memcpy(b->buf + b->len, ".00", 3);
+        b->len += 3;
+        return;
+    }
+    int n = tide_fmt_fixed(b->buf + b->len, EV_FIXED, x, 2);
+    b->len += n > 0 ? (size_t)n : 0;
+}
+
+/* Set up b for policy's rows (pre gets the policy field and ','). */
+static void evout_open(evout_t *b, FILE *f, const char *policy)
+{
+    b->f = f;
+    b->cap = EV_BLOCK;
+    b->buf = tide_xmalloc(b->cap);
+    b->len = 0;
+    evout_str(b, policy);
+    *evout_room(b, 1) = ',';
+    b->len++;
+    b->pre_t_at = b->len;
+    b->pre = tide_xmalloc(b->len + 32);
+    memcpy(b->pre, b->buf, b->len);
+    b->pre_n = b->len;
+    b->pre_t = -1;
+    b->len = 0;
+}
+
+/* Flush and free b. */
+static void evout_close(evout_t *b)
+{
+    evout_flush(b);
+    free(b->buf);
+    free(b->pre);
+    b->buf = b->pre = NULL;
+    b->cap = 0;
+}
+
+/* A number column: ',' and the value if its bit is set, else ',' (room is there). */
+static inline void ev_num(evout_t *b, const evrow_t *r, unsigned bit, long long v)
+{
+    b->buf[b->len++] = ',';
+    if (r->has & bit)
+        evout_i64(b, v);
+}
+
+static void evrow_write(evout_t *b, tide_time_t t, const evrow_t *r)
+{
+    if (!b->f) /* events.csv not asked for (--outputs) */
+        return;
+    if (t != b->pre_t) {
+        size_t n = b->pre_t_at;
+        n += ev_fmt_i64(b->pre + n, (long long)t);
+        b->pre[n++] = ',';
+        b->pre_n = n;
+        b->pre_t = t;
+    }
+    size_t nk = r->kind ? strlen(r->kind) : 0, nj = r->job ? strlen(r->job) : 0;
+    size_t ns = r->service ? strlen(r->service) : 0, nr = r->reason ? strlen(r->reason) : 0;
+    /* the whole row: prefix, four quoted strings, six numbers, the value,
+     * the commas and '\n' */
+    evout_room(b, b->pre_n + 2 * (nk + nj + ns + nr) + 8 + 6 * 24 + EV_FIXED + 16);
+    memcpy(b->buf + b->len, b->pre, b->pre_n);
+    b->len += b->pre_n;
+    evout_name(b, r->kind, nk);
+    b->buf[b->len++] = ',';
+    evout_text(b, r->job ? r->job : "", nj);
+    b->buf[b->len++] = ',';
+    evout_text(b, r->service ? r->service : "", ns);
+    ev_num(b, r, E_REPLICA, r->replica);
+    ev_num(b, r, E_LEASE, r->lease);
+    ev_num(b, r, E_GPUS, r->gpus);
+    ev_num(b, r, E_WIDTH, r->width);
+    b->buf[b->len++] = ',';
+    evout_name(b, r->reason, nr);
+    ev_num(b, r, E_DEADLINE, r->deadline);
+    b->buf[b->len++] = ',';
+    if (r->has & E_VALUE_INT)
+        evout_i64(b, r->value_i);
+    else if (r->has & E_VALUE)
+        evout_fixed2(b, r->value);
+    b->buf[b->len++] = '\n';
+}
+
+static void write_action(evout_t *f, tide_time_t t, const tide_engine_t *e,
                          const tide_action_t *a)
 {
+    if (!f->f) /* events.csv not asked for: no names to look up */
+        return;
     evrow_t r;
     evrow_init(&r, tide_action_name(a->kind));
     unsigned fl = a->kind >= 0 && a->kind < TIDE_ACT_KIND_COUNT ? act_fields[a->kind] : 0;
@@ -209,13 +414,17 @@ static void write_action(FILE *f, const char *policy, tide_time_t t, const tide_
         r.reason = tide_reason_name(a->reason);
     if ((fl & F_DEADLINE) && a->deadline > 0 && a->deadline != TIDE_TIME_NEVER)
         r.has |= E_DEADLINE;
-    evrow_write(f, policy, t, &r);
+    evrow_write(f, t, &r);
 }
 
 /* Facts worth a row: submits, commits, finishes, ready replicas. Returns 1 if written. */
-static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_engine_t *e,
+static int write_fact(evout_t *f, tide_time_t t, const tide_engine_t *e,
                       const tide_event_t *ev)
 {
+    if (!f->f) /* events.csv not asked for: count the row, look nothing up */
+        return ev->kind == TIDE_EV_JOB_SUBMIT || ev->kind == TIDE_EV_CKPT_COMMITTED ||
+               ev->kind == TIDE_EV_JOB_FINISHED || ev->kind == TIDE_EV_JOB_EXPIRED ||
+               ev->kind == TIDE_EV_REPLICA_READY;
     evrow_t r;
     evrow_init(&r, tide_event_name(ev->kind));
     switch (ev->kind) {
@@ -240,7 +449,7 @@ static int write_fact(FILE *f, const char *policy, tide_time_t t, const tide_eng
     default:
         return 0;
     }
-    evrow_write(f, policy, t, &r);
+    evrow_write(f, t, &r);
     return 1;
 }
 
@@ -347,6 +556,7 @@ typedef struct run {
     tide_time_t horizon, interval;
     const size_t *job_order, *dem_order;
     FILE *tl, *evf;
+    evout_t eo;                  /* events.csv rows (evf) */
     tide_engine_t *e;
     tide_world_t *w;
     tide_actions_t acts;
@@ -551,9 +761,9 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
                                (long long)t);
     }
     for (size_t i = 0; i < r->nev; i++)
-        r->rows += write_fact(r->evf, r->policy, t, r->e, &r->ev[i]);
+        r->rows += write_fact(&r->eo, t, r->e, &r->ev[i]);
     for (size_t i = 0; i < r->acts.n; i++)
-        write_action(r->evf, r->policy, t, r->e, &r->acts.v[i]);
+        write_action(&r->eo, t, r->e, &r->acts.v[i]);
     r->rows += (long)r->acts.n;
     if (tide_inject_storage_gbps(r->o->inject) > 0) {
         /* checkpoint sizes of the jobs just submitted */
@@ -572,6 +782,8 @@ static int step(run_t *r, tide_time_t t, tide_error_t *err)
     }
     count_double_starts(r);
     tide_world_apply(r->w, t, &r->acts);
+    if (r->ps)
+        evout_flush(&r->eo); /* the pipeline writes its rows to evf itself */
     if (r->ps && tide_pipesim_after(r->ps, t, &r->acts, r->evf, r->policy, err) < 0)
         return tide_err_prefix(err, "policy %s: model pipeline at t=%lld: ", r->policy,
                                (long long)t);
@@ -955,7 +1167,7 @@ static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job
     row.value = value;
     row.has = (gpus >= 0 ? E_GPUS : 0) | (deadline >= 0 ? E_DEADLINE : 0) |
               (has_value ? E_VALUE : 0);
-    evrow_write(r->evf, r->policy, t, &row);
+    evrow_write(&r->eo, t, &row);
     r->rows++;
 }
 
@@ -2076,6 +2288,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     r->pw_now = tide_xcalloc((size_t)r->pw_nd + 1, sizeof *r->pw_now);
     r->w = tide_world_create(r->e);
     r->lat = latency_create(o);
+    evout_open(&r->eo, r->evf, r->policy);
     if (o->inject && o->inject->n > 0) {
         double gbps = tide_inject_storage_gbps(o->inject);
         if (gbps > 0) {
@@ -2114,6 +2327,7 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     }
     tide_pipesim_destroy(r->ps);
     r->ps = NULL;
+    evout_close(&r->eo);
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);

@@ -32,6 +32,27 @@ typedef struct hist {
     int last_b;    /* state adds the same x every sub-step (0 -> bin 0 at calloc) */
 } hist_t;
 
+/* What one sub-step added (so that an identical one can add it again). */
+typedef struct lstep {
+    double a, rej, served;
+    int counted;         /* served > 0: into the histograms and the sums */
+    int ttft_ok, tbt_ok; /* within the targets */
+} lstep_t;
+
+/* A call of tide_latency_advance whose first sub-step left the queue where
+ * it found it (the rest repeat it): the same dt, rate, ready replicas and
+ * queue give the same sub-step, so a later such call only repeats st eight
+ * times, with the histogram bins and per-replica memo the sub-step left. */
+#define LMEMO 8 /* entries per service, by dt (most steps are 1..8 s apart) */
+typedef struct lmemo {
+    double dt, lambda, q;   /* the inputs (dt 0: empty) */
+    int ready;
+    lstep_t st;
+    double ttft_x, tbt_x;   /* hist last_x / last_b after it (counted) */
+    int ttft_b, tbt_b;
+    double memo_x, memo_pre, memo_tbt;
+} lmemo_t;
+
 typedef struct lsvc {
     tide_latency_spec_t sp;
     double q;                        /* queue level (requests) */
@@ -39,6 +60,7 @@ typedef struct lsvc {
     double ttft_ok, tbt_ok;          /* served within target */
     double memo_x, memo_pre, memo_tbt; /* prefill and TBT at the last per-replica rate */
     hist_t ttft, tbt;
+    lmemo_t memo[LMEMO];
 } lsvc_t;
 
 struct tide_latency {
@@ -167,13 +189,6 @@ static double prefill_at(const tide_latency_spec_t *sp, double x)
     return sp->prompt_tokens / sp->prefill_tps / (1 - rho);
 }
 
-/* What one sub-step added (so that an identical one can add it again). */
-typedef struct lstep {
-    double a, rej, served;
-    int counted;         /* served > 0: into the histograms and the sums */
-    int ttft_ok, tbt_ok; /* within the targets */
-} lstep_t;
-
 /* One sub-step of h seconds; what it added into *st. */
 static void substep(lsvc_t *v, double h, double lambda, int ready, lstep_t *st)
 {
@@ -216,38 +231,60 @@ static void substep(lsvc_t *v, double h, double lambda, int ready, lstep_t *st)
  * inputs are the same, so they add what st says, one by one as substep adds
  * (the sums round as they would); the histogram bins are the memoised ones
  * (hist_add saw the same values last). */
+static inline __attribute__((always_inline)) void repeat_body(lsvc_t *v, const lstep_t *st,
+                                                             int k)
+{
+    /* The sums in locals (registers). A sum skipped here would get +0.0:
+     * every sum here starts at +0.0 and only grows by values >= 0 (or NaN),
+     * so x + 0.0 == x to the bit. A sub-step that served nothing (!counted)
+     * has served == 0 (mu h = 0 then). */
+    typedef double v2d __attribute__((vector_size(16)));
+    if (st->rej > 0) {
+        double rej = st->rej, rejected = v->rejected;
+        for (int i = 0; i < k; i++)
+            rejected += rej;
+        v->rejected = rejected;
+    }
+    if (!st->counted) {
+        double a = st->a, arrived = v->arrived;
+        for (int i = 0; i < k; i++)
+            arrived += a;
+        v->arrived = arrived;
+        return;
+    }
+    /* The eight sums in pairs (one vector add is two IEEE additions, each
+     * rounding as the scalar one): arrived and served, the TTFT bin and
+     * total, the TBT bin and total, the two within-target sums (+0.0 for a
+     * target missed, as above). */
+    double sv = st->served;
+    double *tw = &v->ttft.w[v->ttft.last_b], *bw = &v->tbt.w[v->tbt.last_b];
+    v2d as = {v->arrived, v->served}, t = {*tw, v->ttft.total}, b = {*bw, v->tbt.total};
+    v2d ok = {v->ttft_ok, v->tbt_ok};
+    v2d das = {st->a, sv}, d = {sv, sv}, dok = {st->ttft_ok ? sv : 0.0, st->tbt_ok ? sv : 0.0};
+#pragma GCC unroll 8
+    for (int i = 0; i < k; i++) {
+        as += das;
+        t += d;
+        b += d;
+        ok += dok;
+    }
+    v->arrived = as[0];
+    v->served = as[1];
+    *tw = t[0];
+    v->ttft.total = t[1];
+    *bw = b[0];
+    v->tbt.total = b[1];
+    v->ttft_ok = ok[0];
+    v->tbt_ok = ok[1];
+}
+
+/* k more sub-steps (repeat_body); k == SUBSTEPS (a memoised call) unrolled. */
 static void substep_repeat(lsvc_t *v, const lstep_t *st, int k)
 {
-    /* One loop, the sums in locals (registers). A sum substep would not
-     * touch gets +0.0 instead: every sum here starts at +0.0 and only
-     * grows by values >= 0 (or NaN), so x + 0.0 == x to the bit. A sub-step
-     * that served nothing (!counted) has served == 0 (mu h = 0 then). */
-    double a = st->a, rej = st->rej > 0 ? st->rej : 0.0, sv = st->counted ? st->served : 0.0;
-    double tok = st->ttft_ok ? sv : 0.0, bok = st->tbt_ok ? sv : 0.0;
-    double *tw = &v->ttft.w[v->ttft.last_b], *bw = &v->tbt.w[v->tbt.last_b];
-    double arrived = v->arrived, rejected = v->rejected, ttw = *tw, tt = v->ttft.total;
-    double bbw = *bw, bt = v->tbt.total, served = v->served;
-    double ttft_ok = v->ttft_ok, tbt_ok = v->tbt_ok;
-    for (int i = 0; i < k; i++) {
-        arrived += a;
-        rejected += rej;
-        ttw += sv;
-        tt += sv;
-        bbw += sv;
-        bt += sv;
-        served += sv;
-        ttft_ok += tok;
-        tbt_ok += bok;
-    }
-    v->arrived = arrived;
-    v->rejected = rejected;
-    *tw = ttw;
-    v->ttft.total = tt;
-    *bw = bbw;
-    v->tbt.total = bt;
-    v->served = served;
-    v->ttft_ok = ttft_ok;
-    v->tbt_ok = tbt_ok;
+    if (k == SUBSTEPS)
+        repeat_body(v, st, SUBSTEPS);
+    else
+        repeat_body(v, st, k);
 }
 
 void tide_latency_advance(tide_latency_t *m, int s, double dt, double demand_rps, int ready)
@@ -257,11 +294,33 @@ void tide_latency_advance(tide_latency_t *m, int s, double dt, double demand_rps
     if (ready < 0)
         ready = 0;
     lsvc_t *v = &m->v[s];
+    lmemo_t *me = &v->memo[(int)(dt < 1e9 ? dt : 0) & (LMEMO - 1)];
+    if (!m->full && me->dt == dt && me->lambda == demand_rps && me->ready == ready &&
+        me->q == v->q) {
+        /* what the first sub-step would leave but its sums (substep_repeat's) */
+        if (me->st.counted) {
+            v->ttft.last_x = me->ttft_x;
+            v->ttft.last_b = me->ttft_b;
+            v->tbt.last_x = me->tbt_x;
+            v->tbt.last_b = me->tbt_b;
+            v->memo_x = me->memo_x;
+            v->memo_pre = me->memo_pre;
+            v->memo_tbt = me->memo_tbt;
+        }
+        substep_repeat(v, &me->st, SUBSTEPS);
+        return;
+    }
     for (int k = 0; k < SUBSTEPS; k++) {
         double q0 = v->q;
         lstep_t st;
         substep(v, dt / SUBSTEPS, demand_rps, ready, &st);
         if (v->q == q0 && !m->full) { /* steady: the rest repeat this one */
+            if (k == 0)
+                *me = (lmemo_t){.dt = dt, .lambda = demand_rps, .q = q0, .ready = ready,
+                                .st = st, .ttft_x = v->ttft.last_x, .ttft_b = v->ttft.last_b,
+                                .tbt_x = v->tbt.last_x, .tbt_b = v->tbt.last_b,
+                                .memo_x = v->memo_x, .memo_pre = v->memo_pre,
+                                .memo_tbt = v->memo_tbt};
             substep_repeat(v, &st, SUBSTEPS - 1 - k);
             return;
         }

@@ -202,6 +202,40 @@ static void shortcut_is_exact(void **state)
     tide_latency_destroy(full);
 }
 
+/* Calls that repeat an earlier call's dt, rate, ready replicas and queue
+ * (integral dt of a few seconds, rates and replicas that hold for a while:
+ * the simulator's common case) reuse its first sub-step; the figures stay
+ * those of computing every sub-step, to the last bit, for loads below
+ * capacity, queues held at their bound (rejecting) and no replica. */
+static void repeated_calls_are_exact(void **state)
+{
+    (void)state;
+    tide_latency_spec_t sp[2] = {{.replica_rps = 5}, {.replica_rps = 2, .queue_max_s = 1}};
+    tide_latency_t *fast = tide_latency_create(sp, 2), *full = tide_latency_create(sp, 2);
+    assert_non_null(fast);
+    assert_non_null(full);
+    tide_latency_set_full(full, 1);
+    uint32_t r = 4242;
+    for (int i = 0; i < 20000; i++) {
+        r = r * 1103515245u + 12345u;
+        int s = (int)(r >> 30 & 1);
+        double dem = (i / 300) % 4 == 0 ? 40.0 : (i / 300) % 4 == 1 ? 3.3 : 7.0 + (i / 300);
+        int ready = (i / 500) % 4;
+        double dt = 1 + (double)(r >> 4 & 3) + ((r >> 8 & 63) == 0 ? 9 : 0);
+        tide_latency_advance(fast, s, dt, dem, ready);
+        tide_latency_advance(full, s, dt, dem, ready);
+    }
+    for (int s = -1; s < 2; s++) {
+        tide_latency_stats_t a, b;
+        assert_int_equal(tide_latency_stats(fast, s, &a), 0);
+        assert_int_equal(tide_latency_stats(full, s, &b), 0);
+        assert_true(a.served > 0 && a.rejected > 0);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+    tide_latency_destroy(fast);
+    tide_latency_destroy(full);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +246,7 @@ int main(void)
         cmocka_unit_test(deterministic_and_validated),
         cmocka_unit_test(services_independent),
         cmocka_unit_test(shortcut_is_exact),
+        cmocka_unit_test(repeated_calls_are_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
