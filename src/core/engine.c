@@ -213,6 +213,7 @@ void tide_engine_destroy(tide_engine_t *e)
     for (int k = 0; k < TIDE_NPRIO; k++) {
         free(e->resv[k].avail);
         free(e->resv[k].res);
+        free(e->resv[k].nz);
     }
     free(e->vict_cand);
     free(e->vict_v);

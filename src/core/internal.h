@@ -374,6 +374,10 @@ typedef struct reservation {
     tide_time_t shadow;   /* when the head job can start */
     int *avail;           /* free GPUs per domain at shadow time */
     int *res;             /* GPUs reserved for the head per domain */
+    int *nz;              /* [n_doms + 1]: the domains where avail or res may be
+                           * non-zero (0 everywhere else), so that the next
+                           * computation clears those, not every domain */
+    int n_nz;
 } reservation_t;
 
 struct tide_engine {
