@@ -110,6 +110,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->n_power = tide_cluster_power_domains(c);
     e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
     e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
+    tide__plan_memo_init(e);
     for (int d = 0; d < e->n_doms; d++) {
         e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
         if (e->doms[d].gpus > e->max_dom_gpus)
@@ -195,6 +196,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->dom_free_bits);
     free(e->plan_cost);
     free(e->plan_ok);
+    tide__plan_memo_free(e);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);

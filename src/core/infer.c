@@ -349,8 +349,9 @@ static void plans_stale_job(tide_engine_t *e, int32_t h)
 }
 
 /* The cheapest domain to empty for one replica of tp GPUs (-1: none): each
- * domain's plan comes from e->plan_cost while e->plan_ok says it is still
- * current (reclaim_for forgets the domains its actions touch). */
+ * domain's graceful plan from the plan memo (tide__reclaim_plan_cost); a
+ * killing plan from e->plan_cost while e->plan_ok says it is still current
+ * (reclaim_for forgets the domains its actions touch; it reads the time). */
 static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp, int kill, unsigned zones)
 {
     static const int any_training = TIDE_P1;
@@ -363,7 +364,9 @@ static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp,
         if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
             !tide__domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
             continue;
-        if (!e->plan_ok[di]) {
+        if (!kill) { /* graceful plans are memoised across passes */
+            e->plan_cost[di] = tide__reclaim_plan_cost(e, di, tp, any_training);
+        } else if (!e->plan_ok[di]) {
             int nv;
             e->plan_cost[di] = tide__reclaim_plan_domain(e, di, tp, kill, tide__victim_min_prio,
                                                          &any_training, e->vict_v, &nv);

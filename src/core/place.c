@@ -57,6 +57,7 @@ static void foreign_untake(tide_engine_t *e, int n, int g)
 {
     domain_t *d = &e->doms[e->nodes[n].domain];
     tide__place_changed(e);
+    tide__dom_touch(e, e->nodes[n].domain);
     e->own_kind[g] = OWN_FREE;
     e->own_id[g] = -1;
     e->nodes[n].foreign--;
@@ -70,6 +71,7 @@ void tide__dom_release(tide_engine_t *e, int gpu)
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     int n = node_of_gpu(e, gpu);
     tide__place_changed(e);
+    tide__dom_touch(e, (int)(d - e->doms));
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
     if (e->nodes[n].cut) {

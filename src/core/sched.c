@@ -413,7 +413,9 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
                 !tide__domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
                 continue;
             int nv;
-            double c = tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
+            double c = ok == tide__victim_min_prio
+                           ? tide__reclaim_plan_cost(e, di, g, *(const int *)ctx) /* memoised */
+                           : tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
             if (c < 0 || (best >= 0 && c >= best_cost))
                 continue;
             best = di;

@@ -238,6 +238,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     /* memos: zero after a restore, so the first pass recomputes */
     F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
     F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz),
+    F(tide_engine_t, plan_clock), F(tide_engine_t, dom_ver), F(tide_engine_t, plan_ch),
     /* derived from the running jobs (tide__lent_rebuild) */
     F(tide_engine_t, lent_run)};
 
