@@ -177,6 +177,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].orc_off);
         free(e->svcs[s].spread);
         free(e->svcs[s].warm_ids);
+        free(e->svcs[s].live_ids);
     }
     free(e->reserve_type);
     free(e->foreign_cells);
@@ -973,6 +974,10 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     if (tide__acct_cnt_bad(e))
         return tide_errf(err, TIDE_ESTATE, "the non-zero GPU counter cells disagree with the counters");
+    int bad_live = tide__live_check(e);
+    if (bad_live >= 0)
+        return tide_errf(err, TIDE_ESTATE, "service %d: the list of its live replicas disagrees with a scan",
+                         bad_live);
     if (e->lent_run != tide__lent_scan(e))
         return tide_errf(err, TIDE_ESTATE, "lent GPUs of running jobs: %d counted, %d by a scan",
                          e->lent_run, tide__lent_scan(e));

@@ -327,6 +327,11 @@ typedef struct service {
     int32_t *warm_ids;         /* its serving replicas made warming, oldest first;
                                   some may have left warming (svcidx.c) */
     size_t n_warm_ids, cap_warm_ids;
+    int32_t *live_ids;         /* its replicas not stopped (and some stopped since),
+                                  ascending, while live_ok (infer.c, live_list) */
+    size_t n_live_ids, cap_live_ids;
+    int live_ok;               /* 0: live_ids to build from the replicas (a new
+                                  or restored engine) */
     int *spread;               /* placed replicas per rack, then per power domain
                                   (spread.c; derived from the replicas) */
 } service_t;
@@ -682,6 +687,10 @@ void tide__alloc_push(alloc_t *a, int32_t gpu);
 /* Count replica r (placed, not a rehearsal) into its service's rack and power
  * domain counts (delta +1 / -1). */
 void tide__spread_add(tide_engine_t *e, const replica_t *r, int delta);
+/* infer.c: -1 if every service's live_ids (when live_ok) lists each of its
+ * replicas not stopped, ascending, and only replicas of the service; else
+ * the first service that differs. */
+int tide__live_check(const tide_engine_t *e);
 /* Recount every service's counts from the replicas (after a restore). */
 void tide__spread_rebuild(tide_engine_t *e);
 void tide__spread_alloc(tide_engine_t *e, service_t *s);

@@ -189,7 +189,9 @@ static const tide_field_t svc_skip[] __attribute__((unused)) = {F(service_t, spe
                                         F(service_t, orc_off), F(service_t, orc_off_cap),
                                         F(service_t, spread), F(service_t, claimed),
                                         F(service_t, warm_ids), F(service_t, n_warm_ids),
-                                        F(service_t, cap_warm_ids)};
+                                        F(service_t, cap_warm_ids), F(service_t, live_ids),
+                                        F(service_t, n_live_ids), F(service_t, cap_live_ids),
+                                        F(service_t, live_ok)};
 static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
