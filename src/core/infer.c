@@ -408,13 +408,14 @@ static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp,
     int spread = e->cfg.spread_max_skew > 0;
     double best_cost = 0;
     int *ok = spread ? tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *ok) : NULL;
+    struct plan_chan *ch = kill ? NULL : tide__plan_chan(e, any_training, tp);
     for (int di = 0; di < e->n_doms; di++) {
         domain_t *d = &e->doms[di];
         if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
             !tide__domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
             continue;
         if (!kill) { /* graceful plans are memoised across passes */
-            e->plan_cost[di] = tide__reclaim_plan_cost(e, di, tp, any_training);
+            e->plan_cost[di] = tide__reclaim_plan_cost(e, ch, di);
         } else if (!e->plan_ok[di]) {
             int nv;
             e->plan_cost[di] = tide__reclaim_plan_domain(e, di, tp, kill, tide__victim_min_prio,

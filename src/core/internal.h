@@ -996,12 +996,15 @@ typedef int (*victim_ok_fn)(const tide_engine_t *e, const job_t *j, const void *
 double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
                            const void *ctx, victim_t *v, int *nv);
 int tide__victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
-/* tide__reclaim_plan_domain(e, di, need, 0, tide__victim_min_prio,
- * &min_prio, ...)'s cost, memoised per domain until tide__dom_touch(e, di)
- * (e->plan_ch; the same bits as planning again: with check_invariants
- * every reuse is planned again, a difference sets e->memo_bad, which
- * tide_engine_check reports). */
-double tide__reclaim_plan_cost(tide_engine_t *e, int di, int need, int min_prio);
+/* The memo channel of key (min_prio, need): found, or the least recently
+ * used one reset to it. Valid until the next call with another key. */
+struct plan_chan *tide__plan_chan(tide_engine_t *e, int min_prio, int need);
+/* tide__reclaim_plan_domain(e, di, ch->need, 0, tide__victim_min_prio,
+ * &ch->min_prio, ...)'s cost, memoised per domain until
+ * tide__dom_touch(e, di) (the same bits as planning again: with
+ * check_invariants every reuse is planned again, a difference sets
+ * e->memo_bad, which tide_engine_check reports). */
+double tide__reclaim_plan_cost(tide_engine_t *e, struct plan_chan *ch, int di);
 /* Mark everything a plan of domain d reads as changed (see dom_ver). */
 static inline void tide__dom_touch(tide_engine_t *e, int d) { e->dom_ver[d] = ++e->plan_clock; }
 /* The domains of job j's GPUs touched (its state, stop request or width

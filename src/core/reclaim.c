@@ -137,7 +137,7 @@ void tide__dom_touch_job(tide_engine_t *e, const job_t *j)
 
 /* The channel of key (min_prio, need): found, or the least recently used
  * one reset to it (every entry it held is then stale). */
-static struct plan_chan *plan_chan_of(tide_engine_t *e, int min_prio, int need)
+struct plan_chan *tide__plan_chan(tide_engine_t *e, int min_prio, int need)
 {
     struct plan_chan *lru = &e->plan_ch[0];
     for (int c = 0; c < PLAN_CHANS; c++) {
@@ -156,10 +156,9 @@ static struct plan_chan *plan_chan_of(tide_engine_t *e, int min_prio, int need)
     return lru;
 }
 
-double tide__reclaim_plan_cost(tide_engine_t *e, int di, int need, int min_prio)
+double tide__reclaim_plan_cost(tide_engine_t *e, struct plan_chan *ch, int di)
 {
-    struct plan_chan *ch = plan_chan_of(e, min_prio, need);
-    int nv;
+    int nv, need = ch->need, min_prio = ch->min_prio;
     if (ch->at[di] > e->dom_ver[di] && ch->at[di] > ch->reset) {
         if (e->cfg.check_invariants) { /* debug builds: the memo against planning again */
             double x = tide__reclaim_plan_domain(e, di, need, 0, tide__victim_min_prio, &min_prio,

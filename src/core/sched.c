@@ -404,6 +404,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
      * whole job can be served: never a notice that cannot help */
     int *chosen = e->scratch_c, n_chosen = 0;
     victim_t *v = e->vict_v, *best_v = e->vict_best;
+    struct plan_chan *ch = ok == tide__victim_min_prio ? tide__plan_chan(e, *(const int *)ctx, g) : NULL;
     for (int m = 0; m < missing; m++) {
         int best = -1;
         double best_cost = 0;
@@ -413,9 +414,8 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
                 !tide__domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
                 continue;
             int nv;
-            double c = ok == tide__victim_min_prio
-                           ? tide__reclaim_plan_cost(e, di, g, *(const int *)ctx) /* memoised */
-                           : tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
+            double c = ch ? tide__reclaim_plan_cost(e, ch, di) /* memoised */
+                          : tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
             if (c < 0 || (best >= 0 && c >= best_cost))
                 continue;
             best = di;
