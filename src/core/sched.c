@@ -394,7 +394,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
     if (g > e->max_dom_gpus)
         return; /* whole-domain gangs wait for their reservation */
     int claimed = 0;
-    for (int d = 0; d < e->n_doms; d++)
+    for (int d = 0; e->n_claimed[CLAIM_JOB] && d < e->n_doms; d++) /* none claimed for a job: no scan */
         if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
             claimed += e->doms[d].gpus / g;
     int missing = j->spec.dp_min - claimed - tide__capacity_for(e, NULL, g, j->spec.gpu_types, tz, OWN_JOB, h);
