@@ -110,6 +110,7 @@ tide_engine_t *tide_engine_create(const tide_cluster_t *c, const tide_config_t *
     e->n_power = tide_cluster_power_domains(c);
     e->plan_cost = tide_xcalloc((size_t)e->n_doms + 1, sizeof *e->plan_cost);
     e->plan_ok = tide_xcalloc((size_t)e->n_doms + 1, 1);
+    tide__plan_memo_init(e);
     for (int d = 0; d < e->n_doms; d++) {
         e->doms[d].up_gpus = e->doms[d].free = e->doms[d].gpus;
         if (e->doms[d].gpus > e->max_dom_gpus)
@@ -176,6 +177,7 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->svcs[s].orc_off);
         free(e->svcs[s].spread);
         free(e->svcs[s].warm_ids);
+        free(e->svcs[s].live_ids);
     }
     free(e->reserve_type);
     free(e->foreign_cells);
@@ -195,6 +197,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->dom_free_bits);
     free(e->plan_cost);
     free(e->plan_ok);
+    tide__plan_memo_free(e);
     for (int t = 0; t < e->n_teams; t++) {
         free(e->teams[t].name);
         free(e->teams[t].quota);
@@ -213,6 +216,7 @@ void tide_engine_destroy(tide_engine_t *e)
     for (int k = 0; k < TIDE_NPRIO; k++) {
         free(e->resv[k].avail);
         free(e->resv[k].res);
+        free(e->resv[k].nz);
     }
     free(e->vict_cand);
     free(e->vict_v);
@@ -970,6 +974,10 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
         return tide_errf(err, TIDE_ESTATE, "a memoised result differs from its recomputation");
     if (tide__acct_cnt_bad(e))
         return tide_errf(err, TIDE_ESTATE, "the non-zero GPU counter cells disagree with the counters");
+    int bad_live = tide__live_check(e);
+    if (bad_live >= 0)
+        return tide_errf(err, TIDE_ESTATE, "service %d: the list of its live replicas disagrees with a scan",
+                         bad_live);
     if (e->lent_run != tide__lent_scan(e))
         return tide_errf(err, TIDE_ESTATE, "lent GPUs of running jobs: %d counted, %d by a scan",
                          e->lent_run, tide__lent_scan(e));

@@ -192,6 +192,8 @@ static int32_t replica_new(tide_engine_t *e, int si, tide_time_t now, int rehear
     r->state = e->cfg.warm_start && now == e->start && !rehearsal ? REP_READY : REP_WARMING;
     if (r->state == REP_WARMING && !rehearsal)
         tide__warm_note(e, id);
+    if (e->svcs[si].live_ok)
+        TIDE_PUSH(e->svcs[si].live_ids, e->svcs[si].n_live_ids, e->svcs[si].cap_live_ids, id);
     r->started = now;
     r->notice_at = -1;
     r->alloc = a;
@@ -306,7 +308,11 @@ static int32_t scale_down_pick(const tide_engine_t *e, int si, int want_state, i
     int spread = e->cfg.spread_max_skew > 0, one_pass = spread && e->cfg.survive_share > 0;
     int32_t best = -1;
     int best_load = -1;
-    for (size_t i = e->n_reps; i-- > 0;) {
+    const service_t *s = &e->svcs[si];
+    /* the service's replicas not stopped, newest first: every replica ever
+     * made, newest first, less those the test below skips anyway */
+    for (size_t x = s->n_live_ids; x-- > 0;) {
+        size_t i = (size_t)s->live_ids[x];
         const replica_t *r = &e->reps[i];
         if (r->service != si || r->rehearsal || r->cut || r->state == REP_STOPPED ||
             (!one_pass && (r->state != want_state || (r->tier == TIDE_T_A) != want_reserve)))
@@ -323,10 +329,53 @@ static int32_t scale_down_pick(const tide_engine_t *e, int si, int want_state, i
     return best;
 }
 
+/* Service si's live_ids made current: built from every replica when not
+ * live_ok, else the stopped ones dropped (a replica never leaves
+ * REP_STOPPED; ids only grow, so appending at birth keeps the order). */
+static void live_list(tide_engine_t *e, int si)
+{
+    service_t *s = &e->svcs[si];
+    if (!s->live_ok) {
+        s->n_live_ids = 0;
+        for (size_t r = 0; r < e->n_reps; r++)
+            if (e->reps[r].service == si && e->reps[r].state != REP_STOPPED)
+                TIDE_PUSH(s->live_ids, s->n_live_ids, s->cap_live_ids, (int32_t)r);
+        s->live_ok = 1;
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_live_ids; i++)
+        if (e->reps[s->live_ids[i]].state != REP_STOPPED)
+            s->live_ids[k++] = s->live_ids[i];
+    s->n_live_ids = k;
+}
+
+int tide__live_check(const tide_engine_t *e)
+{
+    for (int si = 0; si < e->n_svcs; si++) {
+        const service_t *s = &e->svcs[si];
+        if (!s->live_ok)
+            continue;
+        size_t x = 0;
+        for (size_t r = 0; r < e->n_reps; r++) {
+            int listed = x < s->n_live_ids && s->live_ids[x] == (int32_t)r;
+            if (listed)
+                x++;
+            if (listed ? e->reps[r].service != si
+                       : e->reps[r].service == si && e->reps[r].state != REP_STOPPED)
+                return si; /* another's, missing, or the list out of order */
+        }
+        if (x != s->n_live_ids)
+            return si;
+    }
+    return -1;
+}
+
 /* Stop n replicas of a service: warming before ready, lendable zones before
  * the reserve, newest first (spreading: see scale_down_pick). */
 static void scale_down(tide_engine_t *e, int si, int n)
 {
+    live_list(e, si);
     int passes = e->cfg.spread_max_skew > 0 && e->cfg.survive_share > 0 ? 1 : 4;
     for (int pass = 0; pass < passes && n > 0; pass++) {
         int32_t id;
@@ -349,8 +398,9 @@ static void plans_stale_job(tide_engine_t *e, int32_t h)
 }
 
 /* The cheapest domain to empty for one replica of tp GPUs (-1: none): each
- * domain's plan comes from e->plan_cost while e->plan_ok says it is still
- * current (reclaim_for forgets the domains its actions touch). */
+ * domain's graceful plan from the plan memo (tide__reclaim_plan_cost); a
+ * killing plan from e->plan_cost while e->plan_ok says it is still current
+ * (reclaim_for forgets the domains its actions touch; it reads the time). */
 static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp, int kill, unsigned zones)
 {
     static const int any_training = TIDE_P1;
@@ -358,12 +408,15 @@ static int cheapest_domain(tide_engine_t *e, const service_t *s, int si, int tp,
     int spread = e->cfg.spread_max_skew > 0;
     double best_cost = 0;
     int *ok = spread ? tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *ok) : NULL;
+    struct plan_chan *ch = kill ? NULL : tide__plan_chan(e, any_training, tp);
     for (int di = 0; di < e->n_doms; di++) {
         domain_t *d = &e->doms[di];
         if (d->claim_kind != CLAIM_NONE || d->gpus < tp || d->up_gpus < tp ||
             !tide__domain_ok(e, d, s->spec.gpu_types, zones, OWN_REPLICA, si))
             continue;
-        if (!e->plan_ok[di]) {
+        if (!kill) { /* graceful plans are memoised across passes */
+            e->plan_cost[di] = tide__reclaim_plan_cost(e, ch, di);
+        } else if (!e->plan_ok[di]) {
             int nv;
             e->plan_cost[di] = tide__reclaim_plan_domain(e, di, tp, kill, tide__victim_min_prio,
                                                          &any_training, e->vict_v, &nv);

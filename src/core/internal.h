@@ -333,6 +333,11 @@ typedef struct service {
     int32_t *warm_ids;         /* its serving replicas made warming, oldest first;
                                   some may have left warming (svcidx.c) */
     size_t n_warm_ids, cap_warm_ids;
+    int32_t *live_ids;         /* its replicas not stopped (and some stopped since),
+                                  ascending, while live_ok (infer.c, live_list) */
+    size_t n_live_ids, cap_live_ids;
+    int live_ok;               /* 0: live_ids to build from the replicas (a new
+                                  or restored engine) */
     int *spread;               /* placed replicas per rack, then per power domain
                                   (spread.c; derived from the replicas) */
 } service_t;
@@ -380,10 +385,16 @@ typedef struct qkey {
 } qkey_t;
 
 /* A reservation for the head job of a priority (EASY backfill). */
+enum { PLAN_CHANS = 4 }; /* plan memo keys kept at once (reclaim.c) */
+
 typedef struct reservation {
     tide_time_t shadow;   /* when the head job can start */
     int *avail;           /* free GPUs per domain at shadow time */
     int *res;             /* GPUs reserved for the head per domain */
+    int *nz;              /* [n_doms + 1]: the domains where avail or res may be
+                           * non-zero (0 everywhere else), so that the next
+                           * computation clears those, not every domain */
+    int n_nz;
 } reservation_t;
 
 struct tide_engine {
@@ -501,6 +512,20 @@ struct tide_engine {
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
     uint8_t *plan_ok;        /* ... while still current */
+    /* reclaim.c: graceful plans (tide__reclaim_plan_cost) kept from one pass
+     * to the next. plan_clock only grows; dom_ver[d] takes its next value
+     * at every change a plan of d reads (tide__dom_touch: d's free count
+     * and GPU owners, the state, stop request or width of a job there); an
+     * entry is current while computed after both that and its channel's
+     * reset (the channel's key: lowest victim priority and GPUs needed). */
+    uint64_t plan_clock;
+    uint64_t *dom_ver;       /* [n_doms] */
+    struct plan_chan {
+        int on, min_prio, need;
+        uint64_t reset, used;
+        uint64_t *at;        /* [n_doms] plan_clock when computed */
+        double *cost;        /* [n_doms] */
+    } plan_ch[PLAN_CHANS];
     uint64_t *dom_free_bits;  /* domains by free count (tide__dom_free_mark) */
     size_t dom_words;         /* words per bitmap of dom_free_bits */
     struct deadline_ent *dl;  /* min-heap of every lease return / checkpoint
@@ -672,6 +697,10 @@ void tide__alloc_push(alloc_t *a, int32_t gpu);
 /* Count replica r (placed, not a rehearsal) into its service's rack and power
  * domain counts (delta +1 / -1). */
 void tide__spread_add(tide_engine_t *e, const replica_t *r, int delta);
+/* infer.c: -1 if every service's live_ids (when live_ok) lists each of its
+ * replicas not stopped, ascending, and only replicas of the service; else
+ * the first service that differs. */
+int tide__live_check(const tide_engine_t *e);
 /* Recount every service's counts from the replicas (after a restore). */
 void tide__spread_rebuild(tide_engine_t *e);
 void tide__spread_alloc(tide_engine_t *e, service_t *s);
@@ -868,10 +897,12 @@ static inline uint64_t *tide__free_map(const tide_engine_t *e, int f)
 /* Something a reservation reads changed (see place_ver). */
 static inline void tide__place_changed(tide_engine_t *e) { e->place_ver++; }
 
+static inline void tide__dom_touch(tide_engine_t *e, int d);
 static inline void tide__dom_free_mark(tide_engine_t *e, int d)
 {
     domain_t *dm = &e->doms[d];
     tide__place_changed(e);
+    tide__dom_touch(e, d); /* its free count changed (reclaim plans read it) */
     int f = dm->free > 0 ? dm->free : 0;
     if (f == dm->free_slot)
         return;
@@ -980,6 +1011,23 @@ typedef int (*victim_ok_fn)(const tide_engine_t *e, const job_t *j, const void *
 double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, victim_ok_fn ok,
                            const void *ctx, victim_t *v, int *nv);
 int tide__victim_min_prio(const tide_engine_t *e, const job_t *j, const void *ctx); /* ctx: int* */
+/* The memo channel of key (min_prio, need): found, or the least recently
+ * used one reset to it. Valid until the next call with another key. */
+struct plan_chan *tide__plan_chan(tide_engine_t *e, int min_prio, int need);
+/* tide__reclaim_plan_domain(e, di, ch->need, 0, tide__victim_min_prio,
+ * &ch->min_prio, ...)'s cost, memoised per domain until
+ * tide__dom_touch(e, di) (the same bits as planning again: with
+ * check_invariants every reuse is planned again, a difference sets
+ * e->memo_bad, which tide_engine_check reports). */
+double tide__reclaim_plan_cost(tide_engine_t *e, struct plan_chan *ch, int di);
+/* Mark everything a plan of domain d reads as changed (see dom_ver). */
+static inline void tide__dom_touch(tide_engine_t *e, int d) { e->dom_ver[d] = ++e->plan_clock; }
+/* The domains of job j's GPUs touched (its state, stop request or width
+ * changed), once per run of GPUs in one domain. */
+void tide__dom_touch_job(tide_engine_t *e, const job_t *j);
+/* Memo storage for n_doms domains (engine creation); tide__plan_memo_free. */
+void tide__plan_memo_init(tide_engine_t *e);
+void tide__plan_memo_free(tide_engine_t *e);
 
 /* snap.c: does every byte of each snapshotted struct belong to a member that
  * a field table writes or a list of members deliberately left out names?

@@ -57,6 +57,7 @@ static void foreign_untake(tide_engine_t *e, int n, int g)
 {
     domain_t *d = &e->doms[e->nodes[n].domain];
     tide__place_changed(e);
+    tide__dom_touch(e, e->nodes[n].domain);
     e->own_kind[g] = OWN_FREE;
     e->own_id[g] = -1;
     e->nodes[n].foreign--;
@@ -70,6 +71,7 @@ void tide__dom_release(tide_engine_t *e, int gpu)
     domain_t *d = &e->doms[dom_of_gpu(e, gpu)];
     int n = node_of_gpu(e, gpu);
     tide__place_changed(e);
+    tide__dom_touch(e, (int)(d - e->doms));
     e->own_kind[gpu] = OWN_FREE;
     e->own_id[gpu] = -1;
     if (e->nodes[n].cut) {
@@ -305,6 +307,14 @@ static int claim_match(const domain_t *d, int kind, int32_t owner)
            (kind == OWN_REPLICA && d->claim_kind == CLAIM_SERVICE && d->claim_id == owner);
 }
 
+/* Can any domain be claimed for an owner of this kind (claim_match)? From
+ * the count of domains per claim kind (svcidx.c), not a scan. */
+static int claim_possible(const tide_engine_t *e, int kind)
+{
+    return (kind == OWN_JOB && e->n_claimed[CLAIM_JOB] > 0) ||
+           (kind == OWN_REPLICA && e->n_claimed[CLAIM_SERVICE] > 0);
+}
+
 /* Spreading a service's replicas: the least loaded rack and power domain
  * among the domains one more replica could use now (*spread = 0 when the
  * placement is not a service's replica or spreading is off). */
@@ -366,8 +376,12 @@ static int best_domain(tide_engine_t *e, int gang, uint32_t types, unsigned zone
      * that can hold a domain with free GPUs, plus f - gang: once the best
      * found is that low, nothing after it is lower */
     int min_rank = min_free_rank(e, zones, rank);
+    /* and the claim term, when no domain is claimed for any owner of this
+     * kind (claims are rare: a P1 job's preempted domains, a service's
+     * emptied ones): then every domain carries it */
+    long long claim_floor = claim_possible(e, kind) ? 0 : 1000000000000LL;
     for (int f = gang; f <= e->max_dom_gpus; f++) {
-        long long floor_f = (long long)min_rank * 10000LL + (f - gang);
+        long long floor_f = claim_floor + (long long)min_rank * 10000LL + (f - gang);
         if (best >= 0 && best_score <= floor_f)
             return best;
         for (int i = tide__dom_next_free(e, f, 0); i >= 0; i = tide__dom_next_free(e, f, i + 1)) {

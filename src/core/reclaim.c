@@ -4,6 +4,7 @@
  * width off the domain, then whole jobs: lowest priority first, then the
  * least disruption (checkpoint + restore GPU-seconds when graceful, work lost
  * since the last checkpoint when killed). P0 replicas are never victims. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -101,3 +102,74 @@ double tide__reclaim_plan_domain(tide_engine_t *e, int di, int need, int kill, v
     return cost;
 }
 
+
+/* ------------------------------------------------------------ plan memo */
+
+void tide__plan_memo_init(tide_engine_t *e)
+{
+    size_t n = (size_t)e->n_doms + 1;
+    e->dom_ver = tide_xcalloc(n, sizeof *e->dom_ver);
+    for (int c = 0; c < PLAN_CHANS; c++) {
+        e->plan_ch[c].at = tide_xcalloc(n, sizeof *e->plan_ch[c].at);
+        e->plan_ch[c].cost = tide_xcalloc(n, sizeof *e->plan_ch[c].cost);
+    }
+}
+
+void tide__plan_memo_free(tide_engine_t *e)
+{
+    free(e->dom_ver);
+    for (int c = 0; c < PLAN_CHANS; c++) {
+        free(e->plan_ch[c].at);
+        free(e->plan_ch[c].cost);
+    }
+}
+
+void tide__dom_touch_job(tide_engine_t *e, const job_t *j)
+{
+    int last = -1;
+    for (int k = 0; k < j->alloc.n; k++) {
+        int d = dom_of_gpu(e, j->alloc.gpus[k]);
+        if (d != last)
+            tide__dom_touch(e, d);
+        last = d;
+    }
+}
+
+/* The channel of key (min_prio, need): found, or the least recently used
+ * one reset to it (every entry it held is then stale). */
+struct plan_chan *tide__plan_chan(tide_engine_t *e, int min_prio, int need)
+{
+    struct plan_chan *lru = &e->plan_ch[0];
+    for (int c = 0; c < PLAN_CHANS; c++) {
+        struct plan_chan *ch = &e->plan_ch[c];
+        if (ch->on && ch->min_prio == min_prio && ch->need == need) {
+            ch->used = ++e->plan_clock;
+            return ch;
+        }
+        if (ch->used < lru->used)
+            lru = ch;
+    }
+    lru->on = 1;
+    lru->min_prio = min_prio;
+    lru->need = need;
+    lru->reset = lru->used = ++e->plan_clock;
+    return lru;
+}
+
+double tide__reclaim_plan_cost(tide_engine_t *e, struct plan_chan *ch, int di)
+{
+    int nv, need = ch->need, min_prio = ch->min_prio;
+    if (ch->at[di] > e->dom_ver[di] && ch->at[di] > ch->reset) {
+        if (e->cfg.check_invariants) { /* debug builds: the memo against planning again */
+            double x = tide__reclaim_plan_domain(e, di, need, 0, tide__victim_min_prio, &min_prio,
+                                                 e->vict_v, &nv);
+            if (memcmp(&x, &ch->cost[di], sizeof x))
+                e->memo_bad = 1;
+        }
+        return ch->cost[di];
+    }
+    ch->cost[di] = tide__reclaim_plan_domain(e, di, need, 0, tide__victim_min_prio, &min_prio,
+                                             e->vict_v, &nv);
+    ch->at[di] = ++e->plan_clock;
+    return ch->cost[di];
+}

@@ -3,7 +3,9 @@
  * so that the pass growing shrunken jobs visits them, in slot order (the
  * order a scan of e->running visits them), not every running job.
  * lent_run: the lent GPUs of the running jobs not stopping under a notice
- * (the lease plan reads it every tick instead of scanning them). */
+ * (the lease plan reads it every tick instead of scanning them).
+ * tide__lent_sync also touches the job's domains for the reclaim plan memo
+ * (reclaim.c): it is called at every change a plan reads of a job. */
 #include "core/internal.h"
 
 static int elastic(const job_t *j) { return j->spec.dp_min < j->dp_max; }
@@ -41,6 +43,9 @@ static int lent_share(const job_t *j)
 
 void tide__lent_sync(tide_engine_t *e, job_t *j)
 {
+    /* called at every change of a job's state, stop request or width: the
+     * reclaim plans of its domains read those */
+    tide__dom_touch_job(e, j);
     int now = lent_share(j);
     e->lent_run += now - j->lent_counted;
     j->lent_counted = now;

@@ -35,13 +35,14 @@ static void touch(touched_t *t, int *res, int d)
 
 /* avail[d]: the free GPUs of domain d usable by h, less what the prior
  * reservations took there (0 for every domain without free GPUs: only the
- * free-domain index is visited). */
+ * free-domain index is visited). avail and res are zero but on the n_nz
+ * domains nz lists (the last computation's), cleared first: t lists into nz. */
 static void reservation_avail(const tide_engine_t *e, int32_t h, uint32_t types, unsigned tz,
                               const reservation_t *prior, int n_prior, int *avail, int *res,
-                              touched_t *t)
+                              const int *nz, int n_nz, touched_t *t)
 {
-    memset(avail, 0, (size_t)e->n_doms * sizeof *avail);
-    memset(res, 0, (size_t)e->n_doms * sizeof *res);
+    for (int k = 0; k < n_nz; k++)
+        avail[nz[k]] = res[nz[k]] = 0;
     for (int f = 1; f <= e->max_dom_gpus; f++)
         for (int d = tide__dom_next_free(e, f, 0); d >= 0; d = tide__dom_next_free(e, f, d + 1)) {
             if (!tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
@@ -151,18 +152,21 @@ static void whole_fit(const tide_engine_t *e, int need, int g, const int *avail,
 /* The EASY reservation of head job h after the n_prior reservations before
  * it: the earliest time its gang fits (from the expected releases of running
  * jobs) and the GPUs per domain it takes then. Read-only on the engine:
- * fills avail (free GPUs per domain at that time) and res (GPUs reserved per
- * domain); returns that time or TIDE_TIME_NEVER. Visits the domains with
- * free GPUs and those the releases touch, not the cluster (but for gangs
- * larger than a domain). */
+ * fills out->avail (free GPUs per domain at that time) and out->res (GPUs
+ * reserved per domain), listing in out->nz every domain where either is
+ * non-zero (out must come zero but on the domains out->nz lists); returns
+ * that time or TIDE_TIME_NEVER. Visits the domains with free GPUs and those
+ * the releases touch, not the cluster (but for gangs larger than a domain). */
 static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsigned tz,
-                                       const reservation_t *prior, int n_prior, int *avail, int *res)
+                                       const reservation_t *prior, int n_prior, reservation_t *out)
 {
     const job_t *j = e->jobs[h];
     int g = j->spec.gang_gpus, need = j->spec.dp_min;
     uint32_t types = j->spec.gpu_types;
-    touched_t t = {tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *t.v), 0};
-    reservation_avail(e, h, types, tz, prior, n_prior, avail, res, &t);
+    int *avail = out->avail, *res = out->res;
+    touched_t t = {out->nz, 0};
+    reservation_avail(e, h, types, tz, prior, n_prior, avail, res, out->nz, out->n_nz, &t);
+    out->n_nz = 0; /* cleared: t lists the new ones */
     /* walk running jobs in order of expected release until the head fits */
     tide_time_t shadow = TIDE_TIME_NEVER;
     int whole = g > e->max_dom_gpus;
@@ -211,7 +215,7 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
         whole_fit(e, need, g, avail, res);
     if (shadow != TIDE_TIME_NEVER && !whole)
         best_fit_gangs(e, &t, avail, res, g, need);
-    free(t.v);
+    out->n_nz = t.n;
     return shadow;
 }
 
@@ -220,12 +224,14 @@ static int memo_same(const tide_engine_t *e, int32_t h, unsigned tz, const reser
                      tide_time_t shadow)
 {
     size_t nd = (size_t)e->n_doms;
-    int *avail = tide_xcalloc(nd, sizeof *avail), *res = tide_xcalloc(nd, sizeof *res);
-    tide_time_t s = reservation_compute(e, h, tz, e->resv, e->n_resv, avail, res);
-    int same = s == shadow && (s == TIDE_TIME_NEVER || (!memcmp(avail, r->avail, nd * sizeof *avail) &&
-                                                        !memcmp(res, r->res, nd * sizeof *res)));
-    free(avail);
-    free(res);
+    reservation_t x = {.avail = tide_xcalloc(nd, sizeof(int)), .res = tide_xcalloc(nd, sizeof(int)),
+                       .nz = tide_xmalloc((nd + 1) * sizeof(int))};
+    tide_time_t s = reservation_compute(e, h, tz, e->resv, e->n_resv, &x);
+    int same = s == shadow && (s == TIDE_TIME_NEVER || (!memcmp(x.avail, r->avail, nd * sizeof(int)) &&
+                                                        !memcmp(x.res, r->res, nd * sizeof(int))));
+    free(x.avail);
+    free(x.res);
+    free(x.nz);
     return same;
 }
 
@@ -239,6 +245,8 @@ static void reservation_now(tide_engine_t *e, int32_t h, unsigned tz)
     if (!r->avail) {
         r->avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
         r->res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+        r->nz = tide_xmalloc(((size_t)e->n_doms + 1) * sizeof(int));
+        r->n_nz = 0;
     }
     tide_time_t shadow;
     if (m->valid && m->ver == e->place_ver && m->h == h && m->tz == tz) {
@@ -246,7 +254,7 @@ static void reservation_now(tide_engine_t *e, int32_t h, unsigned tz)
         if (e->cfg.check_invariants && !memo_same(e, h, tz, r, shadow))
             e->memo_bad = 1;
     } else {
-        shadow = reservation_compute(e, h, tz, e->resv, k, r->avail, r->res);
+        shadow = reservation_compute(e, h, tz, e->resv, k, r);
         *m = (struct resv_memo){.ver = e->place_ver, .h = h, .tz = tz, .valid = 1, .shadow = shadow};
         for (int x = k + 1; x < TIDE_NPRIO; x++)
             e->resv_memo[x].valid = 0;
@@ -386,7 +394,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
     if (g > e->max_dom_gpus)
         return; /* whole-domain gangs wait for their reservation */
     int claimed = 0;
-    for (int d = 0; d < e->n_doms; d++)
+    for (int d = 0; e->n_claimed[CLAIM_JOB] && d < e->n_doms; d++) /* none claimed for a job: no scan */
         if (e->doms[d].claim_kind == CLAIM_JOB && e->doms[d].claim_id == h)
             claimed += e->doms[d].gpus / g;
     int missing = j->spec.dp_min - claimed - tide__capacity_for(e, NULL, g, j->spec.gpu_types, tz, OWN_JOB, h);
@@ -396,6 +404,7 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
      * whole job can be served: never a notice that cannot help */
     int *chosen = e->scratch_c, n_chosen = 0;
     victim_t *v = e->vict_v, *best_v = e->vict_best;
+    struct plan_chan *ch = ok == tide__victim_min_prio ? tide__plan_chan(e, *(const int *)ctx, g) : NULL;
     for (int m = 0; m < missing; m++) {
         int best = -1;
         double best_cost = 0;
@@ -405,7 +414,8 @@ static void preempt_for(tide_engine_t *e, int32_t h, unsigned tz, tide_time_t no
                 !tide__domain_ok(e, d, j->spec.gpu_types, tz, OWN_JOB, h))
                 continue;
             int nv;
-            double c = tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
+            double c = ch ? tide__reclaim_plan_cost(e, ch, di) /* memoised */
+                          : tide__reclaim_plan_domain(e, di, g, 0, ok, ctx, v, &nv);
             if (c < 0 || (best >= 0 && c >= best_cost))
                 continue;
             best = di;
@@ -816,7 +826,7 @@ static tide_time_t inspect_head(inspect_t *s, int32_t h, int reason)
     if (s->n_rs >= TIDE_NPRIO || reason == TIDE_WAIT_GANG_TOO_LARGE)
         return TIDE_TIME_NEVER;
     reservation_t *r = &s->rs[s->n_rs];
-    tide_time_t shadow = reservation_compute(e, h, s->tz, s->rs, s->n_rs, r->avail, r->res);
+    tide_time_t shadow = reservation_compute(e, h, s->tz, s->rs, s->n_rs, r);
     if (shadow == TIDE_TIME_NEVER)
         return shadow;
     r->shadow = shadow;
@@ -865,6 +875,8 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
     for (int k = 0; k < TIDE_NPRIO; k++) {
         s.rs[k].avail = tide_xcalloc((size_t)e->n_doms, sizeof(int));
         s.rs[k].res = tide_xcalloc((size_t)e->n_doms, sizeof(int));
+        s.rs[k].nz = tide_xmalloc(((size_t)e->n_doms + 1) * sizeof(int));
+        s.rs[k].n_nz = 0;
     }
     s.tmp = tide_xmalloc((size_t)e->n_doms * sizeof *s.tmp);
     s.claimed = tide_xmalloc(((size_t)e->n_doms + 1) * sizeof *s.claimed);
@@ -907,6 +919,7 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
     for (int k = 0; k < TIDE_NPRIO; k++) {
         free(s.rs[k].avail);
         free(s.rs[k].res);
+        free(s.rs[k].nz);
     }
     free(s.tmp);
     free(s.claimed);

@@ -189,8 +189,10 @@ static const tide_field_t svc_skip[] __attribute__((unused)) = {F(service_t, spe
                                         F(service_t, orc_off), F(service_t, orc_off_cap),
                                         F(service_t, spread), F(service_t, claimed),
                                         F(service_t, warm_ids), F(service_t, n_warm_ids),
-                                        F(service_t, cap_warm_ids), F(service_t, acct_dem),
-                                        F(service_t, acct_need), F(service_t, pw_model)};
+                                         F(service_t, cap_warm_ids), F(service_t, acct_dem),
+                                         F(service_t, acct_need), F(service_t, pw_model),
+                                         F(service_t, live_ids), F(service_t, n_live_ids),
+                                         F(service_t, cap_live_ids), F(service_t, live_ok)};
 static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
@@ -239,6 +241,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     /* memos: zero after a restore, so the first pass recomputes */
     F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
     F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz),
+    F(tide_engine_t, plan_clock), F(tide_engine_t, dom_ver), F(tide_engine_t, plan_ch),
     /* derived from the running jobs (tide__lent_rebuild) */
     F(tide_engine_t, lent_run)};
 
