@@ -774,6 +774,12 @@ void tide__acct_cnt_rebuild(tide_engine_t *e);
 /* 1 if cnt_nz disagrees with cnt (tide_engine_check), else 0. */
 int tide__acct_cnt_bad(const tide_engine_t *e);
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
+/* tide__acct_job_set(e, j, 0) then (e, j, 1) for a job whose GPUs, leased
+ * count, team, class and the policy's lease zones stay the same between
+ * the two calls (a change of phase, progress or cap): the same sums to the
+ * bit, with one walk of its domains. */
+void tide__acct_job_pause(tide_engine_t *e, job_t *j);
+void tide__acct_job_resume(tide_engine_t *e, job_t *j);
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
 void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
 /* delta GPUs of domain d held by foreign jobs (class none, state foreign;
