@@ -138,7 +138,7 @@ static double orc_levels(tide_engine_t *e, service_t *s, int need)
 /* Add delta GPUs to counter cell (cls, state, tier), keeping cnt_nz. */
 static inline void cnt_add(tide_engine_t *e, int cls, int state, int tier, int delta)
 {
-    int k = (cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier;
+    unsigned k = (unsigned)((cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier);
     int *c = &e->cnt[0][0][0] + k;
     *c += delta;
     uint64_t bit = 1ull << (k % 64);
@@ -344,11 +344,14 @@ void tide__acct_job_resume(tide_engine_t *e, job_t *j)
     j->acct_tier_own = (int8_t)new_own;
     j->tr_at = e->now;
     int nl = j->n_leased, nu = j->alloc.n - j->n_leased;
-    if (old_st != new_st || old_own != new_own) {
-        cnt_add(e, j->cls, old_st, TIDE_T_C, -nl);
+    /* a move of 0 leaves a counter and its bit as they are */
+    if ((old_st != new_st || old_own != new_own) && nu) {
         cnt_add(e, j->cls, old_st, old_own, -nu);
-        cnt_add(e, j->cls, new_st, TIDE_T_C, nl);
         cnt_add(e, j->cls, new_st, new_own, nu);
+    }
+    if (old_st != new_st && nl) {
+        cnt_add(e, j->cls, old_st, TIDE_T_C, -nl);
+        cnt_add(e, j->cls, new_st, TIDE_T_C, nl);
     }
     team_t *t = &e->teams[j->team];
     tide__team_usage_update(e, t);
