@@ -491,6 +491,8 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    size_t n_lease_dead;     /* keys in lease_order marked dropped (lease -1), not yet
+                                compacted (lease.c; not in a snapshot, which has none) */
     int32_t *renew_new;      /* jobs whose lease may have become renewable or not, or
                                 changed its reclaim-order key, since the last renewal
                                 pass (tide__lease_note; each once) */
