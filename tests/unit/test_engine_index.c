@@ -285,6 +285,10 @@ static void test_renewal_tail_skips_and_drops(void **state)
     cfg.margin_min = cfg.margin_max = 0.05;
     cfg.lease_max_s = 4 * 3600;
     ef_t *f = ef_new("8x8", &cfg);
+    /* a restored engine (no marked keys: a snapshot holds the live ones)
+     * takes every step too and must decide alike */
+    f->shadow_at = 3;
+    f->shadow_every = 97;
     ef_service(f, "chat", 8, 10, 1, 300);
     ef_demand(f, 0, 0, 5);
     char ids[40][8];
@@ -316,6 +320,12 @@ static void test_renewal_tail_skips_and_drops(void **state)
         renewed += ef_count(f, 0, TIDE_ACT_LEASE_RENEW, -1, h[i]) > 0;
     assert_true(renewed > 5);
     assert_int_equal(f->e->memo_bad, 0);
+    assert_true(f->shadows > 10);
+    ef_shadow_finish(f);
+    tide_engine_destroy(f->shadow);
+    tide_actions_free(&f->sacts);
+    f->shadow = NULL;
+    f->shadow_at = 0;
     /* a listed job's priority changed under the order, then noted: the
      * binary search cannot find its old key, the scan re-keys it */
     tide_engine_t *e = f->e;
