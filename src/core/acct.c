@@ -138,7 +138,7 @@ static double orc_levels(tide_engine_t *e, service_t *s, int need)
 /* Add delta GPUs to counter cell (cls, state, tier), keeping cnt_nz. */
 static inline void cnt_add(tide_engine_t *e, int cls, int state, int tier, int delta)
 {
-    int k = (cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier;
+    unsigned k = (unsigned)((cls * TIDE_S_COUNT + state) * TIDE_T_COUNT + tier);
     int *c = &e->cnt[0][0][0] + k;
     *c += delta;
     uint64_t bit = 1ull << (k % 64);
@@ -307,6 +307,68 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
         int delta = on ? next - k : k - next;
         t->used[d->type] += delta;
         tide__lc_add(team_cell(e, t, j->cls, j->acct_state, tier, d->type), e->now, delta);
+        di = nd;
+    }
+}
+
+/* The first half of tide__acct_job_set(e, j, 0) on a job that will keep its
+ * GPUs, leased count, team and class: its draw leaves the power totals and
+ * its training GPU-seconds since tr_at are banked; its counters and cells
+ * stay where they are until tide__acct_job_resume moves them. */
+void tide__acct_job_pause(tide_engine_t *e, job_t *j)
+{
+    tide__power_job_off(e, j);
+    if (j->acct_state == TIDE_S_TRAINING && e->now > j->tr_at) {
+        double dt = (double)(e->now - j->tr_at);
+        j->tr_c += dt * j->n_leased;
+        j->tr_d += dt * (j->alloc.n - j->n_leased);
+        j->tr_at = e->now;
+    }
+}
+
+/* Ends tide__acct_job_pause: the same sums to the bit as the pair
+ * tide__acct_job_set(e, j, 0) ... (e, j, 1) when only the job's phase,
+ * progress or cap changed in between, with one walk of its domain runs
+ * and no change of the team's GPU count. Each cell is integrated to now by
+ * its first touch (with the count it had before, as in the pair: the
+ * cells of the old and the new state are apart unless they are the same
+ * cell, which then goes -d, +d); counts are integers, so the order of the
+ * moves changes no bit. The team's usage is brought to now once (the
+ * pair's second update is a no-op at the same time). */
+void tide__acct_job_resume(tide_engine_t *e, job_t *j)
+{
+    tide__power_job_on(e, j);
+    int old_st = j->acct_state, old_own = j->acct_tier_own;
+    int new_st = job_state_of(j), new_own = TIDE_T_D;
+    j->acct_state = (int8_t)new_st;
+    j->acct_tier_own = (int8_t)new_own;
+    j->tr_at = e->now;
+    int nl = j->n_leased, nu = j->alloc.n - j->n_leased;
+    /* a move of 0 leaves a counter and its bit as they are */
+    if ((old_st != new_st || old_own != new_own) && nu) {
+        cnt_add(e, j->cls, old_st, old_own, -nu);
+        cnt_add(e, j->cls, new_st, new_own, nu);
+    }
+    if (old_st != new_st && nl) {
+        cnt_add(e, j->cls, old_st, TIDE_T_C, -nl);
+        cnt_add(e, j->cls, new_st, TIDE_T_C, nl);
+    }
+    team_t *t = &e->teams[j->team];
+    tide__team_usage_update(e, t);
+    unsigned lz = j->n_leased ? e->pol->lease_zones : 0;
+    const int32_t *g = j->alloc.gpus;
+    int n = j->alloc.n, di = n ? dom_of_gpu(e, g[0]) : 0;
+    for (int k = 0, next; k < n; k = next) {
+        int nd = di;
+        for (next = k + 1; next < n && (nd = dom_of_gpu(e, g[next])) == di;)
+            next++;
+        const domain_t *d = &e->doms[di];
+        int leased = (lz & ZBIT(d->zone)) != 0;
+        int delta = next - k;
+        lc_t *from = team_cell(e, t, j->cls, old_st, leased ? TIDE_T_C : old_own, d->type);
+        lc_t *to = team_cell(e, t, j->cls, new_st, leased ? TIDE_T_C : new_own, d->type);
+        tide__lc_add(from, e->now, -delta);
+        tide__lc_add(to, e->now, delta);
         di = nd;
     }
 }

@@ -398,11 +398,11 @@ static int ev_phase(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)
     if (ev->phase < 0 || ev->phase >= TIDE_PHASE_COUNT || !isfinite(ev->value) || ev->value < 0)
         return tide_errf(err, TIDE_EINVAL, "job %s: bad phase report (phase %d, progress %g)",
                          j->spec.id, ev->phase, ev->value);
-    tide__acct_job_set(e, j, 0);
+    tide__acct_job_pause(e, j);
     j->progress = ev->value;
     j->progress_at = e->now;
     j->phase = ev->phase;
-    tide__acct_job_set(e, j, 1);
+    tide__acct_job_resume(e, j);
     return 0;
 }
 
@@ -422,7 +422,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         return -1;
     if (!isfinite(ev->value) || ev->value < 0)
         return tide_errf(err, TIDE_EINVAL, "job %s: bad checkpoint progress", j->spec.id);
-    tide__acct_job_set(e, j, 0);
+    tide__acct_job_pause(e, j);
     double v = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
     if (v > j->committed) {
         /* what was trained up to v can no longer be lost: keep the share of
@@ -441,7 +441,7 @@ static int ev_commit(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err
         j->progress = tide__job_progress_now(j, e->now);
     }
     j->progress_at = e->now;
-    tide__acct_job_set(e, j, 1);
+    tide__acct_job_resume(e, j);
     if (j->state != TIDE_JOB_RECLAIMING)
         return 0;
     int32_t h = ev->job;
@@ -607,12 +607,12 @@ static void report_progress(tide_engine_t *e, job_t *j, const tide_event_t *ev)
 {
     if (!(ev->value > 0) || !isfinite(ev->value))
         return;
-    tide__acct_job_set(e, j, 0);
+    tide__acct_job_pause(e, j);
     j->progress = ev->value > (double)j->spec.duration_s ? (double)j->spec.duration_s : ev->value;
     if (j->progress < j->committed)
         j->progress = j->committed;
     j->progress_at = e->now;
-    tide__acct_job_set(e, j, 1);
+    tide__acct_job_resume(e, j);
 }
 
 static int ev_foreign(tide_engine_t *e, const tide_event_t *ev, tide_error_t *err)

@@ -502,6 +502,8 @@ struct tide_engine {
     struct lease_key *lease_order; /* renewable leases in reclaim order, kept
                                       from one renewal pass to the next */
     size_t n_lease_order, cap_lease_order;
+    size_t n_lease_dead;     /* keys in lease_order marked dropped (lease -1), not yet
+                                compacted (lease.c; not in a snapshot, which has none) */
     int32_t *renew_new;      /* jobs whose lease may have become renewable or not, or
                                 changed its reclaim-order key, since the last renewal
                                 pass (tide__lease_note; each once) */
@@ -803,6 +805,12 @@ void tide__acct_cnt_rebuild(tide_engine_t *e);
 /* 1 if cnt_nz disagrees with cnt (tide_engine_check), else 0. */
 int tide__acct_cnt_bad(const tide_engine_t *e);
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on);
+/* tide__acct_job_set(e, j, 0) then (e, j, 1) for a job whose GPUs, leased
+ * count, team, class and the policy's lease zones stay the same between
+ * the two calls (a change of phase, progress or cap): the same sums to the
+ * bit, with one walk of its domains. */
+void tide__acct_job_pause(tide_engine_t *e, job_t *j);
+void tide__acct_job_resume(tide_engine_t *e, job_t *j);
 void tide__acct_rep_set(tide_engine_t *e, replica_t *r, int on);
 void tide__acct_lost(tide_engine_t *e, job_t *j, double lost_progress);
 /* delta GPUs of domain d held by foreign jobs (class none, state foreign;

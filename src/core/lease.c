@@ -301,6 +301,8 @@ static size_t find_listed(const tide_engine_t *e, const job_t *j, int32_t h)
     const struct lease_key *o = e->lease_order;
     for (k.shrink = 0; k.shrink < 2; k.shrink++) {
         size_t lo = lower_bound(o, e->n_lease_order, &k);
+        while (lo < e->n_lease_order && o[lo].h == h && o[lo].lease < 0)
+            lo++; /* a dropped key of the same job (same key) */
         if (lo < e->n_lease_order && o[lo].h == h)
             return lo;
     }
@@ -316,10 +318,10 @@ static int pos_cmp(const void *a, const void *b)
 /* Re-key or drop the noted jobs' keys in lease_order without a look at
  * the others: each is found by find_listed; one still renewable whose new
  * key keeps its place is re-keyed there, the others are dropped (those
- * still renewable are keyed again as new ones) and the keys between move
- * down in one memmove per run.
- * Returns how many stay, or SIZE_MAX (nothing changed) if one was not
- * found: then the caller scans the list. */
+ * still renewable are keyed again as new ones): marked dropped (lease -1)
+ * in place, so that nothing moves; compact_order removes them later.
+ * Returns the length of the list, or SIZE_MAX (nothing changed) if one was
+ * not found: then the caller scans the list. */
 static size_t drop_noted(tide_engine_t *e)
 {
     size_t *pos = tide_xmalloc((e->n_renew_new + 1) * sizeof *pos), np = 0;
@@ -350,17 +352,36 @@ static size_t drop_noted(tide_engine_t *e)
             }
         }
         j->in_lease_order = 0;
-        pos[nd++] = p;
+        o[p].lease = -1; /* dropped: keeps its key, so the list stays sorted */
+        o[p].n_leased = 0;
+        nd++;
     }
-    np = nd;
-    size_t to = np ? pos[0] : n;
-    for (size_t x = 0; x < np; x++) {
-        size_t from = pos[x] + 1, end = x + 1 < np ? pos[x + 1] : n;
-        memmove(o + to, o + from, (end - from) * sizeof *o);
-        to += end - from;
-    }
+    e->n_lease_dead += nd;
     free(pos);
-    return to;
+    return n;
+}
+
+/* Remove the dropped keys (lease -1) from lease_order in one pass, once
+ * they are a quarter of it: each drop then costs O(1) moves amortised
+ * instead of a memmove of the keys after it. The live keys keep their
+ * order; the walks (renew_pass, find_listed, merge_runs) skip or pass
+ * over the dropped ones, which keep their keys (sorted, and a live key
+ * comes before a dropped one equal to it: merge_runs inserts at the
+ * lower bound). */
+static void compact_order(tide_engine_t *e, int force)
+{
+    if (!e->n_lease_dead || (!force && e->n_lease_dead * 4 < e->n_lease_order))
+        return;
+    struct lease_key *o = e->lease_order;
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_lease_order; i++)
+        if (o[i].lease >= 0) {
+            if (n != i)
+                o[n] = o[i];
+            n++;
+        }
+    e->n_lease_order = n;
+    e->n_lease_dead = 0;
 }
 
 static size_t rekey_listed(tide_engine_t *e, int *sorted);
@@ -405,7 +426,8 @@ static size_t renew_order(tide_engine_t *e)
         qsort(o + kept, n - kept, sizeof *o, order_cmp);
         merge_runs(e, kept, n);
     }
-    return n;
+    compact_order(e, 0);
+    return e->n_lease_order;
 }
 
 /* The listed leases, each noted job's re-keyed in place or dropped (no
@@ -418,6 +440,8 @@ static size_t rekey_listed(tide_engine_t *e, int *sorted)
     int rekeyed = 0; /* rekeyed: o[n - 1] got a new key */
     for (size_t i = 0; i < e->n_lease_order; i++) {
         int32_t h = o[i].h;
+        if (o[i].lease < 0)
+            continue; /* dropped (drop_noted): removed here */
         int fresh = e->renew_rescan || noted(e, h);
         if (fresh) {
             job_t *j = e->jobs[h];
@@ -434,6 +458,7 @@ static size_t rekey_listed(tide_engine_t *e, int *sorted)
         rekeyed = fresh;
         n++;
     }
+    e->n_lease_dead = 0;
     return n;
 }
 
@@ -450,11 +475,21 @@ void tide__lease_note(tide_engine_t *e, int32_t h)
  * or -1. */
 static int32_t listed_check(const tide_engine_t *e)
 {
+    const struct lease_key *live = NULL; /* the last live key */
+    size_t dead = 0;
     for (size_t i = 0; i < e->n_lease_order; i++) {
         const struct lease_key *k = &e->lease_order[i];
         const job_t *j = e->jobs[k->h];
-        if (i && order_cmp(k - 1, k) >= 0)
+        /* sorted; live keys strictly, and none after a dropped one equal to it */
+        if (i && (order_cmp(k - 1, k) > 0 || (order_cmp(k - 1, k) == 0 && k->lease >= 0)))
             return k->h; /* out of order: find_listed would miss it */
+        if (k->lease < 0) {
+            dead++;
+            continue;
+        }
+        if (live && order_cmp(live, k) >= 0)
+            return k->h;
+        live = k;
         if (noted(e, k->h))
             continue;
         if (!renewable(e, j) || !j->in_lease_order)
@@ -465,6 +500,8 @@ static int32_t listed_check(const tide_engine_t *e)
             now.term_start != k->term_start || now.latest != k->latest)
             return k->h;
     }
+    if (dead != e->n_lease_dead)
+        return e->n_lease_order ? e->lease_order[0].h : 0;
     return -1;
 }
 
@@ -502,6 +539,8 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     int fc = e->pol->lease_renew_deadline == tide__lease_deadline_forecast_at;
     for (; i < n && !(fc && cursor >= e->need_n); i++) {
         struct lease_key *k = &e->lease_order[i];
+        if (k->lease < 0)
+            continue; /* dropped */
         tide_time_t d = e->pol->lease_renew_deadline ? e->pol->lease_renew_deadline(e, now, before, &cursor)
                                                      : e->pol->lease_deadline(e, now);
         before += k->n_leased;
@@ -513,6 +552,8 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     tide_time_t d = now + e->cfg.lease_max_s;
     for (; i < n; i++) {
         struct lease_key *k = &e->lease_order[i];
+        if (k->lease < 0)
+            continue; /* dropped */
         if (k->wake_mt != e->min_term)
             tail_wake_set(e, k, now); /* the shortest term changed since */
         if (now < k->wake) {

@@ -574,10 +574,10 @@ static void set_cap(tide_engine_t *e, const pjob_t *p)
         return;
     j->progress = tide__job_progress_now(j, e->now);
     j->progress_at = e->now;
-    tide__acct_job_set(e, j, 0);
+    tide__acct_job_pause(e, j);
     j->cap_w = want;
     j->speed = tide_power_speed(m, want);
-    tide__acct_job_set(e, j, 1);
+    tide__acct_job_resume(e, j);
     tide__end_index_set(e, p->h, tide__job_expected_end(j, e->now));
     tide_action_t *a = tide__act_push(e, TIDE_ACT_POWER_CAP, TIDE_R_POWER);
     a->job = p->h;

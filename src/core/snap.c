@@ -229,6 +229,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, scratch_c), F(tide_engine_t, vict_cand), F(tide_engine_t, vict_v),
     F(tide_engine_t, vict_best), F(tide_engine_t, vict_used), F(tide_engine_t, resv),
     F(tide_engine_t, n_resv), F(tide_engine_t, out), F(tide_engine_t, n_lease_order),
+    F(tide_engine_t, n_lease_dead),
     F(tide_engine_t, cap_empty), F(tide_engine_t, plan_cost), F(tide_engine_t, plan_ok),
     F(tide_engine_t, dom_free_bits), F(tide_engine_t, dom_words), F(tide_engine_t, dl),
     F(tide_engine_t, n_dl), F(tide_engine_t, cap_dl), F(tide_engine_t, lease_merge),
@@ -412,7 +413,14 @@ static void w_state(tide_wbuf_t *b, const tide_engine_t *e)
     tide_w_arr(b, e->need_curve, (size_t)e->need_n, sizeof *e->need_curve);
     /* the indexes that carry order: the renewal order, the deadline heap
      * (with its stale entries) and the free-domain bitmaps */
-    w_structs(b, e->lease_order, e->n_lease_order, sizeof *e->lease_order, lkey_f, NF(lkey_f));
+    /* less the keys marked dropped (lease -1) that lease.c has not removed yet */
+    struct lease_key *lo = tide_xmalloc((e->n_lease_order + 1) * sizeof *lo);
+    size_t nlo = 0;
+    for (size_t i = 0; i < e->n_lease_order; i++)
+        if (e->lease_order[i].lease >= 0)
+            lo[nlo++] = e->lease_order[i];
+    w_structs(b, lo, nlo, sizeof *lo, lkey_f, NF(lkey_f));
+    free(lo);
     w_structs(b, e->dl, e->n_dl, sizeof *e->dl, dl_f, NF(dl_f));
     tide_w_arr(b, e->dom_free_bits, ((size_t)e->max_dom_gpus + 1) * e->dom_words,
                sizeof *e->dom_free_bits);
@@ -647,6 +655,7 @@ static void r_state(tide_rbuf_t *r, tide_engine_t *e)
     e->lease_order = r_structs(r, NULL, &e->n_lease_order, -1, sizeof *e->lease_order, lkey_f,
                                NF(lkey_f));
     e->cap_lease_order = e->n_lease_order ? e->n_lease_order : 1;
+    e->n_lease_dead = 0;
     free(e->dl);
     e->dl = r_structs(r, NULL, &e->n_dl, -1, sizeof *e->dl, dl_f, NF(dl_f));
     e->cap_dl = e->n_dl ? e->n_dl : 1;
