@@ -1393,12 +1393,16 @@ _Static_assert(TIDE_S_CHECKPOINTING == TEAM_ST_LO + 1 && TIDE_S_RESTORING == TEA
                    TEAM_ST_HI == TEAM_ST_LO + 3,
                "a job's accounting states are adjacent");
 
+int tide_engine_team_cell_live(int cls, int state)
+{
+    return cls >= TEAM_CLS_LO && cls <= TEAM_CLS_HI && state >= TEAM_ST_LO && state <= TEAM_ST_HI;
+}
+
 /* Is team cell k (of a layout with nt GPU types) one that can be non-zero? */
 static int team_cell_live(size_t k, int nt)
 {
     size_t row = k / ((size_t)TIDE_T_COUNT * (size_t)nt); /* cls x TIDE_S_COUNT + state */
-    int cls = (int)(row / TIDE_S_COUNT), st = (int)(row % TIDE_S_COUNT);
-    return cls >= TEAM_CLS_LO && cls <= TEAM_CLS_HI && st >= TEAM_ST_LO && st <= TEAM_ST_HI;
+    return tide_engine_team_cell_live((int)(row / TIDE_S_COUNT), (int)(row % TIDE_S_COUNT));
 }
 
 /* Every team cell outside the live rows is zero (no GPUs, no GPU-seconds):
