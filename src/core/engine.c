@@ -1373,11 +1373,13 @@ double tide_engine_foreign_gpu_s(const tide_engine_t *e, int tier, int type)
     return tide__lc_value(&e->foreign_cells[tier * e->n_types + type], e->now);
 }
 
-/* n lazy counters' values now into out (the same arithmetic as one by one). */
+/* n lazy counters' values now into out (the same arithmetic as one by one:
+ * a counter with no GPUs adds 0 x dt = +0.0, or +0.0 when dt is 0, so its
+ * value is acc + 0.0 either way, without the conversions). */
 static void lc_values(const lc_t *c, size_t n, tide_time_t now, double *out)
 {
     for (size_t k = 0; k < n; k++)
-        out[k] = tide__lc_value(&c[k], now);
+        out[k] = c[k].n == 0 ? c[k].acc + 0.0 : tide__lc_value(&c[k], now);
 }
 
 /* A team's cells that can hold GPU-seconds: its jobs' classes (P1..P3,
