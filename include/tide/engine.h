@@ -607,6 +607,11 @@ double tide_engine_service_gpu_s(const tide_engine_t *e, int service, int state,
  * Returns the number of cells written, or -1 (bad index, or n smaller than
  * that number; nothing written). */
 int tide_engine_team_gpu_s_all(const tide_engine_t *e, int team, double *out, size_t n);
+/* Can a team's cells of (cls, state) ever hold GPU-seconds? Only the
+ * classes of jobs (P1..P3) by the states a job is accounted in (training,
+ * checkpointing, restoring, lost); every other team cell is zero at all
+ * times (tide_engine_check verifies it), so a sampler may skip them. */
+int tide_engine_team_cell_live(int cls, int state);
 int tide_engine_service_gpu_s_all(const tide_engine_t *e, int service, double *out, size_t n);
 /* GPU-seconds so far that jobs tide does not manage held (class none, state
  * foreign; TIDE_EV_FOREIGN) by tier and GPU type. Out-of-range -> 0. */

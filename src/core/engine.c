@@ -936,6 +936,8 @@ static int check_zone_free(const tide_engine_t *e, tide_error_t *err)
 
 /* The derived indexes against a scan: zone free counts, elastic run slots,
  * the renewal list and order, the deadline heap. */
+static int team_cells_check(const tide_engine_t *e); /* below, by its accessor */
+
 static int check_indexes(const tide_engine_t *e, tide_error_t *err)
 {
     if (check_zone_free(e, err))
@@ -978,6 +980,10 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (bad_live >= 0)
         return tide_errf(err, TIDE_ESTATE, "service %d: the list of its live replicas disagrees with a scan",
                          bad_live);
+    int zt = team_cells_check(e);
+    if (zt >= 0)
+        return tide_errf(err, TIDE_ESTATE, "team %s: GPU-seconds in a cell no job is accounted in",
+                         e->teams[zt].name);
     if (e->lent_run != tide__lent_scan(e))
         return tide_errf(err, TIDE_ESTATE, "lent GPUs of running jobs: %d counted, %d by a scan",
                          e->lent_run, tide__lent_scan(e));
@@ -1375,19 +1381,68 @@ double tide_engine_foreign_gpu_s(const tide_engine_t *e, int tier, int type)
     return tide__lc_value(&e->foreign_cells[tier * e->n_types + type], e->now);
 }
 
-/* n lazy counters' values now into out (the same arithmetic as one by one). */
+/* n lazy counters' values now into out (the same arithmetic as one by one:
+ * a counter with no GPUs adds 0 x dt = +0.0, or +0.0 when dt is 0, so its
+ * value is acc + 0.0 either way, without the conversions). */
 static void lc_values(const lc_t *c, size_t n, tide_time_t now, double *out)
 {
     for (size_t k = 0; k < n; k++)
-        out[k] = tide__lc_value(&c[k], now);
+        out[k] = c[k].n == 0 ? c[k].acc + 0.0 : tide__lc_value(&c[k], now);
+}
+
+/* A team's cells that can hold GPU-seconds: its jobs' classes (P1..P3,
+ * spec.c rejects others) by the states a job is accounted in (acct.c:
+ * training, checkpointing, restoring, and lost by the lost-work moves),
+ * which are adjacent, so each class's rows are one run of cells. Every other
+ * team cell stays zero (team_cells_check). */
+#define TEAM_CLS_LO TIDE_C_P1
+#define TEAM_CLS_HI TIDE_C_P3
+#define TEAM_ST_LO TIDE_S_TRAINING
+#define TEAM_ST_HI TIDE_S_LOST
+_Static_assert(TIDE_S_CHECKPOINTING == TEAM_ST_LO + 1 && TIDE_S_RESTORING == TEAM_ST_LO + 2 &&
+                   TEAM_ST_HI == TEAM_ST_LO + 3,
+               "a job's accounting states are adjacent");
+
+int tide_engine_team_cell_live(int cls, int state)
+{
+    return cls >= TEAM_CLS_LO && cls <= TEAM_CLS_HI && state >= TEAM_ST_LO && state <= TEAM_ST_HI;
+}
+
+/* Is team cell k (of a layout with nt GPU types) one that can be non-zero? */
+static int team_cell_live(size_t k, int nt)
+{
+    size_t row = k / ((size_t)TIDE_T_COUNT * (size_t)nt); /* cls x TIDE_S_COUNT + state */
+    return tide_engine_team_cell_live((int)(row / TIDE_S_COUNT), (int)(row % TIDE_S_COUNT));
+}
+
+/* Every team cell outside the live rows is zero (no GPUs, no GPU-seconds):
+ * what lets tide_engine_team_gpu_s_all write zeros there unread. Returns
+ * the first team that breaks it, or -1. */
+static int team_cells_check(const tide_engine_t *e)
+{
+    size_t cells = (size_t)TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types;
+    for (int t = 0; t < e->n_teams; t++)
+        for (size_t k = 0; k < cells; k++)
+            if (!team_cell_live(k, e->n_types) &&
+                (e->teams[t].cells[k].n != 0 || e->teams[t].cells[k].acc != 0))
+                return t;
+    return -1;
 }
 
 int tide_engine_team_gpu_s_all(const tide_engine_t *e, int ti, double *out, size_t n)
 {
-    size_t cells = (size_t)TIDE_C_COUNT * TIDE_S_COUNT * TIDE_T_COUNT * (size_t)e->n_types;
+    size_t per = (size_t)TIDE_T_COUNT * (size_t)e->n_types; /* cells of one (cls, state) row */
+    size_t cells = (size_t)TIDE_C_COUNT * TIDE_S_COUNT * per;
     if (ti < 0 || ti >= e->n_teams || n < cells)
         return -1;
-    lc_values(e->teams[ti].cells, cells, e->now, out);
+    /* only the rows that can be non-zero are read (3 x 4 of 5 x 9): the
+     * others are zero, and a zero cell's value is +0.0 */
+    memset(out, 0, cells * sizeof *out);
+    size_t run = (size_t)(TEAM_ST_HI - TEAM_ST_LO + 1) * per;
+    for (int cls = TEAM_CLS_LO; cls <= TEAM_CLS_HI; cls++) {
+        size_t at = ((size_t)cls * TIDE_S_COUNT + TEAM_ST_LO) * per;
+        lc_values(e->teams[ti].cells + at, run, e->now, out + at);
+    }
     return (int)cells;
 }
 

@@ -58,6 +58,12 @@ struct tide_usage {
      * its name, NULL after a sample: names are the engine's) */
     char *buf;
     size_t len, cap;
+    /* The runs of adjacent rows (cls x TIDE_S_COUNT + state) of a team's
+     * cells that tide_engine_team_cell_live says can be non-zero: run r is
+     * rows [run[r][0], run[r][1]). The sampler scans only these; the other
+     * cells stay zero, as written. */
+    int team_run[TIDE_C_COUNT * TIDE_S_COUNT][2];
+    int n_team_run;
     FILE *bf;                  /* the file u->buf goes to (u->f or u->ft) */
     const char *own_of;
     char *own;
@@ -96,6 +102,16 @@ tide_usage_t *tide_usage_open(const char *dir, const tide_governance_t *g, tide_
     }
     for (int k = 0; k < TIDE_MAX_GPU_TYPES; k++)
         tide_governance_type_name(g, k, u->tname[k], sizeof u->tname[k]);
+    for (int row = 0; row < TIDE_C_COUNT * TIDE_S_COUNT; row++) {
+        if (!tide_engine_team_cell_live(row / TIDE_S_COUNT, row % TIDE_S_COUNT))
+            continue;
+        if (u->n_team_run && u->team_run[u->n_team_run - 1][1] == row)
+            u->team_run[u->n_team_run - 1][1] = row + 1;
+        else {
+            u->team_run[u->n_team_run][0] = row;
+            u->team_run[u->n_team_run++][1] = row + 1;
+        }
+    }
     fputs("policy,time_s,owner,kind,class,state,tier,gpu_type,gpu_s,cost\n", u->f);
     fputs("policy,time_s,team,weight,quota_gpus,used_gpus,borrowed_gpus,usage_gpu_s\n", u->ft);
     fputs("policy,service,gpus_per_replica,min_replicas,max_replicas\n", u->fs);
@@ -558,7 +574,8 @@ static size_t next_moved(const double *v, const double *w, size_t k, size_t n)
 
 /* One owner's rows: only the cells that moved since the previous sample (a
  * cell within EPS_GPU_S of what was written gives no row: emit's test, done
- * first so that the others cost one comparison). */
+ * first so that the others cost one comparison). A team's rows that no job
+ * is accounted in are skipped: their cells are zero, as written. */
 static void sample_owner(void *ctx, int kind, int index, const char *owner, const double *v,
                          size_t n)
 {
@@ -568,11 +585,20 @@ static void sample_owner(void *ctx, int kind, int index, const char *owner, cons
     int j = kind == TIDE_OWNER_TEAM ? 0 : 1;
     const char *keys = s->u->keys[j];
     const uint32_t *off = s->u->key_off[j];
-    for (size_t k = next_moved(v, w, 0, n); k < n; k = next_moved(v, w, k + 1, n)) {
-        tide_usage_cell_t x = {.kind = kind};
-        cell_keys(&x, k, p->n_types);
-        emit(s->u, owner, kind, x.cls, x.state, x.tier, x.type, keys + off[k], off[k + 1] - off[k],
-             v[k], &w[k]);
+    size_t per = (size_t)TIDE_T_COUNT * (size_t)p->n_types; /* cells of one row */
+    int all_rows[1][2] = {{0, (int)(n / (per ? per : 1))}};
+    const int(*run)[2] = kind == TIDE_OWNER_TEAM ? (const int(*)[2])s->u->team_run
+                                                 : (const int(*)[2])all_rows;
+    int nrun = kind == TIDE_OWNER_TEAM ? s->u->n_team_run : 1;
+    for (int r = 0; r < nrun; r++) {
+        size_t end = (size_t)run[r][1] * per;
+        for (size_t k = next_moved(v, w, (size_t)run[r][0] * per, end); k < end;
+             k = next_moved(v, w, k + 1, end)) {
+            tide_usage_cell_t x = {.kind = kind};
+            cell_keys(&x, k, p->n_types);
+            emit(s->u, owner, kind, x.cls, x.state, x.tier, x.type, keys + off[k],
+                 off[k + 1] - off[k], v[k], &w[k]);
+        }
     }
 }
 

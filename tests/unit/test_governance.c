@@ -774,6 +774,8 @@ static void test_gpu_s_all(void **state)
     double v[TEAM_N];
     double nonzero = 0;
     for (int i = 0; i < tide_engine_teams(f->e); i++) {
+        for (int k = 0; k < TEAM_N; k++)
+            v[k] = NAN; /* every cell is written, the skipped rows too */
         assert_int_equal(tide_engine_team_gpu_s_all(f->e, i, v, TEAM_N), TEAM_N);
         int k = 0;
         for (int c = 0; c < TIDE_C_COUNT; c++)
@@ -782,9 +784,15 @@ static void test_gpu_s_all(void **state)
                     for (int t = 0; t < NT; t++, k++) {
                         double one = tide_engine_team_gpu_s(f->e, i, c, st, r, t);
                         assert_memory_equal(&v[k], &one, sizeof one);
+                        if (!tide_engine_team_cell_live(c, st)) /* rows no job is in */
+                            assert_true(one == 0);
                         nonzero += one;
                     }
     }
+    assert_true(tide_engine_team_cell_live(TIDE_C_P1, TIDE_S_TRAINING));
+    assert_true(tide_engine_team_cell_live(TIDE_C_P3, TIDE_S_LOST));
+    assert_false(tide_engine_team_cell_live(TIDE_C_INFERENCE, TIDE_S_TRAINING));
+    assert_false(tide_engine_team_cell_live(TIDE_C_P2, TIDE_S_SERVING));
     assert_int_equal(tide_engine_service_gpu_s_all(f->e, s, v, TEAM_N),
                      TIDE_S_COUNT * TIDE_T_COUNT * NT);
     for (int st = 0, k = 0; st < TIDE_S_COUNT; st++)
