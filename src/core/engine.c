@@ -210,7 +210,10 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->qk);
     free(e->running);
     tide_bitset_free(&e->grow_slots);
-    free(e->by_end);
+    if (e->by_end) { /* they start by_end_lo entries into their allocations */
+        free(e->by_end - e->by_end_lo);
+        free(e->by_end_t - e->by_end_lo);
+    }
     for (int k = 0; k < TIDE_SAMPLE_COUNT; k++)
         free(e->smp[k].v);
     for (int k = 0; k < TIDE_NPRIO; k++) {
@@ -942,6 +945,8 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
 {
     if (check_zone_free(e, err))
         return -1;
+    if (tide__end_index_check(e) != -1)
+        return tide_errf(err, TIDE_ESTATE, "the end index is not the running jobs sorted by expected end");
     long slot = tide__grow_slots_check(e);
     if (slot >= 0)
         return tide_errf(err, TIDE_ESTATE, "running slot %ld: the elastic-slot index disagrees", slot);

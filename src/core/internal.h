@@ -456,6 +456,11 @@ struct tide_engine {
                                  dp_max): the only ones that may grow (runidx.c) */
     int32_t *by_end;         /* running jobs sorted by (exp_end, handle) */
     size_t n_by_end, cap_by_end;
+    tide_time_t *by_end_t;   /* by_end_t[i] == jobs[by_end[i]]->exp_end: the search
+                                keys next to each other (derived; rebuilt on restore) */
+    size_t by_end_lo;        /* by_end and by_end_t start by_end_lo entries into their
+                                allocations (cap_by_end entries each), so a removal
+                                or insertion shifts the shorter side (jobs.c) */
 
     /* time */
     tide_time_t start, now;
@@ -851,6 +856,11 @@ void tide__grow_slot_set(tide_engine_t *e, size_t i);
 void tide__grow_slots_rebuild(tide_engine_t *e);
 /* A slot whose bit disagrees with its job, or -1. O(running): for checks. */
 long tide__grow_slots_check(const tide_engine_t *e);
+/* The end index against a scan: -2 if it is not exactly the running jobs
+ * sorted by (exp_end, handle) with matching keys, else -1 (fine). */
+int tide__end_index_check(const tide_engine_t *e);
+/* Rebuild e->by_end_t from e->by_end and the jobs' exp_end (after a restore). */
+void tide__end_index_rekey(tide_engine_t *e);
 /* runidx.c: e->lent_run, the lent GPUs (n_leased) of the running jobs less
  * those stopping under a notice (their GPUs come back anyway): what the
  * lease plan takes off the GPUs inference can use. Each job's share is in

@@ -184,13 +184,15 @@ void tide__queue_remove(tide_engine_t *e, int32_t h)
 
 /* ------------------------------------------------------------------ end index */
 
+/* First index whose (key, handle) is not below (t, h); reads only the
+ * contiguous key array, and the handles on equal keys. */
 static size_t end_pos(const tide_engine_t *e, tide_time_t t, int32_t h)
 {
     size_t lo = 0, hi = e->n_by_end;
+    const tide_time_t *k = e->by_end_t;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        const job_t *x = e->jobs[e->by_end[mid]];
-        if (x->exp_end < t || (x->exp_end == t && e->by_end[mid] < h))
+        if (k[mid] < t || (k[mid] == t && e->by_end[mid] < h))
             lo = mid + 1;
         else
             hi = mid;
@@ -198,23 +200,81 @@ static size_t end_pos(const tide_engine_t *e, tide_time_t t, int32_t h)
     return lo;
 }
 
+/* Remove h; shifts whichever side of it is shorter (an ending job is near
+ * the front, so its removal moves almost nothing). */
 static void end_index_del(tide_engine_t *e, int32_t h)
 {
-    size_t at = end_pos(e, e->jobs[h]->exp_end, h);
+    tide_time_t t = e->jobs[h]->exp_end;
+    size_t at = end_pos(e, t, h);
     tide__place_changed(e);
     if (at < e->n_by_end && e->by_end[at] == h) {
-        memmove(&e->by_end[at], &e->by_end[at + 1], (e->n_by_end - at - 1) * sizeof *e->by_end);
+        size_t tail = e->n_by_end - at - 1;
+        if (at < tail) {
+            memmove(&e->by_end[1], &e->by_end[0], at * sizeof *e->by_end);
+            memmove(&e->by_end_t[1], &e->by_end_t[0], at * sizeof *e->by_end_t);
+            e->by_end++;
+            e->by_end_t++;
+            e->by_end_lo++;
+        } else {
+            memmove(&e->by_end[at], &e->by_end[at + 1], tail * sizeof *e->by_end);
+            memmove(&e->by_end_t[at], &e->by_end_t[at + 1], tail * sizeof *e->by_end_t);
+        }
         e->n_by_end--;
     }
 }
 
+/* Make room for one more entry after the last: compact to the start of the
+ * allocation when a quarter of it is unused in front, else double it. */
+static void end_index_room(tide_engine_t *e)
+{
+    size_t lo = e->by_end_lo, n = e->n_by_end;
+    if (lo + n < e->cap_by_end)
+        return;
+    int32_t *hb = e->by_end ? e->by_end - lo : NULL;
+    tide_time_t *tb = e->by_end_t ? e->by_end_t - lo : NULL;
+    if (lo > 0 && lo >= e->cap_by_end / 4) {
+        memmove(hb, e->by_end, n * sizeof *hb);
+        memmove(tb, e->by_end_t, n * sizeof *tb);
+    } else {
+        size_t cap = e->cap_by_end < 8 ? 16 : 2 * e->cap_by_end;
+        int32_t *nh = tide_xcalloc(cap, sizeof *nh);
+        tide_time_t *nt = tide_xcalloc(cap, sizeof *nt);
+        if (n) {
+            memcpy(nh, e->by_end, n * sizeof *nh);
+            memcpy(nt, e->by_end_t, n * sizeof *nt);
+        }
+        free(hb);
+        free(tb);
+        hb = nh;
+        tb = nt;
+        e->cap_by_end = cap;
+    }
+    e->by_end = hb;
+    e->by_end_t = tb;
+    e->by_end_lo = 0;
+}
+
+/* Insert h at its (exp_end, handle) place; shifts the shorter side when
+ * there is room in front. */
 static void end_index_add(tide_engine_t *e, int32_t h)
 {
-    tide_grow((void **)&e->by_end, &e->cap_by_end, e->n_by_end + 1, sizeof *e->by_end);
     tide__place_changed(e);
-    size_t at = end_pos(e, e->jobs[h]->exp_end, h);
-    memmove(&e->by_end[at + 1], &e->by_end[at], (e->n_by_end - at) * sizeof *e->by_end);
+    tide_time_t t = e->jobs[h]->exp_end;
+    size_t at = end_pos(e, t, h);
+    size_t tail = e->n_by_end - at;
+    if (e->by_end_lo > 0 && at < tail) {
+        e->by_end--;
+        e->by_end_t--;
+        e->by_end_lo--;
+        memmove(&e->by_end[0], &e->by_end[1], at * sizeof *e->by_end);
+        memmove(&e->by_end_t[0], &e->by_end_t[1], at * sizeof *e->by_end_t);
+    } else {
+        end_index_room(e);
+        memmove(&e->by_end[at + 1], &e->by_end[at], tail * sizeof *e->by_end);
+        memmove(&e->by_end_t[at + 1], &e->by_end_t[at], tail * sizeof *e->by_end_t);
+    }
     e->by_end[at] = h;
+    e->by_end_t[at] = t;
     e->n_by_end++;
 }
 
@@ -223,6 +283,34 @@ void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end)
     end_index_del(e, h);
     e->jobs[h]->exp_end = end;
     end_index_add(e, h);
+}
+
+void tide__end_index_rekey(tide_engine_t *e)
+{
+    /* a restored e->by_end is its own allocation of exactly n (or 1) entries */
+    free(e->by_end_t); /* a fresh engine's: by_end_lo is 0 */
+    e->cap_by_end = e->n_by_end ? e->n_by_end : 1;
+    e->by_end_lo = 0;
+    e->by_end_t = tide_xcalloc(e->cap_by_end, sizeof *e->by_end_t);
+    for (size_t i = 0; i < e->n_by_end; i++)
+        e->by_end_t[i] = e->jobs[e->by_end[i]]->exp_end;
+}
+
+int tide__end_index_check(const tide_engine_t *e)
+{
+    if (e->n_by_end != e->n_running)
+        return -2;
+    for (size_t i = 0; i < e->n_by_end; i++) {
+        int32_t h = e->by_end[i];
+        if (h < 0 || (size_t)h >= e->n_jobs || e->jobs[h]->run_idx < 0 ||
+            (size_t)e->jobs[h]->run_idx >= e->n_running || e->running[e->jobs[h]->run_idx] != h ||
+            e->by_end_t[i] != e->jobs[h]->exp_end)
+            return -2;
+        if (i && (e->by_end_t[i - 1] > e->by_end_t[i] ||
+                  (e->by_end_t[i - 1] == e->by_end_t[i] && e->by_end[i - 1] >= h)))
+            return -2;
+    }
+    return -1;
 }
 
 static void running_add(tide_engine_t *e, int32_t h)

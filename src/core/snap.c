@@ -220,7 +220,8 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, n_teams), F(tide_engine_t, cap_teams), F(tide_engine_t, q),
     F(tide_engine_t, qn), F(tide_engine_t, qcap), F(tide_engine_t, running),
     F(tide_engine_t, n_running), F(tide_engine_t, cap_running), F(tide_engine_t, by_end),
-    F(tide_engine_t, n_by_end), F(tide_engine_t, cap_by_end), F(tide_engine_t, st),
+    F(tide_engine_t, n_by_end), F(tide_engine_t, cap_by_end), F(tide_engine_t, by_end_t),
+    F(tide_engine_t, by_end_lo), F(tide_engine_t, st),
     F(tide_engine_t, orc), F(tide_engine_t, orc_n), F(tide_engine_t, orc_cap),
     F(tide_engine_t, smp), F(tide_engine_t, n_types), F(tide_engine_t, foreign_cells),
     F(tide_engine_t, reserve_type), F(tide_engine_t, need_curve), F(tide_engine_t, need_n),
@@ -790,6 +791,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     tide__spread_rebuild(e);
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
     tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
+    tide__end_index_rekey(e);    /* the keys of e->by_end, from the jobs' exp_end */
     tide__svc_index_rebuild(e);  /* derived from the domains and replicas */
     tide__acct_cnt_rebuild(e);   /* derived from e->cnt */
     tide__lent_rebuild(e);       /* derived from the running jobs */
