@@ -271,6 +271,18 @@ void tide__acct_foreign(tide_engine_t *e, const domain_t *d, int delta)
     tide__lc_add(&e->foreign_cells[tier * e->n_types + type], e->now, delta);
 }
 
+/* A training job's GPU-seconds since tr_at, lent and not, into tr_c and
+ * tr_d (what leaving the accounting banks). */
+static void bank_training(const tide_engine_t *e, job_t *j)
+{
+    if (j->acct_state == TIDE_S_TRAINING && e->now > j->tr_at) {
+        double dt = (double)(e->now - j->tr_at);
+        j->tr_c += dt * j->n_leased;
+        j->tr_d += dt * (j->alloc.n - j->n_leased);
+        j->tr_at = e->now;
+    }
+}
+
 void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
 {
     int sign = on ? 1 : -1;
@@ -279,11 +291,8 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
         j->acct_state = job_state_of(j);
         j->acct_tier_own = TIDE_T_D;
         j->tr_at = e->now;
-    } else if (j->acct_state == TIDE_S_TRAINING && e->now > j->tr_at) {
-        double dt = (double)(e->now - j->tr_at);
-        j->tr_c += dt * j->n_leased;
-        j->tr_d += dt * (j->alloc.n - j->n_leased);
-        j->tr_at = e->now;
+    } else {
+        bank_training(e, j);
     }
     cnt_add(e, j->cls, j->acct_state, TIDE_T_C, sign * j->n_leased);
     cnt_add(e, j->cls, j->acct_state, j->acct_tier_own, sign * (j->alloc.n - j->n_leased));
@@ -318,12 +327,7 @@ void tide__acct_job_set(tide_engine_t *e, job_t *j, int on)
 void tide__acct_job_pause(tide_engine_t *e, job_t *j)
 {
     tide__power_job_off(e, j);
-    if (j->acct_state == TIDE_S_TRAINING && e->now > j->tr_at) {
-        double dt = (double)(e->now - j->tr_at);
-        j->tr_c += dt * j->n_leased;
-        j->tr_d += dt * (j->alloc.n - j->n_leased);
-        j->tr_at = e->now;
-    }
+    bank_training(e, j);
 }
 
 /* Ends tide__acct_job_pause: the same sums to the bit as the pair
