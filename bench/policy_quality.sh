@@ -24,6 +24,13 @@
 #   SIM_ARGS     extra `tide sim` options for every replay, e.g. "--sizing ensemble"
 #                (recorded in the commands; default none)
 #   KEEP=1       keep the workload directory (its path is printed on stderr)
+#   HEADROOMS    comma-separated headrooms for the hindsight sweep of `preempt`
+#                (default 0.05,0.10,0.15,0.20,0.25,0.30,0.40,0.50,0.75,1.00; "none":
+#                no sweep): each workload is replayed with `preempt --headroom H` for
+#                every H, and a second table shows, per workload, the headroom an
+#                operator would have picked knowing the whole replay (the highest
+#                useful utilization with SLO >= SLO_TARGET) beside `elastic`
+#   SLO_TARGET   the SLO the sweep's pick must meet (default 0.999)
 #
 # Workloads (64 x 8 GPUs, the same Philly jobs in all of them, training saturated):
 #   azure-conv      Azure LLM 2023 conversation log, 60 s windows, tiled, peak PEAK_GPUS
@@ -181,6 +188,12 @@ if [ "$SHORT" = 1 ]; then DAYS=${DAYS:-2}; else DAYS=${DAYS:-14}; fi
 PEAK=${PEAK_GPUS:-152}
 SCALE=${SCALE_ARRIVALS:-1}
 RES=${RESULTS:-bench/policy_results.md}
+HEADROOMS=${HEADROOMS:-0.05,0.10,0.15,0.20,0.25,0.30,0.40,0.50,0.75,1.00}
+SLO_TARGET=${SLO_TARGET:-0.999}
+[ "$HEADROOMS" = none ] || [[ "$HEADROOMS" =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] ||
+    { echo "policy_quality: HEADROOMS must be comma-separated numbers or none" >&2; exit 2; }
+[[ "$SLO_TARGET" =~ ^(0?\.[0-9]+|0|1|1\.0+)$ ]] ||
+    { echo "policy_quality: SLO_TARGET must be a number in [0, 1]" >&2; exit 2; }
 read -r -a SIM_EXTRA <<<"${SIM_ARGS:-}"
 for a in ${SIM_EXTRA[@]+"${SIM_EXTRA[@]}"}; do
     [[ "$a" =~ ^[A-Za-z0-9_.:,=+-]+$ ]] ||
@@ -290,6 +303,73 @@ run_sims() {
     done
 }
 
+# sweep: every workload replayed with `preempt --headroom H` for each H of
+# HEADROOMS (summary only); one progress line per workload.
+sweep() {
+    [ "$HEADROOMS" != none ] || return 0
+    echo "# hindsight sweep of preempt's headroom" >>"$CMDS"
+    local w h t0 line
+    for w in $WORKLOADS; do
+        t0=$SECONDS
+        NSTEP=$((NSTEP + 1))
+        for h in ${HEADROOMS//,/ }; do
+            set -- "$TIDE" sim --cluster 64x8 --services "$W/$w/services.csv" --demand "$W/$w/demand.csv" \
+                --jobs "$JOBS" --policy preempt --headroom "$h" --horizon "${DAYS}d" \
+                ${SIM_EXTRA[@]+"${SIM_EXTRA[@]}"} --outputs summary --out "$W/$w/sweep-$h"
+            line=$(shell_words "$@")
+            line=${line//"$W"/\$W}
+            line=${line//"$TIDE"/$TIDE_SHOWN}
+            echo "$line" >>"$CMDS"
+            if ! "$@" >>"$W/log" 2>"$W/err"; then
+                echo "policy_quality: failed: $line" >&2
+                cat "$W/err" >&2
+                FAILED=1
+            fi
+        done
+        printf 'policy_quality: [%2d] %-15s %-13s %4d s (total %d s)\n' "$NSTEP" "$w" "sweep" \
+            $((SECONDS - t0)) $((SECONDS - START)) >&2
+    done
+}
+
+# sweep_table: per workload, preempt at the headroom with the highest useful
+# utilization among those that met SLO_TARGET, beside elastic
+sweep_table() {
+    [ "$HEADROOMS" != none ] || return 0
+    python3 - "$W" "$HEADROOMS" "$SLO_TARGET" $WORKLOADS <<'EOF'
+import json, os, sys
+W, hs, target, wls = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3]), sys.argv[4:]
+def pol(path, name):
+    try:
+        p = json.load(open(path))["policies"][name]
+        return None if "error" in p else (p["useful_utilization"], p["inference"]["slo_attainment"])
+    except (OSError, KeyError, ValueError):
+        return None
+print("| workload | headroom picked in hindsight | preempt useful | preempt SLO | elastic useful | elastic SLO | elastic - preempt |")
+print("|---|---|---|---|---|---|---|")
+picks = []
+for w in wls:
+    runs = [(h, pol(os.path.join(W, w, "sweep-" + h, "summary.json"), "preempt")) for h in hs]
+    runs = [(h, r) for h, r in runs if r]
+    ok = [(h, r) for h, r in runs if r[1] >= target]
+    el = pol(os.path.join(W, w, "sim", "summary.json"), "elastic")
+    els = ["-", "-"] if not el else ["%.3f" % el[0], "%.5f" % el[1]]
+    if not ok:
+        best = max(runs, key=lambda x: (x[1][1], x[1][0])) if runs else None
+        pick = "none meets %g" % target + ("" if not best else " (best SLO at %s)" % best[0])
+        cells = [w, pick] + (["-", "-"] if not best else ["%.3f" % best[1][0], "%.5f" % best[1][1]]) + els + ["-"]
+    else:
+        h, r = max(ok, key=lambda x: (x[1][0], -float(x[0])))
+        picks.append(h)
+        d = "-" if not el else "%+.3f" % (el[0] - r[0])
+        cells = [w, h, "%.3f" % r[0], "%.5f" % r[1]] + els + [d]
+    print("| " + " | ".join(cells) + " |")
+print()
+print("Headrooms swept: %s; the pick is the highest useful utilization with SLO >= %g." % (", ".join(hs), target))
+if picks:
+    print("Picked: %s to %s; `preempt`'s default is 0.25." % (min(picks, key=float), max(picks, key=float)))
+EOF
+}
+
 # table: one row per workload x policy from each summary.json
 table() {
     python3 - "$W" "$POLICIES" $WORKLOADS <<'EOF'
@@ -368,7 +448,9 @@ machine() {
 echo "policy_quality: $DAYS days, policies $POLICIES, traces $T" >&2
 build_workloads
 run_sims
+sweep
 TABLE=$(table)
+SWEEP=$(sweep_table)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD -- . ":(exclude)$RES" 2>/dev/null || COMMIT="$COMMIT (uncommitted changes)"
 {
@@ -381,6 +463,16 @@ git diff --quiet HEAD -- . ":(exclude)$RES" 2>/dev/null || COMMIT="$COMMIT (unco
     echo
     echo "$TABLE"
     echo
+    if [ -n "$SWEEP" ]; then
+        echo "### \`preempt\` with the headroom picked in hindsight"
+        echo
+        echo "An operator who knew the whole replay would set the autoscaler's headroom per workload:"
+        echo "\`preempt --headroom H\` for every H swept, and the H with the highest useful utilization"
+        echo "among those that met the SLO target."
+        echo
+        echo "$SWEEP"
+        echo
+    fi
     echo "Traces: Philly (Microsoft, Jeon et al. ATC'19, Pollux extraction), ServeGen (Alibaba Bailian),"
     echo "Azure LLM inference 2023 (Azure/AzurePublicDataset), Mooncake FAST'25 (Kimi); see $T/README.md."
     echo "Useful = serving up to what demand needed + training kept, over GPUs x horizon; allocated ="

@@ -39,9 +39,9 @@ if ! TIDE_TRACES=$T RESULTS=$tmp/res.md bash "$SRC/bench/policy_quality.sh" "$TI
 fi
 [ -s "$tmp/res.md" ] || fail "no results file"
 cmp -s "$tmp/out" "$tmp/res.md" || fail "stdout and the results file differ"
-# progress: one line per step on stderr (8 workload steps + 6 replays)
+# progress: one line per step on stderr (8 workload steps + 6 replays + 6 sweeps)
 n=$(grep -c '^policy_quality: \[' "$tmp/err")
-[ "$n" -eq 14 ] || fail "expected 14 progress lines, got $n: $(cat "$tmp/err")"
+[ "$n" -eq 20 ] || fail "expected 20 progress lines, got $n: $(cat "$tmp/err")"
 
 python3 - "$tmp/res.md" "$TIDE_BIN" <<'EOF' || fail "table checks"
 import re, sys
@@ -52,7 +52,7 @@ pols = pol.group(1).split(",")
 assert pols[:3] == ["static", "preempt", "elastic"], pols
 assert len(set(pols)) == len(pols), pols
 wls = ["azure-conv", "azure-code", "diurnal-bursts", "servegen", "mooncake", "flat"]
-lines = [l for l in md.splitlines() if l.startswith("| ")]
+lines = [l for l in md.split("headroom picked in hindsight")[0].splitlines() if l.startswith("| ")]
 hdr = [c.strip() for c in lines[0].strip("|").split("|")]
 for col in ("workload", "policy", "useful", "allocated", "SLO", "preemptions", "jobs done",
             "jobs waiting", "bound", "useful / bound"):
@@ -76,7 +76,32 @@ for w in wls:
                      md, re.M), w
 assert "policy_quality.sh --combine" in md and "policy_quality.sh --flatten" in md
 assert re.search(r"^Machine: .*Commit: \S+", md, re.M)
-print("table ok: %d rows" % len(rows))
+# the hindsight sweep of preempt's headroom: one row per workload, the pick met the
+# target or says none did, elastic's figures equal the main table's
+hs = [0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40, 0.50, 0.75, 1.00]
+sec = md.split("headroom picked in hindsight", 1)
+assert len(sec) == 2, "no sweep table"
+slines = [l for l in sec[1].splitlines() if l.startswith("| ")]
+shdr = [c.strip() for c in slines[0].strip("|").split("|")]
+srows = [dict(zip(shdr, (c.strip() for c in l.strip("|").split("|")))) for l in slines[1:]]
+assert [r["workload"] for r in srows] == wls, srows
+main = {(r["workload"], r["policy"]): r for r in rows}
+for r in srows:
+    h = r["headroom picked in hindsight"]
+    if h.startswith("none meets"):
+        assert r["elastic - preempt"] == "-", r
+    else:
+        assert float(h) in hs, r
+        assert float(r["preempt SLO"]) >= 0.999, r
+        d = float(r["elastic useful"]) - float(r["preempt useful"])
+        assert abs(d - float(r["elastic - preempt"])) <= 0.0015, r
+    assert r["elastic useful"] == main[(r["workload"], "elastic")]["useful"], r
+    assert r["elastic SLO"] == main[(r["workload"], "elastic")]["SLO"], r
+for w in wls:
+    for h in ("0.05", "0.25", "1.00"):
+        assert re.search(r"^\S*tide sim .*\$W/%s/services\.csv .*--policy preempt --headroom %s .*--outputs summary" % (w, h),
+                         md, re.M), (w, h)
+print("table ok: %d rows, sweep %d rows" % (len(rows), len(srows)))
 EOF
 
 # --- absent traces: a clear message, exit 0
@@ -91,6 +116,10 @@ DAYS=0 TIDE_TRACES=$T RESULTS=$tmp/x.md bash "$SRC/bench/policy_quality.sh" "$TI
 [ $? -eq 2 ] || fail "DAYS=0 was not refused with exit 2"
 POLICIES='static;rm' TIDE_TRACES=$T RESULTS=$tmp/x.md bash "$SRC/bench/policy_quality.sh" "$TIDE_BIN" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a malformed POLICIES was not refused with exit 2"
+HEADROOMS='0.1;rm' TIDE_TRACES=$T RESULTS=$tmp/x.md bash "$SRC/bench/policy_quality.sh" "$TIDE_BIN" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a malformed HEADROOMS was not refused with exit 2"
+SLO_TARGET=2 TIDE_TRACES=$T RESULTS=$tmp/x.md bash "$SRC/bench/policy_quality.sh" "$TIDE_BIN" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "SLO_TARGET=2 was not refused with exit 2"
 
 if [ "$fails" -ne 0 ]; then
     echo "$fails check(s) failed" >&2
