@@ -168,6 +168,88 @@ static void whole_fit(const tide_engine_t *e, int need, int g, const int *avail,
     }
 }
 
+/* e->jdom[h] from job h's GPUs (see internal.h). */
+static int32_t job_doms_of(const tide_engine_t *e, int32_t h)
+{
+    const job_t *j = e->jobs[h];
+    int g = j->spec.gang_gpus, n = j->alloc.n;
+    if (g > e->max_dom_gpus || n < 1 || n > 255 || n % g)
+        return -1;
+    int d = dom_of_gpu(e, j->alloc.gpus[0]);
+    for (int k = g; k < n; k += g)
+        if (dom_of_gpu(e, j->alloc.gpus[k]) != d)
+            return -1;
+    return d < (1 << 23) ? (int32_t)((d << 8) | n) : -1;
+}
+
+void tide__job_doms_note(tide_engine_t *e, int32_t h)
+{
+    tide_grow((void **)&e->jdom, &e->jdomcap, (size_t)h + 1, sizeof *e->jdom);
+    e->jdom[h] = job_doms_of(e, h);
+}
+
+void tide__job_doms_rebuild(tide_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_by_end; i++)
+        tide__job_doms_note(e, e->by_end[i]);
+}
+
+int32_t tide__job_doms_check(const tide_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_by_end; i++) {
+        int32_t h = e->by_end[i];
+        if ((size_t)h >= e->jdomcap || e->jdom[h] != job_doms_of(e, h))
+            return h;
+    }
+    return -1;
+}
+
+/* The state of a reservation's walk over the releases (reservation_compute). */
+typedef struct walk {
+    const tide_engine_t *e;
+    int32_t h;
+    uint32_t types;
+    unsigned tz;
+    int g, whole, have;
+    int *avail;
+    touched_t t;
+    cands_t c;
+} walk_t;
+
+/* n GPUs of domain d released (one gang's step, or a whole job's GPUs on d:
+ * the same, as the clamp composes and the gangs counted telescope). */
+static inline void walk_add(walk_t *w, int d, int n)
+{
+    const domain_t *dm = &w->e->doms[d];
+    if (!tide__domain_ok(w->e, dm, w->types, w->tz, OWN_JOB, w->h))
+        return;
+    int a0 = w->avail[d], a1 = TIDE_MIN(a0 + n, dm->gpus);
+    if (!a0)
+        w->t.v[w->t.n++] = d;
+    w->avail[d] = a1;
+    if (!w->whole && a1 >= w->g) { /* below g: no gang before or after */
+        w->have += contrib(a1, w->g) - contrib(a0, w->g);
+        if (a0 < w->g)
+            cand_add(&w->c, d);
+    }
+}
+
+/* The releases of running job h (the walk's next one). */
+static inline void walk_job(walk_t *w, int32_t h)
+{
+    const tide_engine_t *e = w->e;
+    int32_t jd = e->jdom[h];
+    if (jd >= 0) {
+        walk_add(w, jd >> 8, jd & 255);
+        return;
+    }
+    const job_t *x = e->jobs[h];
+    int xg = x->spec.gang_gpus;
+    int step = xg <= e->max_dom_gpus ? xg : 1;
+    for (int k = 0; k < x->alloc.n; k += step)
+        walk_add(w, dom_of_gpu(e, x->alloc.gpus[k]), step);
+}
+
 /* The EASY reservation of head job h after the n_prior reservations before
  * it: the earliest time its gang fits (from the expected releases of running
  * jobs) and the GPUs per domain it takes then. Read-only on the engine:
@@ -183,51 +265,35 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
     int g = j->spec.gang_gpus, need = j->spec.dp_min;
     uint32_t types = j->spec.gpu_types;
     int *avail = out->avail, *res = out->res;
-    touched_t t = {out->nz, 0};
-    int whole = g > e->max_dom_gpus;
-    cands_t c = {.n = 0};
-    int have = reservation_avail(e, h, types, tz, prior, n_prior, avail, res, out->nz, out->n_nz, &t, g, &c);
-    out->n_nz = 0; /* cleared: t lists the new ones */
+    walk_t w = {.e = e, .h = h, .types = types, .tz = tz, .g = g, .whole = g > e->max_dom_gpus,
+                .avail = avail, .t = {out->nz, 0}, .c = {.n = 0}};
+    int whole = w.whole;
+    w.have = reservation_avail(e, h, types, tz, prior, n_prior, avail, res, out->nz, out->n_nz, &w.t, g,
+                               &w.c);
+    out->n_nz = 0; /* cleared: w.t lists the new ones */
     /* walk running jobs in order of expected release until the head fits
      * (then every release at the same instant): a domain is listed when its
      * avail turns positive, res stays 0 until the best fit */
     tide_time_t shadow = TIDE_TIME_NEVER;
     if (whole)
-        have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-    for (size_t i = 0; i < e->n_by_end && (have < need || shadow != TIDE_TIME_NEVER); i++) {
+        w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+    for (size_t i = 0; i < e->n_by_end && (w.have < need || shadow != TIDE_TIME_NEVER); i++) {
         if (shadow != TIDE_TIME_NEVER && e->by_end_t[i] != shadow)
             break;
-        const job_t *x = e->jobs[e->by_end[i]];
-        int xg = x->spec.gang_gpus;
-        int step = xg <= e->max_dom_gpus ? xg : 1;
-        for (int k = 0; k < x->alloc.n; k += step) {
-            int d = dom_of_gpu(e, x->alloc.gpus[k]);
-            const domain_t *dm = &e->doms[d];
-            if (!tide__domain_ok(e, dm, types, tz, OWN_JOB, h))
-                continue;
-            int a0 = avail[d], a1 = TIDE_MIN(a0 + step, dm->gpus);
-            if (!a0)
-                t.v[t.n++] = d;
-            avail[d] = a1;
-            if (!whole && a1 >= g) { /* below g: no gang before or after */
-                have += contrib(a1, g) - contrib(a0, g);
-                if (a0 < g)
-                    cand_add(&c, d);
-            }
-        }
+        walk_job(&w, e->by_end[i]);
         if (shadow != TIDE_TIME_NEVER)
             continue;
         if (whole)
-            have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-        if (have >= need)
-            shadow = x->exp_end;
+            w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+        if (w.have >= need)
+            shadow = e->by_end_t[i];
     }
     /* GPUs the head takes at shadow time: best fit */
     if (shadow != TIDE_TIME_NEVER && whole)
         whole_fit(e, need, g, avail, res);
     if (shadow != TIDE_TIME_NEVER && !whole)
-        best_fit_gangs(e, &t, &c, avail, res, g, need);
-    out->n_nz = t.n;
+        best_fit_gangs(e, &w.t, &w.c, avail, res, g, need);
+    out->n_nz = w.t.n;
     return shadow;
 }
 
