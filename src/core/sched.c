@@ -272,21 +272,26 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
                                &w.c);
     out->n_nz = 0; /* cleared: w.t lists the new ones */
     /* walk running jobs in order of expected release until the head fits
-     * (then every release at the same instant): a domain is listed when its
-     * avail turns positive, res stays 0 until the best fit */
+     * (none if it fits now), then every release at the same instant: a
+     * domain is listed when its avail turns positive, res stays 0 until the
+     * best fit */
     tide_time_t shadow = TIDE_TIME_NEVER;
-    if (whole)
+    size_t i = 0, n = e->n_by_end;
+    if (whole) {
         w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-    for (size_t i = 0; i < e->n_by_end && (w.have < need || shadow != TIDE_TIME_NEVER); i++) {
-        if (shadow != TIDE_TIME_NEVER && e->by_end_t[i] != shadow)
-            break;
-        walk_job(&w, e->by_end[i]);
-        if (shadow != TIDE_TIME_NEVER)
-            continue;
-        if (whole)
-            w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-        if (w.have >= need)
-            shadow = e->by_end_t[i];
+        if (w.have < need)
+            for (; i < n && w.have < need; i++) {
+                walk_job(&w, e->by_end[i]);
+                w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+            }
+    } else if (w.have < need) {
+        for (; i < n && w.have < need; i++)
+            walk_job(&w, e->by_end[i]);
+    }
+    if (i > 0 && w.have >= need) {
+        shadow = e->by_end_t[i - 1];
+        for (; i < n && e->by_end_t[i] == shadow; i++)
+            walk_job(&w, e->by_end[i]);
     }
     /* GPUs the head takes at shadow time: best fit */
     if (shadow != TIDE_TIME_NEVER && whole)
