@@ -66,16 +66,18 @@ static int reservation_avail(const tide_engine_t *e, int32_t h, uint32_t types, 
             const domain_t *dm = &e->doms[d];
             if (!tide__domain_ok(e, dm, types, tz, OWN_JOB, h))
                 continue;
-            int a = dm->free_slot;
-            for (int k = 0; k < n_prior; k++)
-                a -= prior[k].res[d];
-            if (a > 0) {
-                avail[d] = a;
-                t->v[t->n++] = d;
-                if (a >= g) {
-                    cap += a / g;
-                    cand_add(c, d);
-                }
+            int a = dm->free_slot; /* >= 1: d is in free map a */
+            if (n_prior) {
+                for (int k = 0; k < n_prior; k++)
+                    a -= prior[k].res[d];
+                if (a <= 0)
+                    continue;
+            }
+            avail[d] = a;
+            t->v[t->n++] = d;
+            if (a >= g) {
+                cap += a / g;
+                cand_add(c, d);
             }
         }
     }
