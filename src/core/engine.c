@@ -208,6 +208,7 @@ void tide_engine_destroy(tide_engine_t *e)
     for (int p = 0; p < TIDE_NPRIO; p++)
         free(e->q[p]);
     free(e->qk);
+    free(e->jdom);
     free(e->running);
     tide_bitset_free(&e->grow_slots);
     if (e->by_end) { /* they start by_end_lo entries into their allocations */
@@ -965,6 +966,10 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     int32_t stale = tide__queue_keys_check(e);
     if (stale >= 0)
         return tide_errf(err, TIDE_ESTATE, "job %s: its queue key disagrees with the job",
+                         e->jobs[stale]->spec.id);
+    stale = tide__job_doms_check(e);
+    if (stale >= 0)
+        return tide_errf(err, TIDE_ESTATE, "job %s: its reservation domain entry disagrees with its GPUs",
                          e->jobs[stale]->spec.id);
     /* The forecast memos against their recomputation, every 12th forecast
      * bucket boundary (an hour at the default 300 s buckets): it recomputes

@@ -568,6 +568,14 @@ struct tide_engine {
         unsigned tz;
         uint64_t ver; /* place_ver when it was asked (debug check) */
     } resv_pend;
+    /* jdom[h] for a running job h: (d << 8) | n when the first GPU of every
+     * gang of h is in domain d and n = alloc.n < 256 (a reservation's walk
+     * then adds n GPUs to d at once: its per-gang steps summed, a clamp at
+     * the domain's size composing), else -1. Set at every change of a
+     * running job's GPUs (tide__job_doms_note), rebuilt after a restore (not
+     * stored); tide_engine_check compares it with the allocations. */
+    int32_t *jdom;
+    size_t jdomcap;
     /* Bumped by every change a reservation reads (tide__place_changed):
      * free counts, GPU owners, the end index, domain zones and claims. */
     uint64_t place_ver;
@@ -859,6 +867,12 @@ long tide__grow_slots_check(const tide_engine_t *e);
 /* The end index against a scan: -2 if it is not exactly the running jobs
  * sorted by (exp_end, handle) with matching keys, else -1 (fine). */
 int tide__end_index_check(const tide_engine_t *e);
+/* sched.c: e->jdom (see there). _note after every change of running job
+ * h's GPUs (start, shrink, grow); _rebuild for every running job after a
+ * restore; _check returns a running job whose entry disagrees, or -1. */
+void tide__job_doms_note(tide_engine_t *e, int32_t h);
+void tide__job_doms_rebuild(tide_engine_t *e);
+int32_t tide__job_doms_check(const tide_engine_t *e);
 /* Rebuild e->by_end_t from e->by_end and the jobs' exp_end (after a restore). */
 void tide__end_index_rekey(tide_engine_t *e);
 /* runidx.c: e->lent_run, the lent GPUs (n_leased) of the running jobs less

@@ -367,6 +367,7 @@ void tide__job_start(tide_engine_t *e, int32_t h, alloc_t *a, int width)
     tide__alloc_free(&j->alloc);
     j->alloc = *a;
     memset(a, 0, sizeof *a);
+    tide__job_doms_note(e, h);
     j->width = width;
     j->state = TIDE_JOB_RUNNING;
     j->phase = j->committed > 0 ? TIDE_PHASE_RESTORING : TIDE_PHASE_TRAINING;
@@ -502,6 +503,7 @@ static void drop_gangs(tide_engine_t *e, int32_t h, int (*pick)(const int32_t *g
     }
     j->width = w;
     j->alloc.n = w * g;
+    tide__job_doms_note(e, h);
     j->n_leased = count_leased(e, &j->alloc);
     tide__lent_sync(e, j);
     tide__acct_job_set(e, j, 1);
@@ -595,6 +597,7 @@ void tide__job_grow(tide_engine_t *e, int32_t h, alloc_t *extra, int gangs)
         tide__alloc_push(&j->alloc, extra->gpus[k]);
     extra->n = 0;
     j->width += gangs;
+    tide__job_doms_note(e, h);
     j->n_leased = count_leased(e, &j->alloc);
     tide__lent_sync(e, j);
     tide__acct_job_set(e, j, 1);

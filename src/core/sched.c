@@ -19,52 +19,68 @@ unsigned tide__train_zones_now(const tide_engine_t *e, tide_time_t now)
 static int contrib(int avail, int gang) { return avail / gang; }
 
 /* Domains with GPUs available for a reservation: the only ones with
- * avail[d] > 0, listed once each (res[d] marks them while it is listed:
- * res is all zero before the best fit). */
+ * avail[d] > 0, listed once each (a domain is listed exactly when its
+ * avail turns positive: avail never falls during a computation). */
 typedef struct touched {
     int *v, n;
 } touched_t;
 
-static void touch(touched_t *t, int *res, int d)
+/* The listed domains with at least a gang's GPUs (avail[d] >= g), as they
+ * get there: the only ones the best fit may pick. n = -1 once more than
+ * CAND_MAX (then the best fit gathers them from the list). */
+enum { CAND_MAX = 64 };
+typedef struct cands {
+    int v[CAND_MAX], n;
+} cands_t;
+
+static void cand_add(cands_t *c, int d)
 {
-    if (!res[d]) {
-        res[d] = 1;
-        t->v[t->n++] = d;
-    }
+    if (c->n == CAND_MAX)
+        c->n = -1;
+    else if (c->n >= 0)
+        c->v[c->n++] = d;
 }
 
 /* avail[d]: the free GPUs of domain d usable by h, less what the prior
  * reservations took there (0 for every domain without free GPUs: only the
- * free-domain index is visited). avail and res are zero but on the n_nz
- * domains nz lists (the last computation's), cleared first: t lists into nz. */
-static void reservation_avail(const tide_engine_t *e, int32_t h, uint32_t types, unsigned tz,
-                              const reservation_t *prior, int n_prior, int *avail, int *res,
-                              const int *nz, int n_nz, touched_t *t)
+ * free-domain index is visited, one word of every free count's bitmap at
+ * a time). avail and res are zero but on the n_nz domains nz lists (the
+ * last computation's), cleared first: t lists into nz, c those with a
+ * gang. Returns the gangs of g the listed domains hold (0 for g larger
+ * than every domain). */
+static int reservation_avail(const tide_engine_t *e, int32_t h, uint32_t types, unsigned tz,
+                             const reservation_t *prior, int n_prior, int *avail, int *res,
+                             const int *nz, int n_nz, touched_t *t, int g, cands_t *c)
 {
     for (int k = 0; k < n_nz; k++)
         avail[nz[k]] = res[nz[k]] = 0;
-    for (int f = 1; f <= e->max_dom_gpus; f++)
-        for (int d = tide__dom_next_free(e, f, 0); d >= 0; d = tide__dom_next_free(e, f, d + 1)) {
-            if (!tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
+    int cap = 0, nf = e->max_dom_gpus, nw = (e->n_doms + 63) >> 6;
+    const uint64_t *m1 = tide__free_map(e, 1);
+    size_t stride = e->dom_words;
+    for (int w = 0; w < nw; w++) {
+        uint64_t x = 0;
+        for (int f = 0; f < nf; f++)
+            x |= m1[(size_t)f * stride + (size_t)w];
+        for (; x; x &= x - 1) {
+            int d = (w << 6) + __builtin_ctzll(x);
+            const domain_t *dm = &e->doms[d];
+            if (!tide__domain_ok(e, dm, types, tz, OWN_JOB, h))
                 continue;
-            int a = f;
-            for (int k = 0; k < n_prior; k++)
-                a -= prior[k].res[d];
-            if (a > 0) {
-                avail[d] = a;
-                touch(t, res, d);
+            int a = dm->free_slot; /* >= 1: d is in free map a */
+            if (n_prior) {
+                for (int k = 0; k < n_prior; k++)
+                    a -= prior[k].res[d];
+                if (a <= 0)
+                    continue;
+            }
+            avail[d] = a;
+            t->v[t->n++] = d;
+            if (a >= g) {
+                cap += a / g;
+                cand_add(c, d);
             }
         }
-}
-
-/* Gangs of g the listed domains hold at avail (as tide__capacity_for with
- * avail, every other domain being at 0). */
-static int touched_capacity(const tide_engine_t *e, const touched_t *t, const int *avail, int g)
-{
-    int cap = 0;
-    for (int k = 0; k < t->n; k++)
-        if (g <= e->doms[t->v[k]].gpus)
-            cap += avail[t->v[k]] / g;
+    }
     return cap;
 }
 
@@ -83,28 +99,33 @@ static int touched_best_fit(const touched_t *t, const int *avail, const int *res
     return best;
 }
 
-/* need gangs of g, each to touched_best_fit's domain, at once: the listed
- * domains that hold a gang bucketed by GPUs left (a bitmap of domain
- * indices per count, 0..max_dom_gpus); a gang goes to the lowest index in
- * the lowest bucket >= g (the fewest left, ties to the lowest index, as
- * touched_best_fit), which moves down g buckets. One visit of the list,
- * not one per gang (a single gang, or more GPUs left than a domain has,
- * takes the plain scan). */
-static void best_fit_gangs(const tide_engine_t *e, const touched_t *t, const int *avail, int *res, int g,
-                           int need)
+/* need gangs of g, each to touched_best_fit's domain (the fewest GPUs left
+ * that hold a gang, ties to the lowest index). Only the domains that hold a
+ * gang now can take one (what is left only falls): with c listing them,
+ * each gang scans those. Else (more than CAND_MAX) a single gang scans the
+ * list t, several are bucketed by GPUs left (a bitmap of domain indices per
+ * count, 0..max_dom_gpus): a gang goes to the lowest index in the lowest
+ * bucket >= g, which moves down g buckets. */
+static void best_fit_gangs(const tide_engine_t *e, const touched_t *t, const cands_t *c, const int *avail,
+                           int *res, int g, int need)
 {
-    size_t words = ((size_t)e->n_doms + 63) / 64;
-    int nb = e->max_dom_gpus + 1;
-    for (int k = 0; k < t->n; k++)
-        if (need < 2 || avail[t->v[k]] - res[t->v[k]] >= nb) { /* one gang at a time */
-            for (int x = 0; x < need; x++) {
-                int best = touched_best_fit(t, avail, res, g);
-                if (best < 0)
-                    return;
-                res[best] += g;
-            }
-            return;
+    const int *cand = c->v;
+    int nc = c->n;
+    int nb = e->max_dom_gpus + 1, scan = nc >= 0 || need < 2;
+    for (int k = 0; !scan && k < t->n; k++)
+        scan = avail[t->v[k]] >= nb; /* more than a domain: no bucket */
+    if (scan) {
+        touched_t cl = {(int *)cand, nc};
+        const touched_t *l = nc >= 0 ? &cl : t;
+        for (int x = 0; x < need; x++) {
+            int best = touched_best_fit(l, avail, res, g);
+            if (best < 0)
+                return;
+            res[best] += g;
         }
+        return;
+    }
+    size_t words = ((size_t)e->n_doms + 63) / 64;
     uint64_t *b = tide_xcalloc((size_t)nb * words, sizeof *b);
     for (int k = 0; k < t->n; k++) {
         int d = t->v[k], left = avail[d] - res[d];
@@ -149,6 +170,88 @@ static void whole_fit(const tide_engine_t *e, int need, int g, const int *avail,
     }
 }
 
+/* e->jdom[h] from job h's GPUs (see internal.h). */
+static int32_t job_doms_of(const tide_engine_t *e, int32_t h)
+{
+    const job_t *j = e->jobs[h];
+    int g = j->spec.gang_gpus, n = j->alloc.n;
+    if (g > e->max_dom_gpus || n < 1 || n > 255 || n % g)
+        return -1;
+    int d = dom_of_gpu(e, j->alloc.gpus[0]);
+    for (int k = g; k < n; k += g)
+        if (dom_of_gpu(e, j->alloc.gpus[k]) != d)
+            return -1;
+    return d < (1 << 23) ? (int32_t)((d << 8) | n) : -1;
+}
+
+void tide__job_doms_note(tide_engine_t *e, int32_t h)
+{
+    tide_grow((void **)&e->jdom, &e->jdomcap, (size_t)h + 1, sizeof *e->jdom);
+    e->jdom[h] = job_doms_of(e, h);
+}
+
+void tide__job_doms_rebuild(tide_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_by_end; i++)
+        tide__job_doms_note(e, e->by_end[i]);
+}
+
+int32_t tide__job_doms_check(const tide_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_by_end; i++) {
+        int32_t h = e->by_end[i];
+        if ((size_t)h >= e->jdomcap || e->jdom[h] != job_doms_of(e, h))
+            return h;
+    }
+    return -1;
+}
+
+/* The state of a reservation's walk over the releases (reservation_compute). */
+typedef struct walk {
+    const tide_engine_t *e;
+    int32_t h;
+    uint32_t types;
+    unsigned tz;
+    int g, whole, have;
+    int *avail;
+    touched_t t;
+    cands_t c;
+} walk_t;
+
+/* n GPUs of domain d released (one gang's step, or a whole job's GPUs on d:
+ * the same, as the clamp composes and the gangs counted telescope). */
+static inline void walk_add(walk_t *w, int d, int n)
+{
+    const domain_t *dm = &w->e->doms[d];
+    if (!tide__domain_ok(w->e, dm, w->types, w->tz, OWN_JOB, w->h))
+        return;
+    int a0 = w->avail[d], a1 = TIDE_MIN(a0 + n, dm->gpus);
+    if (!a0)
+        w->t.v[w->t.n++] = d;
+    w->avail[d] = a1;
+    if (!w->whole && a1 >= w->g) { /* below g: no gang before or after */
+        w->have += contrib(a1, w->g) - contrib(a0, w->g);
+        if (a0 < w->g)
+            cand_add(&w->c, d);
+    }
+}
+
+/* The releases of running job h (the walk's next one). */
+static inline void walk_job(walk_t *w, int32_t h)
+{
+    const tide_engine_t *e = w->e;
+    int32_t jd = e->jdom[h];
+    if (jd >= 0) {
+        walk_add(w, jd >> 8, jd & 255);
+        return;
+    }
+    const job_t *x = e->jobs[h];
+    int xg = x->spec.gang_gpus;
+    int step = xg <= e->max_dom_gpus ? xg : 1;
+    for (int k = 0; k < x->alloc.n; k += step)
+        walk_add(w, dom_of_gpu(e, x->alloc.gpus[k]), step);
+}
+
 /* The EASY reservation of head job h after the n_prior reservations before
  * it: the earliest time its gang fits (from the expected releases of running
  * jobs) and the GPUs per domain it takes then. Read-only on the engine:
@@ -164,58 +267,40 @@ static tide_time_t reservation_compute(const tide_engine_t *e, int32_t h, unsign
     int g = j->spec.gang_gpus, need = j->spec.dp_min;
     uint32_t types = j->spec.gpu_types;
     int *avail = out->avail, *res = out->res;
-    touched_t t = {out->nz, 0};
-    reservation_avail(e, h, types, tz, prior, n_prior, avail, res, out->nz, out->n_nz, &t);
-    out->n_nz = 0; /* cleared: t lists the new ones */
-    /* walk running jobs in order of expected release until the head fits */
+    walk_t w = {.e = e, .h = h, .types = types, .tz = tz, .g = g, .whole = g > e->max_dom_gpus,
+                .avail = avail, .t = {out->nz, 0}, .c = {.n = 0}};
+    int whole = w.whole;
+    w.have = reservation_avail(e, h, types, tz, prior, n_prior, avail, res, out->nz, out->n_nz, &w.t, g,
+                               &w.c);
+    out->n_nz = 0; /* cleared: w.t lists the new ones */
+    /* walk running jobs in order of expected release until the head fits
+     * (none if it fits now), then every release at the same instant: a
+     * domain is listed when its avail turns positive, res stays 0 until the
+     * best fit */
     tide_time_t shadow = TIDE_TIME_NEVER;
-    int whole = g > e->max_dom_gpus;
-    int have = whole ? tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h)
-                     : touched_capacity(e, &t, avail, g);
-    for (size_t i = 0; i < e->n_by_end && have < need; i++) {
-        const job_t *x = e->jobs[e->by_end[i]];
-        int xg = x->spec.gang_gpus;
-        int step = xg <= e->max_dom_gpus ? xg : 1;
-        for (int k = 0; k < x->alloc.n; k += step) {
-            int d = dom_of_gpu(e, x->alloc.gpus[k]);
-            if (!tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h))
-                continue;
-            int before = contrib(avail[d], g);
-            avail[d] += step;
-            if (avail[d] > e->doms[d].gpus)
-                avail[d] = e->doms[d].gpus;
-            if (avail[d] > 0)
-                touch(&t, res, d);
-            if (!whole)
-                have += contrib(avail[d], g) - before;
-        }
-        if (whole)
-            have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
-        if (have >= need) {
-            shadow = x->exp_end;
-            /* include every release at the same instant */
-            while (i + 1 < e->n_by_end && e->jobs[e->by_end[i + 1]]->exp_end == shadow) {
-                const job_t *y = e->jobs[e->by_end[++i]];
-                int ys = y->spec.gang_gpus <= e->max_dom_gpus ? y->spec.gang_gpus : 1;
-                for (int k = 0; k < y->alloc.n; k += ys) {
-                    int d = dom_of_gpu(e, y->alloc.gpus[k]);
-                    if (tide__domain_ok(e, &e->doms[d], types, tz, OWN_JOB, h)) {
-                        avail[d] = TIDE_MIN(avail[d] + ys, e->doms[d].gpus);
-                        if (avail[d] > 0)
-                            touch(&t, res, d);
-                    }
-                }
+    size_t i = 0, n = e->n_by_end;
+    if (whole) {
+        w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
+        if (w.have < need)
+            for (; i < n && w.have < need; i++) {
+                walk_job(&w, e->by_end[i]);
+                w.have = tide__capacity_for(e, avail, g, types, tz, OWN_JOB, h);
             }
-        }
+    } else if (w.have < need) {
+        for (; i < n && w.have < need; i++)
+            walk_job(&w, e->by_end[i]);
     }
-    for (int k = 0; k < t.n; k++)
-        res[t.v[k]] = 0;
+    if (i > 0 && w.have >= need) {
+        shadow = e->by_end_t[i - 1];
+        for (; i < n && e->by_end_t[i] == shadow; i++)
+            walk_job(&w, e->by_end[i]);
+    }
     /* GPUs the head takes at shadow time: best fit */
     if (shadow != TIDE_TIME_NEVER && whole)
         whole_fit(e, need, g, avail, res);
     if (shadow != TIDE_TIME_NEVER && !whole)
-        best_fit_gangs(e, &t, avail, res, g, need);
-    out->n_nz = t.n;
+        best_fit_gangs(e, &w.t, &w.c, avail, res, g, need);
+    out->n_nz = w.t.n;
     return shadow;
 }
 

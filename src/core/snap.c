@@ -241,7 +241,7 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan),
     F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
     /* memos: zero after a restore, so the first pass recomputes */
-    F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
+    F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, jdom), F(tide_engine_t, jdomcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
     F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz),
     F(tide_engine_t, plan_clock), F(tide_engine_t, dom_ver), F(tide_engine_t, plan_ch),
     /* derived from the running jobs (tide__lent_rebuild) */
@@ -791,6 +791,7 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     tide__spread_rebuild(e);
     tide__grow_slots_rebuild(e); /* derived from e->running, not stored */
     tide__queue_keys_rebuild(e); /* derived from e->q and the jobs, not stored */
+    tide__job_doms_rebuild(e);   /* derived from the running jobs' GPUs */
     tide__end_index_rekey(e);    /* the keys of e->by_end, from the jobs' exp_end */
     tide__svc_index_rebuild(e);  /* derived from the domains and replicas */
     tide__acct_cnt_rebuild(e);   /* derived from e->cnt */
