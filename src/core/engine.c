@@ -794,7 +794,7 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
                 double u = sv->spec.replica_rps;
                 tide_ens_win_t w = {lead, tide__warmup_react(e, s), e->cfg.scale_down_hold_s, u,
                                     sv->spec.min_replicas * u, sv->spec.max_replicas * u,
-                                    e->cfg.slo_period_s, sv->ready * u};
+                                    e->cfg.slo_period_s, sv->slo_target};
                 tide__ens_learn(&sv->fc, now, &w, tide__fc_aim(&sv->fc, sv->slo_target, &e->cfg));
             }
         }

@@ -1,6 +1,6 @@
 /* Sizing ensemble: several sizing rules are scored every tick on what they
- * WOULD have cost and missed, and the cheapest one that met the error budget
- * sizes the service. The same move the forecast makes when it picks the
+ * WOULD have cost and missed, and the one of least cost + price x misses
+ * above the SLO's aim sizes the service. The same move the forecast makes when it picks the
  * week-ago shape or the 3-day median by running error, one level up.
  *
  * Rules (a table): the forecast (baseline peak over the lead x the learned
@@ -28,16 +28,22 @@
  * next day's requests). Only proposals made
  * at least one delay ago are read: no look-ahead.
  *
- * Choice. The forecast is the incumbent. Another rule is used when it is
- * cheaper and its counterfactual misses stayed within `budget` of the
- * requests (the engine passes the SLO's aim, tide__fc_aim: a share of
- * 1 - slo_target less what the SLO period overspent, measured; not the
- * forecast's own feedback factor, which calibrates the forecast's burst
- * quantile and ran from 0.1x to 10x the budget) or no higher than the
- * forecast's (it is no worse than what it replaces); the cheapest such
- * rule. The rule in use is kept unless another one is cheaper by ENS_SWITCH
- * (hysteresis), and the forecast is used until
- * ENS_MIN_S of demand was scored. */
+ * Choice (a Lagrangian: cost and misses priced in one unit). Each rule's
+ * score is its cost rate (capacity held, rps, over the day's half-life) plus
+ * lambda x the rate of its counterfactual misses above what the SLO's aim
+ * allows (rps, over the SLO period; the engine passes tide__fc_aim: a share
+ * of 1 - slo_target less what the period overspent, measured, so the
+ * allowance shrinks after a cold start or a surge and grows back as it is
+ * paid for). lambda = 1 / (1 - slo_target), the price at which one more
+ * unit of capacity is worth holding while demand exceeds it more often than
+ * the budget (the newsvendor ratio of a miss against capacity); it is not
+ * tuned. Misses within the aim cost nothing (an exact penalty of the
+ * constraint "misses <= aim"): rules that meet it compete on cost alone,
+ * and where none does the one that buys its misses back cheapest wins,
+ * which a hard allowance never lets an observed rule do after a surge.
+ * The lowest score is used; the rule in use is kept unless another one
+ * scores ENS_SWITCH of it or less (hysteresis), and the forecast is used
+ * until ENS_MIN_S of demand was scored. */
 #include <math.h>
 
 #include "core/internal.h"
@@ -46,7 +52,6 @@
 #define ENS_MIN_S 62324.0  /* decayed seconds scored before any other rule is used:
                               a day (a day at half-life a day: HL / ln 2 / 2) */
 #define ENS_SWITCH 0.97    /* another rule must cost this much of the current one or less */
-#define ENS_COLD 11        /* the forecast's cold start: max(forecast, observed + 10%) */
 
 static const struct ens_rule {
     const char *name;
@@ -77,8 +82,6 @@ double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t hori
 {
     if (rule < 0 || rule >= ENS_RULES)
         rule = 0;
-    if (rule == 0 && !tide__fc_day_seen(f))
-        rule = ENS_COLD; /* the forecast's cold start: no shape yet */
     const struct ens_rule *r = &rules[rule];
     double n = r->forecast ? tide__fc_need(f, now, horizon, 0) : 0;
     if (r->headroom >= 0 && f->cur * (1.0 + r->headroom) > n)
@@ -141,6 +144,7 @@ static void ens_score(forecast_t *f, tide_time_t now, const tide_ens_win_t *w)
     double dm = w->period > 0 ? exp(-dt * 0.6931471805599453 / (double)w->period) : d;
     f->ens_dem = f->ens_dem * dm + x * dt;
     f->ens_dur = f->ens_dur * d + dt;
+    f->ens_durp = f->ens_durp * dm + dt;
     for (int r = 0; r < ENS_RULES; r++) {
         /* capacity added costs one lead of it (warm-up, and the training
          * stopped for it loses its checkpoint and restore) */
@@ -149,28 +153,25 @@ static void ens_score(forecast_t *f, tide_time_t now, const tide_ens_win_t *w)
         f->ens_cost[r] = f->ens_cost[r] * d + cap[r] * dt + add * (double)w->lead;
         f->ens_miss[r] = f->ens_miss[r] * dm + (x > cap[r] ? x - cap[r] : 0) * dt;
     }
-    if (w->ready >= 0) {
-        double used = cap[f->ens_pick];
-        f->ens_real = f->ens_real * dm + (x > w->ready ? x - w->ready : 0) * dt;
-        f->ens_used = f->ens_used * dm + (x > used ? x - used : 0) * dt;
-    }
 }
 
-static int ens_choose(const forecast_t *f, double budget)
+int tide__ens_choose(const forecast_t *f, double aim, double slo_target)
 {
-    if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0))
+    if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0) || !(f->ens_durp > 0))
         return 0;
-    /* calibration: misses measured / the counterfactual misses of the rules
-     * used over the same ticks (switching lag, picking the one that looked
-     * best, what no rule models), shrunk to 1 by one budget of misses */
-    double b = budget * f->ens_dem;
-    double allow = b * (f->ens_used + b) / (f->ens_real + b);
+    double b = 1.0 - slo_target;
+    double lambda = 1.0 / (b < 1e-6 ? 1e-6 : b);
+    double allow = aim * f->ens_dem / f->ens_durp; /* misses (rps) the aim allows */
+    double sc[ENS_RULES];
     int best = 0;
-    for (int r = 1; r < ENS_RULES; r++)
-        if (f->ens_miss[r] <= allow && f->ens_cost[r] < f->ens_cost[best])
+    for (int r = 0; r < ENS_RULES; r++) {
+        double over = f->ens_miss[r] / f->ens_durp - allow;
+        sc[r] = f->ens_cost[r] / f->ens_dur + lambda * (over > 0 ? over : 0);
+        if (sc[r] < sc[best])
             best = r;
+    }
     int cur = f->ens_pick;
-    if (cur != best && f->ens_miss[cur] <= allow && f->ens_cost[best] > ENS_SWITCH * f->ens_cost[cur])
+    if (cur != best && sc[best] > ENS_SWITCH * sc[cur])
         return cur;
     return best;
 }
@@ -195,7 +196,7 @@ void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, do
     f->ens_pos = (f->ens_pos + 1) % ENS_RING;
     if (f->ens_n < ENS_RING)
         f->ens_n++;
-    f->ens_pick = ens_choose(f, budget);
+    f->ens_pick = tide__ens_choose(f, budget, w->slo);
 }
 
 int tide__ensemble_on(const tide_engine_t *e)

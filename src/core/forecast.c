@@ -832,7 +832,11 @@ static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_c
     decay_period(f, dt, cfg);
     f->dem_new = f->miss_new = 0;
     double aim = aim_rate(f, budget, cfg);
-    if (f->dem_d > 0 && budget > 0) {
+    /* while another rule of the sizing ensemble sizes the service, the
+     * misses measured are not the forecast's: its factor stays as it was
+     * (it would loosen the forecast's burst quantile on what another rule
+     * served, and score the forecast by that) */
+    if (f->dem_d > 0 && budget > 0 && f->ens_pick == 0) {
         double m = f->miss_d / f->dem_d;
         double e = 1.0 - m / aim;
         if (e < -4)

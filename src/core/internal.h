@@ -245,8 +245,7 @@ typedef struct forecast {
     double ens_cost[ENS_RULES], ens_miss[ENS_RULES];
     double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
     double ens_dem, ens_dur;  /* decayed requests and seconds scored */
-    double ens_real, ens_used; /* decayed misses measured, and the rule in use's
-                                  counterfactual misses over the same ticks */
+    double ens_durp;          /* seconds scored, decayed as the misses are */
     tide_time_t ens_at;       /* last scored (-1: never) */
 } forecast_t;
 
@@ -772,15 +771,19 @@ typedef struct tide_ens_win {
     tide_time_t lead, delay, hold;
     double unit, lo, hi;
     tide_time_t period; /* half-life of the misses (the SLO period); 0: a day */
-    double ready;       /* capacity ready now (rps; < 0: unknown, no calibration) */
+    double slo;         /* the service's slo_target (prices a miss) */
 } tide_ens_win_t;
 /* Score every rule's proposals of one delay ago against the demand seen
  * now (capacity = its highest proposal over the hold, and the demand
- * reacted to for one lead), record this tick's proposals, pick the rule:
- * the forecast, or a cheaper one that missed within `budget` of the
- * requests (a miss rate: the engine passes tide__fc_aim) or no more than the
- * forecast. Past only. */
+ * reacted to for one lead), record this tick's proposals, pick the rule
+ * (tide__ens_choose, with `budget` the SLO's aim: the engine passes
+ * tide__fc_aim). Past only. */
 void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget);
+/* The rule the scores pick: the lowest cost rate + lambda x the rate of
+ * counterfactual misses above `aim` (a miss rate) of the requests, lambda =
+ * 1 / (1 - slo_target); the rule in use unless another scores ENS_SWITCH of
+ * it or less; the forecast (0) until a day was scored. Reads only f's scores. */
+int tide__ens_choose(const forecast_t *f, double aim, double slo_target);
 /* The warm-up lead of a service: P99 warm-up + lead_extra_s + measured
  * lateness + one tick (the decision window of policies without reclaim). */
 tide_time_t tide__warmup_lead(tide_engine_t *e, int si);

@@ -155,7 +155,7 @@ static const tide_field_t fc_f[] = {
     F(forecast_t, dem_new), F(forecast_t, miss_new), F(forecast_t, fb_at), F(forecast_t, fb_on),
     F(forecast_t, samples), F(forecast_t, ens_n), F(forecast_t, ens_pos), F(forecast_t, ens_cost), F(forecast_t, ens_last),
     F(forecast_t, ens_miss), F(forecast_t, ens_dem), F(forecast_t, ens_dur), F(forecast_t, ens_at),
-    F(forecast_t, ens_real), F(forecast_t, ens_used),
+    F(forecast_t, ens_durp),
     F(forecast_t, ens_pick)};
 
 static const tide_field_t fcs_f[] = {F(fc_sample_t, bin), F(fc_sample_t, w)};
