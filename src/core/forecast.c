@@ -172,6 +172,10 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->ens_at = -1;
     for (int r = 0; r < ENS_RULES; r++)
         f->ens_last[r] = -1;
+    f->ens_cf = tide_xcalloc(ENS_RULES, sizeof *f->ens_cf);
+    for (int r = 0; r < ENS_RULES; r++)
+        for (int k = 0; k < ENS_WARM; k++)
+            f->ens_cf[r].warm_t[k] = -1;
 }
 
 
@@ -194,6 +198,7 @@ void tide__fc_free(forecast_t *f)
     free(f->shape_v);
     free(f->shape_tag);
     free(f->now_memo);
+    free(f->ens_cf);
     memset(f, 0, sizeof *f);
 }
 
