@@ -1,7 +1,9 @@
 /* Sizing ensemble (src/core/ensemble.c) on synthetic series: a series of
  * unforeseeable steps picks an observed-demand rule, a smooth repeating
  * diurnal one keeps the forecast; the counterfactual holds whole replicas
- * and brings capacity one delay late; the choice (cost + lambda x misses
+ * and brings capacity one warm-up late, or one checkpoint and a warm-up
+ * when it must reclaim, and then only if the need still asks for it (a
+ * one-minute burst is never met); the choice (cost + lambda x misses
  * above the aim) picks the cheaper rule at equal misses, prices misses
  * above the aim at 1 / (1 - slo_target) and keeps the rule in use within
  * its hysteresis; the forecast's cold start is the forecast's own; the
