@@ -792,10 +792,8 @@ int tide_engine_step(tide_engine_t *e, tide_time_t now, const tide_event_t *even
             tide_time_t lead = tide__decision_window(e, s);
             tide__fc_learn(&sv->fc, now, lead, sv->slo_target, tide__capacity_due(e, s, now), &e->cfg);
             if (tide__ensemble_on(e)) {
-                double u = sv->spec.replica_rps;
-                tide_ens_win_t w = {lead, tide__warmup_react(e, s), e->cfg.scale_down_hold_s, u,
-                                    sv->spec.min_replicas * u, sv->spec.max_replicas * u,
-                                    e->cfg.slo_period_s, sv->ready * u};
+                tide_ens_win_t w;
+                tide__ens_window(e, s, lead, &w);
                 tide__ens_learn(&sv->fc, now, &w, tide__fc_aim(&sv->fc, sv->slo_target, &e->cfg));
             }
         }

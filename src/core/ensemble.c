@@ -1,6 +1,6 @@
 /* Sizing ensemble: several sizing rules are scored every tick on what they
- * WOULD have cost and missed, and the cheapest one that met the error budget
- * sizes the service. The same move the forecast makes when it picks the
+ * WOULD have cost and missed, and the one of least cost + price x misses
+ * above the SLO's aim sizes the service. The same move the forecast makes when it picks the
  * week-ago shape or the 3-day median by running error, one level up.
  *
  * Rules (a table): the forecast (baseline peak over the lead x the learned
@@ -9,35 +9,45 @@
  * set), and the larger of the forecast and observed x 1.25.
  *
  * Counterfactual. Every tick each rule's proposal is recorded with the demand
- * seen. At time t, a rule's capacity is what the engine would hold had it
- * followed that rule, with capacity arriving as late as the engine really
- * brings it on a rise it reacts to (`delay`: the P99 warm-up and a tick; the
- * warm-up lead's safety term lead_extra_s and its measured lateness are the
- * forecast's margins, not how late capacity comes, and counted in they made
- * every observed rule look 2-10x worse than a real run following it): its
- * highest proposal over the scale-down hold ending one delay ago (the hold
- * keeps it) and the highest demand of the lead before that (the engine
- * reacts to the demand it sees, and keeps that for a lead), in whole
- * replicas within min and max as the engine rounds. Cost = that capacity x
- * seconds, plus one lead of every capacity added (warm-up, and the
- * checkpoint and restore of the training stopped for it); misses = demand
- * above it x seconds. Costs decay with half-life a day; misses (and the
- * demand they are a share of) with the SLO period's (`period`): a miss is
- * a rare event, and a quiet day made every rule look safe (on servegen the
- * cheapest, observed + 10%, was picked after one and missed 0.2% of the
- * next day's requests). Only proposals made
- * at least one delay ago are read: no look-ahead.
+ * seen, and each rule drives a small model of the engine's replica loop, as
+ * if that rule sized the service (ens_engine; infer.c's pass): replicas
+ * start up to the need (and the demand seen) on free GPUs at once, else by
+ * a reclaim that frees its GPUs one checkpoint later and starts them only
+ * if the need still asks for them then; a replica serves one warm-up after
+ * its start; capacity above the highest need of the scale-down hold (and
+ * the demand reacted to within a lead) is stopped, warming replicas first;
+ * whole replicas within min and max. Each interval between ticks is scored
+ * with the demand of its start against the capacity each model had ready
+ * then. Until session 10 a rule's capacity was its highest proposal over
+ * the hold ending one warm-up and a tick ago: right where GPUs are free
+ * (servegen), but on minute bursts in a full cluster it counted every
+ * one-minute burst as met one warm-up later and held for the whole hold,
+ * where the engine, which must reclaim, drops the claim when the burst is
+ * gone (diurnal-bursts: 0.01-0.03% of requests missed by observed + 15%
+ * against 0.06-0.7% in a run following it). Cost = capacity held (ready and
+ * warming) x seconds, plus (lead - warm-up) of every capacity started (the
+ * checkpoint and restore of the training stopped for it), decayed with
+ * half-life a day; misses = demand above ready capacity x seconds. Misses
+ * (and the demand they are a share of) decay with the SLO period's
+ * half-life (`period`): a miss is a rare event, and a quiet day made every
+ * rule look safe. Only the past is read.
  *
- * Choice. The forecast is the incumbent. Another rule is used when it is
- * cheaper and its counterfactual misses stayed within `budget` of the
- * requests (the engine passes the SLO's aim, tide__fc_aim: a share of
- * 1 - slo_target less what the SLO period overspent, measured; not the
- * forecast's own feedback factor, which calibrates the forecast's burst
- * quantile and ran from 0.1x to 10x the budget) or no higher than the
- * forecast's (it is no worse than what it replaces); the cheapest such
- * rule. The rule in use is kept unless another one is cheaper by ENS_SWITCH
- * (hysteresis), and the forecast is used until
- * ENS_MIN_S of demand was scored. */
+ * Choice (a Lagrangian: cost and misses priced in one unit). Each rule's
+ * score is its cost rate (capacity held, rps, over the day's half-life) plus
+ * lambda x the rate of its counterfactual misses above what the SLO's aim
+ * allows (rps, over the SLO period; the engine passes tide__fc_aim: a share
+ * of 1 - slo_target less what the period overspent, measured, so the
+ * allowance shrinks after a cold start or a surge and grows back as it is
+ * paid for). lambda = 1 / (1 - slo_target), the price at which one more
+ * unit of capacity is worth holding while demand exceeds it more often than
+ * the budget (the newsvendor ratio of a miss against capacity); it is not
+ * tuned. Misses within the aim cost nothing (an exact penalty of the
+ * constraint "misses <= aim"): rules that meet it compete on cost alone,
+ * and where none does the one that buys its misses back cheapest wins,
+ * which a hard allowance never lets an observed rule do after a surge.
+ * The lowest score is used; the rule in use is kept unless another one
+ * scores ENS_SWITCH of it or less (hysteresis), and the forecast is used
+ * until ENS_MIN_S of demand was scored. */
 #include <math.h>
 
 #include "core/internal.h"
@@ -46,7 +56,6 @@
 #define ENS_MIN_S 62324.0  /* decayed seconds scored before any other rule is used:
                               a day (a day at half-life a day: HL / ln 2 / 2) */
 #define ENS_SWITCH 0.97    /* another rule must cost this much of the current one or less */
-#define ENS_COLD 11        /* the forecast's cold start: max(forecast, observed + 10%) */
 
 static const struct ens_rule {
     const char *name;
@@ -77,8 +86,6 @@ double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t hori
 {
     if (rule < 0 || rule >= ENS_RULES)
         rule = 0;
-    if (rule == 0 && !tide__fc_day_seen(f))
-        rule = ENS_COLD; /* the forecast's cold start: no shape yet */
     const struct ens_rule *r = &rules[rule];
     double n = r->forecast ? tide__fc_need(f, now, horizon, 0) : 0;
     if (r->headroom >= 0 && f->cur * (1.0 + r->headroom) > n)
@@ -98,79 +105,122 @@ static double ens_round(const tide_ens_win_t *w, double c)
     return c;
 }
 
-/* Capacity each rule would hold now (cap[]); 0 when no proposal is one
- * delay old yet. */
-static int ens_capacity(const forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double *cap)
+/* One tick of rule r's counterfactual engine, as the engine's infer pass
+ * runs (infer.c: targets, tide__infer_pass, hold_forecast, reclaim_for):
+ * up = the rule's need and at least the demand seen now; replicas start
+ * to up on free GPUs at once, the rest are claimed from training and start
+ * when the claim's GPUs come free (`wait` after the claim) if the need
+ * still asks for them (a claim the need no longer asks for is dropped:
+ * the engine does; a one-minute burst is not met by a reclaim that takes a
+ * minute); capacity above the highest need of the hold window, the demand
+ * reacted to within one lead and up is stopped, warming replicas (the
+ * newest) first; a replica serves `delay` after its start (starts are
+ * remembered ENS_WARM ticks: a longer warm-up counts as ready then).
+ * Returns the capacity started now. */
+static double ens_engine(forecast_t *f, int r, tide_time_t now, const tide_ens_win_t *w)
 {
-    tide_time_t lead = w->lead, hold = w->hold, delay = w->delay;
-    int any = 0;
-    double dem = 0;
-    tide_time_t top = -1; /* age of the newest proposal at least one lead old */
-    for (int r = 0; r < ENS_RULES; r++)
-        cap[r] = 0;
-    for (size_t i = 0; i < f->ens_n; i++) {
-        const struct fc_ens_prop *p = &f->ens_prop[(f->ens_pos + ENS_RING - 1 - i) % ENS_RING];
-        tide_time_t age = now - p->t;
-        if (age < delay)
-            continue;
-        if (any && age >= delay + hold && age >= delay + lead)
-            break;
-        if (!any)
-            top = age;
-        any = 1;
-        if ((age < delay + lead || age == top) && p->dem > dem)
-            dem = p->dem;
-        if (age < delay + hold || age == top)
-            for (int r = 0; r < ENS_RULES; r++)
-                if (p->need[r] > cap[r])
-                    cap[r] = p->need[r];
+    const struct fc_ens_prop *p0 = &f->ens_prop[(f->ens_pos + ENS_RING - 1) % ENS_RING];
+    struct fc_ens_cf *c = &f->ens_cf[r];
+    double down = ens_round(w, p0->need[r]), dn = ens_round(w, p0->dem);
+    double up = dn > down ? dn : down;
+    if (f->ens_last[r] < 0) { /* the first tick: as the engine starts, ready */
+        f->ens_last[r] = c->rdy = up;
+        c->claim = 0;
+        return 0;
     }
-    for (int r = 0; r < ENS_RULES; r++)
-        cap[r] = ens_round(w, dem > cap[r] ? dem : cap[r]);
-    return any;
+    double act = f->ens_last[r], started = 0;
+    double n = up - act;
+    if (n > 0) {
+        double ripe = c->claim > 0 && (w->wait <= 0 || now - c->claim_t >= w->wait) ? c->claim : 0;
+        double room = w->wait <= 0 ? n : (w->free > 0 ? w->free : 0) + ripe;
+        started = n < room ? n : room;
+        c->claim -= started < ripe ? started : ripe;
+        n -= started;
+        act += started;
+    }
+    if (n < 0)
+        n = 0;
+    if (c->claim > n)
+        c->claim = n; /* dropped: the need no longer asks for it */
+    else if (n > c->claim) {
+        if (!(c->claim > 0))
+            c->claim_t = now;
+        c->claim = n;
+    }
+    /* what the hold keeps: the highest need of the hold window, the demand
+     * reacted to (above the need) within one lead, and up */
+    double keep = up, warming = 0;
+    tide_time_t span = w->hold > w->lead ? w->hold : w->lead;
+    if (w->delay > span)
+        span = w->delay;
+    for (size_t i = 0; i < f->ens_n; i++) {
+        struct fc_ens_prop *p = &f->ens_prop[(f->ens_pos + ENS_RING - 1 - i) % ENS_RING];
+        tide_time_t age = now - p->t;
+        if (i > 0 && age >= span)
+            break;
+        double d = ens_round(w, p->need[r]), o = ens_round(w, p->dem);
+        if ((age < w->hold || i == 0) && d > keep)
+            keep = d;
+        if ((age < w->lead || i == 0) && o > d && o > keep)
+            keep = o;
+    }
+    c->warm_pos = (c->warm_pos + 1) % ENS_WARM;
+    c->warm_t[c->warm_pos] = now;
+    c->warm[c->warm_pos] = started;
+    double x = act > keep ? act - keep : 0;
+    act -= x;
+    for (int i = 0; i < ENS_WARM; i++) { /* warming, newest first */
+        int k = (c->warm_pos + ENS_WARM - i) % ENS_WARM;
+        if (c->warm_t[k] < 0 || now - c->warm_t[k] >= w->delay)
+            break;
+        double take = x < c->warm[k] ? x : c->warm[k];
+        c->warm[k] -= take;
+        x -= take;
+        warming += c->warm[k];
+    }
+    f->ens_last[r] = act;
+    f->ens_cf[r].rdy = act > warming ? act - warming : 0;
+    return started;
 }
 
+/* The interval since the last score: the demand of the last proposal
+ * against each rule's ready capacity then; cost = capacity held. */
 static void ens_score(forecast_t *f, tide_time_t now, const tide_ens_win_t *w)
 {
     double dt = f->ens_at >= 0 ? (double)(now - f->ens_at) : 0;
     f->ens_at = now;
-    double cap[ENS_RULES];
-    if (!(dt > 0) || !ens_capacity(f, now, w, cap))
+    if (!(dt > 0) || !f->ens_n || f->ens_last[0] < 0)
         return;
-    double d = exp(-dt * 0.6931471805599453 / ENS_HL_S), x = f->cur;
+    double x = f->ens_prop[(f->ens_pos + ENS_RING - 1) % ENS_RING].dem;
+    double d = exp(-dt * 0.6931471805599453 / ENS_HL_S);
     double dm = w->period > 0 ? exp(-dt * 0.6931471805599453 / (double)w->period) : d;
     f->ens_dem = f->ens_dem * dm + x * dt;
     f->ens_dur = f->ens_dur * d + dt;
+    f->ens_durp = f->ens_durp * dm + dt;
     for (int r = 0; r < ENS_RULES; r++) {
-        /* capacity added costs one lead of it (warm-up, and the training
-         * stopped for it loses its checkpoint and restore) */
-        double add = f->ens_last[r] >= 0 && cap[r] > f->ens_last[r] ? cap[r] - f->ens_last[r] : 0;
-        f->ens_last[r] = cap[r];
-        f->ens_cost[r] = f->ens_cost[r] * d + cap[r] * dt + add * (double)w->lead;
-        f->ens_miss[r] = f->ens_miss[r] * dm + (x > cap[r] ? x - cap[r] : 0) * dt;
-    }
-    if (w->ready >= 0) {
-        double used = cap[f->ens_pick];
-        f->ens_real = f->ens_real * dm + (x > w->ready ? x - w->ready : 0) * dt;
-        f->ens_used = f->ens_used * dm + (x > used ? x - used : 0) * dt;
+        double c = f->ens_cf[r].rdy;
+        f->ens_cost[r] = f->ens_cost[r] * d + f->ens_last[r] * dt;
+        f->ens_miss[r] = f->ens_miss[r] * dm + (x > c ? x - c : 0) * dt;
     }
 }
 
-static int ens_choose(const forecast_t *f, double budget)
+int tide__ens_choose(const forecast_t *f, double aim, double slo_target)
 {
-    if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0))
+    if (f->ens_dur < ENS_MIN_S || !(f->ens_dem > 0) || !(f->ens_durp > 0))
         return 0;
-    /* calibration: misses measured / the counterfactual misses of the rules
-     * used over the same ticks (switching lag, picking the one that looked
-     * best, what no rule models), shrunk to 1 by one budget of misses */
-    double b = budget * f->ens_dem;
-    double allow = b * (f->ens_used + b) / (f->ens_real + b);
+    double b = 1.0 - slo_target;
+    double lambda = 1.0 / (b < 1e-6 ? 1e-6 : b);
+    double allow = aim * f->ens_dem / f->ens_durp; /* misses (rps) the aim allows */
+    double sc[ENS_RULES];
     int best = 0;
-    for (int r = 1; r < ENS_RULES; r++)
-        if (f->ens_miss[r] <= allow && f->ens_cost[r] < f->ens_cost[best])
+    for (int r = 0; r < ENS_RULES; r++) {
+        double over = f->ens_miss[r] / f->ens_durp - allow;
+        sc[r] = f->ens_cost[r] / f->ens_dur + lambda * (over > 0 ? over : 0);
+        if (sc[r] < sc[best])
             best = r;
+    }
     int cur = f->ens_pick;
-    if (cur != best && f->ens_miss[cur] <= allow && f->ens_cost[best] > ENS_SWITCH * f->ens_cost[cur])
+    if (cur != best && sc[best] > ENS_SWITCH * sc[cur])
         return cur;
     return best;
 }
@@ -183,7 +233,8 @@ void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, do
         return; /* once per time */
     /* the forecast's cold start (no day of history yet) says nothing of
      * how it forecasts now: scoring starts once it has a day */
-    if (tide__fc_day_seen(f))
+    int scored = tide__fc_day_seen(f);
+    if (scored)
         ens_score(f, now, w);
     else
         f->ens_at = now;
@@ -195,7 +246,16 @@ void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, do
     f->ens_pos = (f->ens_pos + 1) % ENS_RING;
     if (f->ens_n < ENS_RING)
         f->ens_n++;
-    f->ens_pick = ens_choose(f, budget);
+
+    /* capacity started costs the training stopped for it (checkpoint,
+     * restore) beyond its warm-up, which the capacity held counts */
+    double extra = w->lead > w->delay ? (double)(w->lead - w->delay) : 0;
+    for (int r = 0; r < ENS_RULES; r++) {
+        double st = ens_engine(f, r, now, w);
+        if (scored)
+            f->ens_cost[r] += st * extra;
+    }
+    f->ens_pick = tide__ens_choose(f, budget, w->slo);
 }
 
 int tide__ensemble_on(const tide_engine_t *e)

@@ -172,6 +172,10 @@ void tide__fc_init(forecast_t *f, tide_time_t bucket_s, int days, tide_time_t ti
     f->ens_at = -1;
     for (int r = 0; r < ENS_RULES; r++)
         f->ens_last[r] = -1;
+    f->ens_cf = tide_xcalloc(ENS_RULES, sizeof *f->ens_cf);
+    for (int r = 0; r < ENS_RULES; r++)
+        for (int k = 0; k < ENS_WARM; k++)
+            f->ens_cf[r].warm_t[k] = -1;
 }
 
 
@@ -194,6 +198,7 @@ void tide__fc_free(forecast_t *f)
     free(f->shape_v);
     free(f->shape_tag);
     free(f->now_memo);
+    free(f->ens_cf);
     memset(f, 0, sizeof *f);
 }
 
@@ -832,7 +837,11 @@ static void feedback(forecast_t *f, tide_time_t now, double budget, const tide_c
     decay_period(f, dt, cfg);
     f->dem_new = f->miss_new = 0;
     double aim = aim_rate(f, budget, cfg);
-    if (f->dem_d > 0 && budget > 0) {
+    /* while another rule of the sizing ensemble sizes the service, the
+     * misses measured are not the forecast's: its factor stays as it was
+     * (it would loosen the forecast's burst quantile on what another rule
+     * served, and score the forecast by that) */
+    if (f->dem_d > 0 && budget > 0 && f->ens_pick == 0) {
         double m = f->miss_d / f->dem_d;
         double e = 1.0 - m / aim;
         if (e < -4)

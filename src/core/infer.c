@@ -43,9 +43,34 @@ static tide_time_t warmup_p99(service_t *s)
     return (tide_time_t)ceil(tide__warmup_floor(s, w));
 }
 
-tide_time_t tide__warmup_react(tide_engine_t *e, int si)
+void tide__ens_window(tide_engine_t *e, int si, tide_time_t lead, tide_ens_win_t *w)
 {
-    return warmup_p99(&e->svcs[si]) + e->cfg.tick_s;
+    service_t *s = &e->svcs[si];
+    double u = s->spec.replica_rps;
+    int tp = s->spec.gpus_per_replica, fit = 0, gpus = 0, big = 0;
+    /* replicas free GPUs take now: whole domains' free GPUs (unclaimed), or
+     * all of them when a replica spans domains */
+    for (int i = 0; i < e->n_doms; i++) {
+        const domain_t *d = &e->doms[i];
+        if (d->claim_kind != CLAIM_NONE ||
+            !tide__domain_ok(e, d, s->spec.gpu_types, e->pol->inf_zones, OWN_REPLICA, si))
+            continue;
+        big |= d->gpus >= tp;
+        fit += tp > 0 ? d->free / tp : 0;
+        gpus += d->free;
+    }
+    double ck = e->smp[TIDE_SAMPLE_CKPT].win_n >= 20 ? tide__samples_q99(&e->smp[TIDE_SAMPLE_CKPT])
+                                                 : e->declared_ckpt_max;
+    w->lead = lead;
+    w->delay = warmup_p99(s);
+    w->hold = e->cfg.scale_down_hold_s;
+    w->unit = u;
+    w->lo = s->spec.min_replicas * u;
+    w->hi = s->spec.max_replicas * u;
+    w->period = e->cfg.slo_period_s;
+    w->slo = s->slo_target;
+    w->wait = e->pol->reclaim_mode == RECLAIM_KILL ? 0 : (tide_time_t)ceil(ck);
+    w->free = (big ? fit : (tp > 0 ? gpus / tp : 0)) * u;
 }
 
 double tide__warmup_floor(const service_t *s, double w)

@@ -177,6 +177,8 @@ typedef struct lease {
 #define FC_PRED_RING 512      /* recent baseline predictions (one per tick) */
 #define ENS_RULES 13          /* sizing rules the ensemble scores (ensemble.c) */
 #define ENS_RING 256          /* their recent proposals (one per tick) */
+#define ENS_WARM 32           /* ticks of starts a counterfactual remembers as warming
+                                 (older starts count as ready) */
 typedef struct fc_sample {
     int16_t bin;
     float w;
@@ -243,10 +245,22 @@ typedef struct forecast {
     struct fc_ens_prop { tide_time_t t; double dem; double need[ENS_RULES]; } ens_prop[ENS_RING];
     size_t ens_n, ens_pos;
     double ens_cost[ENS_RULES], ens_miss[ENS_RULES];
-    double ens_last[ENS_RULES]; /* each rule's capacity at the last score (-1: none) */
+    /* each rule's counterfactual engine (ensemble.c): capacity held (ready +
+     * warming, rps; -1: not started); the rest in ens_cf[ENS_RULES] (on the
+     * heap: a forecast_t inside service_t must keep the service's fields
+     * below the 64 KiB a snapshot field table reaches) */
+    double ens_last[ENS_RULES];
+    struct fc_ens_cf {
+        double rdy;             /* of the capacity held, ready */
+        double claim;           /* claimed by a reclaim whose GPUs are not free yet */
+        tide_time_t claim_t;    /* since */
+        double warm[ENS_WARM];  /* started in each of the last ENS_WARM ticks (less
+                                   what its scale-down stopped while warming) */
+        tide_time_t warm_t[ENS_WARM]; /* those ticks (-1: none) */
+        int warm_pos;           /* slot of the newest */
+    } *ens_cf;
     double ens_dem, ens_dur;  /* decayed requests and seconds scored */
-    double ens_real, ens_used; /* decayed misses measured, and the rule in use's
-                                  counterfactual misses over the same ticks */
+    double ens_durp;          /* seconds scored, decayed as the misses are */
     tide_time_t ens_at;       /* last scored (-1: never) */
 } forecast_t;
 
@@ -769,32 +783,44 @@ double tide__fc_aim(const forecast_t *f, double slo_target, const tide_config_t 
 /* Sizing ensemble (ensemble.c). Need (rps) of rule `rule` at now for a
  * decision window `horizon` (rule 0 is tide__fc_need). */
 double tide__ens_need(forecast_t *f, int rule, tide_time_t now, tide_time_t horizon);
-/* Windows of the counterfactual: the decision window (lead), how late
- * capacity comes (delay: what the engine achieves on a rise it reacts to,
- * the P99 warm-up and a tick), the scale-down hold; and the capacity
- * granule (unit: one replica's rps, 0: continuous) with its floor and cap
- * (min/max replicas x unit; cap 0: none), as the engine rounds; the
- * memory of the misses (misses are rare: they are judged over the SLO's
- * compliance period, as the budget is spent; costs over a day). */
+/* Windows of the counterfactual engine each rule is scored on: the decision
+ * window (lead: the engine keeps a reaction to observed demand that long),
+ * how long a started replica warms up (delay: the P99 warm-up), the
+ * scale-down hold; the capacity granule (unit: one replica's rps, 0:
+ * continuous) with its floor and cap (min/max replicas x unit; cap 0:
+ * none), as the engine rounds; the memory of the misses (misses are rare:
+ * they are judged over the SLO's compliance period, as the budget is spent;
+ * costs over a day); and how capacity can be started now: `free` (rps)
+ * on free GPUs at once, the rest by a reclaim whose GPUs come free `wait`
+ * later (the victims' checkpoint; 0: at once, as when victims are killed)
+ * and only if the need still stands then (the engine drops a claim the
+ * need no longer asks for). */
 typedef struct tide_ens_win {
     tide_time_t lead, delay, hold;
     double unit, lo, hi;
     tide_time_t period; /* half-life of the misses (the SLO period); 0: a day */
-    double ready;       /* capacity ready now (rps; < 0: unknown, no calibration) */
+    double slo;         /* the service's slo_target (prices a miss) */
+    tide_time_t wait;   /* reclaim: notice to GPUs free; 0: at once */
+    double free;        /* capacity (rps) free GPUs take now */
 } tide_ens_win_t;
-/* Score every rule's proposals of one delay ago against the demand seen
- * now (capacity = its highest proposal over the hold, and the demand
- * reacted to for one lead), record this tick's proposals, pick the rule:
- * the forecast, or a cheaper one that missed within `budget` of the
- * requests (a miss rate: the engine passes tide__fc_aim) or no more than the
- * forecast. Past only. */
+/* The counterfactual's windows for service si as the engine runs it now
+ * (infer.c): lead = the decision window given. */
+void tide__ens_window(tide_engine_t *e, int si, tide_time_t lead, tide_ens_win_t *w);
+/* Score every rule's counterfactual engine over the interval since the last
+ * call (the demand then against the capacity its engine had ready), step
+ * each engine with this tick's proposal (start to its need and the demand
+ * seen, on free GPUs or by a reclaim; warm up; scale down after the hold),
+ * record the proposals, pick the rule (tide__ens_choose, with `budget` the
+ * SLO's aim: the engine passes tide__fc_aim). Past only. */
 void tide__ens_learn(forecast_t *f, tide_time_t now, const tide_ens_win_t *w, double budget);
+/* The rule the scores pick: the lowest cost rate + lambda x the rate of
+ * counterfactual misses above `aim` (a miss rate) of the requests, lambda =
+ * 1 / (1 - slo_target); the rule in use unless another scores ENS_SWITCH of
+ * it or less; the forecast (0) until a day was scored. Reads only f's scores. */
+int tide__ens_choose(const forecast_t *f, double aim, double slo_target);
 /* The warm-up lead of a service: P99 warm-up + lead_extra_s + measured
  * lateness + one tick (the decision window of policies without reclaim). */
 tide_time_t tide__warmup_lead(tide_engine_t *e, int si);
-/* How late capacity comes on a rise the engine reacts to: P99 warm-up + one
- * tick (no safety term). */
-tide_time_t tide__warmup_react(tide_engine_t *e, int si);
 /* The policy sizes with the ensemble (cfg.sizing_ensemble and a policy
  * that allows it). */
 int tide__ensemble_on(const tide_engine_t *e);

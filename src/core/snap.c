@@ -12,12 +12,20 @@
 #include "core/internal.h"
 #include "util/bytes.h"
 
-#define F TIDE_FIELD
+/* TIDE_FIELD, refused at compile time when the field ends past 64 KiB of
+ * its struct: tide_field_t's offsets are 16-bit (a larger forecast_t once
+ * wrapped the offsets of the service fields after it, and a restored
+ * engine lost its replica counts). */
+#define F(T, f)                                                                                \
+    {(uint16_t)(offsetof(T, f) +                                                               \
+                0 * sizeof(char[offsetof(T, f) + sizeof(((T *)0)->f) <= 65535 ? 1 : -1])),    \
+     (uint16_t)sizeof(((T *)0)->f)}
 #define NF TIDE_NFIELDS
 
 static const char snap_magic[8] = {'T', 'I', 'D', 'E', 'E', 'N', 'G', 0};
 
 /* ---------------------------------------------------------------- tables */
+
 
 static const tide_field_t cfg_f[] = {
     F(tide_config_t, reserve_gpus), F(tide_config_t, split_inf), F(tide_config_t, night_start_h),
@@ -155,7 +163,7 @@ static const tide_field_t fc_f[] = {
     F(forecast_t, dem_new), F(forecast_t, miss_new), F(forecast_t, fb_at), F(forecast_t, fb_on),
     F(forecast_t, samples), F(forecast_t, ens_n), F(forecast_t, ens_pos), F(forecast_t, ens_cost), F(forecast_t, ens_last),
     F(forecast_t, ens_miss), F(forecast_t, ens_dem), F(forecast_t, ens_dur), F(forecast_t, ens_at),
-    F(forecast_t, ens_real), F(forecast_t, ens_used),
+    F(forecast_t, ens_durp),
     F(forecast_t, ens_pick)};
 
 static const tide_field_t fcs_f[] = {F(fc_sample_t, bin), F(fc_sample_t, w)};
@@ -163,6 +171,9 @@ static const tide_field_t pred_f[] = {F(struct fc_pred, t), F(struct fc_pred, ba
                                       F(struct fc_pred, q), F(struct fc_pred, rule)};
 static const tide_field_t ens_f[] = {F(struct fc_ens_prop, t), F(struct fc_ens_prop, dem),
                                      F(struct fc_ens_prop, need)};
+static const tide_field_t ensc_f[] = {F(struct fc_ens_cf, rdy), F(struct fc_ens_cf, claim),
+                                      F(struct fc_ens_cf, claim_t), F(struct fc_ens_cf, warm),
+                                      F(struct fc_ens_cf, warm_t), F(struct fc_ens_cf, warm_pos)};
 static const tide_field_t hpa_f[] = {F(struct hpa_rec, t), F(struct hpa_rec, n)};
 static const tide_field_t orc_f[] = {F(oracle_job_t, vf), F(oracle_job_t, gpus),
                                      F(oracle_job_t, useful)};
@@ -197,7 +208,7 @@ static const tide_field_t fc_skip[] __attribute__((unused)) = {
     F(forecast_t, nb), F(forecast_t, days), F(forecast_t, bucket_s), F(forecast_t, sum),
     F(forecast_t, dur), F(forecast_t, mx), F(forecast_t, bs), F(forecast_t, bs_cap),
     F(forecast_t, pred), F(forecast_t, bin_c), F(forecast_t, shape_v), F(forecast_t, shape_tag),
-    F(forecast_t, ens_prop),
+    F(forecast_t, ens_prop), F(forecast_t, ens_cf),
     /* memo: fresh (invalid) in a restored engine */
     F(forecast_t, ver), F(forecast_t, now_memo), F(forecast_t, bw_nz), F(forecast_t, bw_nz_ok),
     F(forecast_t, mx_blk), F(forecast_t, mx_blk_ok)};
@@ -343,6 +354,7 @@ static void w_forecast(tide_wbuf_t *b, const forecast_t *f)
     w_structs(b, f->bs, f->bs_cap, sizeof *f->bs, fcs_f, NF(fcs_f));
     w_structs(b, f->pred, FC_PRED_RING, sizeof f->pred[0], pred_f, NF(pred_f));
     w_structs(b, f->ens_prop, ENS_RING, sizeof f->ens_prop[0], ens_f, NF(ens_f));
+    w_structs(b, f->ens_cf, ENS_RULES, sizeof f->ens_cf[0], ensc_f, NF(ensc_f));
 }
 
 static void w_service(tide_wbuf_t *b, const tide_engine_t *e, const service_t *s)
@@ -479,6 +491,10 @@ static void r_forecast(tide_rbuf_t *r, forecast_t *f)
     r_structs(r, f->bs, &n, (long)f->bs_cap, sizeof *f->bs, fcs_f, NF(fcs_f));
     r_structs(r, f->pred, &n, FC_PRED_RING, sizeof f->pred[0], pred_f, NF(pred_f));
     r_structs(r, f->ens_prop, &n, ENS_RING, sizeof f->ens_prop[0], ens_f, NF(ens_f));
+    r_structs(r, f->ens_cf, &n, ENS_RULES, sizeof f->ens_cf[0], ensc_f, NF(ensc_f));
+    for (int k = 0; k < ENS_RULES && !r->bad; k++)
+        if (f->ens_cf[k].warm_pos < 0 || f->ens_cf[k].warm_pos >= ENS_WARM)
+            r->bad = 1;
     if (f->bs_n > f->bs_cap || f->bs_pos >= f->bs_cap || f->pred_n > FC_PRED_RING ||
         f->pred_pos >= FC_PRED_RING || f->ens_n > ENS_RING || f->ens_pos >= ENS_RING ||
         f->ens_pick < 0 || f->ens_pick >= ENS_RULES)
@@ -822,6 +838,7 @@ PAD_FN(forecast_t, pad_fc)
 PAD_FN(fc_sample_t, pad_fcs)
 PAD_FN(struct fc_pred, pad_pred)
 PAD_FN(struct fc_ens_prop, pad_ens)
+PAD_FN(struct fc_ens_cf, pad_ensc)
 PAD_FN(struct hpa_rec, pad_hpa)
 PAD_FN(oracle_job_t, pad_orc)
 PAD_FN(team_t, pad_team)
@@ -859,6 +876,7 @@ static const layout_t layouts[] = {
     {"fc_sample_t", sizeof(fc_sample_t), pad_fcs, T1(fcs_f)},
     {"struct fc_pred", sizeof(struct fc_pred), pad_pred, T1(pred_f)},
     {"struct fc_ens_prop", sizeof(struct fc_ens_prop), pad_ens, T1(ens_f)},
+    {"struct fc_ens_cf", sizeof(struct fc_ens_cf), pad_ensc, T1(ensc_f)},
     {"struct hpa_rec", sizeof(struct hpa_rec), pad_hpa, T1(hpa_f)},
     {"oracle_job_t", sizeof(oracle_job_t), pad_orc, T1(orc_f)},
     {"team_t", sizeof(team_t), pad_team, T2(team_f, team_skip)},
