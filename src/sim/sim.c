@@ -92,6 +92,19 @@ static int keyed_cmp(const void *a, const void *b)
 
 static size_t *stable_order(size_t n, const void *base, size_t size, size_t key_off)
 {
+    size_t *idx = tide_xmalloc((n ? n : 1) * sizeof *idx);
+    tide_time_t prev = 0;
+    size_t sorted = 0; /* already in key order (the readers sort jobs by submit time): 0..n-1 */
+    for (; sorted < n; sorted++) {
+        tide_time_t key;
+        memcpy(&key, (const char *)base + sorted * size + key_off, sizeof key);
+        if (sorted && key < prev)
+            break;
+        prev = key;
+        idx[sorted] = sorted;
+    }
+    if (sorted == n)
+        return idx;
     keyed_t *k = tide_xmalloc(n * sizeof *k);
     for (size_t i = 0; i < n; i++) {
         const char *item = (const char *)base + i * size;
@@ -99,7 +112,6 @@ static size_t *stable_order(size_t n, const void *base, size_t size, size_t key_
         k[i].i = i;
     }
     qsort(k, n, sizeof *k, keyed_cmp);
-    size_t *idx = tide_xmalloc((n ? n : 1) * sizeof *idx);
     for (size_t i = 0; i < n; i++)
         idx[i] = k[i].i;
     free(k);
