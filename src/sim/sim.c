@@ -408,7 +408,9 @@ static void evfmt_rows(evfmt_t *b, const evrow_t *v, size_t n)
 /* events.csv from the simulation's side. Rows are appended as evrow_t to a
  * chunk of EVQ_ROWS; a full chunk goes to a writer thread through a ring of
  * EVQ_SLOTS chunks (bounded: the simulation waits when the writer is that
- * far behind), which formats and writes it (evfmt_t), so the text, the
+ * far behind; chunks are allocated as it falls behind, and a ring of 8 made
+ * the simulation wait for the writer's turn on a loaded machine), which
+ * formats and writes it (evfmt_t), so the text, the
  * strings' reads and the write calls leave the simulation thread. The thread
  * starts when the first chunk fills: a short run, or one without events.csv,
  * never starts it; without it (and with may_thread 0) the chunks are
@@ -416,11 +418,11 @@ static void evfmt_rows(evfmt_t *b, const evrow_t *v, size_t n)
  * file is the same either way; write errors are in ferror(f) and fmt.werr
  * (read after evout_close). */
 #define EVQ_ROWS 2048
-#define EVQ_SLOTS 8
+#define EVQ_SLOTS 64 /* 10 MiB of rows at most, allocated as the writer falls behind */
 typedef struct evout {
     FILE *f;                    /* NULL: events.csv not asked for (--outputs) */
     evfmt_t fmt;                /* the writer thread's while it runs */
-    evrow_t *slot[EVQ_SLOTS];   /* chunks */
+    evrow_t *slot[EVQ_SLOTS];   /* chunks (NULL: not needed yet) */
     size_t n_in[EVQ_SLOTS];     /* rows of each handed chunk */
     size_t head, tail;          /* chunks written / handed over (tail - head < EVQ_SLOTS
                                    outside evout_hand); head and the handing under mu */
@@ -455,13 +457,9 @@ static void *evout_writer(void *arg)
     return NULL;
 }
 
-/* Start the writer thread (all chunks allocated); stays without one if it
- * cannot be started. */
+/* Start the writer thread; stays without one if it cannot be started. */
 static void evout_start(evout_t *b)
 {
-    for (int k = 1; k < EVQ_SLOTS; k++)
-        if (!b->slot[k])
-            b->slot[k] = tide_xmalloc(EVQ_ROWS * sizeof *b->slot[k]);
     if (pthread_mutex_init(&b->mu, NULL) != 0)
         goto none;
     if (pthread_cond_init(&b->more, NULL) != 0)
@@ -493,6 +491,15 @@ static void evout_give(evout_t *b)
     }
 }
 
+/* The chunk to fill next allocated (it is free: the writer reads only the
+ * chunks [head, tail)). */
+static void evout_slot(evout_t *b)
+{
+    size_t k = b->tail % EVQ_SLOTS;
+    if (!b->slot[k])
+        b->slot[k] = tide_xmalloc(EVQ_ROWS * sizeof *b->slot[k]);
+}
+
 /* The chunk being filled is full: format it in place, or hand it to the
  * writer (starting it the first time) and wait for a free chunk. */
 static void evout_hand(evout_t *b)
@@ -509,6 +516,7 @@ static void evout_hand(evout_t *b)
     while (b->tail - b->head >= EVQ_SLOTS)
         pthread_cond_wait(&b->room, &b->mu);
     pthread_mutex_unlock(&b->mu);
+    evout_slot(b);
 }
 
 /* A new row at time t of kind (a static string), the rest empty: fill it in
@@ -541,6 +549,7 @@ static void evout_flush(evout_t *b)
     while (b->head != b->tail)
         pthread_cond_wait(&b->room, &b->mu);
     pthread_mutex_unlock(&b->mu);
+    evout_slot(b);
 }
 
 /* Set up b for policy's rows to f (NULL: none; nothing is allocated).
