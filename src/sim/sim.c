@@ -2494,8 +2494,8 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     r->w = tide_world_create(r->e);
     r->lat = latency_create(o);
     /* with the model pipeline, which writes to evf itself after every step,
-     * the rows are formatted in place */
-    evout_open(&r->eo, r->evf, r->policy, !o->pipeline);
+     * the rows are formatted in place; so they are when asked (a sweep) */
+    evout_open(&r->eo, r->evf, r->policy, !o->pipeline && !o->inline_outputs);
     if (o->inject && o->inject->n > 0) {
         double gbps = tide_inject_storage_gbps(o->inject);
         if (gbps > 0) {
