@@ -457,9 +457,30 @@ static void *evout_writer(void *arg)
     return NULL;
 }
 
-/* Start the writer thread; stays without one if it cannot be started. */
+/* Whether a writer thread can help: only with a CPU to spare (the 1-minute
+ * load average, which counts this run, at least half a CPU below the CPUs
+ * online): on a busy machine the thread only takes from the simulation's
+ * own share and adds its hand-overs. TIDE_SIM_WRITER=1 (or 0) in the
+ * environment starts it (or not) whatever the load. The bytes written are
+ * the same either way. */
+static int writer_wanted(void)
+{
+    const char *v = getenv("TIDE_SIM_WRITER");
+    if (v && *v)
+        return strcmp(v, "0") != 0;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+    if (n < 2)
+        return 0;
+    return getloadavg(&load, 1) != 1 || load + 0.5 <= (double)n;
+}
+
+/* Start the writer thread; stays without one if it is not wanted or cannot
+ * be started. */
 static void evout_start(evout_t *b)
 {
+    if (!writer_wanted())
+        goto none;
     if (pthread_mutex_init(&b->mu, NULL) != 0)
         goto none;
     if (pthread_cond_init(&b->more, NULL) != 0)
