@@ -408,8 +408,8 @@ static void evfmt_rows(evfmt_t *b, const evrow_t *v, size_t n)
 /* events.csv from the simulation's side. Rows are appended as evrow_t to a
  * chunk of EVQ_ROWS; a full chunk goes to a writer thread through a ring of
  * EVQ_SLOTS chunks (bounded: the simulation waits when the writer is that
- * far behind; chunks are allocated as it falls behind, and a ring of 8 made
- * the simulation wait for the writer's turn on a loaded machine), which
+ * far behind; chunks are allocated as it falls behind: a ring of 8 could
+ * make the simulation wait for the writer's turn on a loaded machine), which
  * formats and writes it (evfmt_t), so the text, the
  * strings' reads and the write calls leave the simulation thread. The thread
  * starts when the first chunk fills: a short run, or one without events.csv,
