@@ -15,10 +15,19 @@
 
 /* ------------------------------------------------------------ name index */
 
-/* Open-addressing hash map from borrowed strings to ints. */
+/* Open-addressing hash map from borrowed strings to ints. Each slot keeps
+ * its key's hash (the low 32 bits: the table never has 2^32 slots), so a
+ * probe compares strings only on an equal hash and a growth moves the slots
+ * without reading the keys (a table of a million job ids: a string read is a
+ * cache miss). 16 bytes a slot. */
+typedef struct idx_slot_t {
+    const char *key; /* NULL: free */
+    uint32_t h;      /* (uint32_t)tide_hash_str(key) */
+    int val;
+} idx_slot_t;
+
 struct tide_name_index {
-    const char **keys;
-    int *vals;
+    idx_slot_t *s;
     size_t cap, n;
 };
 
@@ -31,15 +40,15 @@ static void idx_free(struct tide_name_index *x)
 {
     if (!x)
         return;
-    free(x->keys);
-    free(x->vals);
+    free(x->s);
     free(x);
 }
 
-static size_t idx_slot(const struct tide_name_index *x, const char *k)
+/* The slot of k (hash h), or the free slot where it would go. */
+static size_t idx_slot(const struct tide_name_index *x, const char *k, uint32_t h)
 {
-    size_t m = x->cap - 1, i = (size_t)tide_hash_str(k) & m;
-    while (x->keys[i] && strcmp(x->keys[i], k) != 0)
+    size_t m = x->cap - 1, i = (size_t)h & m;
+    while (x->s[i].key && (x->s[i].h != h || strcmp(x->s[i].key, k) != 0))
         i = (i + 1) & m;
     return i;
 }
@@ -48,33 +57,54 @@ static int idx_get(const struct tide_name_index *x, const char *k)
 {
     if (!x || !x->cap || !k)
         return -1;
-    size_t i = idx_slot(x, k);
-    return x->keys[i] ? x->vals[i] : -1;
+    size_t i = idx_slot(x, k, (uint32_t)tide_hash_str(k));
+    return x->s[i].key ? x->s[i].val : -1;
+}
+
+/* Room for one more key (the table grows at half full). */
+static void idx_reserve(struct tide_name_index *x)
+{
+    if (2 * (x->n + 1) > x->cap) {
+        size_t oc = x->cap;
+        idx_slot_t *os = x->s;
+        x->cap = oc ? 2 * oc : 16;
+        x->s = tide_xcalloc(x->cap, sizeof *x->s);
+        for (size_t i = 0; i < oc; i++)
+            if (os[i].key) { /* keys are unique: the first free slot from its hash */
+                size_t m = x->cap - 1, j = (size_t)os[i].h & m;
+                while (x->s[j].key)
+                    j = (j + 1) & m;
+                x->s[j] = os[i];
+            }
+        free(os);
+    }
+}
+
+/* The value of k, or -1 when absent; then *at is the free slot where k goes
+ * (idx_put_at, before any other change of x) and *h its hash. */
+static int idx_probe(struct tide_name_index *x, const char *k, uint32_t *h, size_t *at)
+{
+    idx_reserve(x);
+    *h = (uint32_t)tide_hash_str(k);
+    *at = idx_slot(x, k, *h);
+    return x->s[*at].key ? x->s[*at].val : -1;
+}
+
+/* Insert k -> v at the free slot idx_probe gave for it (k is borrowed and
+ * must outlive x; k equals the probed string). */
+static void idx_put_at(struct tide_name_index *x, size_t at, const char *k, uint32_t h, int v)
+{
+    x->s[at] = (idx_slot_t){.key = k, .h = h, .val = v};
+    x->n++;
 }
 
 /* Insert k -> v (k must not be present; k is borrowed and must outlive x). */
 static void idx_put(struct tide_name_index *x, const char *k, int v)
 {
-    if (2 * (x->n + 1) > x->cap) {
-        size_t oc = x->cap;
-        const char **ok = x->keys;
-        int *ov = x->vals;
-        x->cap = oc ? 2 * oc : 16;
-        x->keys = tide_xcalloc(x->cap, sizeof *x->keys);
-        x->vals = tide_xcalloc(x->cap, sizeof *x->vals);
-        for (size_t i = 0; i < oc; i++)
-            if (ok[i]) {
-                size_t j = idx_slot(x, ok[i]);
-                x->keys[j] = ok[i];
-                x->vals[j] = ov[i];
-            }
-        free(ok);
-        free(ov);
-    }
-    size_t i = idx_slot(x, k);
-    x->keys[i] = k;
-    x->vals[i] = v;
-    x->n++;
+    uint32_t h;
+    size_t at;
+    (void)idx_probe(x, k, &h, &at);
+    idx_put_at(x, at, k, h, v);
 }
 
 /* ---------------------------------------------------------- field helpers */
@@ -667,7 +697,9 @@ static int job_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
     double ckgb;
     if (get_gb(csv, c[J_CKGB], TIDE_IO_CKPT_GB_PER_GPU * j.gpus, &ckgb, err) < 0)
         return -1;
-    int prev = idx_get(x->ids, id);
+    uint32_t h;
+    size_t at;
+    int prev = idx_probe(x->ids, id, &h, &at);
     if (prev >= 0)
         return tide_csv_fail(csv, err, c[J_ID], TIDE_EEXIST,
                              "duplicate job id '%.100s' (first defined on line %d)", id, prev);
@@ -677,7 +709,7 @@ static int job_row(void *vctx, tide_csv_t *csv, tide_error_t *err)
     size_t gn = x->out->n;
     TIDE_PUSH(x->out->ckpt_gb, gn, x->gbcap, ckgb);
     TIDE_PUSH(x->out->v, x->out->n, x->cap, j);
-    idx_put(x->ids, own_id, tide_csv_line(csv));
+    idx_put_at(x->ids, at, own_id, h, tide_csv_line(csv));
     return 0;
 }
 
@@ -718,7 +750,10 @@ static tide_jobs_t *read_jobs(tide_csv_t *csv, const tide_read_opts_t *o, tide_e
         return NULL;
     }
     tide_jobs_t *js = x.out;
-    if (js->n > 1) {
+    size_t sorted = 1; /* already in submit order (as tide gen writes them): nothing moves */
+    while (sorted < js->n && js->v[sorted - 1].submit_s <= js->v[sorted].submit_s)
+        sorted++;
+    if (sorted < js->n) {
         job_key_t *k = tide_xmalloc(js->n * sizeof *k);
         for (size_t i = 0; i < js->n; i++) {
             k[i].t = js->v[i].submit_s;

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,14 +57,23 @@ static FILE *open_out(const char *dir, const char *name, char *path, size_t path
     return f;
 }
 
-static int close_out(FILE *f, const char *path, tide_error_t *err)
+/* Close f; a write that failed before (ferror) or now is an error naming
+ * path and saved (the errno of an earlier failed write, made on another
+ * thread), else errno. */
+static int close_out_saved(FILE *f, const char *path, int saved, tide_error_t *err)
 {
     if (!f)
         return 0;
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
-        return tide_errf(err, TIDE_EIO, "cannot write %s: %s", path, strerror(errno));
+        return tide_errf(err, TIDE_EIO, "cannot write %s: %s", path,
+                         strerror(saved ? saved : errno));
     return 0;
+}
+
+static int close_out(FILE *f, const char *path, tide_error_t *err)
+{
+    return close_out_saved(f, path, 0, err);
 }
 
 /* Stable order of n items by key: idx[] gets 0..n-1 sorted by (key, index). */
@@ -81,6 +92,19 @@ static int keyed_cmp(const void *a, const void *b)
 
 static size_t *stable_order(size_t n, const void *base, size_t size, size_t key_off)
 {
+    size_t *idx = tide_xmalloc((n ? n : 1) * sizeof *idx);
+    tide_time_t prev = 0;
+    size_t sorted = 0; /* already in key order (the readers sort jobs by submit time): 0..n-1 */
+    for (; sorted < n; sorted++) {
+        tide_time_t key;
+        memcpy(&key, (const char *)base + sorted * size + key_off, sizeof key);
+        if (sorted && key < prev)
+            break;
+        prev = key;
+        idx[sorted] = sorted;
+    }
+    if (sorted == n)
+        return idx;
     keyed_t *k = tide_xmalloc(n * sizeof *k);
     for (size_t i = 0; i < n; i++) {
         const char *item = (const char *)base + i * size;
@@ -88,7 +112,6 @@ static size_t *stable_order(size_t n, const void *base, size_t size, size_t key_
         k[i].i = i;
     }
     qsort(k, n, sizeof *k, keyed_cmp);
-    size_t *idx = tide_xmalloc((n ? n : 1) * sizeof *idx);
     for (size_t i = 0; i < n; i++)
         idx[i] = k[i].i;
     free(k);
@@ -121,25 +144,28 @@ static const unsigned act_fields[TIDE_ACT_KIND_COUNT] = {
     [TIDE_ACT_POWER_CAP] = F_GPUS | F_VALUE,
 };
 
-/* One events.csv row: names (NULL = empty) and the numbers that are set
- * (has: E_* bits; the others are empty). The value column is value with 2
- * decimals (E_VALUE) or value_i (E_VALUE_INT: a submission's duration).
- * kind and reason must be static strings (names from tables, literals):
- * evout_name keeps them by address. */
+/* One events.csv row, as the simulation hands it to the formatter: its time,
+ * names (NULL = empty) and the numbers that are set (has: E_* bits; the
+ * others are empty). The value column is value with 2 decimals (E_VALUE) or
+ * value_i (E_VALUE_INT: a submission's duration). kind and reason must be
+ * static strings (names from tables, literals): the formatter keeps them by
+ * address. job and service are read when the row is formatted, possibly on
+ * the writer thread and as late as evout_close: they must stay valid and
+ * unchanged until then (the engine's job ids and service names, the
+ * workload's and the options' strings all do). */
 enum { E_REPLICA = 1, E_LEASE = 2, E_GPUS = 4, E_WIDTH = 8, E_DEADLINE = 16, E_VALUE = 32,
        E_VALUE_INT = 64 };
 typedef struct evrow {
     const char *kind, *job, *service, *reason;
+    tide_time_t t;
+    long long deadline;
+    union {
+        double value;
+        long long value_i;
+    };
+    int32_t replica, lease, gpus, width;
     unsigned has;
-    long long replica, lease, gpus, width, deadline, value_i;
-    double value;
 } evrow_t;
-
-static void evrow_init(evrow_t *r, const char *kind)
-{
-    memset(r, 0, sizeof *r);
-    r->kind = kind;
-}
 
 static const char *job_id(const tide_engine_t *e, int32_t job)
 {
@@ -155,14 +181,14 @@ static const char *service_name(const tide_engine_t *e, int32_t s)
     return sp ? sp->name : NULL;
 }
 
-/* events.csv output: rows are built straight into one buffer and written
- * with fwrite in blocks of EV_BLOCK bytes (tide_csv_row_* text, byte for
- * byte: fields quoted as tide_csv_row_str quotes, %lld numbers, %.2f
- * values). Whoever else writes to the file (the model pipeline) calls
- * evout_flush first. */
+/* The text side of events.csv: rows are formatted straight into one buffer
+ * and written with fwrite in blocks of EV_BLOCK bytes (tide_csv_row_* text,
+ * byte for byte: fields quoted as tide_csv_row_str quotes, %lld numbers, %.2f
+ * values). One thread at a time uses it: the writer thread while one runs
+ * (evout_t), else the simulation thread. */
 #define EV_BLOCK 65536
-typedef struct evout {
-    FILE *f;                 /* NULL: events.csv not asked for (--outputs) */
+typedef struct evfmt {
+    FILE *f;
     char *buf;
     size_t len, cap;
     char *pre;               /* "policy,time_s," of the last row's time */
@@ -171,24 +197,26 @@ typedef struct evout {
     /* kind and reason names that need no quotes, by address (they are static
      * strings: names from tables and literals), direct-mapped */
     const char *names[32];
-} evout_t;
+    int werr;                /* errno of the first failed write (0: none) */
+} evfmt_t;
 
 /* Bytes that end a plain field (tide_csv_row_str quotes a field with any). */
 static const unsigned char ev_stop[256] = {[','] = 1, ['"'] = 1, ['\r'] = 1, ['\n'] = 1};
 
-/* Write the buffered rows to the file (errors stay in ferror(f)). */
-static void evout_flush(evout_t *b)
+/* Write the buffered text to the file (errors stay in ferror(f); the first
+ * one's errno in werr: errno is per thread). */
+static void evfmt_flush(evfmt_t *b)
 {
-    if (b->f && b->len)
-        fwrite(b->buf, 1, b->len, b->f);
+    if (b->len && fwrite(b->buf, 1, b->len, b->f) != b->len && !b->werr)
+        b->werr = errno ? errno : EIO;
     b->len = 0;
 }
 
 /* Room for n more bytes: flush a full block, grow for a long row. */
-static inline char *evout_room(evout_t *b, size_t n)
+static inline char *evfmt_room(evfmt_t *b, size_t n)
 {
     if (b->len + n > b->cap) {
-        evout_flush(b);
+        evfmt_flush(b);
         if (n > b->cap) {
             b->cap = n;
             b->buf = tide_xrealloc(b->buf, b->cap);
@@ -199,7 +227,7 @@ static inline char *evout_room(evout_t *b, size_t n)
 
 /* Append the n bytes of s as one CSV field (quoted as tide_csv_row_str
  * quotes); room for 2n + 2 bytes is there. */
-static void evout_text(evout_t *b, const char *s, size_t n)
+static void evfmt_text(evfmt_t *b, const char *s, size_t n)
 {
     char *d = b->buf + b->len;
     unsigned q = 0;
@@ -227,7 +255,7 @@ static void evout_text(evout_t *b, const char *s, size_t n)
 /* Append name (a static string: its address keys the cache, its text never
  * changes; NULL = empty) as one CSV field; room for 2 strlen(name) + 2 bytes
  * is there. */
-static inline void evout_name(evout_t *b, const char *name, size_t n)
+static inline void evfmt_name(evfmt_t *b, const char *name, size_t n)
 {
     if (!name)
         return;
@@ -238,19 +266,9 @@ static inline void evout_name(evout_t *b, const char *name, size_t n)
         return;
     }
     size_t at = b->len;
-    evout_text(b, name, n);
+    evfmt_text(b, name, n);
     if (b->len - at == n) /* written as it is: no quotes */
         b->names[h] = name;
-}
-
-/* Append s as one CSV field (NULL = empty). */
-static void evout_str(evout_t *b, const char *s)
-{
-    if (!s)
-        return;
-    size_t n = strlen(s);
-    evout_room(b, 2 * n + 2);
-    evout_text(b, s, n);
 }
 
 /* "00" .. "99". */
@@ -300,15 +318,15 @@ static inline size_t ev_fmt_i64(char *d, long long v)
 }
 
 /* Append v as %lld does (room is there). */
-static inline void evout_i64(evout_t *b, long long v) { b->len += ev_fmt_i64(b->buf + b->len, v); }
+static inline void evfmt_i64(evfmt_t *b, long long v) { b->len += ev_fmt_i64(b->buf + b->len, v); }
 
 /* Append x as %.2f does (an integral value without the general path;
  * room for EV_FIXED bytes is there). */
 #define EV_FIXED 330 /* as tide_csv_row_fixed: %.*f of the largest doubles */
-static void evout_fixed2(evout_t *b, double x)
+static void evfmt_fixed2(evfmt_t *b, double x)
 {
     if (x >= 0 && x < 1e15 && !signbit(x) && x == (double)(long long)x) {
-        evout_i64(b, (long long)x);
+        evfmt_i64(b, (long long)x);
         memcpy(b->buf + b->len, ".00", 3);
         b->len += 3;
         return;
@@ -317,16 +335,16 @@ static void evout_fixed2(evout_t *b, double x)
     b->len += n > 0 ? (size_t)n : 0;
 }
 
-/* Set up b for policy's rows (pre gets the policy field and ','). */
-static void evout_open(evout_t *b, FILE *f, const char *policy)
+/* Set up b to write policy's rows to f (pre gets the policy field and ','). */
+static void evfmt_open(evfmt_t *b, FILE *f, const char *policy)
 {
+    memset(b, 0, sizeof *b);
     b->f = f;
-    b->cap = EV_BLOCK;
+    size_t n = strlen(policy);
+    b->cap = EV_BLOCK > 2 * n + 2 ? EV_BLOCK : 2 * n + 2;
     b->buf = tide_xmalloc(b->cap);
-    b->len = 0;
-    evout_str(b, policy);
-    *evout_room(b, 1) = ',';
-    b->len++;
+    evfmt_text(b, policy, n);
+    b->buf[b->len++] = ',';
     b->pre_t_at = b->len;
     b->pre = tide_xmalloc(b->len + 32);
     memcpy(b->pre, b->buf, b->len);
@@ -335,60 +353,267 @@ static void evout_open(evout_t *b, FILE *f, const char *policy)
     b->len = 0;
 }
 
-/* Flush and free b. */
-static void evout_close(evout_t *b)
-{
-    evout_flush(b);
-    free(b->buf);
-    free(b->pre);
-    b->buf = b->pre = NULL;
-    b->cap = 0;
-}
-
 /* A number column: ',' and the value if its bit is set, else ',' (room is there). */
-static inline void ev_num(evout_t *b, const evrow_t *r, unsigned bit, long long v)
+static inline void ev_num(evfmt_t *b, const evrow_t *r, unsigned bit, long long v)
 {
     b->buf[b->len++] = ',';
     if (r->has & bit)
-        evout_i64(b, v);
+        evfmt_i64(b, v);
 }
 
-static void evrow_write(evout_t *b, tide_time_t t, const evrow_t *r)
+/* Format one row (flushing a full block first). */
+static void evrow_fmt(evfmt_t *b, const evrow_t *r)
 {
-    if (!b->f) /* events.csv not asked for (--outputs) */
-        return;
-    if (t != b->pre_t) {
+    if (r->t != b->pre_t) {
         size_t n = b->pre_t_at;
-        n += ev_fmt_i64(b->pre + n, (long long)t);
+        n += ev_fmt_i64(b->pre + n, (long long)r->t);
         b->pre[n++] = ',';
         b->pre_n = n;
-        b->pre_t = t;
+        b->pre_t = r->t;
     }
     size_t nk = r->kind ? strlen(r->kind) : 0, nj = r->job ? strlen(r->job) : 0;
     size_t ns = r->service ? strlen(r->service) : 0, nr = r->reason ? strlen(r->reason) : 0;
     /* the whole row: prefix, four quoted strings, six numbers, the value,
      * the commas and '\n' */
-    evout_room(b, b->pre_n + 2 * (nk + nj + ns + nr) + 8 + 6 * 24 + EV_FIXED + 16);
+    evfmt_room(b, b->pre_n + 2 * (nk + nj + ns + nr) + 8 + 6 * 24 + EV_FIXED + 16);
     memcpy(b->buf + b->len, b->pre, b->pre_n);
     b->len += b->pre_n;
-    evout_name(b, r->kind, nk);
+    evfmt_name(b, r->kind, nk);
     b->buf[b->len++] = ',';
-    evout_text(b, r->job ? r->job : "", nj);
+    evfmt_text(b, r->job ? r->job : "", nj);
     b->buf[b->len++] = ',';
-    evout_text(b, r->service ? r->service : "", ns);
+    evfmt_text(b, r->service ? r->service : "", ns);
     ev_num(b, r, E_REPLICA, r->replica);
     ev_num(b, r, E_LEASE, r->lease);
     ev_num(b, r, E_GPUS, r->gpus);
     ev_num(b, r, E_WIDTH, r->width);
     b->buf[b->len++] = ',';
-    evout_name(b, r->reason, nr);
+    evfmt_name(b, r->reason, nr);
     ev_num(b, r, E_DEADLINE, r->deadline);
     b->buf[b->len++] = ',';
     if (r->has & E_VALUE_INT)
-        evout_i64(b, r->value_i);
+        evfmt_i64(b, r->value_i);
     else if (r->has & E_VALUE)
-        evout_fixed2(b, r->value);
+        evfmt_fixed2(b, r->value);
     b->buf[b->len++] = '\n';
+}
+
+/* Format n rows. */
+static void evfmt_rows(evfmt_t *b, const evrow_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        evrow_fmt(b, &v[i]);
+}
+
+/* events.csv from the simulation's side. Rows are appended as evrow_t to a
+ * chunk of EVQ_ROWS; a full chunk goes to a writer thread through a ring of
+ * EVQ_SLOTS chunks (bounded: the simulation waits when the writer is that
+ * far behind; chunks are allocated as it falls behind: a ring of 8 could
+ * make the simulation wait for the writer's turn on a loaded machine), which
+ * formats and writes it (evfmt_t), so the text, the
+ * strings' reads and the write calls leave the simulation thread. The thread
+ * starts when the first chunk fills: a short run, or one without events.csv,
+ * never starts it; without it (and with may_thread 0) the chunks are
+ * formatted in place. Rows are written in the order they were added, so the
+ * file is the same either way; write errors are in ferror(f) and fmt.werr
+ * (read after evout_close). */
+#define EVQ_ROWS 2048
+#define EVQ_SLOTS 64 /* 10 MiB of rows at most, allocated as the writer falls behind */
+typedef struct evout {
+    FILE *f;                    /* NULL: events.csv not asked for (--outputs) */
+    evfmt_t fmt;                /* the writer thread's while it runs */
+    evrow_t *slot[EVQ_SLOTS];   /* chunks (NULL: not needed yet) */
+    size_t n_in[EVQ_SLOTS];     /* rows of each handed chunk */
+    size_t head, tail;          /* chunks written / handed over (tail - head < EVQ_SLOTS
+                                   outside evout_hand); head and the handing under mu */
+    size_t ncur;                /* rows in slot[tail % EVQ_SLOTS], being filled */
+    int may_thread;             /* 0: never start the thread (the caller writes to f too) */
+    int threaded, closing;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t more, room;  /* a chunk handed or closing / a chunk written */
+} evout_t;
+
+/* The writer thread: format and write the handed chunks in order until
+ * closing and none is left. */
+static void *evout_writer(void *arg)
+{
+    evout_t *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (b->head == b->tail && !b->closing)
+            pthread_cond_wait(&b->more, &b->mu);
+        if (b->head == b->tail)
+            break;
+        size_t k = b->head % EVQ_SLOTS, n = b->n_in[k];
+        pthread_mutex_unlock(&b->mu);
+        evfmt_rows(&b->fmt, b->slot[k], n);
+        evfmt_flush(&b->fmt); /* a handed chunk is in f once it is counted written */
+        pthread_mutex_lock(&b->mu);
+        b->head++;
+        pthread_cond_signal(&b->room);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* Whether a writer thread can help: only with a CPU to spare (the 1-minute
+ * load average, which counts this run, at least half a CPU below the CPUs
+ * online): on a busy machine the thread only takes from the simulation's
+ * own share and adds its hand-overs. TIDE_SIM_WRITER=1 (or 0) in the
+ * environment starts it (or not) whatever the load. The bytes written are
+ * the same either way. */
+static int writer_wanted(void)
+{
+    const char *v = getenv("TIDE_SIM_WRITER");
+    if (v && *v)
+        return strcmp(v, "0") != 0;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+    if (n < 2)
+        return 0;
+    return getloadavg(&load, 1) != 1 || load + 0.5 <= (double)n;
+}
+
+/* Start the writer thread; stays without one if it is not wanted or cannot
+ * be started. */
+static void evout_start(evout_t *b)
+{
+    if (!writer_wanted())
+        goto none;
+    if (pthread_mutex_init(&b->mu, NULL) != 0)
+        goto none;
+    if (pthread_cond_init(&b->more, NULL) != 0)
+        goto no_more;
+    if (pthread_cond_init(&b->room, NULL) != 0)
+        goto no_room;
+    if (pthread_create(&b->th, NULL, evout_writer, b) != 0)
+        goto no_thread;
+    b->threaded = 1;
+    return;
+no_thread:
+    pthread_cond_destroy(&b->room);
+no_room:
+    pthread_cond_destroy(&b->more);
+no_more:
+    pthread_mutex_destroy(&b->mu);
+none:
+    b->may_thread = 0; /* format in place from now on */
+}
+
+/* Hand the rows of the chunk being filled to the writer (under mu). */
+static void evout_give(evout_t *b)
+{
+    if (b->ncur) {
+        b->n_in[b->tail % EVQ_SLOTS] = b->ncur;
+        b->tail++;
+        b->ncur = 0;
+        pthread_cond_signal(&b->more);
+    }
+}
+
+/* The chunk to fill next allocated (it is free: the writer reads only the
+ * chunks [head, tail)). */
+static void evout_slot(evout_t *b)
+{
+    size_t k = b->tail % EVQ_SLOTS;
+    if (!b->slot[k])
+        b->slot[k] = tide_xmalloc(EVQ_ROWS * sizeof *b->slot[k]);
+}
+
+/* The chunk being filled is full: format it in place, or hand it to the
+ * writer (starting it the first time) and wait for a free chunk. */
+static void evout_hand(evout_t *b)
+{
+    if (!b->threaded && b->may_thread)
+        evout_start(b);
+    if (!b->threaded) {
+        evfmt_rows(&b->fmt, b->slot[0], b->ncur);
+        b->ncur = 0;
+        return;
+    }
+    pthread_mutex_lock(&b->mu);
+    evout_give(b);
+    while (b->tail - b->head >= EVQ_SLOTS)
+        pthread_cond_wait(&b->room, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    evout_slot(b);
+}
+
+/* A new row at time t of kind (a static string), the rest empty: fill it in
+ * before the next call. b->f must be set. */
+static inline evrow_t *evout_add(evout_t *b, tide_time_t t, const char *kind)
+{
+    if (b->ncur == EVQ_ROWS)
+        evout_hand(b);
+    evrow_t *r = &b->slot[b->tail % EVQ_SLOTS][b->ncur++];
+    memset(r, 0, sizeof *r);
+    r->t = t;
+    r->kind = kind;
+    return r;
+}
+
+/* Every row added so far written to f (for whoever else writes to it: the
+ * model pipeline). */
+static void evout_flush(evout_t *b)
+{
+    if (!b->f)
+        return;
+    if (!b->threaded) {
+        evfmt_rows(&b->fmt, b->slot[0], b->ncur);
+        b->ncur = 0;
+        evfmt_flush(&b->fmt);
+        return;
+    }
+    pthread_mutex_lock(&b->mu);
+    evout_give(b);
+    while (b->head != b->tail)
+        pthread_cond_wait(&b->room, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    evout_slot(b);
+}
+
+/* Set up b for policy's rows to f (NULL: none; nothing is allocated).
+ * may_thread 0: never start a writer thread. */
+static void evout_open(evout_t *b, FILE *f, const char *policy, int may_thread)
+{
+    memset(b, 0, sizeof *b);
+    b->f = f;
+    if (!f)
+        return;
+    b->may_thread = may_thread;
+    evfmt_open(&b->fmt, f, policy);
+    b->slot[0] = tide_xmalloc(EVQ_ROWS * sizeof *b->slot[0]);
+}
+
+/* Write every row, stop the writer and free b. Returns the errno of the
+ * first failed write (0: none; ferror(f) says it too). */
+static int evout_close(evout_t *b)
+{
+    if (!b->f)
+        return 0;
+    if (b->threaded) {
+        pthread_mutex_lock(&b->mu);
+        evout_give(b);
+        b->closing = 1;
+        pthread_cond_signal(&b->more);
+        pthread_mutex_unlock(&b->mu);
+        pthread_join(b->th, NULL);
+        pthread_cond_destroy(&b->room);
+        pthread_cond_destroy(&b->more);
+        pthread_mutex_destroy(&b->mu);
+        b->threaded = 0;
+    } else {
+        evfmt_rows(&b->fmt, b->slot[0], b->ncur);
+    }
+    evfmt_flush(&b->fmt);
+    int werr = b->fmt.werr;
+    free(b->fmt.buf);
+    free(b->fmt.pre);
+    for (int k = 0; k < EVQ_SLOTS; k++)
+        free(b->slot[k]);
+    memset(b, 0, sizeof *b);
+    return werr;
 }
 
 static void write_action(evout_t *f, tide_time_t t, const tide_engine_t *e,
@@ -396,60 +621,60 @@ static void write_action(evout_t *f, tide_time_t t, const tide_engine_t *e,
 {
     if (!f->f) /* events.csv not asked for: no names to look up */
         return;
-    evrow_t r;
-    evrow_init(&r, tide_action_name(a->kind));
+    evrow_t *r = evout_add(f, t, tide_action_name(a->kind));
     unsigned fl = a->kind >= 0 && a->kind < TIDE_ACT_KIND_COUNT ? act_fields[a->kind] : 0;
-    r.job = job_id(e, a->job);
-    r.service = service_name(e, a->service);
-    r.replica = (int)a->replica;
-    r.lease = (int)a->lease;
-    r.gpus = a->n_gpus;
-    r.width = a->width;
-    r.deadline = (long long)a->deadline;
-    r.value = a->value;
-    r.has = (a->replica >= 0 ? E_REPLICA : 0) | (a->lease >= 0 ? E_LEASE : 0) |
-            (fl & F_GPUS ? E_GPUS : 0) | (fl & F_WIDTH ? E_WIDTH : 0) |
-            (fl & F_VALUE ? E_VALUE : 0);
+    r->job = job_id(e, a->job);
+    r->service = service_name(e, a->service);
+    r->replica = (int32_t)a->replica;
+    r->lease = (int32_t)a->lease;
+    r->gpus = a->n_gpus;
+    r->width = a->width;
+    r->deadline = (long long)a->deadline;
+    r->value = a->value;
+    r->has = (a->replica >= 0 ? E_REPLICA : 0) | (a->lease >= 0 ? E_LEASE : 0) |
+             (fl & F_GPUS ? E_GPUS : 0) | (fl & F_WIDTH ? E_WIDTH : 0) |
+             (fl & F_VALUE ? E_VALUE : 0);
     if (a->reason != TIDE_R_NONE)
-        r.reason = tide_reason_name(a->reason);
+        r->reason = tide_reason_name(a->reason);
     if ((fl & F_DEADLINE) && a->deadline > 0 && a->deadline != TIDE_TIME_NEVER)
-        r.has |= E_DEADLINE;
-    evrow_write(f, t, &r);
+        r->has |= E_DEADLINE;
 }
 
 /* Facts worth a row: submits, commits, finishes, ready replicas. Returns 1 if written. */
 static int write_fact(evout_t *f, tide_time_t t, const tide_engine_t *e,
                       const tide_event_t *ev)
 {
-    if (!f->f) /* events.csv not asked for: count the row, look nothing up */
-        return ev->kind == TIDE_EV_JOB_SUBMIT || ev->kind == TIDE_EV_CKPT_COMMITTED ||
-               ev->kind == TIDE_EV_JOB_FINISHED || ev->kind == TIDE_EV_JOB_EXPIRED ||
-               ev->kind == TIDE_EV_REPLICA_READY;
-    evrow_t r;
-    evrow_init(&r, tide_event_name(ev->kind));
     switch (ev->kind) {
     case TIDE_EV_JOB_SUBMIT:
-        r.job = ev->job_spec->id;
-        r.gpus = ev->job_spec->gpus;
-        r.value_i = (long long)ev->job_spec->duration_s;
-        r.has = E_GPUS | E_VALUE_INT;
-        break;
     case TIDE_EV_CKPT_COMMITTED:
     case TIDE_EV_JOB_FINISHED:
     case TIDE_EV_JOB_EXPIRED:
-        r.job = job_id(e, ev->job);
-        r.value = ev->value;
-        r.has = E_VALUE;
-        break;
     case TIDE_EV_REPLICA_READY:
-        r.service = service_name(e, ev->service);
-        r.replica = (int)ev->replica;
-        r.has = E_REPLICA;
         break;
     default:
         return 0;
     }
-    evrow_write(f, t, &r);
+    if (!f->f) /* events.csv not asked for: count the row, look nothing up */
+        return 1;
+    evrow_t *r = evout_add(f, t, tide_event_name(ev->kind));
+    switch (ev->kind) {
+    case TIDE_EV_JOB_SUBMIT:
+        r->job = ev->job_spec->id;
+        r->gpus = ev->job_spec->gpus;
+        r->value_i = (long long)ev->job_spec->duration_s;
+        r->has = E_GPUS | E_VALUE_INT;
+        break;
+    case TIDE_EV_REPLICA_READY:
+        r->service = service_name(e, ev->service);
+        r->replica = (int32_t)ev->replica;
+        r->has = E_REPLICA;
+        break;
+    default: /* a commit, a finish, an expiry */
+        r->job = job_id(e, ev->job);
+        r->value = ev->value;
+        r->has = E_VALUE;
+        break;
+    }
     return 1;
 }
 
@@ -557,6 +782,7 @@ typedef struct run {
     const size_t *job_order, *dem_order;
     FILE *tl, *evf;
     evout_t eo;                  /* events.csv rows (evf) */
+    int *ev_werr;                /* errno of the first failed write to evf (0: none) */
     tide_engine_t *e;
     tide_world_t *w;
     tide_actions_t acts;
@@ -1158,17 +1384,17 @@ static void fault_row(run_t *r, tide_time_t t, const char *kind, const char *job
                       const char *service, int gpus, tide_time_t deadline, double value,
                       int has_value)
 {
-    evrow_t row;
-    evrow_init(&row, kind);
-    row.job = job;
-    row.service = service;
-    row.gpus = gpus;
-    row.deadline = (long long)deadline;
-    row.value = value;
-    row.has = (gpus >= 0 ? E_GPUS : 0) | (deadline >= 0 ? E_DEADLINE : 0) |
-              (has_value ? E_VALUE : 0);
-    evrow_write(&r->eo, t, &row);
     r->rows++;
+    if (!r->eo.f) /* events.csv not asked for (--outputs) */
+        return;
+    evrow_t *row = evout_add(&r->eo, t, kind);
+    row->job = job;
+    row->service = service;
+    row->gpus = gpus;
+    row->deadline = (long long)deadline;
+    row->value = value;
+    row->has = (gpus >= 0 ? E_GPUS : 0) | (deadline >= 0 ? E_DEADLINE : 0) |
+               (has_value ? E_VALUE : 0);
 }
 
 /* A JOB_START of a job the world still runs, not stopped earlier in the same
@@ -2288,7 +2514,9 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
     r->pw_now = tide_xcalloc((size_t)r->pw_nd + 1, sizeof *r->pw_now);
     r->w = tide_world_create(r->e);
     r->lat = latency_create(o);
-    evout_open(&r->eo, r->evf, r->policy);
+    /* with the model pipeline, which writes to evf itself after every step,
+     * the rows are formatted in place; so they are when asked (a sweep) */
+    evout_open(&r->eo, r->evf, r->policy, !o->pipeline && !o->inline_outputs);
     if (o->inject && o->inject->n > 0) {
         double gbps = tide_inject_storage_gbps(o->inject);
         if (gbps > 0) {
@@ -2325,9 +2553,13 @@ static json_t *run_policy(run_t *r, tabrow_t *tab, double *oracle, tide_error_t 
         if (r->ps)
             json_object_set_new(res, "pipeline", tide_pipesim_json(r->ps, r->horizon));
     }
+    /* every row written before the strings they point to go (the pipeline's
+     * and the engine's) */
+    int werr = evout_close(&r->eo);
+    if (werr && r->ev_werr && !*r->ev_werr)
+        *r->ev_werr = werr;
     tide_pipesim_destroy(r->ps);
     r->ps = NULL;
-    evout_close(&r->eo);
     timeline_flush(r);
     ds_close(r, NULL);
     free(r->rows_v);
@@ -2504,6 +2736,7 @@ static int check_opts(const tide_sim_opts_t *o, tide_error_t *err)
 typedef struct outputs {
     char tl_path[4096], ev_path[4096], sum_path[4096];
     FILE *tl, *ev;
+    int ev_werr; /* errno of the first failed write to ev by the rows' writer */
 } outputs_t;
 
 static json_t *options_json(const tide_sim_opts_t *o, tide_time_t horizon, tide_time_t interval);
@@ -2697,7 +2930,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     for (size_t i = 0; i < np; i++) {
         run_t r = {.o = o, .policy = names[i], .horizon = horizon, .interval = interval,
                    .job_order = job_order, .dem_order = dem_order, .tl = out.tl,
-                   .evf = out.ev, .show_progress = show,
+                   .evf = out.ev, .ev_werr = &out.ev_werr, .show_progress = show,
                    .sched = o->inject && o->inject->n > 0 ? &sched : NULL, .usage = usage};
         tab[i].policy = names[i];
         tide_error_t perr = {0};
@@ -2715,7 +2948,7 @@ int tide_sim_run(const tide_sim_opts_t *o, tide_error_t *err)
     int rc = 0;
     if (out.tl && close_out(out.tl, out.tl_path, err) != 0)
         rc = -1;
-    if (out.ev && close_out(out.ev, out.ev_path, rc ? NULL : err) != 0)
+    if (out.ev && close_out_saved(out.ev, out.ev_path, out.ev_werr, rc ? NULL : err) != 0)
         rc = -1;
     if (usage && tide_usage_close(usage, rc ? NULL : err) != 0)
         rc = -1;

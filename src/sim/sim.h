@@ -95,6 +95,10 @@ typedef struct tide_sim_opts {
     void *observe_ctx;
     unsigned outputs;                    /* TIDE_SIM_OUT_* mask (0 = all); the files not
                                             asked for are removed from out_dir */
+    int inline_outputs;                  /* 1: events.csv formatted and written on the
+                                            simulation thread (no writer thread; a sweep,
+                                            whose points already use every CPU). The bytes
+                                            are the same either way */
     const char *const *argv;             /* the command line, recorded in summary.json's
                                             options.command (NULL = none) */
     int argc;

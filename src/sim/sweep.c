@@ -405,6 +405,7 @@ static void run_point(pool_t *p, size_t i)
         o.outputs |= TIDE_SIM_OUT_SUMMARY;
     o.table = NULL;
     o.progress = 0;
+    o.inline_outputs = 1; /* the pool's points fill every CPU: no writer threads */
     tide_error_t err = {0};
     int ran = 0;
     if (tide_sweep_apply(p->g, i, p->gpus, &o.cfg, &err) == 0) {

@@ -21,7 +21,8 @@ void tide_grow_zeroed(void **pv, size_t *cap, size_t need, size_t size);
 
 #define TIDE_PUSH(arr, n, cap, val)                                               \
     do {                                                                          \
-        tide_grow((void **)&(arr), &(cap), (n) + 1, sizeof *(arr));               \
+        if ((size_t)(n) + 1 > (cap)) /* no call while there is room */            \
+            tide_grow((void **)&(arr), &(cap), (size_t)(n) + 1, sizeof *(arr));   \
         (arr)[(n)++] = (val);                                                     \
     } while (0)
 
