@@ -963,6 +963,13 @@ static inline int tide__ceil_sat(double x, int lo, int hi)
 {
     if (x != x)
         return lo;
+    if (x > -1e15 && x < 1e15) {
+        /* the same integer without ceil's bit work: x truncated is exact
+         * here, and one more when it was below x */
+        long long t = (long long)x;
+        t += (double)t < x;
+        return t <= lo ? lo : t >= hi ? hi : (int)t;
+    }
     double c = ceil(x);
     if (c <= (double)lo)
         return lo;

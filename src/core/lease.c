@@ -103,6 +103,28 @@ static tide_time_t notice_span(tide_engine_t *e)
     return (tide_time_t)ceil(base) + e->cfg.tick_s;
 }
 
+/* curve[i] += tide__replicas_for(s, v[i], s->fc.margin) x gpus_per_replica
+ * for each of the n buckets: the same expression per bucket (the same
+ * bits), the service's terms read once and no call per bucket (73 per
+ * service per tick). Debug builds (check_invariants) compare every bucket
+ * with tide__replicas_for (memo_bad). */
+static void need_add(tide_engine_t *e, const service_t *s, const double *v, int n, int *curve)
+{
+    double m1 = 1.0 + s->fc.margin, rr = s->spec.replica_rps;
+    int cap = tide__replicas_cap(s->spec.gpus_per_replica), lo = s->spec.min_replicas,
+        hi = s->spec.max_replicas, g = s->spec.gpus_per_replica, chk = e->cfg.check_invariants;
+    for (int i = 0; i < n; i++) {
+        int r = v[i] <= 0 ? 0 : tide__ceil_sat(v[i] * m1 / rr - 1e-9, 0, cap);
+        if (r < lo)
+            r = lo;
+        if (hi && r > hi)
+            r = hi;
+        curve[i] += r * g;
+        if (chk && r != tide__replicas_for(s, v[i], s->fc.margin))
+            e->memo_bad = 1;
+    }
+}
+
 void tide__lease_plan(tide_engine_t *e, tide_time_t now)
 {
     tide_time_t lead = 0;
@@ -132,8 +154,7 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
     for (int si = 0; si < e->n_svcs; si++) {
         service_t *s = &e->svcs[si];
         tide__fc_curve(&s->fc, now, k0, n, v);
-        for (int i = 0; i < n; i++)
-            e->need_curve[i] += tide__replicas_for(s, v[i], s->fc.margin) * s->spec.gpus_per_replica;
+        need_add(e, s, v, n, e->need_curve);
     }
     /* what inference can use without taking lent GPUs back */
     int avail = 0;
@@ -354,6 +375,7 @@ static size_t drop_noted(tide_engine_t *e)
         j->in_lease_order = 0;
         o[p].lease = -1; /* dropped: keeps its key, so the list stays sorted */
         o[p].n_leased = 0;
+        o[p].wake = TIDE_TIME_NEVER; /* the tail's first test passes over it */
         nd++;
     }
     e->n_lease_dead += nd;
@@ -550,16 +572,27 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
      * a lease before its wake is not due (checked in debug builds); a wake
      * computed under another min_term is computed again from now */
     tide_time_t d = now + e->cfg.lease_max_s;
+    struct lease_key *o = e->lease_order;
+    int chk = e->cfg.check_invariants;
+    tide_time_t mt = e->min_term; /* set by tide__lease_plan, not here */
     for (; i < n; i++) {
-        struct lease_key *k = &e->lease_order[i];
-        if (k->lease < 0)
-            continue; /* dropped */
-        if (k->wake_mt != e->min_term)
-            tail_wake_set(e, k, now); /* the shortest term changed since */
-        if (now < k->wake) {
-            if (e->cfg.check_invariants && renew_due(e, k, now, d))
+        struct lease_key *k = &o[i];
+        /* a dropped key's wake is never (drop_noted): one test skips it
+         * with the live keys before their wake */
+        if (now < k->wake && k->wake_mt == mt) {
+            if (chk && k->lease >= 0 && renew_due(e, k, now, d))
                 e->memo_bad = 1;
             continue;
+        }
+        if (k->lease < 0)
+            continue; /* dropped */
+        if (k->wake_mt != mt) {
+            tail_wake_set(e, k, now); /* the shortest term changed since */
+            if (now < k->wake) {
+                if (chk && renew_due(e, k, now, d))
+                    e->memo_bad = 1;
+                continue;
+            }
         }
         renew_if_due(e, k, now, d);
     }
