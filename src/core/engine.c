@@ -193,6 +193,7 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->renew_new);
     free(e->renew_mark);
     free(e->lease_merge);
+    free(e->lw_min);
     free(e->dl);
     free(e->dom_free_bits);
     free(e->plan_cost);

@@ -516,6 +516,14 @@ struct tide_engine {
     uint8_t *renew_mark;     /* [handle] 1 while listed in renew_new (derived) */
     size_t cap_renew_mark;
     int renew_rescan;        /* look at every running job instead (after a restore) */
+    /* the renewal tail's block bounds (lease.c, LW_SHIFT): lw_min[b] is at
+     * most the wake of every live key in lease_order's block b (keys
+     * [64 b, 64 b + 64)), INT64_MIN when unknown; all unknown unless
+     * lw_mt is e->min_term. Derived, not in a snapshot (a fresh engine's
+     * lw_mt of 0 is no min_term). */
+    tide_time_t *lw_min;
+    size_t cap_lw;
+    tide_time_t lw_mt;
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
     uint8_t *plan_ok;        /* ... while still current */

@@ -253,6 +253,27 @@ static void tail_wake_set(const tide_engine_t *e, struct lease_key *k, tide_time
     k->wake_mt = e->min_term;
 }
 
+/* The renewal tail's block bounds (e->lw_min): blocks of 64 keys of
+ * lease_order, each with a time no live key of it wakes before. The tail
+ * skips a whole block before its bound and sets the bound of each whole
+ * block it visits; a key given a new wake in place lowers its block's
+ * bound (lw_lower), keys that move make their blocks' bounds unknown
+ * (lw_from), and a new min_term or a reorder makes all unknown (lw_mt). */
+#define LW_SHIFT 4
+
+static void lw_lower(tide_engine_t *e, size_t p, tide_time_t w)
+{
+    size_t b = p >> LW_SHIFT;
+    if (b < e->cap_lw && w < e->lw_min[b])
+        e->lw_min[b] = w;
+}
+
+static void lw_from(tide_engine_t *e, size_t p)
+{
+    for (size_t b = p >> LW_SHIFT; b < e->cap_lw; b++)
+        e->lw_min[b] = INT64_MIN;
+}
+
 static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_time_t d)
 {
     int32_t h = k->h;
@@ -260,6 +281,7 @@ static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_t
     k->latest = d;
     k->term_start = now;
     tail_wake_set(e, k, now);
+    lw_lower(e, (size_t)(k - e->lease_order), k->wake);
     l->latest_return = d;
     tide__deadline_push(e, d, h);
     l->term_start = now;
@@ -297,10 +319,27 @@ static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
     tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, nm, sizeof *e->lease_merge);
     m = e->lease_merge;
     memcpy(m, o + kept, nm * sizeof *m);
+    /* the tail's block bounds: a kept key moves up by at most nm places,
+     * so with nm <= 64 each block then holds keys of its own or of the
+     * block before, and new keys: its bound becomes the lower of the two
+     * old ones (blocks from the first new key's on, from the last down),
+     * lowered by each new key's wake where it lands. Else unknown from
+     * the first new key on. */
+    size_t first = lower_bound(o, kept, &m[0]), bn = ((n - 1) >> LW_SHIFT) + 1;
+    int shift = nm <= (1u << LW_SHIFT) && bn <= e->cap_lw;
+    if (shift) {
+        for (size_t b = bn; b-- > (first >> LW_SHIFT) && b > 0;)
+            if (e->lw_min[b - 1] < e->lw_min[b])
+                e->lw_min[b] = e->lw_min[b - 1];
+    } else {
+        lw_from(e, first);
+    }
     for (size_t x = nm; x-- > 0;) {
         size_t lo = lower_bound(o, a, &m[x]); /* first kept key after m[x] (the order is total) */
         memmove(o + lo + x + 1, o + lo, (a - lo) * sizeof *o);
         o[lo + x] = m[x];
+        if (shift)
+            lw_lower(e, lo + x, m[x].wake);
         a = lo;
     }
 }
@@ -369,6 +408,7 @@ static size_t drop_noted(tide_engine_t *e)
             struct lease_key k = key_of(e, j, o[p].h);
             if ((p == 0 || order_cmp(&o[p - 1], &k) < 0) && (p + 1 >= n || order_cmp(&k, &o[p + 1]) < 0)) {
                 o[p] = k;
+                lw_lower(e, p, k.wake);
                 continue;
             }
         }
@@ -404,6 +444,7 @@ static void compact_order(tide_engine_t *e, int force)
         }
     e->n_lease_order = n;
     e->n_lease_dead = 0;
+    e->lw_mt = 0; /* keys moved: every block bound unknown */
 }
 
 static size_t rekey_listed(tide_engine_t *e, int *sorted);
@@ -444,6 +485,7 @@ static size_t renew_order(tide_engine_t *e)
     e->n_lease_order = n;
     if (!sorted) {
         qsort(o, n, sizeof *o, order_cmp);
+        e->lw_mt = 0;
     } else if (n > kept) {
         qsort(o + kept, n - kept, sizeof *o, order_cmp);
         merge_runs(e, kept, n);
@@ -481,6 +523,7 @@ static size_t rekey_listed(tide_engine_t *e, int *sorted)
         n++;
     }
     e->n_lease_dead = 0;
+    e->lw_mt = 0; /* keys moved: every block bound unknown */
     return n;
 }
 
@@ -575,26 +618,53 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
     struct lease_key *o = e->lease_order;
     int chk = e->cfg.check_invariants;
     tide_time_t mt = e->min_term; /* set by tide__lease_plan, not here */
-    for (; i < n; i++) {
-        struct lease_key *k = &o[i];
-        /* a dropped key's wake is never (drop_noted): one test skips it
-         * with the live keys before their wake */
-        if (now < k->wake && k->wake_mt == mt) {
-            if (chk && k->lease >= 0 && renew_due(e, k, now, d))
-                e->memo_bad = 1;
+    size_t nb = (n >> LW_SHIFT) + 1;
+    if (nb > e->cap_lw) {
+        size_t old = e->cap_lw;
+        tide_grow((void **)&e->lw_min, &e->cap_lw, nb, sizeof *e->lw_min);
+        for (size_t b = old; b < e->cap_lw; b++)
+            e->lw_min[b] = INT64_MIN;
+    }
+    if (e->lw_mt != mt) { /* another shortest term: every wake is computed again */
+        lw_from(e, 0);
+        e->lw_mt = mt;
+    }
+    while (i < n) {
+        size_t b = i >> LW_SHIFT, end = (b + 1) << LW_SHIFT;
+        if (end > n)
+            end = n;
+        int whole = (i & ((1u << LW_SHIFT) - 1)) == 0;
+        /* a whole block before its bound: no key of it is due (debug
+         * builds visit it, and any key due or not yet keyed under mt there
+         * is a wrong bound) */
+        int skip = whole && now < e->lw_min[b];
+        if (skip && !chk) {
+            i = end;
             continue;
         }
-        if (k->lease < 0)
-            continue; /* dropped */
-        if (k->wake_mt != mt) {
-            tail_wake_set(e, k, now); /* the shortest term changed since */
-            if (now < k->wake) {
-                if (chk && renew_due(e, k, now, d))
+        tide_time_t lo = TIDE_TIME_NEVER;
+        for (; i < end; i++) {
+            struct lease_key *k = &o[i];
+            /* a dropped key's wake is never (drop_noted): one test passes
+             * over it with the live keys before their wake */
+            if (now < k->wake && k->wake_mt == mt) {
+                if (chk && k->lease >= 0 && renew_due(e, k, now, d))
                     e->memo_bad = 1;
-                continue;
+            } else if (k->lease >= 0) {
+                if (skip)
+                    e->memo_bad = 1;
+                if (k->wake_mt != mt)
+                    tail_wake_set(e, k, now); /* the shortest term changed since */
+                if (now >= k->wake)
+                    renew_if_due(e, k, now, d);
+                else if (chk && renew_due(e, k, now, d))
+                    e->memo_bad = 1;
             }
+            if (k->wake < lo)
+                lo = k->wake;
         }
-        renew_if_due(e, k, now, d);
+        if (whole)
+            e->lw_min[b] = lo;
     }
 }
 
