@@ -500,6 +500,9 @@ struct tide_engine {
     int need_n;
     tide_time_t need_t0;
     int need_avail;          /* GPUs inference can use without lent ones */
+    int *need_pmax;          /* [need_n] the highest of need_curve[0..i]
+                                (tide__lease_need_pmax; derived, not stored) */
+    size_t cap_need_pmax;
     int lent_run;            /* lent GPUs of running jobs not stopping (runidx.c) */
     tide_time_t ret_lead;    /* return lead: reclaim lead - notice span */
     tide_time_t min_term;    /* shortest lease term (a notice can be answered) */
@@ -1002,6 +1005,8 @@ void tide__lease_update(tide_engine_t *e, int32_t h);
 void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late);
 void tide__lease_tick(tide_engine_t *e, tide_time_t now);
 tide_time_t tide__reclaim_lead(tide_engine_t *e, int service);
+void tide__lease_need_pmax(tide_engine_t *e);          /* sets need_pmax from the curve */
+int tide__lease_need_pmax_bad(const tide_engine_t *e);  /* need_pmax against the curve */
 /* Per tick: the forecast need curve and the terms leases are granted for. */
 void tide__lease_plan(tide_engine_t *e, tide_time_t now);
 

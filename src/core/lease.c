@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+
 #include "core/internal.h"
 
 static void lower_deadline(tide_engine_t *e, tide_time_t t)
@@ -162,6 +164,28 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
         if (e->pol->inf_zones & ZBIT(z))
             avail += e->zone_gpus[z] - e->zone_foreign[z];
     e->need_avail = avail - e->lent_run; /* kept by tide__lent_sync */
+    tide__lease_need_pmax(e);
+}
+
+/* need_pmax[i]: the highest need of buckets 0..i (one pass over the curve,
+ * per plan and after a restore). */
+void tide__lease_need_pmax(tide_engine_t *e)
+{
+    tide_grow((void **)&e->need_pmax, &e->cap_need_pmax, (size_t)e->need_n + 1, sizeof *e->need_pmax);
+    for (int i = 0, m = INT_MIN; i < e->need_n; i++)
+        e->need_pmax[i] = m = e->need_curve[i] > m ? e->need_curve[i] : m;
+}
+
+int tide__lease_need_pmax_bad(const tide_engine_t *e)
+{
+    if (e->need_n && (size_t)e->need_n > e->cap_need_pmax)
+        return 1;
+    for (int i = 0, m = INT_MIN; i < e->need_n; i++) {
+        m = e->need_curve[i] > m ? e->need_curve[i] : m;
+        if (e->need_pmax[i] != m)
+            return 1;
+    }
+    return 0;
 }
 
 tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
@@ -190,9 +214,30 @@ tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t
     return end;
 }
 
+/* tide__lease_deadline_forecast_at(e, now, 0, NULL) without the walk of the
+ * curve: the walk returns at the first bucket above need_avail (found by
+ * binary search on the running maxima need_pmax) unless a bucket at or
+ * past now + lease_max comes first, and the buckets' times only grow. */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now)
 {
-    return tide__lease_deadline_forecast_at(e, now, 0, NULL);
+    tide_time_t end = now + e->cfg.lease_max_s;
+    int lo = 0, hi = e->need_n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->need_pmax[mid] > e->need_avail)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo >= e->need_n)
+        return end;
+    tide_time_t t = e->need_t0 + (tide_time_t)lo * e->cfg.forecast_bucket_s;
+    if (t >= end)
+        return end;
+    tide_time_t r = t - e->ret_lead;
+    if (r < now + e->min_term)
+        r = now + e->min_term;
+    return r < end ? r : end;
 }
 
 /* Reclaim order of lent jobs, cheapest first (as reclaim.c picks victims):
@@ -260,6 +305,7 @@ static void tail_wake_set(const tide_engine_t *e, struct lease_key *k, tide_time
  * bound (lw_lower), keys that move make their blocks' bounds unknown
  * (lw_from), and a new min_term or a reorder makes all unknown (lw_mt). */
 #define LW_SHIFT 4
+#define LW_SPAN 16 /* merge_runs carries bounds across up to 16 blocks of new keys */
 
 static void lw_lower(tide_engine_t *e, size_t p, tide_time_t w)
 {
@@ -272,6 +318,43 @@ static void lw_from(tide_engine_t *e, size_t p)
 {
     for (size_t b = p >> LW_SHIFT; b < e->cap_lw; b++)
         e->lw_min[b] = INT64_MIN;
+}
+
+/* The block bounds after merge_runs put nm new keys at the ascending
+ * positions pos[] of the n keys, the kept ones (kept of them) in their
+ * order: a kept key at new position p was at p - (new keys before p). So
+ * new block [P, Q) holds kept keys from old positions P - c(Q) to
+ * Q - 1 - c(P) (c(t): new keys before t), whose old blocks' bounds
+ * bound them, and the new keys placed in it, bounded by their wakes.
+ * Blocks from the last down: the old bounds read are at or below the
+ * block written. Blocks before the first new key's do not change. */
+static void lw_merge(tide_engine_t *e, size_t kept, size_t n, const size_t *pos, size_t nm)
+{
+    const struct lease_key *o = e->lease_order;
+    size_t B = (size_t)1 << LW_SHIFT, cq = nm, cp = nm;
+    for (size_t b = (n - 1) >> LW_SHIFT; ; b--) {
+        size_t P = b * B, Q = P + B;
+        while (cq > 0 && pos[cq - 1] >= Q)
+            cq--;
+        cp = cq;
+        tide_time_t lo = TIDE_TIME_NEVER;
+        while (cp > 0 && pos[cp - 1] >= P) {
+            cp--;
+            if (o[pos[cp]].wake < lo)
+                lo = o[pos[cp]].wake;
+        }
+        /* kept keys: old positions [P - cq, Q - 1 - cp], below kept */
+        size_t from = P > cq ? P - cq : 0, to = Q - 1 - cp;
+        if (to > kept - 1)
+            to = kept - 1;
+        if (kept && from <= to)
+            for (size_t ob = from >> LW_SHIFT; ob <= to >> LW_SHIFT; ob++)
+                if (e->lw_min[ob] < lo)
+                    lo = e->lw_min[ob];
+        e->lw_min[b] = lo;
+        if (cp == 0 || b == 0)
+            break; /* no new key before this block: the rest stands */
+    }
 }
 
 static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_time_t d)
@@ -319,29 +402,22 @@ static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
     tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, nm, sizeof *e->lease_merge);
     m = e->lease_merge;
     memcpy(m, o + kept, nm * sizeof *m);
-    /* the tail's block bounds: a kept key moves up by at most nm places,
-     * so with nm <= 64 each block then holds keys of its own or of the
-     * block before, and new keys: its bound becomes the lower of the two
-     * old ones (blocks from the first new key's on, from the last down),
-     * lowered by each new key's wake where it lands. Else unknown from
-     * the first new key on. */
-    size_t first = lower_bound(o, kept, &m[0]), bn = ((n - 1) >> LW_SHIFT) + 1;
-    int shift = nm <= (1u << LW_SHIFT) && bn <= e->cap_lw;
-    if (shift) {
-        for (size_t b = bn; b-- > (first >> LW_SHIFT) && b > 0;)
-            if (e->lw_min[b - 1] < e->lw_min[b])
-                e->lw_min[b] = e->lw_min[b - 1];
-    } else {
-        lw_from(e, first);
-    }
+    /* the tail's block bounds (up to LW_SPAN blocks of new keys; else
+     * unknown from the first new key on): see lw_merge */
+    size_t pos[LW_SPAN << LW_SHIFT];
+    int shift = nm <= (LW_SPAN << LW_SHIFT) && ((n - 1) >> LW_SHIFT) < e->cap_lw;
+    if (!shift)
+        lw_from(e, lower_bound(o, kept, &m[0]));
     for (size_t x = nm; x-- > 0;) {
         size_t lo = lower_bound(o, a, &m[x]); /* first kept key after m[x] (the order is total) */
         memmove(o + lo + x + 1, o + lo, (a - lo) * sizeof *o);
         o[lo + x] = m[x];
         if (shift)
-            lw_lower(e, lo + x, m[x].wake);
+            pos[x] = lo + x;
         a = lo;
     }
+    if (shift)
+        lw_merge(e, kept, n, pos, nm);
 }
 
 static int noted(const tide_engine_t *e, int32_t h)
