@@ -105,26 +105,34 @@ static tide_time_t notice_span(tide_engine_t *e)
     return (tide_time_t)ceil(base) + e->cfg.tick_s;
 }
 
+/* tide__replicas_for(s, v, margin) with the service's terms read once by
+ * the caller: m1 = 1 + margin, rr its rate per replica, cap, lo, hi its
+ * sizing cap and replica bounds. The same expression, so the same bits. */
+static inline int need_r(double v, double m1, double rr, int cap, int lo, int hi)
+{
+    int r = v <= 0 ? 0 : tide__ceil_sat(v * m1 / rr - 1e-9, 0, cap);
+    if (r < lo)
+        r = lo;
+    if (hi && r > hi)
+        r = hi;
+    return r;
+}
+
 /* curve[i] += tide__replicas_for(s, v[i], s->fc.margin) x gpus_per_replica
- * for each of the n buckets: the same expression per bucket (the same
- * bits), the service's terms read once and no call per bucket (73 per
- * service per tick). Debug builds (check_invariants) compare every bucket
- * with tide__replicas_for (memo_bad). */
+ * for each of the n buckets (need_r: no call per bucket, 73 per service
+ * per tick). Debug builds (check_invariants) compare every bucket with
+ * tide__replicas_for (memo_bad). */
 static void need_add(tide_engine_t *e, const service_t *s, const double *v, int n, int *curve)
 {
     double m1 = 1.0 + s->fc.margin, rr = s->spec.replica_rps;
     int cap = tide__replicas_cap(s->spec.gpus_per_replica), lo = s->spec.min_replicas,
-        hi = s->spec.max_replicas, g = s->spec.gpus_per_replica, chk = e->cfg.check_invariants;
-    for (int i = 0; i < n; i++) {
-        int r = v[i] <= 0 ? 0 : tide__ceil_sat(v[i] * m1 / rr - 1e-9, 0, cap);
-        if (r < lo)
-            r = lo;
-        if (hi && r > hi)
-            r = hi;
-        curve[i] += r * g;
-        if (chk && r != tide__replicas_for(s, v[i], s->fc.margin))
-            e->memo_bad = 1;
-    }
+        hi = s->spec.max_replicas, g = s->spec.gpus_per_replica;
+    for (int i = 0; i < n; i++)
+        curve[i] += need_r(v[i], m1, rr, cap, lo, hi) * g;
+    if (e->cfg.check_invariants)
+        for (int i = 0; i < n; i++)
+            if (need_r(v[i], m1, rr, cap, lo, hi) != tide__replicas_for(s, v[i], s->fc.margin))
+                e->memo_bad = 1;
 }
 
 void tide__lease_plan(tide_engine_t *e, tide_time_t now)
