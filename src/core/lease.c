@@ -8,11 +8,10 @@
  * enforces the deadline itself: a job still holding lent GPUs at its latest
  * return is stopped (its work since the last committed checkpoint is lost and
  * counted, as a lease expiry, not as a late reclaim). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <limits.h>
 
 #include "core/internal.h"
 
@@ -306,12 +305,14 @@ static void tail_wake_set(const tide_engine_t *e, struct lease_key *k, tide_time
     k->wake_mt = e->min_term;
 }
 
-/* The renewal tail's block bounds (e->lw_min): blocks of 64 keys of
- * lease_order, each with a time no live key of it wakes before. The tail
- * skips a whole block before its bound and sets the bound of each whole
- * block it visits; a key given a new wake in place lowers its block's
- * bound (lw_lower), keys that move make their blocks' bounds unknown
- * (lw_from), and a new min_term or a reorder makes all unknown (lw_mt). */
+/* The renewal tail's block bounds (e->lw_min): blocks of 16 keys of
+ * lease_order (LW_SHIFT), each with a time no live key of it wakes before.
+ * The tail skips a whole block before its bound and sets the bound of each
+ * whole block it visits; a key given a new wake in place lowers its
+ * block's bound (lw_lower), merge_runs carries the bounds across its
+ * shifts (lw_merge; more new keys than LW_SPAN blocks hold make the bounds
+ * after the first one unknown: lw_from), and a new min_term, a compaction
+ * or a re-sort makes all unknown (lw_mt). */
 #define LW_SHIFT 4
 #define LW_SPAN 16 /* merge_runs carries bounds across up to 16 blocks of new keys */
 
