@@ -761,21 +761,27 @@ static int dl_less(const struct deadline_ent *a, const struct deadline_ent *b)
     return a->t < b->t || (a->t == b->t && a->h < b->h);
 }
 
+/* The deadline heap is 4-ary (children of i: 4 i + 1 .. 4 i + 4): half the
+ * levels of a binary one. Only its least entry is ever read, and the pops
+ * take out the same entries whatever the arity (stop_due orders the due
+ * jobs by run slot), so the arity changes no decision. */
 static void dl_sift_down(struct deadline_ent *v, size_t n, size_t i)
 {
+    struct deadline_ent x = v[i];
     for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < n && dl_less(&v[l], &v[m]))
-            m = l;
-        if (l + 1 < n && dl_less(&v[l + 1], &v[m]))
-            m = l + 1;
-        if (m == i)
-            return;
-        struct deadline_ent t = v[i];
+        size_t c = 4 * i + 1;
+        if (c >= n)
+            break;
+        size_t m = c, end = c + 4 < n ? c + 4 : n;
+        for (size_t k = c + 1; k < end; k++)
+            if (dl_less(&v[k], &v[m]))
+                m = k;
+        if (!dl_less(&v[m], &x))
+            break;
         v[i] = v[m];
-        v[m] = t;
         i = m;
     }
+    v[i] = x;
 }
 
 /* Is entry x one of the job's current deadlines? */
@@ -802,7 +808,7 @@ static void dl_compact(tide_engine_t *e)
         if (dl_live(e, &e->dl[i]))
             e->dl[n++] = e->dl[i];
     e->n_dl = n;
-    for (size_t i = n / 2; i-- > 0;)
+    for (size_t i = n / 4 + 1; i-- > 0;)
         dl_sift_down(e->dl, n, i);
 }
 
@@ -813,9 +819,9 @@ void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h)
     tide_grow((void **)&e->dl, &e->cap_dl, e->n_dl + 1, sizeof *e->dl);
     size_t i = e->n_dl++;
     struct deadline_ent x = {t, h};
-    while (i > 0 && dl_less(&x, &e->dl[(i - 1) / 2])) {
-        e->dl[i] = e->dl[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i > 0 && dl_less(&x, &e->dl[(i - 1) / 4])) {
+        e->dl[i] = e->dl[(i - 1) / 4];
+        i = (i - 1) / 4;
     }
     e->dl[i] = x;
 }
