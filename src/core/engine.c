@@ -193,6 +193,8 @@ void tide_engine_destroy(tide_engine_t *e)
     free(e->renew_new);
     free(e->renew_mark);
     free(e->lease_merge);
+    free(e->lw_min);
+    free(e->need_pmax);
     free(e->dl);
     free(e->dom_free_bits);
     free(e->plan_cost);
@@ -992,6 +994,8 @@ static int check_indexes(const tide_engine_t *e, tide_error_t *err)
     if (zt >= 0)
         return tide_errf(err, TIDE_ESTATE, "team %s: GPU-seconds in a cell no job is accounted in",
                          e->teams[zt].name);
+    if (tide__lease_need_pmax_bad(e))
+        return tide_errf(err, TIDE_ESTATE, "the need curve's running maxima disagree with the curve");
     if (e->lent_run != tide__lent_scan(e))
         return tide_errf(err, TIDE_ESTATE, "lent GPUs of running jobs: %d counted, %d by a scan",
                          e->lent_run, tide__lent_scan(e));

@@ -514,6 +514,9 @@ struct tide_engine {
     int need_n;
     tide_time_t need_t0;
     int need_avail;          /* GPUs inference can use without lent ones */
+    int *need_pmax;          /* [need_n] the highest of need_curve[0..i]
+                                (tide__lease_need_pmax; derived, not stored) */
+    size_t cap_need_pmax;
     int lent_run;            /* lent GPUs of running jobs not stopping (runidx.c) */
     tide_time_t ret_lead;    /* return lead: reclaim lead - notice span */
     tide_time_t min_term;    /* shortest lease term (a notice can be answered) */
@@ -530,6 +533,14 @@ struct tide_engine {
     uint8_t *renew_mark;     /* [handle] 1 while listed in renew_new (derived) */
     size_t cap_renew_mark;
     int renew_rescan;        /* look at every running job instead (after a restore) */
+    /* the renewal tail's block bounds (lease.c, LW_SHIFT): lw_min[b] is at
+     * most the wake of every live key in lease_order's block b (keys
+     * [64 b, 64 b + 64)), INT64_MIN when unknown; all unknown unless
+     * lw_mt is e->min_term. Derived, not in a snapshot (a fresh engine's
+     * lw_mt of 0 is no min_term). */
+    tide_time_t *lw_min;
+    size_t cap_lw;
+    tide_time_t lw_mt;
     cap_empty_t cap_empty[CAP_EMPTY_SLOTS]; /* tide__capacity_empty memo */
     double *plan_cost;       /* [n_doms] reclaim_for: each domain's plan cost ... */
     uint8_t *plan_ok;        /* ... while still current */
@@ -1003,6 +1014,13 @@ static inline int tide__ceil_sat(double x, int lo, int hi)
 {
     if (x != x)
         return lo;
+    if (x > -1e15 && x < 1e15) {
+        /* the same integer without ceil's bit work: x truncated is exact
+         * here, and one more when it was below x */
+        long long t = (long long)x;
+        t += (double)t < x;
+        return t <= lo ? lo : t >= hi ? hi : (int)t;
+    }
     double c = ceil(x);
     if (c <= (double)lo)
         return lo;
@@ -1027,6 +1045,8 @@ void tide__lease_update(tide_engine_t *e, int32_t h);
 void tide__lease_return(tide_engine_t *e, int32_t h, int reason, int late);
 void tide__lease_tick(tide_engine_t *e, tide_time_t now);
 tide_time_t tide__reclaim_lead(tide_engine_t *e, int service);
+void tide__lease_need_pmax(tide_engine_t *e);          /* sets need_pmax from the curve */
+int tide__lease_need_pmax_bad(const tide_engine_t *e);  /* need_pmax against the curve */
 /* Per tick: the forecast need curve and the terms leases are granted for. */
 void tide__lease_plan(tide_engine_t *e, tide_time_t now);
 

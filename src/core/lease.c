@@ -8,6 +8,7 @@
  * enforces the deadline itself: a job still holding lent GPUs at its latest
  * return is stopped (its work since the last committed checkpoint is lost and
  * counted, as a lease expiry, not as a late reclaim). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,36 @@ static tide_time_t notice_span(tide_engine_t *e)
     return (tide_time_t)ceil(base) + e->cfg.tick_s;
 }
 
+/* tide__replicas_for(s, v, margin) with the service's terms read once by
+ * the caller: m1 = 1 + margin, rr its rate per replica, cap, lo, hi its
+ * sizing cap and replica bounds. The same expression, so the same bits. */
+static inline int need_r(double v, double m1, double rr, int cap, int lo, int hi)
+{
+    int r = v <= 0 ? 0 : tide__ceil_sat(v * m1 / rr - 1e-9, 0, cap);
+    if (r < lo)
+        r = lo;
+    if (hi && r > hi)
+        r = hi;
+    return r;
+}
+
+/* curve[i] += tide__replicas_for(s, v[i], s->fc.margin) x gpus_per_replica
+ * for each of the n buckets (need_r: no call per bucket, 73 per service
+ * per tick). Debug builds (check_invariants) compare every bucket with
+ * tide__replicas_for (memo_bad). */
+static void need_add(tide_engine_t *e, const service_t *s, const double *v, int n, int *curve)
+{
+    double m1 = 1.0 + s->fc.margin, rr = s->spec.replica_rps;
+    int cap = tide__replicas_cap(s->spec.gpus_per_replica), lo = s->spec.min_replicas,
+        hi = s->spec.max_replicas, g = s->spec.gpus_per_replica;
+    for (int i = 0; i < n; i++)
+        curve[i] += need_r(v[i], m1, rr, cap, lo, hi) * g;
+    if (e->cfg.check_invariants)
+        for (int i = 0; i < n; i++)
+            if (need_r(v[i], m1, rr, cap, lo, hi) != tide__replicas_for(s, v[i], s->fc.margin))
+                e->memo_bad = 1;
+}
+
 void tide__lease_plan(tide_engine_t *e, tide_time_t now)
 {
     tide_time_t lead = 0;
@@ -132,8 +163,7 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
     for (int si = 0; si < e->n_svcs; si++) {
         service_t *s = &e->svcs[si];
         tide__fc_curve(&s->fc, now, k0, n, v);
-        for (int i = 0; i < n; i++)
-            e->need_curve[i] += tide__replicas_for(s, v[i], s->fc.margin) * s->spec.gpus_per_replica;
+        need_add(e, s, v, n, e->need_curve);
     }
     /* what inference can use without taking lent GPUs back */
     int avail = 0;
@@ -141,6 +171,28 @@ void tide__lease_plan(tide_engine_t *e, tide_time_t now)
         if (e->pol->inf_zones & ZBIT(z))
             avail += e->zone_gpus[z] - e->zone_foreign[z];
     e->need_avail = avail - e->lent_run; /* kept by tide__lent_sync */
+    tide__lease_need_pmax(e);
+}
+
+/* need_pmax[i]: the highest need of buckets 0..i (one pass over the curve,
+ * per plan and after a restore). */
+void tide__lease_need_pmax(tide_engine_t *e)
+{
+    tide_grow((void **)&e->need_pmax, &e->cap_need_pmax, (size_t)e->need_n + 1, sizeof *e->need_pmax);
+    for (int i = 0, m = INT_MIN; i < e->need_n; i++)
+        e->need_pmax[i] = m = e->need_curve[i] > m ? e->need_curve[i] : m;
+}
+
+int tide__lease_need_pmax_bad(const tide_engine_t *e)
+{
+    if (e->need_n && (size_t)e->need_n > e->cap_need_pmax)
+        return 1;
+    for (int i = 0, m = INT_MIN; i < e->need_n; i++) {
+        m = e->need_curve[i] > m ? e->need_curve[i] : m;
+        if (e->need_pmax[i] != m)
+            return 1;
+    }
+    return 0;
 }
 
 tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t now, int gpus_before,
@@ -169,9 +221,30 @@ tide_time_t tide__lease_deadline_forecast_at(const tide_engine_t *e, tide_time_t
     return end;
 }
 
+/* tide__lease_deadline_forecast_at(e, now, 0, NULL) without the walk of the
+ * curve: the walk returns at the first bucket above need_avail (found by
+ * binary search on the running maxima need_pmax) unless a bucket at or
+ * past now + lease_max comes first, and the buckets' times only grow. */
 tide_time_t tide__lease_deadline_forecast(const tide_engine_t *e, tide_time_t now)
 {
-    return tide__lease_deadline_forecast_at(e, now, 0, NULL);
+    tide_time_t end = now + e->cfg.lease_max_s;
+    int lo = 0, hi = e->need_n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->need_pmax[mid] > e->need_avail)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo >= e->need_n)
+        return end;
+    tide_time_t t = e->need_t0 + (tide_time_t)lo * e->cfg.forecast_bucket_s;
+    if (t >= end)
+        return end;
+    tide_time_t r = t - e->ret_lead;
+    if (r < now + e->min_term)
+        r = now + e->min_term;
+    return r < end ? r : end;
 }
 
 /* Reclaim order of lent jobs, cheapest first (as reclaim.c picks victims):
@@ -232,6 +305,67 @@ static void tail_wake_set(const tide_engine_t *e, struct lease_key *k, tide_time
     k->wake_mt = e->min_term;
 }
 
+/* The renewal tail's block bounds (e->lw_min): blocks of 16 keys of
+ * lease_order (LW_SHIFT), each with a time no live key of it wakes before.
+ * The tail skips a whole block before its bound and sets the bound of each
+ * whole block it visits; a key given a new wake in place lowers its
+ * block's bound (lw_lower), merge_runs carries the bounds across its
+ * shifts (lw_merge; more new keys than LW_SPAN blocks hold make the bounds
+ * after the first one unknown: lw_from), and a new min_term, a compaction
+ * or a re-sort makes all unknown (lw_mt). */
+#define LW_SHIFT 4
+#define LW_SPAN 16 /* merge_runs carries bounds across up to 16 blocks of new keys */
+
+static void lw_lower(tide_engine_t *e, size_t p, tide_time_t w)
+{
+    size_t b = p >> LW_SHIFT;
+    if (b < e->cap_lw && w < e->lw_min[b])
+        e->lw_min[b] = w;
+}
+
+static void lw_from(tide_engine_t *e, size_t p)
+{
+    for (size_t b = p >> LW_SHIFT; b < e->cap_lw; b++)
+        e->lw_min[b] = INT64_MIN;
+}
+
+/* The block bounds after merge_runs put nm new keys at the ascending
+ * positions pos[] of the n keys, the kept ones (kept of them) in their
+ * order: a kept key at new position p was at p - (new keys before p). So
+ * new block [P, Q) holds kept keys from old positions P - c(Q) to
+ * Q - 1 - c(P) (c(t): new keys before t), whose old blocks' bounds
+ * bound them, and the new keys placed in it, bounded by their wakes.
+ * Blocks from the last down: the old bounds read are at or below the
+ * block written. Blocks before the first new key's do not change. */
+static void lw_merge(tide_engine_t *e, size_t kept, size_t n, const size_t *pos, size_t nm)
+{
+    const struct lease_key *o = e->lease_order;
+    size_t B = (size_t)1 << LW_SHIFT, cq = nm, cp = nm;
+    for (size_t b = (n - 1) >> LW_SHIFT; ; b--) {
+        size_t P = b * B, Q = P + B;
+        while (cq > 0 && pos[cq - 1] >= Q)
+            cq--;
+        cp = cq;
+        tide_time_t lo = TIDE_TIME_NEVER;
+        while (cp > 0 && pos[cp - 1] >= P) {
+            cp--;
+            if (o[pos[cp]].wake < lo)
+                lo = o[pos[cp]].wake;
+        }
+        /* kept keys: old positions [P - cq, Q - 1 - cp], below kept */
+        size_t from = P > cq ? P - cq : 0, to = Q - 1 - cp;
+        if (to > kept - 1)
+            to = kept - 1;
+        if (kept && from <= to)
+            for (size_t ob = from >> LW_SHIFT; ob <= to >> LW_SHIFT; ob++)
+                if (e->lw_min[ob] < lo)
+                    lo = e->lw_min[ob];
+        e->lw_min[b] = lo;
+        if (cp == 0 || b == 0)
+            break; /* no new key before this block: the rest stands */
+    }
+}
+
 static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_time_t d)
 {
     int32_t h = k->h;
@@ -239,6 +373,7 @@ static void renew(tide_engine_t *e, struct lease_key *k, tide_time_t now, tide_t
     k->latest = d;
     k->term_start = now;
     tail_wake_set(e, k, now);
+    lw_lower(e, (size_t)(k - e->lease_order), k->wake);
     l->latest_return = d;
     tide__deadline_push(e, d, h);
     l->term_start = now;
@@ -276,12 +411,22 @@ static void merge_runs(tide_engine_t *e, size_t kept, size_t n)
     tide_grow((void **)&e->lease_merge, &e->cap_lease_merge, nm, sizeof *e->lease_merge);
     m = e->lease_merge;
     memcpy(m, o + kept, nm * sizeof *m);
+    /* the tail's block bounds (up to LW_SPAN blocks of new keys; else
+     * unknown from the first new key on): see lw_merge */
+    size_t pos[LW_SPAN << LW_SHIFT];
+    int shift = nm <= (LW_SPAN << LW_SHIFT) && ((n - 1) >> LW_SHIFT) < e->cap_lw;
+    if (!shift)
+        lw_from(e, lower_bound(o, kept, &m[0]));
     for (size_t x = nm; x-- > 0;) {
         size_t lo = lower_bound(o, a, &m[x]); /* first kept key after m[x] (the order is total) */
         memmove(o + lo + x + 1, o + lo, (a - lo) * sizeof *o);
         o[lo + x] = m[x];
+        if (shift)
+            pos[x] = lo + x;
         a = lo;
     }
+    if (shift)
+        lw_merge(e, kept, n, pos, nm);
 }
 
 static int noted(const tide_engine_t *e, int32_t h)
@@ -348,12 +493,14 @@ static size_t drop_noted(tide_engine_t *e)
             struct lease_key k = key_of(e, j, o[p].h);
             if ((p == 0 || order_cmp(&o[p - 1], &k) < 0) && (p + 1 >= n || order_cmp(&k, &o[p + 1]) < 0)) {
                 o[p] = k;
+                lw_lower(e, p, k.wake);
                 continue;
             }
         }
         j->in_lease_order = 0;
         o[p].lease = -1; /* dropped: keeps its key, so the list stays sorted */
         o[p].n_leased = 0;
+        o[p].wake = TIDE_TIME_NEVER; /* the tail's first test passes over it */
         nd++;
     }
     e->n_lease_dead += nd;
@@ -382,6 +529,7 @@ static void compact_order(tide_engine_t *e, int force)
         }
     e->n_lease_order = n;
     e->n_lease_dead = 0;
+    e->lw_mt = 0; /* keys moved: every block bound unknown */
 }
 
 static size_t rekey_listed(tide_engine_t *e, int *sorted);
@@ -422,6 +570,7 @@ static size_t renew_order(tide_engine_t *e)
     e->n_lease_order = n;
     if (!sorted) {
         qsort(o, n, sizeof *o, order_cmp);
+        e->lw_mt = 0;
     } else if (n > kept) {
         qsort(o + kept, n - kept, sizeof *o, order_cmp);
         merge_runs(e, kept, n);
@@ -459,6 +608,7 @@ static size_t rekey_listed(tide_engine_t *e, int *sorted)
         n++;
     }
     e->n_lease_dead = 0;
+    e->lw_mt = 0; /* keys moved: every block bound unknown */
     return n;
 }
 
@@ -550,18 +700,56 @@ static void renew_pass(tide_engine_t *e, tide_time_t now)
      * a lease before its wake is not due (checked in debug builds); a wake
      * computed under another min_term is computed again from now */
     tide_time_t d = now + e->cfg.lease_max_s;
-    for (; i < n; i++) {
-        struct lease_key *k = &e->lease_order[i];
-        if (k->lease < 0)
-            continue; /* dropped */
-        if (k->wake_mt != e->min_term)
-            tail_wake_set(e, k, now); /* the shortest term changed since */
-        if (now < k->wake) {
-            if (e->cfg.check_invariants && renew_due(e, k, now, d))
-                e->memo_bad = 1;
+    struct lease_key *o = e->lease_order;
+    int chk = e->cfg.check_invariants;
+    tide_time_t mt = e->min_term; /* set by tide__lease_plan, not here */
+    size_t nb = (n >> LW_SHIFT) + 1;
+    if (nb > e->cap_lw) {
+        size_t old = e->cap_lw;
+        tide_grow((void **)&e->lw_min, &e->cap_lw, nb, sizeof *e->lw_min);
+        for (size_t b = old; b < e->cap_lw; b++)
+            e->lw_min[b] = INT64_MIN;
+    }
+    if (e->lw_mt != mt) { /* another shortest term: every wake is computed again */
+        lw_from(e, 0);
+        e->lw_mt = mt;
+    }
+    while (i < n) {
+        size_t b = i >> LW_SHIFT, end = (b + 1) << LW_SHIFT;
+        if (end > n)
+            end = n;
+        int whole = (i & ((1u << LW_SHIFT) - 1)) == 0;
+        /* a whole block before its bound: no key of it is due (debug
+         * builds visit it, and any key due or not yet keyed under mt there
+         * is a wrong bound) */
+        int skip = whole && now < e->lw_min[b];
+        if (skip && !chk) {
+            i = end;
             continue;
         }
-        renew_if_due(e, k, now, d);
+        tide_time_t lo = TIDE_TIME_NEVER;
+        for (; i < end; i++) {
+            struct lease_key *k = &o[i];
+            /* a dropped key's wake is never (drop_noted): one test passes
+             * over it with the live keys before their wake */
+            if (now < k->wake && k->wake_mt == mt) {
+                if (chk && k->lease >= 0 && renew_due(e, k, now, d))
+                    e->memo_bad = 1;
+            } else if (k->lease >= 0) {
+                if (skip)
+                    e->memo_bad = 1;
+                if (k->wake_mt != mt)
+                    tail_wake_set(e, k, now); /* the shortest term changed since */
+                if (now >= k->wake)
+                    renew_if_due(e, k, now, d);
+                else if (chk && renew_due(e, k, now, d))
+                    e->memo_bad = 1;
+            }
+            if (k->wake < lo)
+                lo = k->wake;
+        }
+        if (whole)
+            e->lw_min[b] = lo;
     }
 }
 
@@ -573,21 +761,27 @@ static int dl_less(const struct deadline_ent *a, const struct deadline_ent *b)
     return a->t < b->t || (a->t == b->t && a->h < b->h);
 }
 
+/* The deadline heap is 4-ary (children of i: 4 i + 1 .. 4 i + 4): half the
+ * levels of a binary one. Only its least entry is ever read, and the pops
+ * take out the same entries whatever the arity (stop_due orders the due
+ * jobs by run slot), so the arity changes no decision. */
 static void dl_sift_down(struct deadline_ent *v, size_t n, size_t i)
 {
+    struct deadline_ent x = v[i];
     for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < n && dl_less(&v[l], &v[m]))
-            m = l;
-        if (l + 1 < n && dl_less(&v[l + 1], &v[m]))
-            m = l + 1;
-        if (m == i)
-            return;
-        struct deadline_ent t = v[i];
+        size_t c = 4 * i + 1;
+        if (c >= n)
+            break;
+        size_t m = c, end = c + 4 < n ? c + 4 : n;
+        for (size_t k = c + 1; k < end; k++)
+            if (dl_less(&v[k], &v[m]))
+                m = k;
+        if (!dl_less(&v[m], &x))
+            break;
         v[i] = v[m];
-        v[m] = t;
         i = m;
     }
+    v[i] = x;
 }
 
 /* Is entry x one of the job's current deadlines? */
@@ -614,7 +808,7 @@ static void dl_compact(tide_engine_t *e)
         if (dl_live(e, &e->dl[i]))
             e->dl[n++] = e->dl[i];
     e->n_dl = n;
-    for (size_t i = n / 2; i-- > 0;)
+    for (size_t i = n / 4 + 1; i-- > 0;)
         dl_sift_down(e->dl, n, i);
 }
 
@@ -625,9 +819,9 @@ void tide__deadline_push(tide_engine_t *e, tide_time_t t, int32_t h)
     tide_grow((void **)&e->dl, &e->cap_dl, e->n_dl + 1, sizeof *e->dl);
     size_t i = e->n_dl++;
     struct deadline_ent x = {t, h};
-    while (i > 0 && dl_less(&x, &e->dl[(i - 1) / 2])) {
-        e->dl[i] = e->dl[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i > 0 && dl_less(&x, &e->dl[(i - 1) / 4])) {
+        e->dl[i] = e->dl[(i - 1) / 4];
+        i = (i - 1) / 4;
     }
     e->dl[i] = x;
 }

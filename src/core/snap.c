@@ -251,6 +251,8 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, grow_slots), F(tide_engine_t, renew_new), F(tide_engine_t, n_renew_new),
     F(tide_engine_t, cap_renew_new), F(tide_engine_t, renew_rescan),
     F(tide_engine_t, renew_mark), F(tide_engine_t, cap_renew_mark),
+    F(tide_engine_t, lw_min), F(tide_engine_t, cap_lw), F(tide_engine_t, lw_mt),
+    F(tide_engine_t, need_pmax), F(tide_engine_t, cap_need_pmax),
     /* memos: zero after a restore, so the first pass recomputes */
     F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, jdom), F(tide_engine_t, jdomcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
     F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz),
@@ -813,6 +815,8 @@ tide_engine_t *tide_engine_restore(const tide_engine_t *like, const void *buf, s
     tide__acct_cnt_rebuild(e);   /* derived from e->cnt */
     tide__lent_rebuild(e);       /* derived from the running jobs */
     e->renew_rescan = 1;         /* the jobs noted for renewal are not stored */
+    e->lw_mt = 0;                /* the tail's block bounds: all unknown */
+    tide__lease_need_pmax(e);    /* from the need curve */
     return e;
 }
 
