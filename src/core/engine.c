@@ -212,11 +212,15 @@ void tide_engine_destroy(tide_engine_t *e)
         for (size_t t = 0; t < e->tq[k].cap_team; t++)
             free(e->tq[k].team[t].v);
         free(e->tq[k].team);
+        tide_bitset_free(&e->tq[k].teams);
     }
     free(e->tq);
     free(e->qshapes);
-    for (int p = 0; p < TIDE_NPRIO; p++)
+    for (int p = 0; p < TIDE_NPRIO; p++) {
         free(e->qs_live[p]);
+        free(e->q_team_n[p]);
+        tide_bitset_free(&e->q_teams[p]);
+    }
     free(e->fs_order);
     free(e->fs_rank);
     free(e->fs_score);

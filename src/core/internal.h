@@ -417,6 +417,7 @@ typedef struct tq_shape {
     tqueue_t *team;
     size_t cap_team, n;
     int32_t at;
+    tide_bitset_t teams; /* the teams whose sub-queue is not empty */
 } tq_shape_t;
 
 /* A reservation for the head job of a priority (EASY backfill). */
@@ -494,6 +495,11 @@ struct tide_engine {
     size_t cap_tq;
     int32_t *qs_live[TIDE_NPRIO];
     size_t n_qs_live[TIDE_NPRIO], cap_qs_live[TIDE_NPRIO];
+    /* per priority: queued jobs per team (q_team_n[p][t], cap_q_team_n[p]
+     * teams) and the teams with any (q_teams[p]) */
+    int32_t *q_team_n[TIDE_NPRIO];
+    size_t cap_q_team_n[TIDE_NPRIO];
+    tide_bitset_t q_teams[TIDE_NPRIO];
     /* the fair-share team order of the last pass (fs_n teams) and its
      * scratch: the next pass sorts from it (nearly sorted already) */
     int *fs_order, *fs_rank;

@@ -177,7 +177,11 @@ static void tq_insert(tide_engine_t *e, int p, const qkey_t *k)
     size_t at = tq_pos(l, k->sub, k->h);
     memmove(&l->v[at + 1], &l->v[at], (l->n - at) * sizeof *l->v);
     l->v[at] = (tq_ent_t){.sub = k->sub, .h = k->h};
-    l->n++;
+    if (l->n++ == 0)
+        tide_bitset_put(&x->teams, (size_t)k->team, 1);
+    tide_grow_zeroed((void **)&e->q_team_n[p], &e->cap_q_team_n[p], (size_t)k->team + 1, sizeof *e->q_team_n[p]);
+    if (e->q_team_n[p][k->team]++ == 0)
+        tide_bitset_put(&e->q_teams[p], (size_t)k->team, 1);
     if (x->n++ == 0) {
         x->at = (int32_t)e->n_qs_live[p];
         TIDE_PUSH(e->qs_live[p], e->n_qs_live[p], e->cap_qs_live[p], k->shape);
@@ -194,7 +198,10 @@ static void tq_remove(tide_engine_t *e, int p, const qkey_t *k)
     if (at >= l->n || l->v[at].h != k->h)
         return;
     memmove(&l->v[at], &l->v[at + 1], (l->n - at - 1) * sizeof *l->v);
-    l->n--;
+    if (--l->n == 0)
+        tide_bitset_put(&x->teams, (size_t)k->team, 0);
+    if (--e->q_team_n[p][k->team] == 0)
+        tide_bitset_put(&e->q_teams[p], (size_t)k->team, 0);
     if (--x->n == 0) { /* off the live shapes: the last one takes its place */
         int32_t last = e->qs_live[p][--e->n_qs_live[p]];
         e->qs_live[p][x->at] = last;
@@ -218,11 +225,16 @@ void tide__queue_keys_rebuild(tide_engine_t *e)
     for (size_t k = 0; k < e->cap_tq; k++) {
         for (size_t t = 0; t < e->tq[k].cap_team; t++)
             e->tq[k].team[t].n = 0;
+        tide_bitset_clear(&e->tq[k].teams);
         e->tq[k].n = 0;
         e->tq[k].at = -1;
     }
-    for (int p = 0; p < TIDE_NPRIO; p++)
+    for (int p = 0; p < TIDE_NPRIO; p++) {
         e->n_qs_live[p] = 0;
+        if (e->cap_q_team_n[p])
+            memset(e->q_team_n[p], 0, e->cap_q_team_n[p] * sizeof *e->q_team_n[p]);
+        tide_bitset_clear(&e->q_teams[p]);
+    }
     for (int p = 0; p < TIDE_NPRIO; p++)
         for (size_t i = 0; i < e->qn[p]; i++)
             queue_key_add(e, p, e->q[p][i]); /* appends: q is in queue order */
@@ -260,8 +272,12 @@ int32_t tide__queue_keys_check(const tide_engine_t *e)
         for (size_t t = 0; t < e->tq[x].cap_team && bad < 0; t++) {
             if (met[base[x] + t] != e->tq[x].team[t].n) /* left over: a job no longer queued */
                 bad = e->tq[x].team[t].v[met[base[x] + t]].h;
+            else if (tide_bitset_has(&e->tq[x].teams, t) != (e->tq[x].team[t].n > 0))
+                bad = e->n_jobs ? 0 : -1; /* (reported as a job's) */
             n += e->tq[x].team[t].n;
         }
+        if (bad < 0 && tide_bitset_next(&e->tq[x].teams, e->tq[x].cap_team, SIZE_MAX) >= 0)
+            bad = e->n_jobs ? 0 : -1;
         /* the count and the live list */
         int p = (int)(x % TIDE_NPRIO);
         const tq_shape_t *y = &e->tq[x];
@@ -270,6 +286,17 @@ int32_t tide__queue_keys_check(const tide_engine_t *e)
         if (bad < 0 && (n != y->n || listed != (n > 0)))
             bad = e->n_jobs ? 0 : -1; /* (reported as a job's) */
     }
+    for (int p = 0; p < TIDE_NPRIO && bad < 0; p++)
+        for (size_t t = 0; t < e->cap_q_team_n[p] && bad < 0; t++) {
+            size_t n = 0;
+            for (size_t s = 0; s < e->n_qshapes; s++)
+                n += tide__tq(e, (int32_t)s, p, (int)t) ? tide__tq(e, (int32_t)s, p, (int)t)->n : 0;
+            if (n != (size_t)e->q_team_n[p][t] || tide_bitset_has(&e->q_teams[p], t) != (n > 0))
+                bad = e->n_jobs ? 0 : -1;
+        }
+    for (int p = 0; p < TIDE_NPRIO && bad < 0; p++)
+        if (tide_bitset_next(&e->q_teams[p], e->cap_q_team_n[p], SIZE_MAX) >= 0)
+            bad = e->n_jobs ? 0 : -1;
     size_t live = 0;
     for (int p = 0; p < TIDE_NPRIO; p++)
         live += e->n_qs_live[p];

@@ -666,13 +666,29 @@ typedef struct cand_iter {
     int32_t *shp; /* the slot's shape (a copy: a shape that empties leaves e->qs_live) */
     int *seen, *alive;
     uint8_t *flag; /* 1: rejected, 2: past the cut for this team */
+    uint64_t *want; /* with a filter: the teams with jobs of some alive slot */
+    size_t n_want;  /* words */
     int st_free, st_memo; /* the filter's state the flags were set at */
     qkey_t out;
     size_t cur_buf[CAND_BUF];
     int32_t shp_buf[CAND_BUF];
     int seen_buf[CAND_BUF], alive_buf[CAND_BUF];
     uint8_t flag_buf[CAND_BUF];
+    uint64_t want_buf[4];
 } cand_iter_t;
+
+/* want: the union of the team sets of the alive slots, the teams a
+ * filtered read visits. */
+static void cand_want(cand_iter_t *it)
+{
+    const tide_engine_t *e = it->e;
+    memset(it->want, 0, it->n_want * sizeof *it->want);
+    for (int a = 0; a < it->n_alive; a++) {
+        const tide_bitset_t *b = &e->tq[(size_t)it->shp[it->alive[a]] * TIDE_NPRIO + (size_t)it->p].teams;
+        for (size_t w = 0; w < b->nw && w < it->n_want; w++)
+            it->want[w] |= b->w[w];
+    }
+}
 
 static void cand_begin(cand_iter_t *it, const tide_engine_t *e, int p, size_t n, const int *order)
 {
@@ -692,6 +708,8 @@ static void cand_begin(cand_iter_t *it, const tide_engine_t *e, int p, size_t n,
     it->seen = it->seen_buf;
     it->alive = it->alive_buf;
     it->flag = it->flag_buf;
+    it->n_want = ((size_t)e->n_teams + 63) / 64;
+    it->want = it->n_want > 4 ? tide_xmalloc(it->n_want * sizeof *it->want) : it->want_buf;
     if (order && it->ns > CAND_BUF) {
         it->cur = tide_xmalloc((size_t)it->ns * sizeof *it->cur);
         it->shp = tide_xmalloc((size_t)it->ns * sizeof *it->shp);
@@ -699,13 +717,14 @@ static void cand_begin(cand_iter_t *it, const tide_engine_t *e, int p, size_t n,
         it->alive = tide_xmalloc((size_t)it->ns * sizeof *it->alive);
         it->flag = tide_xmalloc((size_t)it->ns);
     }
-    if (order)
+    if (order) {
         for (int s = 0; s < it->ns; s++) {
             it->shp[s] = e->qs_live[p][s];
             it->seen[s] = 0;
             it->flag[s] = 0;
             it->alive[s] = s;
         }
+    }
     if (n > 0) {
         const qkey_t *last = &e->qk[e->q[p][TIDE_MIN(n, e->qn[p]) - 1]];
         it->cut = 1;
@@ -716,6 +735,8 @@ static void cand_begin(cand_iter_t *it, const tide_engine_t *e, int p, size_t n,
 
 static void cand_end(cand_iter_t *it)
 {
+    if (it->want != it->want_buf)
+        free(it->want);
     if (it->cur != it->cur_buf) {
         free(it->cur);
         free(it->shp);
@@ -788,7 +809,10 @@ static void cand_refilter(cand_iter_t *it, const cand_filter_t *f)
         else
             it->alive[n++] = s;
     }
-    it->n_alive = n;
+    if (n < it->n_alive || it->st_memo < 0) {
+        it->n_alive = n;
+        cand_want(it);
+    }
     it->st_free = *f->free_gpus;
     it->st_memo = *f->n_memo;
 }
@@ -817,6 +841,8 @@ static const qkey_t *cand_next(cand_iter_t *it, const cand_filter_t *f)
     int n = f ? it->n_alive : it->ns;
     for (; n > 0 && it->r < e->n_teams; it->r++) {
         int t = it->order[it->r], best = -1;
+        if (f ? !((it->want[t >> 6] >> (t & 63)) & 1) : !tide_bitset_has(&e->q_teams[it->p], (size_t)t))
+            continue; /* no job of an alive slot, or none at all */
         const tq_ent_t *bk = NULL;
         for (int a = 0; a < n; a++) {
             int s = f ? it->alive[a] : a;
