@@ -211,6 +211,22 @@ void tide_engine_destroy(tide_engine_t *e)
         free(e->q[p]);
     free(e->qk);
     free(e->jdom);
+    for (size_t k = 0; k < e->cap_tq; k++) {
+        for (size_t t = 0; t < e->tq[k].cap_team; t++)
+            free(e->tq[k].team[t].v);
+        free(e->tq[k].team);
+        tide_bitset_free(&e->tq[k].teams);
+    }
+    free(e->tq);
+    free(e->qshapes);
+    for (int p = 0; p < TIDE_NPRIO; p++) {
+        free(e->qs_live[p]);
+        free(e->q_team_n[p]);
+        tide_bitset_free(&e->q_teams[p]);
+    }
+    free(e->fs_order);
+    free(e->fs_rank);
+    free(e->fs_score);
     free(e->running);
     tide_bitset_free(&e->grow_slots);
     if (e->by_end) { /* they start by_end_lo entries into their allocations */

@@ -392,11 +392,47 @@ typedef struct oracle_job {
 } oracle_job_t;
 #define ORC_NEVER INT64_MIN
 
-/* A queued job as the scheduling pass scans it (e->qk). */
+/* A queued job as the scheduling pass scans it (e->qk): its queue order
+ * key (sub = submitted, then h), what the pass reads of it, and its shape's
+ * index in e->qshapes. */
 typedef struct qkey {
+    int64_t sub;
     int32_t h, gang, dp_min, team;
     uint32_t types;
+    int32_t shape;
 } qkey_t;
+
+/* A shape of queued jobs: what the pass's skip tests read (gang, dp_min,
+ * types). Interned as jobs are queued, never removed. */
+typedef struct qshape {
+    int32_t gang, dp_min;
+    uint32_t types;
+} qshape_t;
+
+/* One team's queued jobs of one priority and one shape, in queue order (the
+ * order of e->q[p] restricted to them). */
+typedef struct tq_ent {
+    int64_t sub; /* submitted, then h: the queue order */
+    int32_t h;
+} tq_ent_t;
+
+typedef struct tqueue {
+    tq_ent_t *v;
+    size_t n, cap;
+} tqueue_t;
+
+/* The queued jobs of one priority and one shape, by team (team[t]; cap_team
+ * teams), n in all; at: its place in the priority's list of shapes with
+ * queued jobs (e->qs_live), -1 when n is 0. The fair-share pass reads a
+ * team's candidates from its shapes' sub-queues, merged in queue order, so
+ * it never orders the whole queue, and passes over every job of a shape
+ * that cannot start at once. */
+typedef struct tq_shape {
+    tqueue_t *team;
+    size_t cap_team, n;
+    int32_t at;
+    tide_bitset_t teams; /* the teams whose sub-queue is not empty */
+} tq_shape_t;
 
 /* A reservation for the head job of a priority (EASY backfill). */
 enum { PLAN_CHANS = 4 }; /* plan memo keys kept at once (reclaim.c) */
@@ -463,6 +499,27 @@ struct tide_engine {
      * tide__queue_insert, rebuilt from q after a restore */
     struct qkey *qk;
     size_t qkcap;
+    /* tq[shape * TIDE_NPRIO + p]: the queued jobs of priority p and that
+     * shape (e->qshapes) by team, each in queue order; qs_live[p]: the
+     * shapes with queued jobs of priority p. Kept by tide__queue_insert and
+     * _remove, rebuilt after a restore, checked by tide_engine_check. */
+    struct qshape *qshapes;
+    size_t n_qshapes, cap_qshapes;
+    struct tq_shape *tq;
+    size_t cap_tq;
+    int32_t *qs_live[TIDE_NPRIO];
+    size_t n_qs_live[TIDE_NPRIO], cap_qs_live[TIDE_NPRIO];
+    /* per priority: queued jobs per team (q_team_n[p][t], cap_q_team_n[p]
+     * teams) and the teams with any (q_teams[p]) */
+    int32_t *q_team_n[TIDE_NPRIO];
+    size_t cap_q_team_n[TIDE_NPRIO];
+    tide_bitset_t q_teams[TIDE_NPRIO];
+    /* the fair-share team order of the last pass (fs_n teams) and its
+     * scratch: the next pass sorts from it (nearly sorted already) */
+    int *fs_order, *fs_rank;
+    double *fs_score;
+    int fs_n;
+    size_t cap_fs;
     int queue_gpus;
     int32_t *running;
     size_t n_running, cap_running;
@@ -891,8 +948,15 @@ void tide__job_hold_pass(tide_engine_t *e);
 void tide__queue_insert(tide_engine_t *e, int32_t h);
 qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h);
 void tide__queue_keys_rebuild(tide_engine_t *e);
-/* A queued job whose e->qk entry disagrees with it, or -1 (debug check). */
+/* A queued job whose e->qk entry disagrees with it, or whose team
+ * sub-queue (e->tq) does not hold it in queue order, or -1 (debug check). */
 int32_t tide__queue_keys_check(const tide_engine_t *e);
+/* Team t's queued jobs of priority p and shape s (NULL: none ever). */
+static inline const tqueue_t *tide__tq(const tide_engine_t *e, int32_t s, int p, int t)
+{
+    const tq_shape_t *x = &e->tq[(size_t)s * TIDE_NPRIO + (size_t)p];
+    return (size_t)t < x->cap_team ? &x->team[t] : NULL;
+}
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 /* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=
  * n_running was vacated): set its bit from the job there. */

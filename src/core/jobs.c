@@ -119,36 +119,194 @@ static size_t qpos(const tide_engine_t *e, int p, int32_t h)
     return lo;
 }
 
+/* The index of shape (gang, dp_min, types) in e->qshapes, interned if new
+ * (the sub-queues grow with it). A scan: workloads have a few shapes. */
+static int32_t qshape_of(tide_engine_t *e, int32_t gang, int32_t dp_min, uint32_t types)
+{
+    for (size_t s = 0; s < e->n_qshapes; s++)
+        if (e->qshapes[s].gang == gang && e->qshapes[s].dp_min == dp_min && e->qshapes[s].types == types)
+            return (int32_t)s;
+    TIDE_PUSH(e->qshapes, e->n_qshapes, e->cap_qshapes, ((qshape_t){gang, dp_min, types}));
+    size_t old = e->cap_tq;
+    tide_grow_zeroed((void **)&e->tq, &e->cap_tq, e->n_qshapes * TIDE_NPRIO, sizeof *e->tq);
+    for (size_t k = old; k < e->cap_tq; k++)
+        e->tq[k].at = -1;
+    return (int32_t)(e->n_qshapes - 1);
+}
+
 qkey_t tide__qkey_of(const tide_engine_t *e, int32_t h)
 {
     const job_t *j = e->jobs[h];
-    return (qkey_t){.h = h, .gang = j->spec.gang_gpus, .dp_min = j->spec.dp_min, .team = j->team,
-                    .types = j->spec.gpu_types};
+    return (qkey_t){.sub = j->submitted, .h = h, .gang = j->spec.gang_gpus, .dp_min = j->spec.dp_min,
+                    .team = j->team, .types = j->spec.gpu_types, .shape = -1};
+}
+
+/* The same job and shape (x's shape index must name k's shape). */
+static int qkey_same(const tide_engine_t *e, const qkey_t *x, const qkey_t *k)
+{
+    if (x->shape < 0 || (size_t)x->shape >= e->n_qshapes)
+        return 0;
+    const qshape_t *s = &e->qshapes[x->shape];
+    return x->sub == k->sub && x->h == k->h && x->gang == k->gang && x->dp_min == k->dp_min &&
+           x->team == k->team && x->types == k->types && s->gang == k->gang && s->dp_min == k->dp_min &&
+           s->types == k->types;
+}
+
+/* First index of l whose key is not below (sub, h) in queue order. */
+static size_t tq_pos(const tqueue_t *l, int64_t sub, int32_t h)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const tq_ent_t *x = &l->v[mid];
+        if (x->sub < sub || (x->sub == sub && x->h < h))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Queued job k (of priority p, its shape set) into its sub-queue. */
+static void tq_insert(tide_engine_t *e, int p, const qkey_t *k)
+{
+    tq_shape_t *x = &e->tq[(size_t)k->shape * TIDE_NPRIO + (size_t)p];
+    tide_grow_zeroed((void **)&x->team, &x->cap_team, (size_t)k->team + 1, sizeof *x->team);
+    tqueue_t *l = &x->team[k->team];
+    tide_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v);
+    size_t at = tq_pos(l, k->sub, k->h);
+    memmove(&l->v[at + 1], &l->v[at], (l->n - at) * sizeof *l->v);
+    l->v[at] = (tq_ent_t){.sub = k->sub, .h = k->h};
+    if (l->n++ == 0)
+        tide_bitset_put(&x->teams, (size_t)k->team, 1);
+    tide_grow_zeroed((void **)&e->q_team_n[p], &e->cap_q_team_n[p], (size_t)k->team + 1, sizeof *e->q_team_n[p]);
+    if (e->q_team_n[p][k->team]++ == 0)
+        tide_bitset_put(&e->q_teams[p], (size_t)k->team, 1);
+    if (x->n++ == 0) {
+        x->at = (int32_t)e->n_qs_live[p];
+        TIDE_PUSH(e->qs_live[p], e->n_qs_live[p], e->cap_qs_live[p], k->shape);
+    }
+}
+
+static void tq_remove(tide_engine_t *e, int p, const qkey_t *k)
+{
+    tq_shape_t *x = &e->tq[(size_t)k->shape * TIDE_NPRIO + (size_t)p];
+    if ((size_t)k->team >= x->cap_team)
+        return;
+    tqueue_t *l = &x->team[k->team];
+    size_t at = tq_pos(l, k->sub, k->h);
+    if (at >= l->n || l->v[at].h != k->h)
+        return;
+    memmove(&l->v[at], &l->v[at + 1], (l->n - at - 1) * sizeof *l->v);
+    if (--l->n == 0)
+        tide_bitset_put(&x->teams, (size_t)k->team, 0);
+    if (--e->q_team_n[p][k->team] == 0)
+        tide_bitset_put(&e->q_teams[p], (size_t)k->team, 0);
+    if (--x->n == 0) { /* off the live shapes: the last one takes its place */
+        int32_t last = e->qs_live[p][--e->n_qs_live[p]];
+        e->qs_live[p][x->at] = last;
+        e->tq[(size_t)last * TIDE_NPRIO + (size_t)p].at = x->at;
+        x->at = -1;
+    }
+}
+
+/* Queued job h's key (e->qk) set and its sub-queue entry made. */
+static void queue_key_add(tide_engine_t *e, int p, int32_t h)
+{
+    tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
+    qkey_t *k = &e->qk[h];
+    *k = tide__qkey_of(e, h);
+    k->shape = qshape_of(e, k->gang, k->dp_min, k->types);
+    tq_insert(e, p, k);
 }
 
 void tide__queue_keys_rebuild(tide_engine_t *e)
 {
+    for (size_t k = 0; k < e->cap_tq; k++) {
+        for (size_t t = 0; t < e->tq[k].cap_team; t++)
+            e->tq[k].team[t].n = 0;
+        tide_bitset_clear(&e->tq[k].teams);
+        e->tq[k].n = 0;
+        e->tq[k].at = -1;
+    }
+    for (int p = 0; p < TIDE_NPRIO; p++) {
+        e->n_qs_live[p] = 0;
+        if (e->cap_q_team_n[p])
+            memset(e->q_team_n[p], 0, e->cap_q_team_n[p] * sizeof *e->q_team_n[p]);
+        tide_bitset_clear(&e->q_teams[p]);
+    }
     for (int p = 0; p < TIDE_NPRIO; p++)
-        for (size_t i = 0; i < e->qn[p]; i++) {
-            int32_t h = e->q[p][i];
-            tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
-            e->qk[h] = tide__qkey_of(e, h);
-        }
+        for (size_t i = 0; i < e->qn[p]; i++)
+            queue_key_add(e, p, e->q[p][i]); /* appends: q is in queue order */
 }
 
 int32_t tide__queue_keys_check(const tide_engine_t *e)
 {
-    for (int p = 0; p < TIDE_NPRIO; p++)
-        for (size_t i = 0; i < e->qn[p]; i++) {
+    /* a walk of each queue in order meets every sub-queue's entries in its
+     * order: per sub-queue, the entries met so far */
+    size_t n_sub = 0;
+    for (size_t k = 0; k < e->cap_tq; k++)
+        n_sub += e->tq[k].cap_team;
+    size_t *base = tide_xcalloc(e->cap_tq + 1, sizeof *base), *met = tide_xcalloc(n_sub + 1, sizeof *met);
+    for (size_t k = 0; k < e->cap_tq; k++)
+        base[k + 1] = base[k] + e->tq[k].cap_team;
+    int32_t bad = -1;
+    for (int p = 0; p < TIDE_NPRIO && bad < 0; p++)
+        for (size_t i = 0; i < e->qn[p] && bad < 0; i++) {
             qkey_t k = tide__qkey_of(e, e->q[p][i]);
-            if ((size_t)k.h >= e->qkcap)
-                return k.h;
-            const qkey_t *x = &e->qk[k.h];
-            if (x->h != k.h || x->gang != k.gang || x->dp_min != k.dp_min || x->team != k.team ||
-                x->types != k.types)
-                return k.h;
+            bad = k.h;
+            if ((size_t)k.h >= e->qkcap || !qkey_same(e, &e->qk[k.h], &k) || k.team < 0)
+                continue;
+            size_t x = (size_t)e->qk[k.h].shape * TIDE_NPRIO + (size_t)p;
+            if ((size_t)k.team >= e->tq[x].cap_team)
+                continue;
+            const tqueue_t *l = &e->tq[x].team[k.team];
+            size_t *m = &met[base[x] + (size_t)k.team];
+            if (*m < l->n && l->v[*m].sub == k.sub && l->v[*m].h == k.h) {
+                ++*m;
+                bad = -1;
+            }
         }
-    return -1;
+    for (size_t x = 0; x < e->cap_tq && bad < 0; x++) {
+        size_t n = 0;
+        for (size_t t = 0; t < e->tq[x].cap_team && bad < 0; t++) {
+            if (met[base[x] + t] != e->tq[x].team[t].n) /* left over: a job no longer queued */
+                bad = e->tq[x].team[t].v[met[base[x] + t]].h;
+            else if (tide_bitset_has(&e->tq[x].teams, t) != (e->tq[x].team[t].n > 0))
+                bad = e->n_jobs ? 0 : -1; /* (reported as a job's) */
+            n += e->tq[x].team[t].n;
+        }
+        if (bad < 0 && tide_bitset_next(&e->tq[x].teams, e->tq[x].cap_team, SIZE_MAX) >= 0)
+            bad = e->n_jobs ? 0 : -1;
+        /* the count and the live list */
+        int p = (int)(x % TIDE_NPRIO);
+        const tq_shape_t *y = &e->tq[x];
+        int listed = y->at >= 0 && (size_t)y->at < e->n_qs_live[p] &&
+                     (size_t)e->qs_live[p][y->at] == x / TIDE_NPRIO;
+        if (bad < 0 && (n != y->n || listed != (n > 0)))
+            bad = e->n_jobs ? 0 : -1; /* (reported as a job's) */
+    }
+    for (int p = 0; p < TIDE_NPRIO && bad < 0; p++)
+        for (size_t t = 0; t < e->cap_q_team_n[p] && bad < 0; t++) {
+            size_t n = 0;
+            for (size_t s = 0; s < e->n_qshapes; s++)
+                n += tide__tq(e, (int32_t)s, p, (int)t) ? tide__tq(e, (int32_t)s, p, (int)t)->n : 0;
+            if (n != (size_t)e->q_team_n[p][t] || tide_bitset_has(&e->q_teams[p], t) != (n > 0))
+                bad = e->n_jobs ? 0 : -1;
+        }
+    for (int p = 0; p < TIDE_NPRIO && bad < 0; p++)
+        if (tide_bitset_next(&e->q_teams[p], e->cap_q_team_n[p], SIZE_MAX) >= 0)
+            bad = e->n_jobs ? 0 : -1;
+    size_t live = 0;
+    for (int p = 0; p < TIDE_NPRIO; p++)
+        live += e->n_qs_live[p];
+    for (size_t x = 0; x < e->cap_tq; x++)
+        live -= e->tq[x].n > 0;
+    if (bad < 0 && live && e->n_jobs) /* a shape listed twice */
+        bad = 0;
+    free(base);
+    free(met);
+    return bad;
 }
 
 void tide__queue_insert(tide_engine_t *e, int32_t h)
@@ -162,8 +320,7 @@ void tide__queue_insert(tide_engine_t *e, int32_t h)
     size_t at = qpos(e, p, h);
     memmove(&e->q[p][at + 1], &e->q[p][at], (e->qn[p] - at) * sizeof *e->q[p]);
     e->q[p][at] = h;
-    tide_grow((void **)&e->qk, &e->qkcap, (size_t)h + 1, sizeof *e->qk);
-    e->qk[h] = tide__qkey_of(e, h);
+    queue_key_add(e, p, h);
     e->qn[p]++;
     e->queue_gpus += j->spec.gpus;
     j->state = TIDE_JOB_QUEUED;
@@ -179,6 +336,7 @@ void tide__queue_remove(tide_engine_t *e, int32_t h)
         return;
     memmove(&e->q[p][at], &e->q[p][at + 1], (e->qn[p] - at - 1) * sizeof *e->q[p]);
     e->qn[p]--;
+    tq_remove(e, p, &e->qk[h]); /* its key as inserted */
     e->queue_gpus -= j->spec.gpus;
 }
 

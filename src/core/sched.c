@@ -5,6 +5,7 @@
  * leave those GPUs alone. A P1 head that does not fit preempts P2/P3 victims
  * (whole jobs, lowest priority and least work lost first) through the same
  * checkpoint protocol. Leftover GPUs grow shrunken elastic jobs back. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -667,42 +668,350 @@ static void grow_elastic(tide_engine_t *e, unsigned tz)
 }
 
 /* Teams in fair-share order (ascending decayed usage / weight, then index):
- * rank[t] = position. n_teams is small; insertion sort. */
-static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int *rank, double *score)
+ * rank[t] = position. order holds n_prev teams in the order of an earlier
+ * ranking (n_prev 0: none); the insertion sort starts from it, which gives
+ * the same order (the order is total) in about n_teams steps when the
+ * ranking barely moved since. A NaN score (no total order) starts from
+ * index order, as the sort always did. */
+static void rank_teams(const tide_engine_t *e, tide_time_t now, int *order, int n_prev, int *rank,
+                       double *score)
 {
-    for (int t = 0; t < e->n_teams; t++) {
+    int n = e->n_teams, nan = 0;
+    for (int t = 0; t < n; t++) {
         score[t] = tide__team_usage(e, &e->teams[t], now) / e->teams[t].weight;
-        int k = t;
-        while (k > 0 && score[order[k - 1]] > score[t]) {
+        nan |= score[t] != score[t];
+    }
+    if (nan || n_prev != n)
+        for (int t = 0; t < n; t++)
+            order[t] = t;
+    for (int i = 1; i < n; i++) {
+        int t = order[i], k = i;
+        double s = score[t];
+        /* from index order the tie test never holds: an earlier index */
+        while (k > 0 && (score[order[k - 1]] > s || (score[order[k - 1]] == s && order[k - 1] > t))) {
             order[k] = order[k - 1];
             k--;
         }
         order[k] = t;
     }
-    for (int k = 0; k < e->n_teams; k++)
+    for (int k = 0; k < n; k++)
         rank[order[k]] = k;
 }
 
-/* The first n jobs of queue p in the order the pass examines them: queue
- * order, or (rank given: fair share) grouped by team rank keeping queue
- * order inside a team (a stable counting sort; bucket has n_teams + 1). */
+/* What the pass past the head of a priority skips (with no quota reclaim
+ * to make): a job that cannot start in this pass, because its shape needs
+ * more GPUs than are free or its placement failed already (memo: gang,
+ * types and at most its dp_min). Both only grow during a pass. */
+typedef struct cand_filter {
+    const int *free_gpus;
+    const shape_t *memo;
+    const int *n_memo;
+} cand_filter_t;
+
+static int shape_dead(const cand_filter_t *f, int g, int dp_min, uint32_t types)
+{
+    if (*f->free_gpus < g * dp_min)
+        return 1;
+    for (int m = 0; m < *f->n_memo; m++)
+        if (f->memo[m].gang == g && f->memo[m].min <= dp_min && f->memo[m].types == types)
+            return 1;
+    return 0;
+}
+
+enum { CAND_BUF = 16 };
+
+/* The candidates of one priority in the order the pass examines them,
+ * produced one at a time: the first n jobs of queue p, in queue order, or
+ * (order given: fair share) grouped by team rank keeping queue order inside
+ * a team. Fair share reads a team's candidates from its sub-queues, one per
+ * shape with queued jobs (e->tq, e->qs_live), merged in queue order, each up
+ * to the n-th job of the queue (the cut key); with a filter, the shapes it
+ * rejects are not read at all, and once it rejects every shape the reading
+ * ends. A pass reads the keys it returns and, per team it reaches, the head
+ * of each shape's sub-queue. A candidate that starts leaves the queue while
+ * the pass reads on: the next read finds its successor by its key. Set up
+ * by cand_begin, in place (not to be copied); released by cand_end. */
+typedef struct cand_iter {
+    const tide_engine_t *e;
+    const int *order; /* teams by rank, or NULL: the queue itself */
+    int p, r;         /* r: rank of the team being read */
+    int cut;          /* 0: no candidates */
+    int64_t cut_sub;  /* the n-th job of the queue (the last candidate) */
+    int32_t cut_h;
+    size_t i;         /* queue order: next index in q[p] */
+    int last_s;       /* where the last key came from (its shape's slot; 0 in queue order), or -1 */
+    int64_t last_sub; /* the last key */
+    int32_t last_h;
+    /* fair share: per slot (a shape with queued jobs, e->qs_live[p][slot])
+     * the next index in the team's sub-queue (valid when seen[slot] is the
+     * team's rank + 1), whether past the cut, whether the filter rejects
+     * it; alive: the slots it does not reject */
+    int ns, n_alive;
+    size_t *cur;
+    int32_t *shp; /* the slot's shape (a copy: a shape that empties leaves e->qs_live) */
+    int *seen, *alive;
+    uint8_t *flag; /* 1: rejected, 2: past the cut for this team */
+    uint64_t *want; /* with a filter: the teams with jobs of some alive slot */
+    size_t n_want;  /* words */
+    int st_free, st_memo; /* the filter's state the flags were set at */
+    qkey_t out;
+    size_t cur_buf[CAND_BUF];
+    int32_t shp_buf[CAND_BUF];
+    int seen_buf[CAND_BUF], alive_buf[CAND_BUF];
+    uint8_t flag_buf[CAND_BUF];
+    uint64_t want_buf[4];
+} cand_iter_t;
+
+/* want: the union of the team sets of the alive slots, the teams a
+ * filtered read visits. */
+static void cand_want(cand_iter_t *it)
+{
+    const tide_engine_t *e = it->e;
+    memset(it->want, 0, it->n_want * sizeof *it->want);
+    for (int a = 0; a < it->n_alive; a++) {
+        const tide_bitset_t *b = &e->tq[(size_t)it->shp[it->alive[a]] * TIDE_NPRIO + (size_t)it->p].teams;
+        for (size_t w = 0; w < b->nw && w < it->n_want; w++)
+            it->want[w] |= b->w[w];
+    }
+}
+
+static void cand_begin(cand_iter_t *it, const tide_engine_t *e, int p, size_t n, const int *order)
+{
+    it->e = e;
+    it->order = order;
+    it->p = p;
+    it->r = 0;
+    it->cut = 0;
+    it->i = 0;
+    it->last_s = -1;
+    it->ns = (int)e->n_qs_live[p];
+    it->n_alive = it->ns;
+    it->st_free = INT_MIN;
+    it->st_memo = -1;
+    it->cur = it->cur_buf;
+    it->shp = it->shp_buf;
+    it->seen = it->seen_buf;
+    it->alive = it->alive_buf;
+    it->flag = it->flag_buf;
+    it->n_want = ((size_t)e->n_teams + 63) / 64;
+    it->want = it->n_want > 4 ? tide_xmalloc(it->n_want * sizeof *it->want) : it->want_buf;
+    if (order && it->ns > CAND_BUF) {
+        it->cur = tide_xmalloc((size_t)it->ns * sizeof *it->cur);
+        it->shp = tide_xmalloc((size_t)it->ns * sizeof *it->shp);
+        it->seen = tide_xmalloc((size_t)it->ns * sizeof *it->seen);
+        it->alive = tide_xmalloc((size_t)it->ns * sizeof *it->alive);
+        it->flag = tide_xmalloc((size_t)it->ns);
+    }
+    if (order) {
+        for (int s = 0; s < it->ns; s++) {
+            it->shp[s] = e->qs_live[p][s];
+            it->seen[s] = 0;
+            it->flag[s] = 0;
+            it->alive[s] = s;
+        }
+    }
+    if (n > 0) {
+        const qkey_t *last = &e->qk[e->q[p][TIDE_MIN(n, e->qn[p]) - 1]];
+        it->cut = 1;
+        it->cut_sub = last->sub;
+        it->cut_h = last->h;
+    }
+}
+
+static void cand_end(cand_iter_t *it)
+{
+    if (it->want != it->want_buf)
+        free(it->want);
+    if (it->cur != it->cur_buf) {
+        free(it->cur);
+        free(it->shp);
+        free(it->seen);
+        free(it->alive);
+        free(it->flag);
+    }
+}
+
+static int past_cut(const cand_iter_t *it, int64_t sub, int32_t h)
+{
+    return sub > it->cut_sub || (sub == it->cut_sub && h > it->cut_h);
+}
+
+/* First index of sub-queue l not below (sub, h) in queue order. */
+static size_t sub_pos(const tqueue_t *l, int64_t sub, int32_t h)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (l->v[mid].sub < sub || (l->v[mid].sub == sub && l->v[mid].h < h))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Queue order (no fair share): q[p] in place, keys from e->qk. */
+static const qkey_t *cand_next_queue(cand_iter_t *it)
+{
+    const tide_engine_t *e = it->e;
+    const int32_t *q = e->q[it->p];
+    size_t len = e->qn[it->p], i = it->i;
+    if (it->last_s >= 0 && (i > len || q[i - 1] != it->last_h)) {
+        /* the last one left the queue (it started): its successor */
+        size_t lo = 0, hi = len;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            const qkey_t *x = &e->qk[q[mid]];
+            if (x->sub < it->last_sub || (x->sub == it->last_sub && x->h < it->last_h))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        i = lo < len && q[lo] == it->last_h ? lo + 1 : lo;
+    }
+    if (i >= len || past_cut(it, e->qk[q[i]].sub, q[i]))
+        return NULL;
+    const qkey_t *k = &e->qk[q[i]];
+    it->i = i + 1;
+    it->last_s = 0;
+    it->last_sub = k->sub;
+    it->last_h = k->h;
+    return k;
+}
+
+/* The filter's verdicts for the slots still alive, when its state moved. */
+static void cand_refilter(cand_iter_t *it, const cand_filter_t *f)
+{
+    if (*f->free_gpus == it->st_free && *f->n_memo == it->st_memo)
+        return;
+    const tide_engine_t *e = it->e;
+    int n = 0;
+    for (int a = 0; a < it->n_alive; a++) {
+        int s = it->alive[a];
+        const qshape_t *x = &e->qshapes[it->shp[s]];
+        if (shape_dead(f, x->gang, x->dp_min, x->types))
+            it->flag[s] |= 1;
+        else
+            it->alive[n++] = s;
+    }
+    if (n < it->n_alive || it->st_memo < 0) {
+        it->n_alive = n;
+        cand_want(it);
+    }
+    it->st_free = *f->free_gpus;
+    it->st_memo = *f->n_memo;
+}
+
+/* The next candidate (past those f rejects, f given), or NULL after the
+ * last. */
+static const qkey_t *cand_next(cand_iter_t *it, const cand_filter_t *f)
+{
+    const tide_engine_t *e = it->e;
+    if (!it->cut)
+        return NULL;
+    if (!it->order)
+        return cand_next_queue(it);
+    const int32_t *live = it->shp;
+    if (it->last_s >= 0) {
+        const tqueue_t *l = tide__tq(e, live[it->last_s], it->p, it->order[it->r]);
+        size_t c = it->cur[it->last_s];
+        if (c > l->n || l->v[c - 1].h != it->last_h) { /* it started: its successor */
+            c = sub_pos(l, it->last_sub, it->last_h);
+            it->cur[it->last_s] = c < l->n && l->v[c].h == it->last_h ? c + 1 : c;
+        }
+        it->last_s = -1;
+    }
+    if (f)
+        cand_refilter(it, f);
+    int n = f ? it->n_alive : it->ns;
+    for (; n > 0 && it->r < e->n_teams; it->r++) {
+        int t = it->order[it->r], best = -1;
+        if (f ? !((it->want[t >> 6] >> (t & 63)) & 1) : !tide_bitset_has(&e->q_teams[it->p], (size_t)t))
+            continue; /* no job of an alive slot, or none at all */
+        const tq_ent_t *bk = NULL;
+        for (int a = 0; a < n; a++) {
+            int s = f ? it->alive[a] : a;
+            if (it->seen[s] != it->r + 1) { /* first look at this team */
+                it->seen[s] = it->r + 1;
+                it->cur[s] = 0;
+                it->flag[s] &= 1;
+            }
+            if (it->flag[s] & 2)
+                continue;
+            const tqueue_t *l = tide__tq(e, live[s], it->p, t);
+            size_t c = it->cur[s];
+            if (!l || c >= l->n)
+                continue;
+            const tq_ent_t *k = &l->v[c];
+            if (past_cut(it, k->sub, k->h)) {
+                it->flag[s] |= 2; /* the rest of this sub-queue too */
+                continue;
+            }
+            if (!bk || k->sub < bk->sub || (k->sub == bk->sub && k->h < bk->h)) {
+                best = s;
+                bk = k;
+            }
+        }
+        if (best < 0)
+            continue;
+        const qshape_t *x = &e->qshapes[live[best]];
+        it->cur[best]++;
+        it->last_s = best;
+        it->last_sub = bk->sub;
+        it->last_h = bk->h;
+        it->out = (qkey_t){.sub = bk->sub, .h = bk->h, .gang = x->gang, .dp_min = x->dp_min, .team = t,
+                           .types = x->types, .shape = live[best]};
+        return &it->out;
+    }
+    return NULL;
+}
+
+/* Debug check of cand_next: the first n jobs of queue p in the order the
+ * pass examines them, as a stable counting sort by team rank (rank NULL:
+ * queue order), into cands (n entries; bucket n_teams + 1). */
 static void order_candidates(const tide_engine_t *e, int p, size_t n, const int *rank, int *bucket,
-                             qkey_t *cands)
+                             int32_t *cands)
 {
     const int32_t *q = e->q[p];
-    const qkey_t *qk = e->qk;
     if (!rank) {
-        for (size_t i = 0; i < n; i++)
-            cands[i] = qk[q[i]];
+        memcpy(cands, q, n * sizeof *cands);
         return;
     }
     memset(bucket, 0, ((size_t)e->n_teams + 1) * sizeof *bucket);
     for (size_t i = 0; i < n; i++)
-        bucket[rank[qk[q[i]].team] + 1]++;
+        bucket[rank[e->jobs[q[i]]->team] + 1]++;
     for (int t = 0; t < e->n_teams; t++)
         bucket[t + 1] += bucket[t];
     for (size_t i = 0; i < n; i++)
-        cands[bucket[rank[qk[q[i]].team]]++] = qk[q[i]];
+        cands[bucket[rank[e->jobs[q[i]]->team]]++] = q[i];
+}
+
+/* Shapes (gang, types) whose placement failed in this pass, each with the
+ * least dp_min that failed (memo[]): a candidate of that gang and types and
+ * at least that dp_min is not tried again. The last (gang, types) asked is
+ * kept with its answer until the memo grows. */
+typedef struct memo_cache {
+    int gang, min, n_memo; /* n_memo -1: empty */
+    uint32_t types;
+} memo_cache_t;
+
+/* Debug check: would the filter pass over queued job h? */
+static int ref_dead(const tide_engine_t *e, const cand_filter_t *f, int32_t h)
+{
+    const qkey_t *k = &e->qk[h];
+    return shape_dead(f, k->gang, k->dp_min, k->types);
+}
+
+static int memo_failed(const shape_t *memo, int n_memo, memo_cache_t *mc, int g, int dp_min, uint32_t types)
+{
+    if (mc->n_memo != n_memo || mc->gang != g || mc->types != types) {
+        int min = INT_MAX;
+        for (int m = 0; m < n_memo; m++)
+            if (memo[m].gang == g && memo[m].types == types && memo[m].min < min)
+                min = memo[m].min;
+        *mc = (memo_cache_t){.gang = g, .min = min, .n_memo = n_memo, .types = types};
+    }
+    return dp_min >= mc->min;
 }
 
 void tide__sched_pass(tide_engine_t *e, tide_time_t now)
@@ -715,47 +1024,62 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
     e->n_resv = 0;
     e->resv_pend.on = 0;
     shape_t memo[32];
+    memo_cache_t mc = {.n_memo = -1};
     int n_memo = 0, examined = 0, blocked_head = 0;
+    const cand_filter_t filt = {&free_gpus, memo, &n_memo};
     if (free_gpus == 0 && e->qn[TIDE_P1] == 0 && !e->quotas_on)
         return; /* nothing can start and nobody may preempt */
     /* fair share: teams ranked by decayed usage / weight once per pass; the
-     * candidates of a priority are then grouped by team rank, keeping queue
-     * order inside a team (a stable counting sort) */
+     * candidates of a priority are then read team by team in rank order,
+     * in queue order inside a team (cand_next) */
     int fair = e->cfg.fairshare && e->n_teams > 1;
-    int *order = NULL, *rank = NULL, *bucket = NULL;
-    double *score = NULL;
-    size_t nt = (size_t)e->n_teams, maxn = 0;
-    if (fair) { /* one block: scores, then order, rank and bucket */
-        score = tide_xmalloc(nt * sizeof *score + (3 * nt + 1) * sizeof(int));
-        order = (int *)(score + nt);
-        rank = order + nt;
-        bucket = rank + nt;
-        rank_teams(e, now, order, rank, score);
+    size_t nt = (size_t)e->n_teams;
+    if (fair) {
+        if (nt > e->cap_fs) {
+            size_t c = e->cap_fs;
+            tide_grow((void **)&e->fs_order, &c, nt, sizeof *e->fs_order);
+            c = e->cap_fs;
+            tide_grow((void **)&e->fs_rank, &c, nt, sizeof *e->fs_rank);
+            tide_grow((void **)&e->fs_score, &e->cap_fs, nt, sizeof *e->fs_score);
+        }
+        rank_teams(e, now, e->fs_order, e->fs_n, e->fs_rank, e->fs_score);
+        e->fs_n = e->n_teams;
     }
     uint8_t *quota_tried = e->quotas_on ? tide_xcalloc(nt, 1) : NULL;
-    for (int p = TIDE_P1; p < TIDE_NPRIO; p++)
-        maxn = TIDE_MAX(maxn, e->qn[p]);
-    /* no priority examines more than the backfill depth */
-    qkey_t *cands = tide_xmalloc((TIDE_MIN(maxn, (size_t)e->cfg.backfill_depth) + 1) * sizeof *cands);
     for (int p = TIDE_P1; p < TIDE_NPRIO; p++) {
         int head_seen = 0;
         size_t n = e->qn[p];
         if (n > (size_t)(e->cfg.backfill_depth - examined))
             n = (size_t)(e->cfg.backfill_depth - examined);
-        order_candidates(e, p, n, fair ? rank : NULL, bucket, cands);
-        for (size_t i = 0; i < n; i++) {
+        cand_iter_t it;
+        cand_begin(&it, e, p, n, fair ? e->fs_order : NULL);
+        /* a loop that ends without the break below examined all n; after
+         * the break nothing examines more (free_gpus stays <= 0) */
+        examined += (int)n;
+        int32_t *ref = NULL; /* debug builds: the candidates as a sort orders them */
+        size_t n_ref = 0, broke = 0;
+        if (e->cfg.check_invariants && n) {
+            ref = tide_xmalloc(n * sizeof *ref + ((size_t)e->n_teams + 1) * sizeof(int));
+            order_candidates(e, p, n, fair ? e->fs_rank : NULL, (int *)(ref + n), ref);
+        }
+        for (const qkey_t *c; (c = cand_next(&it, head_seen && !quota_tried ? &filt : NULL));) {
+            if (ref) { /* the sort's next, past those the filter passed over */
+                while (it.order && head_seen && !quota_tried && n_ref < n && ref_dead(e, &filt, ref[n_ref]))
+                    n_ref++;
+                if (n_ref >= n || ref[n_ref++] != c->h)
+                    e->memo_bad = 1;
+            }
             /* nothing more can start: only a P1 head (preemption) or quota
              * reclaims still need looking at */
-            if (free_gpus <= 0 && !e->quotas_on && (p > TIDE_P1 || head_seen))
+            if (free_gpus <= 0 && !e->quotas_on && (p > TIDE_P1 || head_seen)) {
+                broke = 1;
                 break;
-            const qkey_t *c = &cands[i];
+            }
             int32_t h = c->h;
-            examined++;
             int g = c->gang;
-            int fits = free_gpus >= g * c->dp_min;
-            for (int m = 0; fits && m < n_memo; m++)
-                if (memo[m].gang == g && memo[m].min <= c->dp_min && memo[m].types == c->types)
-                    fits = 0;
+            int fits = free_gpus >= g * c->dp_min && !memo_failed(memo, n_memo, &mc, g, c->dp_min, c->types);
+            if (!fits && head_seen && !quota_tried)
+                continue; /* past the head, a job that cannot start changes nothing */
             if (fits && surely_delays(e, h, g, c->dp_min, c->types, tz, now)) {
                 fits = 0; /* as placed, refused by respects and undone */
                 if (e->cfg.check_invariants && !delays_checked(e, h, tz, now))
@@ -801,10 +1125,15 @@ void tide__sched_pass(tide_engine_t *e, tide_time_t now)
                     make_reservation(e, h, tz);
             }
         }
+        while (ref && !broke && it.order && head_seen && !quota_tried && n_ref < n &&
+               ref_dead(e, &filt, ref[n_ref]))
+            n_ref++;
+        if (ref && !broke && n_ref != n)
+            e->memo_bad = 1;
+        free(ref);
+        cand_end(&it);
     }
     e->resv_pend.on = 0; /* nobody read it: never computed */
-    free(cands);
-    free(score);
     free(quota_tried);
     if (!blocked_head && free_gpus > 0)
         grow_elastic(e, tz);
@@ -969,21 +1298,22 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
         if (e->doms[d].claim_kind == CLAIM_JOB && !claimed_for(&s, e->doms[d].claim_id))
             s.claimed[s.n_claimed++] = e->doms[d].claim_id;
     int fair = e->cfg.fairshare && e->n_teams > 1;
-    int *order = NULL, *rank = NULL, *bucket = NULL;
+    int *order = NULL, *rank = NULL;
     double *score = NULL;
-    if (fair) {
+    if (fair) { /* the pass's order (rank_teams from the last pass's, the same result) */
         order = tide_xmalloc((size_t)e->n_teams * sizeof *order);
         rank = tide_xmalloc((size_t)e->n_teams * sizeof *rank);
-        bucket = tide_xmalloc(((size_t)e->n_teams + 1) * sizeof *bucket);
         score = tide_xmalloc((size_t)e->n_teams * sizeof *score);
-        rank_teams(e, e->now, order, rank, score);
+        if (e->fs_n == e->n_teams)
+            memcpy(order, e->fs_order, (size_t)e->n_teams * sizeof *order);
+        rank_teams(e, e->now, order, e->fs_n, rank, score);
     }
-    qkey_t *cands = tide_xmalloc((maxq + 1) * sizeof *cands);
     for (int p = TIDE_P1; p < TIDE_NPRIO && pos < cap; p++) {
         int head_seen = 0;
-        order_candidates(e, p, e->qn[p], rank, bucket, cands);
-        for (size_t i = 0; i < e->qn[p] && pos < cap; i++) {
-            int32_t h = cands[i].h;
+        cand_iter_t it;
+        cand_begin(&it, e, p, e->qn[p], order);
+        for (const qkey_t *c; pos < cap && (c = cand_next(&it, NULL));) {
+            int32_t h = c->h;
             tide_queue_info_t *q = &out[pos];
             q->job = h;
             q->position = (int)++pos;
@@ -1000,6 +1330,7 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
                 break;
             }
         }
+        cand_end(&it);
     }
     for (int k = 0; k < TIDE_NPRIO; k++) {
         free(s.rs[k].avail);
@@ -1008,10 +1339,8 @@ static size_t queue_scan(const tide_engine_t *e, tide_queue_info_t *out, size_t 
     }
     free(s.tmp);
     free(s.claimed);
-    free(cands);
     free(order);
     free(rank);
-    free(bucket);
     free(score);
     return total;
 }

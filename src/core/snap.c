@@ -254,7 +254,13 @@ static const tide_field_t engine_skip[] __attribute__((unused)) = {
     F(tide_engine_t, lw_min), F(tide_engine_t, cap_lw), F(tide_engine_t, lw_mt),
     F(tide_engine_t, need_pmax), F(tide_engine_t, cap_need_pmax),
     /* memos: zero after a restore, so the first pass recomputes */
-    F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap), F(tide_engine_t, jdom), F(tide_engine_t, jdomcap), F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
+    F(tide_engine_t, resv_memo), F(tide_engine_t, resv_pend), F(tide_engine_t, qk), F(tide_engine_t, qkcap),
+    F(tide_engine_t, tq), F(tide_engine_t, cap_tq), F(tide_engine_t, qshapes), F(tide_engine_t, n_qshapes),
+    F(tide_engine_t, cap_qshapes), F(tide_engine_t, qs_live), F(tide_engine_t, n_qs_live),
+    F(tide_engine_t, cap_qs_live), F(tide_engine_t, q_team_n), F(tide_engine_t, cap_q_team_n),
+    F(tide_engine_t, q_teams), F(tide_engine_t, fs_order), F(tide_engine_t, fs_rank),
+    F(tide_engine_t, fs_score), F(tide_engine_t, fs_n), F(tide_engine_t, cap_fs), F(tide_engine_t, jdom), F(tide_engine_t, jdomcap),
+    F(tide_engine_t, place_ver), F(tide_engine_t, memo_bad),
     F(tide_engine_t, n_claimed), F(tide_engine_t, cnt_nz),
     F(tide_engine_t, plan_clock), F(tide_engine_t, dom_ver), F(tide_engine_t, plan_ch),
     /* derived from the running jobs (tide__lent_rebuild) */
