@@ -249,12 +249,11 @@ shell_words() {
     echo "${out# }"
 }
 
-# step LABEL CMD...: run CMD (stdout to $W/log), record it with $W written as
-# "$W" and the binary as shown, and print one progress line on stderr.
-step() {
-    local label=$1 t0=$SECONDS line
-    shift
-    NSTEP=$((NSTEP + 1))
+# record_run CMD...: record CMD in $CMDS (with $W written as "$W" and the
+# binary as shown) and run it, stdout to $W/log; on failure say so with its
+# stderr and return 1.
+record_run() {
+    local line
     line=$(shell_words "$@")
     line=${line//"$W"/\$W}
     line=${line//"$TIDE"/$TIDE_SHOWN}
@@ -264,6 +263,15 @@ step() {
         cat "$W/err" >&2
         return 1
     fi
+}
+
+# step LABEL CMD...: run CMD (stdout to $W/log), record it with $W written as
+# "$W" and the binary as shown, and print one progress line on stderr.
+step() {
+    local label=$1 t0=$SECONDS
+    shift
+    NSTEP=$((NSTEP + 1))
+    record_run "$@" || return 1
     local what=$3 # --combine / --flatten
     if [ "$1" = "$TIDE" ]; then what=$2; [ "$2" != trace ] || what="$2 $3"; fi
     printf 'policy_quality: [%2d] %-15s %-13s %4d s (total %d s)\n' "$NSTEP" "$label" "$what" \
@@ -308,23 +316,15 @@ run_sims() {
 sweep() {
     [ "$HEADROOMS" != none ] || return 0
     echo "# hindsight sweep of preempt's headroom" >>"$CMDS"
-    local w h t0 line
+    local w h t0
     for w in $WORKLOADS; do
         t0=$SECONDS
         NSTEP=$((NSTEP + 1))
         for h in ${HEADROOMS//,/ }; do
-            set -- "$TIDE" sim --cluster 64x8 --services "$W/$w/services.csv" --demand "$W/$w/demand.csv" \
-                --jobs "$JOBS" --policy preempt --headroom "$h" --horizon "${DAYS}d" \
-                ${SIM_EXTRA[@]+"${SIM_EXTRA[@]}"} --outputs summary --out "$W/$w/sweep-$h"
-            line=$(shell_words "$@")
-            line=${line//"$W"/\$W}
-            line=${line//"$TIDE"/$TIDE_SHOWN}
-            echo "$line" >>"$CMDS"
-            if ! "$@" >>"$W/log" 2>"$W/err"; then
-                echo "policy_quality: failed: $line" >&2
-                cat "$W/err" >&2
-                FAILED=1
-            fi
+            record_run "$TIDE" sim --cluster 64x8 --services "$W/$w/services.csv" \
+                --demand "$W/$w/demand.csv" --jobs "$JOBS" --policy preempt --headroom "$h" \
+                --horizon "${DAYS}d" ${SIM_EXTRA[@]+"${SIM_EXTRA[@]}"} --outputs summary \
+                --out "$W/$w/sweep-$h" || FAILED=1
         done
         printf 'policy_quality: [%2d] %-15s %-13s %4d s (total %d s)\n' "$NSTEP" "$w" "sweep" \
             $((SECONDS - t0)) $((SECONDS - START)) >&2
