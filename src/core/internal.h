@@ -957,6 +957,21 @@ static inline const tqueue_t *tide__tq(const tide_engine_t *e, int32_t s, int p,
     const tq_shape_t *x = &e->tq[(size_t)s * TIDE_NPRIO + (size_t)p];
     return (size_t)t < x->cap_team ? &x->team[t] : NULL;
 }
+/* First index of sub-queue l whose entry is not below (sub, h) in queue
+ * order (submit time, then handle). */
+static inline size_t tide__tq_pos(const tqueue_t *l, int64_t sub, int32_t h)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const tq_ent_t *x = &l->v[mid];
+        if (x->sub < sub || (x->sub == sub && x->h < h))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 void tide__end_index_set(tide_engine_t *e, int32_t h, tide_time_t end); /* move h to a new key */
 /* runidx.c: e->grow_slots follows e->running. Slot i changed job (or i >=
  * n_running was vacated): set its bit from the job there. */

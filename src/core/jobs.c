@@ -152,21 +152,6 @@ static int qkey_same(const tide_engine_t *e, const qkey_t *x, const qkey_t *k)
            s->types == k->types;
 }
 
-/* First index of l whose key is not below (sub, h) in queue order. */
-static size_t tq_pos(const tqueue_t *l, int64_t sub, int32_t h)
-{
-    size_t lo = 0, hi = l->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const tq_ent_t *x = &l->v[mid];
-        if (x->sub < sub || (x->sub == sub && x->h < h))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Queued job k (of priority p, its shape set) into its sub-queue. */
 static void tq_insert(tide_engine_t *e, int p, const qkey_t *k)
 {
@@ -174,7 +159,7 @@ static void tq_insert(tide_engine_t *e, int p, const qkey_t *k)
     tide_grow_zeroed((void **)&x->team, &x->cap_team, (size_t)k->team + 1, sizeof *x->team);
     tqueue_t *l = &x->team[k->team];
     tide_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v);
-    size_t at = tq_pos(l, k->sub, k->h);
+    size_t at = tide__tq_pos(l, k->sub, k->h);
     memmove(&l->v[at + 1], &l->v[at], (l->n - at) * sizeof *l->v);
     l->v[at] = (tq_ent_t){.sub = k->sub, .h = k->h};
     if (l->n++ == 0)
@@ -194,7 +179,7 @@ static void tq_remove(tide_engine_t *e, int p, const qkey_t *k)
     if ((size_t)k->team >= x->cap_team)
         return;
     tqueue_t *l = &x->team[k->team];
-    size_t at = tq_pos(l, k->sub, k->h);
+    size_t at = tide__tq_pos(l, k->sub, k->h);
     if (at >= l->n || l->v[at].h != k->h)
         return;
     memmove(&l->v[at], &l->v[at + 1], (l->n - at - 1) * sizeof *l->v);

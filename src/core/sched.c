@@ -836,20 +836,6 @@ static int past_cut(const cand_iter_t *it, int64_t sub, int32_t h)
     return sub > it->cut_sub || (sub == it->cut_sub && h > it->cut_h);
 }
 
-/* First index of sub-queue l not below (sub, h) in queue order. */
-static size_t sub_pos(const tqueue_t *l, int64_t sub, int32_t h)
-{
-    size_t lo = 0, hi = l->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (l->v[mid].sub < sub || (l->v[mid].sub == sub && l->v[mid].h < h))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Queue order (no fair share): q[p] in place, keys from e->qk. */
 static const qkey_t *cand_next_queue(cand_iter_t *it)
 {
@@ -916,7 +902,7 @@ static const qkey_t *cand_next(cand_iter_t *it, const cand_filter_t *f)
         const tqueue_t *l = tide__tq(e, live[it->last_s], it->p, it->order[it->r]);
         size_t c = it->cur[it->last_s];
         if (c > l->n || l->v[c - 1].h != it->last_h) { /* it started: its successor */
-            c = sub_pos(l, it->last_sub, it->last_h);
+            c = tide__tq_pos(l, it->last_sub, it->last_h);
             it->cur[it->last_s] = c < l->n && l->v[c].h == it->last_h ? c + 1 : c;
         }
         it->last_s = -1;
